@@ -1,0 +1,198 @@
+package compiler
+
+import "strings"
+
+// Script is a parsed input: one or more statements.
+type Script struct {
+	Stmts []*Query
+}
+
+// Query is one statement: a SELECT, optionally named by CREATE VIEW.
+//
+// With Join set it describes a synthetic event fed by two events; without
+// it, a histogram on one event.
+type Query struct {
+	Pos, End Pos
+	View     *Ident // CREATE VIEW name AS SELECT …: the synthetic event's name
+	Select   []*SelectItem
+	From     *TableRef
+	Join     *TableRef // nil in histogram mode
+	JoinPos  Pos       // position of the JOIN keyword
+	On       []*Match
+	Where    Expr
+	GroupBy  []Expr
+	OrderBy  []*OrderItem
+	Limit    *Number
+}
+
+// Ident is a simple name with its position.
+type Ident struct {
+	Name     string
+	Pos, End Pos
+}
+
+// Name is a possibly dotted name as written: "start.pid",
+// "sched.sched_waking", "call_site.sym-offset".
+type Name struct {
+	Parts    []*Ident
+	Pos, End Pos
+}
+
+// String returns the parts joined by dots.
+func (n *Name) String() string {
+	s := make([]string, len(n.Parts))
+	for i, p := range n.Parts {
+		s[i] = p.Name
+	}
+	return strings.Join(s, ".")
+}
+
+// TableRef is an event in FROM or JOIN with its optional alias.
+type TableRef struct {
+	Name  *Name
+	Alias *Ident
+}
+
+// SelectItem is one item of the SELECT list.
+type SelectItem struct {
+	Expr  Expr
+	Label *Ident // AS label, or nil
+}
+
+// Match is one "a = b" pair of the ON clause.
+type Match struct {
+	Left, Right *Field
+	OpPos       Pos
+}
+
+// OrderItem is one ORDER BY item.
+type OrderItem struct {
+	Expr Expr
+	Desc bool
+}
+
+// Expr is an expression node.
+type Expr interface {
+	Span() (pos, end Pos)
+}
+
+// Field is a reference to an event field (or a pseudo-field such as
+// TIMESTAMP), qualified or not.
+type Field struct{ Name *Name }
+
+// Number is an integer literal. Value holds the magnitude; Neg is set for a
+// literal written with a leading minus.
+type Number struct {
+	Value    uint64
+	Neg      bool
+	Text     string
+	Pos, End Pos
+}
+
+// String is a quoted string literal; Value is the text between the quotes.
+type String struct {
+	Value    string
+	Pos, End Pos
+}
+
+// Op is an operator.
+type Op int
+
+// The operators.
+const (
+	OpAdd Op = iota
+	OpSub
+	OpMul
+	OpDiv
+	OpEq
+	OpNe
+	OpLt
+	OpLe
+	OpGt
+	OpGe
+	OpBitAnd // "&" in a filter: (field & value) != 0
+	OpGlob   // "~"
+	OpNotGlob
+	OpAnd
+	OpOr
+	OpNot
+)
+
+var opText = [...]string{"+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "&", "~", "!~", "&&", "||", "!"}
+
+// String returns the operator as the kernel writes it.
+func (o Op) String() string { return opText[o] }
+
+// IsCompare reports whether o compares a field with a value.
+func (o Op) IsCompare() bool { return o >= OpEq && o <= OpNotGlob }
+
+// IsArith reports whether o is an arithmetic operator.
+func (o Op) IsArith() bool { return o <= OpDiv }
+
+// Binary is X Op Y.
+type Binary struct {
+	Op    Op
+	X, Y  Expr
+	OpPos Pos
+	OpEnd Pos
+}
+
+// Unary is Op X, for "!"/NOT and unary minus (Op = OpSub).
+type Unary struct {
+	Op  Op
+	X   Expr
+	Pos Pos
+}
+
+// Paren is an expression in parentheses.
+type Paren struct {
+	X        Expr
+	Pos, End Pos
+}
+
+// Cast is CAST(X AS Target). Target is upper-cased; Arg holds the N of
+// BUCKETS=N.
+type Cast struct {
+	X                    Expr
+	Target               string
+	Arg                  uint64
+	HasArg               bool
+	Pos, End             Pos
+	TargetPos, TargetEnd Pos
+}
+
+// Call is an aggregate call: COUNT(*), SUM(x), …
+type Call struct {
+	Func     string // upper case
+	Args     []Expr
+	Star     bool
+	Pos, End Pos
+}
+
+// Span implements Expr.
+func (f *Field) Span() (Pos, Pos)  { return f.Name.Pos, f.Name.End }
+func (n *Number) Span() (Pos, Pos) { return n.Pos, n.End }
+func (s *String) Span() (Pos, Pos) { return s.Pos, s.End }
+func (b *Binary) Span() (Pos, Pos) {
+	p, _ := b.X.Span()
+	_, e := b.Y.Span()
+	return p, e
+}
+func (u *Unary) Span() (Pos, Pos) {
+	_, e := u.X.Span()
+	return u.Pos, e
+}
+func (p *Paren) Span() (Pos, Pos) { return p.Pos, p.End }
+func (c *Cast) Span() (Pos, Pos)  { return c.Pos, c.End }
+func (c *Call) Span() (Pos, Pos)  { return c.Pos, c.End }
+
+// Unparen strips any parentheses around e.
+func Unparen(e Expr) Expr {
+	for {
+		p, ok := e.(*Paren)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
+}

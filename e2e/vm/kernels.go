@@ -1,0 +1,381 @@
+package vm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Kernel is a Debian kernel the harness can boot.
+type Kernel struct {
+	Name  string // short name used on command lines: "5.10", "6.1", "6.12", "7.2"
+	Suite string // Debian suite it comes from: bullseye, bookworm, trixie, sid
+
+	// HistTriggers says whether the kernel is expected to have hist
+	// triggers and synthetic events (5.10 in bullseye does not).
+	HistTriggers bool
+
+	// Filled by Fetch (and recorded in the cache's kernel.json):
+	Version string   // Debian package version, e.g. "6.1.192-2"
+	Package string   // image package, e.g. "linux-image-6.1.0-56-cloud-amd64"
+	Debs    []string // every package extracted to find the vmlinuz
+	Release string   // uname -r, e.g. "6.1.0-56-cloud-amd64"
+	Vmlinuz string   // path of the kernel image on the host
+	Fetched string   // when it was fetched (RFC 3339, UTC)
+}
+
+// Kernels lists the kernels the harness knows, oldest first. All are the
+// "cloud" flavour (linux-image-cloud-amd64), which has ftrace, hist triggers
+// (from 6.1 here) and kprobe events built in, and boots fast without modules.
+var Kernels = []Kernel{
+	{Name: "5.10", Suite: "bullseye", HistTriggers: false},
+	{Name: "6.1", Suite: "bookworm", HistTriggers: true},
+	{Name: "6.12", Suite: "trixie", HistTriggers: true},
+	{Name: "7.2", Suite: "sid", HistTriggers: true},
+}
+
+// metaPackage is the flavour's metapackage; it depends on the current
+// versioned image package of each suite.
+const metaPackage = "linux-image-cloud-amd64"
+
+// LookupKernel returns the kernel with the given short name (or suite).
+func LookupKernel(name string) (Kernel, error) {
+	var names []string
+	for _, k := range Kernels {
+		if k.Name == name || k.Suite == name {
+			return k, nil
+		}
+		names = append(names, k.Name)
+	}
+	return Kernel{}, fmt.Errorf("unknown kernel %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Logf receives progress messages (downloads, boots). It discards them
+// unless a caller replaces it, e.g. with log.Printf or a testing.T's Logf.
+var Logf = func(format string, args ...any) {}
+
+// CacheDir is where kernels and apt state are kept: $SQLHIST_CACHE_DIR when
+// set, else <repo>/.cache/kernels where <repo> is the directory holding this
+// module's go.mod (found upwards from the working directory), else the
+// user's cache directory.
+func CacheDir() (string, error) {
+	if d := os.Getenv("SQLHIST_CACHE_DIR"); d != "" {
+		return filepath.Abs(d)
+	}
+	if root, err := RepoRoot(); err == nil {
+		return filepath.Join(root, ".cache", "kernels"), nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "sqlhist", "kernels"), nil
+}
+
+// RepoRoot finds the root of the sqlhist module above the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.Contains(b, []byte("module github.com/sqlhist/sqlhist\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of github.com/sqlhist/sqlhist above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Fetch returns k with its Version, Package, Release and Vmlinuz filled in,
+// downloading the kernel when the cache does not have it yet. At download
+// time it resolves the newest version the suite offers (security updates
+// included) and records what it used in <cache>/<name>/kernel.json; later
+// calls reuse that kernel until SQLHIST_KERNEL_REFRESH=1 forces a new
+// resolution.
+func Fetch(ctx context.Context, k Kernel) (Kernel, error) {
+	if k.Vmlinuz != "" {
+		if _, err := os.Stat(k.Vmlinuz); err == nil {
+			return k, nil
+		}
+	}
+	if k.Suite == "" {
+		kk, err := LookupKernel(k.Name)
+		if err != nil {
+			return k, err
+		}
+		k = kk
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return k, err
+	}
+	dir := filepath.Join(cache, k.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return k, err
+	}
+	unlock, err := lockFile(filepath.Join(cache, ".lock"))
+	if err != nil {
+		return k, err
+	}
+	defer unlock()
+
+	record := filepath.Join(dir, "kernel.json")
+	if os.Getenv("SQLHIST_KERNEL_REFRESH") != "1" {
+		if got, err := readRecord(record); err == nil {
+			return got, nil
+		}
+	}
+	got, err := download(ctx, k, cache, dir)
+	if err != nil {
+		return k, fmt.Errorf("fetching kernel %s (%s): %w", k.Name, k.Suite, err)
+	}
+	b, _ := json.MarshalIndent(got, "", "  ")
+	if err := os.WriteFile(record, append(b, '\n'), 0o644); err != nil {
+		return k, err
+	}
+	return got, nil
+}
+
+func readRecord(path string) (Kernel, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Kernel{}, err
+	}
+	var k Kernel
+	if err := json.Unmarshal(b, &k); err != nil {
+		return Kernel{}, err
+	}
+	if k.Vmlinuz == "" {
+		return Kernel{}, fmt.Errorf("%s: no vmlinuz recorded", path)
+	}
+	// The cache may have moved with the checkout: look next to the record.
+	k.Vmlinuz = filepath.Join(filepath.Dir(path), filepath.Base(k.Vmlinuz))
+	if _, err := os.Stat(k.Vmlinuz); err != nil {
+		return Kernel{}, err
+	}
+	return k, nil
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// aptEnv is a private apt configuration for one suite: its own sources list,
+// package lists and archive cache, so the host's /etc/apt is not used.
+type aptEnv struct {
+	dir  string
+	opts []string
+}
+
+const debianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+func newAptEnv(cache, suite string) (*aptEnv, error) {
+	dir := filepath.Join(cache, "apt", suite)
+	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	signed := ""
+	if _, err := os.Stat(debianKeyring); err == nil {
+		signed = " [signed-by=" + debianKeyring + "]"
+	}
+	src := fmt.Sprintf("deb%s http://deb.debian.org/debian %s main\n", signed, suite)
+	if suite != "sid" && suite != "unstable" {
+		src += fmt.Sprintf("deb%s http://deb.debian.org/debian-security %s-security main\n", signed, suite)
+	}
+	list := filepath.Join(dir, "sources.list")
+	if err := os.WriteFile(list, []byte(src), 0o644); err != nil {
+		return nil, err
+	}
+	return &aptEnv{dir: dir, opts: []string{
+		"-o", "Dir::Etc::SourceList=" + list,
+		"-o", "Dir::Etc::SourceParts=/dev/null",
+		"-o", "Dir::State::Lists=" + filepath.Join(dir, "lists"),
+		"-o", "Dir::Cache=" + filepath.Join(dir, "cache"),
+		"-o", "APT::Architecture=amd64",
+		"-o", "Acquire::Languages=none",
+		"-o", "APT::Sandbox::User=root",
+		"-o", "Debug::NoLocking=1",
+	}}, nil
+}
+
+func (a *aptEnv) run(ctx context.Context, workdir, tool string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, tool, append(append([]string{}, a.opts...), args...)...)
+	cmd.Dir = workdir
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C")
+	var out, errb bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, tail(errb.Bytes(), 3000))
+	}
+	return out.String(), nil
+}
+
+// depends returns the names a package directly depends on (first
+// alternative of each dependency).
+func (a *aptEnv) depends(ctx context.Context, pkg string) ([]string, error) {
+	out, err := a.run(ctx, a.dir, "apt-cache", "depends", "--no-recommends", "--no-suggests",
+		"--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances", pkg)
+	if err != nil {
+		return nil, err
+	}
+	var deps []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(strings.TrimLeft(sc.Text(), " |"))
+		if len(f) == 2 && (f[0] == "Depends:" || f[0] == "PreDepends:") {
+			deps = append(deps, f[1])
+		}
+	}
+	return deps, nil
+}
+
+// candidate returns the version apt would install.
+func (a *aptEnv) candidate(ctx context.Context, pkg string) (string, error) {
+	out, err := a.run(ctx, a.dir, "apt-cache", "show", "--no-all-versions", pkg)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "Version: "); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("apt-cache show %s: no Version", pkg)
+}
+
+var vmlinuzRe = regexp.MustCompile(`^vmlinuz-(.+)$`)
+
+// findVmlinuz looks for boot/vmlinuz-<release> or
+// usr/lib/modules/<release>/vmlinuz under an extracted package tree.
+func findVmlinuz(root string) (path, release string) {
+	ents, _ := os.ReadDir(filepath.Join(root, "boot"))
+	for _, e := range ents {
+		if m := vmlinuzRe.FindStringSubmatch(e.Name()); m != nil {
+			return filepath.Join(root, "boot", e.Name()), m[1]
+		}
+	}
+	for _, mods := range []string{"usr/lib/modules", "lib/modules"} {
+		ents, _ := os.ReadDir(filepath.Join(root, mods))
+		for _, e := range ents {
+			p := filepath.Join(root, mods, e.Name(), "vmlinuz")
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p, e.Name()
+			}
+		}
+	}
+	return "", ""
+}
+
+func download(ctx context.Context, k Kernel, cache, dir string) (Kernel, error) {
+	a, err := newAptEnv(cache, k.Suite)
+	if err != nil {
+		return k, err
+	}
+	Logf("vm: apt-get update for %s", k.Suite)
+	if _, err := a.run(ctx, a.dir, "apt-get", "update"); err != nil {
+		return k, err
+	}
+	deps, err := a.depends(ctx, metaPackage)
+	if err != nil {
+		return k, err
+	}
+	var image string
+	for _, d := range deps {
+		if strings.HasPrefix(d, "linux-image-") {
+			image = d
+			break
+		}
+	}
+	if image == "" {
+		return k, fmt.Errorf("%s in %s depends on no linux-image-* package (depends: %v)", metaPackage, k.Suite, deps)
+	}
+	version, err := a.candidate(ctx, image)
+	if err != nil {
+		return k, err
+	}
+	work := filepath.Join(dir, "work")
+	os.RemoveAll(work)
+	if err := os.MkdirAll(filepath.Join(work, "root"), 0o755); err != nil {
+		return k, err
+	}
+	defer os.RemoveAll(work)
+
+	// The image package holds the vmlinuz (boot/vmlinuz-<release>) in
+	// bullseye, bookworm and trixie; in sid it is a shell depending on
+	// linux-binary-<release>, which has usr/lib/modules/<release>/vmlinuz.
+	pkgs := []string{image}
+	var vmlinuz, release string
+	for i := 0; i < len(pkgs) && vmlinuz == ""; i++ {
+		pkg := pkgs[i]
+		Logf("vm: apt-get download %s", pkg)
+		if _, err := a.run(ctx, work, "apt-get", "download", pkg); err != nil {
+			return k, err
+		}
+		debs, _ := filepath.Glob(filepath.Join(work, pkg+"_*.deb"))
+		if len(debs) != 1 {
+			return k, fmt.Errorf("apt-get download %s left %d .deb files", pkg, len(debs))
+		}
+		k.Debs = append(k.Debs, filepath.Base(debs[0]))
+		if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", debs[0], filepath.Join(work, "root")).CombinedOutput(); err != nil {
+			return k, fmt.Errorf("dpkg-deb -x %s: %v\n%s", debs[0], err, out)
+		}
+		os.Remove(debs[0])
+		vmlinuz, release = findVmlinuz(filepath.Join(work, "root"))
+		if vmlinuz == "" && i == 0 {
+			deps, err := a.depends(ctx, pkg)
+			if err != nil {
+				return k, err
+			}
+			for _, d := range deps {
+				if strings.HasPrefix(d, "linux-binary-") {
+					pkgs = append(pkgs, d)
+				}
+			}
+		}
+	}
+	if vmlinuz == "" {
+		return k, fmt.Errorf("no boot/vmlinuz-* in %v", pkgs)
+	}
+	dst := filepath.Join(dir, "vmlinuz")
+	b, err := os.ReadFile(vmlinuz)
+	if err != nil {
+		return k, err
+	}
+	if err := os.WriteFile(dst+".tmp", b, 0o644); err != nil {
+		return k, err
+	}
+	if err := os.Rename(dst+".tmp", dst); err != nil {
+		return k, err
+	}
+	sort.Strings(k.Debs)
+	k.Version, k.Package, k.Release, k.Vmlinuz = version, image, release, dst
+	k.Fetched = time.Now().UTC().Format(time.RFC3339)
+	Logf("vm: kernel %s = %s %s (%s)", k.Name, image, version, release)
+	return k, nil
+}

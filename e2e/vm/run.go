@@ -1,0 +1,308 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Guest describes what to run in the VM.
+type Guest struct {
+	// Script is a shell script run by busybox sh as /work/guest.sh, with
+	// /work as the working directory, tracefs mounted at
+	// /sys/kernel/tracing ($TRACEFS) and PATH set to busybox's applets.
+	Script string
+	// Files are added to the initramfs (e.g. a static Go binary built with
+	// CGO_ENABLED=0, mode 0755).
+	Files []File
+	// CombinedOutput sends the script's stderr into Stdout (interleaved as
+	// written); otherwise stderr is collected separately into Result.Stderr.
+	CombinedOutput bool
+	// Collect lists guest paths (files or directories) that are sent back
+	// after the script as `tar cz | base64` on the console and returned in
+	// Result.Files. Note that tracefs files report size 0, so copy them
+	// (cat) to /tmp before collecting them.
+	Collect []string
+	// Timeout bounds the whole boot; 0 means 5 minutes.
+	Timeout time.Duration
+	// MemoryMB defaults to 1024; CPUs to 2.
+	MemoryMB int
+	CPUs     int
+}
+
+// Result is what a boot brought back.
+type Result struct {
+	Kernel     Kernel
+	Stdout     string            // the script's output, between the markers
+	Stderr     string            // the script's stderr (empty with CombinedOutput)
+	ExitStatus int               // the script's exit status
+	Files      map[string][]byte // Collect-ed files, by path without leading "/"
+	Console    string            // the raw console log (CRLF turned into LF)
+	BootTime   time.Duration     // from starting qemu to the script starting
+	Duration   time.Duration     // from starting qemu to qemu exiting
+}
+
+// InfraError is a failure of the harness or the VM rather than of what the
+// script tested: qemu failed to start, the kernel crashed or hung, the boot
+// timed out, or the end marker never came. Callers may retry once and must
+// report it as an infrastructure problem, never as a pass.
+type InfraError struct {
+	Kernel  string
+	Reason  string
+	Console string // whatever the console printed
+	Err     error
+}
+
+func (e *InfraError) Error() string {
+	msg := fmt.Sprintf("vm infrastructure error (kernel %s): %s", e.Kernel, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if c := lastLines(e.Console, 15); c != "" {
+		msg += "\n--- console (last lines) ---\n" + c
+	}
+	return msg
+}
+
+func (e *InfraError) Unwrap() error { return e.Err }
+
+// IsInfra reports whether err is (or wraps) an *InfraError.
+func IsInfra(err error) bool {
+	var ie *InfraError
+	return errors.As(err, &ie)
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// QemuArgs are the machine flags: TCG (KVM is unreliable here), a Skylake
+// CPU without cx16 (with -cpu max 6.12 double-faults now and then).
+var QemuArgs = []string{"-accel", "tcg", "-cpu", "Skylake-Client-v4,-cx16", "-nographic", "-no-reboot"}
+
+// KernelCmdline is the kernel command line.
+const KernelCmdline = "console=ttyS0 quiet panic=-1"
+
+func initScript(nonce string, g Guest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `#!/bin/sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TRACEFS=/sys/kernel/tracing
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || mount -t debugfs debugfs /sys/kernel/debug
+# Keep kernel messages off the console while the script runs (they stay in dmesg).
+echo 1 > /proc/sys/kernel/printk
+hostname guest
+N=%s
+cd /work
+echo "@@SQLHIST-BEGIN-$N@@"
+`, nonce)
+	if g.CombinedOutput {
+		b.WriteString("/bin/sh /work/guest.sh </dev/null 2>&1\n")
+	} else {
+		b.WriteString("/bin/sh /work/guest.sh </dev/null 2>/tmp/.guest-stderr\n")
+	}
+	b.WriteString(`rc=$?
+echo "@@SQLHIST-END-$N status=$rc@@"
+`)
+	if !g.CombinedOutput {
+		b.WriteString(`echo "@@SQLHIST-STDERR-$N@@"
+cat /tmp/.guest-stderr
+echo "@@SQLHIST-STDERR-END-$N@@"
+`)
+	}
+	if len(g.Collect) > 0 {
+		var paths []string
+		for _, p := range g.Collect {
+			paths = append(paths, shellQuote(strings.TrimPrefix(filepathClean(p), "/")))
+		}
+		fmt.Fprintf(&b, `echo "@@SQLHIST-FILES-$N@@"
+tar -cz -C / %s | base64
+echo "@@SQLHIST-FILES-END-$N@@"
+`, strings.Join(paths, " "))
+	}
+	b.WriteString(`echo "@@SQLHIST-DONE-$N@@"
+poweroff -f
+`)
+	return b.String()
+}
+
+func filepathClean(p string) string { return filepath.Clean("/" + p) }
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Run boots kernel k (fetching it first if needed) with an initramfs holding
+// busybox, the guest's files and script, and returns the script's output and
+// exit status. A non-zero exit status is not an error. Failures of the VM
+// itself are returned as *InfraError.
+func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
+	if err := EnsureHostTools(); err != nil {
+		return Result{}, &InfraError{Kernel: k.Name, Reason: "host tools", Err: err}
+	}
+	k, err := Fetch(ctx, k)
+	if err != nil {
+		return Result{}, &InfraError{Kernel: k.Name, Reason: "fetching kernel", Err: err}
+	}
+	bb, err := StaticBusybox()
+	if err != nil {
+		return Result{}, &InfraError{Kernel: k.Name, Reason: "busybox", Err: err}
+	}
+	nonceb := make([]byte, 8)
+	rand.Read(nonceb)
+	nonce := hex.EncodeToString(nonceb)
+
+	im, err := NewInitramfs(bb)
+	if err != nil {
+		return Result{}, &InfraError{Kernel: k.Name, Reason: "initramfs", Err: err}
+	}
+	for _, f := range g.Files {
+		if err := im.Add(f); err != nil {
+			return Result{}, err
+		}
+	}
+	im.Add(File{Path: "/work/guest.sh", Mode: 0o755, Data: []byte(g.Script)})
+	im.Add(File{Path: "/init", Mode: 0o755, Data: []byte(initScript(nonce, g))})
+	img, err := im.Bytes()
+	if err != nil {
+		return Result{}, &InfraError{Kernel: k.Name, Reason: "initramfs", Err: err}
+	}
+	tmp, err := os.MkdirTemp("", "sqlhist-vm-")
+	if err != nil {
+		return Result{}, &InfraError{Kernel: k.Name, Reason: "temp dir", Err: err}
+	}
+	defer os.RemoveAll(tmp)
+	initrd := filepath.Join(tmp, "initrd.gz")
+	if err := os.WriteFile(initrd, img, 0o644); err != nil {
+		return Result{}, &InfraError{Kernel: k.Name, Reason: "initramfs", Err: err}
+	}
+
+	timeout := g.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	mem, cpus := g.MemoryMB, g.CPUs
+	if mem == 0 {
+		mem = 1024
+	}
+	if cpus == 0 {
+		cpus = 2
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	args := append(append([]string{}, QemuArgs...),
+		"-m", fmt.Sprint(mem), "-smp", fmt.Sprint(cpus),
+		"-kernel", k.Vmlinuz, "-initrd", initrd, "-append", KernelCmdline)
+	cmd := exec.CommandContext(cctx, "qemu-system-x86_64", args...)
+	cmd.Stdin = nil
+	cmd.WaitDelay = 5 * time.Second
+	con := &consoleWriter{begin: []byte(fmt.Sprintf(markBegin, nonce))}
+	cmd.Stdout = con
+	cmd.Stderr = con
+	start := time.Now()
+	con.start = start
+	Logf("vm: booting %s (%s)", k.Name, k.Release)
+	runErr := cmd.Run()
+	res := Result{Kernel: k, Duration: time.Since(start)}
+	res.Console = normalizeConsole(con.String())
+	if !con.begunAt.IsZero() {
+		res.BootTime = con.begunAt.Sub(start)
+	}
+	p, perr := parseConsole(res.Console, nonce)
+	res.Stdout, res.Stderr, res.ExitStatus, res.Files = p.stdout, p.stderr, p.status, p.files
+	Logf("vm: %s done in %v (boot %v), status %d", k.Name, res.Duration.Round(time.Millisecond), res.BootTime.Round(time.Millisecond), res.ExitStatus)
+	infra := func(reason string, err error) (Result, error) {
+		return res, &InfraError{Kernel: k.Name, Reason: reason, Console: res.Console, Err: err}
+	}
+	switch {
+	case cctx.Err() == context.DeadlineExceeded && !p.done:
+		return infra(fmt.Sprintf("timed out after %v", timeout), nil)
+	case ctx.Err() != nil:
+		return infra("cancelled", ctx.Err())
+	case !p.begun:
+		return infra("the guest script never started"+crashHint(res.Console), runErr)
+	case !p.ended:
+		return infra("no end marker: the guest crashed or hung while the script ran"+crashHint(res.Console), runErr)
+	case perr != nil:
+		return infra("bad file payload", perr)
+	case !p.done:
+		return infra("the guest stopped before sending everything back"+crashHint(res.Console), runErr)
+	}
+	return res, nil
+}
+
+func crashHint(console string) string {
+	for _, s := range []string{"Kernel panic", "double fault", "BUG:", "Oops", "general protection fault"} {
+		if strings.Contains(console, s) {
+			return " (console shows " + s + ")"
+		}
+	}
+	return ""
+}
+
+// RunRetry is Run, retried once when the first attempt fails with an
+// *InfraError. A second infrastructure failure is returned as is.
+func RunRetry(ctx context.Context, k Kernel, g Guest) (Result, error) {
+	res, err := Run(ctx, k, g)
+	if err != nil && IsInfra(err) && ctx.Err() == nil {
+		Logf("vm: retrying after: %v", firstLine(err.Error()))
+		res, err = Run(ctx, k, g)
+	}
+	return res, err
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// consoleWriter accumulates qemu's output and notes when the begin marker
+// shows up.
+type consoleWriter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	begin   []byte
+	start   time.Time
+	begunAt time.Time
+}
+
+func (c *consoleWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if c.begunAt.IsZero() {
+		tailLen := len(p) + len(c.begin)
+		b := c.buf.Bytes()
+		if len(b) > tailLen {
+			b = b[len(b)-tailLen:]
+		}
+		if bytes.Contains(b, c.begin) {
+			c.begunAt = time.Now()
+		}
+	}
+	return len(p), nil
+}
+
+func (c *consoleWriter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}

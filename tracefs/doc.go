@@ -1,0 +1,16 @@
+// Package tracefs is sqlhist's window on the kernel's tracing file system:
+// the event catalog (event format files read from an [fs.FS]: a live tracefs,
+// a copy of one, or a catalog embedded in the binary), the kernel features a
+// catalog advertises, and the narrow [Writer] through which commands are
+// applied.
+//
+// It is a leaf package: it imports nothing from the rest of sqlhist. Its API
+// is internal to sqlhist and not stable.
+//
+// # Laziness
+//
+// A tracefs holds thousands of events. [Catalog] reads the directory listing
+// once to build a name index and parses only the format files a query names,
+// so compiling against a full tracefs costs about the same as against a
+// directory with two events.
+package tracefs

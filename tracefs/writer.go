@@ -1,0 +1,56 @@
+package tracefs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Writer applies one command: it appends line to the tracefs file named by
+// file (a path relative to the tracefs root). Every write is an append,
+// never a truncation: truncating a trigger file or dynamic_events removes
+// what is already there.
+type Writer interface {
+	Append(file, line string) error
+}
+
+// DirWriter writes into a tracefs mounted at Root.
+type DirWriter struct{ Root string }
+
+// Append opens Root/file with O_APPEND and writes line plus a newline in a
+// single write call, as the kernel wants one command per write.
+func (w DirWriter) Append(file, line string) error {
+	p := filepath.Join(w.Root, filepath.FromSlash(file))
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write([]byte(line + "\n"))
+	cerr := f.Close()
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+// Recorder is a [Writer] for tests: it records every write and can be told
+// to fail a given write.
+type Recorder struct {
+	Writes []string // "file: line"
+	// FailAt makes the write with this index (0-based) fail; -1 never fails.
+	FailAt int
+}
+
+// Append records the write.
+func (r *Recorder) Append(file, line string) error {
+	if r.FailAt >= 0 && len(r.Writes) == r.FailAt {
+		r.FailAt = -1
+		return fmt.Errorf("write %s: injected failure", file)
+	}
+	r.Writes = append(r.Writes, file+": "+line)
+	return nil
+}
+
+// String returns the recorded writes, one per line.
+func (r *Recorder) String() string { return strings.Join(r.Writes, "\n") }
