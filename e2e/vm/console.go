@@ -75,6 +75,9 @@ func parseConsole(console, nonce string) (parsed, error) {
 		}
 		out = append(out, l)
 	}
+	if !p.ended && len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1] // the log's final newline
+	}
 	p.stdout = joinLines(out)
 	if !p.ended {
 		return p, nil
