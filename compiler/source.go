@@ -163,11 +163,19 @@ func (d Diags) Render(src *Source) string {
 }
 
 func renderOne(b *strings.Builder, src *Source, x *Diag) {
-	p := src.Position(x.Pos)
 	kind := ""
 	if x.Warning {
 		kind = "warning: "
 	}
+	if !x.Pos.IsValid() {
+		// Not about the query text: a flag or the catalog.
+		fmt.Fprintf(b, "sqlhist: %s%s\n", kind, x.Msg)
+		if x.Hint != "" {
+			fmt.Fprintf(b, "hint: %s\n", x.Hint)
+		}
+		return
+	}
+	p := src.Position(x.Pos)
 	fmt.Fprintf(b, "%s: %s%s\n", p, kind, x.Msg)
 	line := src.Line(p.Line)
 	if src.Text != "" {

@@ -1,0 +1,61 @@
+package emit
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// Quote quotes s for a POSIX shell: the result is one word that the shell
+// turns back into exactly s, whatever s holds. It is the only place where
+// sqlhist quotes anything for a shell.
+func Quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// PrintOptions control the script printer.
+type PrintOptions struct {
+	Root  string   // the tracefs root in printed paths, e.g. /sys/kernel/tracing
+	Notes []string // printed first, as comments
+}
+
+// Print writes cmds as a shell script: one "echo 'LINE' >> PATH" per
+// command, always appending. A line holding a backslash is written with
+// printf '%s\n' instead, because dash's echo would interpret it.
+func Print(w io.Writer, cmds []Command, opt PrintOptions) error {
+	var b strings.Builder
+	for _, n := range opt.Notes {
+		for _, l := range strings.Split(n, "\n") {
+			b.WriteString("# " + l + "\n")
+		}
+	}
+	for _, c := range cmds {
+		b.WriteString(Line(c, opt.Root) + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Line renders one command as a shell line.
+func Line(c Command, root string) string {
+	p := Quote(path.Join(root, c.File))
+	if safePath(path.Join(root, c.File)) {
+		p = path.Join(root, c.File)
+	}
+	if strings.ContainsRune(c.Line, '\\') {
+		return fmt.Sprintf("printf '%%s\\n' %s >> %s", Quote(c.Line), p)
+	}
+	return fmt.Sprintf("echo %s >> %s", Quote(c.Line), p)
+}
+
+// safePath reports whether p can be printed without quotes.
+func safePath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-+,:@%", c) >= 0) {
+			return false
+		}
+	}
+	return p != ""
+}

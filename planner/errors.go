@@ -1,0 +1,86 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/compiler"
+)
+
+// Message constructors: every diagnostic text the planner produces about
+// names lives here, in one voice (lower case, no period, %q names).
+
+func errUnknownEvent(d *compiler.Diags, n *compiler.Name, candidates []string) {
+	x := d.Add(n.Pos, n.End, "unknown event %q", n.String())
+	if s := nearest(n.String(), candidates); s != "" {
+		x.Msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+}
+
+func errAmbiguousEvent(d *compiler.Diags, n *compiler.Name, systems []string) {
+	q := make([]string, len(systems))
+	for i, s := range systems {
+		q[i] = s + "." + n.String()
+	}
+	x := d.Add(n.Pos, n.End, "event %q is ambiguous: it exists in systems %s", n.String(), strings.Join(systems, ", "))
+	x.Hint = "name the system: " + strings.Join(q, " or ")
+}
+
+func errUnknownField(d *compiler.Diags, pos, end compiler.Pos, field, event string, candidates []string) {
+	x := d.Add(pos, end, "unknown field %q in event %s", field, event)
+	if s := nearest(field, candidates); s != "" {
+		x.Msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+}
+
+// nearest returns the candidate closest to s by edit distance, if it is
+// close enough to be a plausible typo.
+func nearest(s string, candidates []string) string {
+	best, bestD := "", 1<<30
+	sorted := append([]string(nil), candidates...)
+	sort.Strings(sorted)
+	ls := strings.ToLower(s)
+	for _, c := range sorted {
+		// Compare bare event names too: "sched_wakeing" vs "sched/sched_waking".
+		cmp := strings.ToLower(c)
+		if i := strings.LastIndexAny(cmp, "/."); i >= 0 && !strings.ContainsAny(ls, "/.") {
+			cmp = cmp[i+1:]
+		}
+		d := levenshtein(ls, cmp)
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD == 0 {
+		// Differs only in case: that is worth saying.
+		return best
+	}
+	if bestD <= max(1, len(s)/3) {
+		if i := strings.LastIndexAny(best, "/"); i >= 0 && !strings.ContainsAny(s, "/.") {
+			return best[i+1:]
+		}
+		return best
+	}
+	return ""
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,289 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// histItem is one lowered SELECT item of a histogram.
+type histItem struct {
+	text  string // key or value text: "call_site.sym-offset", "bytes_alloc"
+	sort  string // the name sort= uses: the field without its modifier
+	value bool
+	count bool // COUNT(*): the implicit hitcount
+	typ   vtype
+	label string
+	field string // resolved field name, for GROUP BY
+	pos   compiler.Pos
+	end   compiler.Pos
+}
+
+// histogram lowers a statement without JOIN into one hist trigger.
+func (p *planner) histogram(q *compiler.Query, u *Unit) {
+	if q.View != nil {
+		x := p.diags.Add(q.View.Pos, q.View.End, "CREATE VIEW names a synthetic event, which only a JOIN creates")
+		x.Hint = "drop CREATE VIEW … AS for a histogram"
+		return
+	}
+	side := p.r.sides[0]
+	h := &Hist{System: side.ev.System, Event: side.ev.Name, Role: "histogram", Instance: p.opt.Instance, Pos: q.From.Name.Pos, End: q.From.Name.End}
+	u.Start = h
+	var items []*histItem
+	labels := map[string]compiler.Expr{}
+	keySize := 0
+	for _, it := range q.Select {
+		hi := p.histItem(it.Expr)
+		if hi == nil {
+			continue
+		}
+		if it.Label != nil {
+			hi.label = it.Label.Name
+			labels[it.Label.Name] = it.Expr
+		}
+		items = append(items, hi)
+		switch {
+		case hi.count:
+		case hi.value:
+			h.Vals = append(h.Vals, hi.text)
+		default:
+			for _, k := range h.Keys {
+				if k == hi.text {
+					p.diags.Add(hi.pos, hi.end, "duplicate key %q", hi.text)
+				}
+			}
+			h.Keys = append(h.Keys, hi.text)
+			keySize += keySizeOf(hi)
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	if len(h.Keys) == 0 {
+		x := p.diags.Add(q.Pos, q.End, "a histogram needs at least one key: every item is a count or a sum")
+		x.Hint = "select a field to group by, e.g. SELECT common_pid, COUNT(*) FROM …"
+		return
+	}
+	if len(h.Keys) > maxKeys {
+		p.diags.Add(itemsOf(items, false)[maxKeys].pos, q.End, "%d keys; the kernel allows at most %d", len(h.Keys), maxKeys)
+	}
+	if len(h.Vals) > maxVals {
+		p.diags.Add(itemsOf(items, true)[maxVals].pos, q.End, "%d summed values; the kernel allows at most %d besides the count", len(h.Vals), maxVals)
+	}
+	if keySize > maxKeySize {
+		p.diags.Add(q.Pos, q.End, "the keys take %d bytes; the kernel allows %d (a dynamic string key takes 256, a stack trace 128)", keySize, maxKeySize)
+	}
+	p.groupBy(q, items)
+	p.orderBy(q, h, items)
+	if q.Limit != nil {
+		x := p.diags.Add(q.Limit.Pos, q.Limit.End, "LIMIT is not supported: the kernel keeps every entry; read the histogram and take the first rows")
+		x.Hint = "sort with ORDER BY, which becomes the trigger's sort="
+	}
+	h.Filter = p.where(q.Where, labels)[0]
+}
+
+func itemsOf(items []*histItem, values bool) []*histItem {
+	var out []*histItem
+	for _, it := range items {
+		if !it.count && it.value == values {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func keySizeOf(it *histItem) int {
+	if strings.HasSuffix(it.text, "stacktrace") {
+		return 128
+	}
+	return keySize(it.typ)
+}
+
+// histItem lowers a histogram SELECT item.
+func (p *planner) histItem(e compiler.Expr) *histItem {
+	switch x := compiler.Unparen(e).(type) {
+	case *compiler.Field:
+		r := p.r.field(x)
+		if r == nil {
+			return nil
+		}
+		return &histItem{text: r.text(), sort: r.name, typ: r.typ, field: r.name, pos: r.pos, end: r.end}
+	case *compiler.Cast:
+		mod, counter, ok := castModifier(x)
+		if !ok {
+			p.diags.Add(x.TargetPos, x.TargetEnd, "unknown CAST type %q: use HEX, SYM, SYM-OFFSET, SYSCALL, EXECNAME, LOG2, BUCKETS=N or _COUNTER_", x.Target)
+			return nil
+		}
+		f, isField := compiler.Unparen(x.X).(*compiler.Field)
+		if !isField {
+			pos, end := x.X.Span()
+			p.diags.Add(pos, end, "CAST applies to a field")
+			return nil
+		}
+		r := p.r.field(f)
+		if r == nil {
+			return nil
+		}
+		if counter {
+			return p.valueItem(r, x.Pos, x.End)
+		}
+		if r.mod != "" && r.mod != "usecs" || r.mod == "usecs" && mod != "usecs" {
+			p.diags.Add(x.TargetPos, x.TargetEnd, "%s already carries the modifier .%s; the kernel takes one modifier per field", r.name, r.mod)
+			return nil
+		}
+		if !p.r.setModifier(r, mod, x.TargetPos, x.TargetEnd) {
+			return nil
+		}
+		return &histItem{text: r.text(), sort: r.name, typ: r.typ, field: r.name, pos: x.Pos, end: x.End}
+	case *compiler.Call:
+		return p.callItem(x)
+	case *compiler.Binary:
+		if x.Op.IsArith() {
+			x2 := p.diags.Add(x.OpPos, x.OpEnd, "arithmetic needs a JOIN; in a histogram, SUM(field) or CAST(field AS _COUNTER_) adds up a field")
+			x2.Hint = "to compute with two events, JOIN them"
+			return nil
+		}
+	}
+	pos, end := e.Span()
+	p.diags.Add(pos, end, "unsupported in a histogram SELECT: use fields, CAST(field AS modifier), COUNT(*) and SUM(field)")
+	return nil
+}
+
+func (p *planner) valueItem(r *ref, pos, end compiler.Pos) *histItem {
+	if !r.typ.isNumeric() {
+		p.diags.Add(pos, end, "%s is a %s; only numbers can be summed", r.name, r.typ.Kind)
+		return nil
+	}
+	if r.mod != "" && r.mod != "usecs" && r.mod != "hex" {
+		p.diags.Add(pos, end, "a summed value cannot carry the .%s modifier (only .hex)", r.mod)
+		return nil
+	}
+	return &histItem{text: r.text(), sort: r.text(), value: true, typ: r.typ, field: r.name, pos: pos, end: end}
+}
+
+func (p *planner) callItem(c *compiler.Call) *histItem {
+	switch c.Func {
+	case "COUNT":
+		if !c.Star || len(c.Args) > 0 {
+			p.diags.Add(c.Pos, c.End, "only COUNT(*) is supported: the kernel counts events")
+			return nil
+		}
+		return &histItem{text: "hitcount", sort: "hitcount", count: true, pos: c.Pos, end: c.End}
+	case "SUM":
+		if len(c.Args) != 1 {
+			p.diags.Add(c.Pos, c.End, "SUM takes one field")
+			return nil
+		}
+		f, ok := compiler.Unparen(c.Args[0]).(*compiler.Field)
+		if !ok {
+			pos, end := c.Args[0].Span()
+			p.diags.Add(pos, end, "SUM takes a field")
+			return nil
+		}
+		r := p.r.field(f)
+		if r == nil {
+			return nil
+		}
+		return p.valueItem(r, c.Pos, c.End)
+	}
+	x := p.diags.Add(c.Pos, c.End, "%s is not supported: the kernel keeps counts and sums only", c.Func)
+	x.Hint = "use COUNT(*) or SUM(field)"
+	return nil
+}
+
+// groupBy checks that GROUP BY, when given, names exactly the keys.
+func (p *planner) groupBy(q *compiler.Query, items []*histItem) {
+	if len(q.GroupBy) == 0 {
+		return
+	}
+	keys := map[string]bool{}
+	for _, it := range itemsOf(items, false) {
+		keys[it.field] = true
+		if it.label != "" {
+			keys[it.label] = true
+		}
+	}
+	grouped := map[string]bool{}
+	for _, g := range q.GroupBy {
+		f, ok := compiler.Unparen(g).(*compiler.Field)
+		pos, end := g.Span()
+		if !ok {
+			p.diags.Add(pos, end, "GROUP BY takes the fields the histogram is keyed by")
+			continue
+		}
+		name := f.Name.Parts[len(f.Name.Parts)-1].Name
+		if len(f.Name.Parts) == 1 && keys[name] {
+			grouped[name] = true
+			continue
+		}
+		r := p.r.field(f)
+		if r == nil {
+			continue
+		}
+		if !keys[r.name] {
+			x := p.diags.Add(pos, end, "GROUP BY %s: %s is not selected as a key", f.Name.String(), r.name)
+			x.Hint = "the keys of a histogram are the selected fields that are not COUNT(*) or SUM()"
+			continue
+		}
+		grouped[r.name] = true
+	}
+	for _, it := range itemsOf(items, false) {
+		if !grouped[it.field] && (it.label == "" || !grouped[it.label]) {
+			p.diags.Add(it.pos, it.end, "%s is a key but missing from GROUP BY", it.field)
+		}
+	}
+}
+
+// orderBy lowers ORDER BY into the trigger's sort= (applied when the
+// histogram is read).
+func (p *planner) orderBy(q *compiler.Query, h *Hist, items []*histItem) {
+	if len(q.OrderBy) > 2 {
+		pos, _ := q.OrderBy[2].Expr.Span()
+		_, end := q.OrderBy[len(q.OrderBy)-1].Expr.Span()
+		p.diags.Add(pos, end, "the kernel sorts by at most 2 fields")
+		return
+	}
+	for _, o := range q.OrderBy {
+		it := p.orderTarget(o.Expr, items)
+		if it == nil {
+			continue
+		}
+		s := it.sort
+		if o.Desc {
+			s += ".descending"
+		}
+		h.Sort = append(h.Sort, s)
+	}
+}
+
+func (p *planner) orderTarget(e compiler.Expr, items []*histItem) *histItem {
+	pos, end := e.Span()
+	e = compiler.Unparen(e)
+	if f, ok := e.(*compiler.Field); ok && len(f.Name.Parts) == 1 {
+		for _, it := range items {
+			if it.label == f.Name.Parts[0].Name {
+				return it
+			}
+		}
+	}
+	var probe *histItem
+	var d compiler.Diags
+	saved := p.diags
+	p.diags, p.r.diags = &d, &d
+	probe = p.histItem(e)
+	p.diags, p.r.diags = saved, saved
+	if probe != nil {
+		for _, it := range items {
+			if it.text == probe.text && it.value == probe.value && it.count == probe.count ||
+				!it.value && !it.count && it.field == probe.field && probe.field != "" {
+				return it
+			}
+		}
+	}
+	x := p.diags.Add(pos, end, "ORDER BY must name a selected item")
+	x.Hint = "order by a key, a SUM, COUNT(*) or an AS label"
+	return nil
+}
+
+var _ = tracefs.KindInt

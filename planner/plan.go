@@ -1,0 +1,109 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/compiler"
+)
+
+// Plan is the lowered form of a script: one unit per statement, in order.
+type Plan struct {
+	Units []*Unit
+	// Notes are remarks worth printing as comments (rewrites the compiler
+	// made, warnings), in source order.
+	Notes []string
+}
+
+// Unit is one statement's lowering: a synthetic event with its start and
+// end triggers, or a single histogram.
+type Unit struct {
+	Query *compiler.Query
+	Synth *Synth // nil in histogram mode
+	Start *Hist  // the start trigger (JOIN) or the histogram
+	End   *Hist  // the end trigger; nil in histogram mode
+}
+
+// Synth is a synthetic event definition.
+type Synth struct {
+	Name     string
+	Fields   []*SynthField
+	Pos, End compiler.Pos
+}
+
+// SynthField is one field of a synthetic event.
+type SynthField struct {
+	Name     string
+	Type     string // element type, e.g. "u64", "pid_t", "char", "unsigned long"
+	Array    string // "" for scalars, "[16]" or "[]"
+	Pos, End compiler.Pos
+}
+
+// Decl returns the field declaration as the kernel reads it: "char comm[16]".
+func (f *SynthField) Decl() string { return f.Type + " " + f.Name + f.Array }
+
+// Definition returns the synthetic event's field list, "u64 lat; pid_t pid".
+func (s *Synth) Definition() string {
+	parts := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		parts[i] = f.Decl()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Var is a hist variable definition "name=expr".
+type Var struct {
+	Name string
+	Expr string
+}
+
+// Hist is one hist trigger on one event.
+type Hist struct {
+	System, Event string
+	Instance      string // "" for the top-level instance
+	Role          string // "start", "end" or "histogram"
+	Keys          []string
+	Vals          []string
+	Vars          []Var
+	Sort          []string
+	Actions       []string
+	Filter        string
+	Pos, End      compiler.Pos // the clause that produced the trigger
+}
+
+// TriggerFile returns the trigger file of the hist, relative to the
+// tracefs root.
+func (h *Hist) TriggerFile() string {
+	p := fmt.Sprintf("events/%s/%s/trigger", h.System, h.Event)
+	if h.Instance != "" {
+		p = "instances/" + h.Instance + "/" + p
+	}
+	return p
+}
+
+// Spec returns the trigger text: "hist:keys=…[:vals=…][:vars][:sort=…][:actions][ if filter]".
+func (h *Hist) Spec() string {
+	var b strings.Builder
+	b.WriteString("hist:keys=")
+	b.WriteString(strings.Join(h.Keys, ","))
+	if len(h.Vals) > 0 {
+		b.WriteString(":vals=" + strings.Join(h.Vals, ","))
+	}
+	if len(h.Vars) > 0 {
+		vs := make([]string, len(h.Vars))
+		for i, v := range h.Vars {
+			vs[i] = v.Name + "=" + v.Expr
+		}
+		b.WriteString(":" + strings.Join(vs, ","))
+	}
+	if len(h.Sort) > 0 {
+		b.WriteString(":sort=" + strings.Join(h.Sort, ","))
+	}
+	for _, a := range h.Actions {
+		b.WriteString(":" + a)
+	}
+	if h.Filter != "" {
+		b.WriteString(" if " + h.Filter)
+	}
+	return b.String()
+}

@@ -1,0 +1,175 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// Options are the command-line choices that shape a plan. The zero value
+// plans with no handler and in the top-level instance.
+type Options struct {
+	Name     string   // -n: synthetic event name for a single JOIN statement
+	OnMax    string   // -m VAR: onmax handler on this synthetic field
+	OnChange string   // -c VAR: onchange handler
+	Snapshot bool     // -s
+	Save     []string // -S f1,f2
+	Trace    bool     // -T
+	Instance string   // -B
+}
+
+// hist keywords that a variable must never be named (the kernel matches
+// them as attribute prefixes).
+var histKeywords = map[string]bool{"key": true, "keys": true, "val": true, "vals": true,
+	"values": true, "sort": true, "size": true, "name": true, "clock": true, "hitcount": true,
+	"pause": true, "cont": true, "continue": true, "clear": true, "nohitcount": true, "NOHC": true}
+
+type planner struct {
+	cat   *tracefs.Catalog
+	feat  tracefs.Features
+	opt   Options
+	diags *compiler.Diags
+	r     *resolver
+	plan  *Plan
+}
+
+// Build plans a script against an event catalog.
+func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, compiler.Diags) {
+	var diags compiler.Diags
+	p := &planner{cat: cat, feat: cat.Features(), opt: opt, diags: &diags, plan: &Plan{}}
+	if !p.feat.HistTriggers {
+		diags.Add(compiler.NoPos, compiler.NoPos, "the kernel behind this catalog has no hist triggers (CONFIG_HIST_TRIGGERS): sqlhist cannot run there")
+		return nil, diags
+	}
+	joins := 0
+	for _, q := range script.Stmts {
+		if q.Join != nil {
+			joins++
+		}
+	}
+	if opt.Name != "" && joins != 1 {
+		diags.Add(compiler.NoPos, compiler.NoPos, "-n names the synthetic event of a JOIN; the script has %d JOIN statements (name each with CREATE VIEW name AS SELECT …)", joins)
+	}
+	if (opt.OnMax != "" || opt.OnChange != "") && joins != 1 {
+		diags.Add(compiler.NoPos, compiler.NoPos, "-m and -c act on the synthetic event of a JOIN; the script has %d JOIN statements", joins)
+	}
+	names := map[string]bool{}
+	for _, q := range script.Stmts {
+		u := p.statement(q, names)
+		if u != nil {
+			p.plan.Units = append(p.plan.Units, u)
+		}
+	}
+	diags.Sort()
+	if diags.Err() != nil {
+		return nil, diags
+	}
+	return p.plan, diags
+}
+
+func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
+	before := len(p.diags.Errors())
+	p.r = &resolver{cat: p.cat, feat: p.feat, diags: p.diags}
+	from := p.r.event(q.From.Name)
+	var join *tracefs.Event
+	if q.Join != nil {
+		join = p.r.event(q.Join.Name)
+	}
+	if from == nil || q.Join != nil && join == nil {
+		return nil
+	}
+	p.r.addSide(from, q.From)
+	if q.Join != nil {
+		p.r.addSide(join, q.Join)
+		if !p.checkAliases(q, from, join) {
+			return nil
+		}
+	}
+	u := &Unit{Query: q}
+	if q.Join != nil {
+		p.join(q, u, names)
+	} else {
+		p.histogram(q, u)
+	}
+	if len(p.diags.Errors()) > before {
+		return nil
+	}
+	if u.Synth != nil {
+		p.cat.Define(synthEvent(u.Synth))
+	}
+	return u
+}
+
+func (p *planner) checkAliases(q *compiler.Query, from, join *tracefs.Event) bool {
+	a, b := q.From.Alias, q.Join.Alias
+	if from == join && (a == nil || b == nil) {
+		x := p.diags.Add(q.Join.Name.Pos, q.Join.Name.End, "a JOIN of %s with itself needs an alias on both sides", from.FullName())
+		x.Hint = "FROM " + from.Name + " AS start JOIN " + from.Name + " AS end ON …"
+		return false
+	}
+	if a != nil && b != nil && a.Name == b.Name {
+		p.diags.Add(b.Pos, b.End, "alias %q is already used for the FROM event", b.Name)
+		return false
+	}
+	return true
+}
+
+// synthName picks the synthetic event's name: CREATE VIEW, -n, or one
+// derived from the two events.
+func (p *planner) synthName(q *compiler.Query, from, join *tracefs.Event) (string, compiler.Pos, compiler.Pos) {
+	name, pos, end := from.Name+"_to_"+join.Name, q.JoinPos, q.JoinPos
+	if q.View != nil {
+		name, pos, end = q.View.Name, q.View.Pos, q.View.End
+		if p.opt.Name != "" && p.opt.Name != name {
+			p.diags.Add(pos, end, "-n %s conflicts with CREATE VIEW %s", p.opt.Name, name)
+		}
+	} else if p.opt.Name != "" {
+		name = p.opt.Name
+	}
+	return name, pos, end
+}
+
+// checkName validates a name the kernel will see (synthetic event, field).
+func (p *planner) checkName(kind, name string, pos, end compiler.Pos) bool {
+	switch {
+	case !tracefs.IsIdent(name):
+		p.diags.Add(pos, end, "%s %q is not a valid name: use letters, digits and _, not starting with a digit", kind, name)
+		return false
+	case len(name) > 63:
+		p.diags.Add(pos, end, "%s %q is %d characters; the kernel takes at most 63", kind, name, len(name))
+		return false
+	}
+	return true
+}
+
+// note records a remark for the printed script.
+func (p *planner) note(format string, args ...any) {
+	p.plan.Notes = append(p.plan.Notes, fmt.Sprintf(format, args...))
+}
+
+// varNames hands out variable names unique within a unit and distinct
+// from the field names of the events involved and from hist keywords.
+type varNames struct {
+	used map[string]bool
+}
+
+func newVarNames(evs ...*tracefs.Event) *varNames {
+	v := &varNames{used: map[string]bool{}}
+	for _, ev := range evs {
+		for _, f := range ev.Fields {
+			v.used[f.Name] = true
+		}
+	}
+	return v
+}
+
+func (v *varNames) take(base string) string {
+	name := base
+	for i := 2; v.used[name] || histKeywords[name] || strings.HasPrefix(name, "common_"); i++ {
+		name = fmt.Sprintf("%s_%d", base, i)
+	}
+	v.used[name] = true
+	return name
+}

@@ -1,0 +1,315 @@
+package planner
+
+import (
+	"errors"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// vtype is a value's type as the kernel sees it in a hist trigger.
+type vtype struct {
+	Kernel string // the kernel's type text: "pid_t", "u64", "char[16]", "__data_loc char[]"
+	Size   int
+	Signed bool
+	Kind   tracefs.Kind
+}
+
+func (t vtype) isString() bool { return t.Kind == tracefs.KindString || t.Kind == tracefs.KindDynString }
+func (t vtype) isNumeric() bool {
+	return t.Kind == tracefs.KindInt || t.Kind == tracefs.KindPointer
+}
+
+// ref is a resolved field reference.
+type ref struct {
+	side     int // 0: FROM (start), 1: JOIN (end)
+	ev       *tracefs.Event
+	name     string // the kernel's field name: "next_pid", "common_timestamp"
+	mod      string // modifier: "usecs", "hex", "buckets=10", …
+	typ      vtype
+	pseudo   bool
+	pos, end compiler.Pos
+}
+
+// text returns the field as written in a hist trigger: "common_timestamp.usecs".
+func (r *ref) text() string {
+	if r.mod == "" {
+		return r.name
+	}
+	return r.name + "." + r.mod
+}
+
+// short returns a name fit for derived identifiers: "ts" for timestamps.
+func (r *ref) short() string {
+	switch {
+	case r.name == "common_timestamp" && r.mod == "usecs":
+		return "ts_us"
+	case r.name == "common_timestamp":
+		return "ts"
+	case r.name == "common_stacktrace" || r.name == "stacktrace":
+		return "stack"
+	case r.name == "common_cpu":
+		return "cpu"
+	}
+	return r.name
+}
+
+// side is one event of a query with the qualifiers that name it.
+type side struct {
+	ev    *tracefs.Event
+	table *compiler.TableRef
+	quals [][]string
+}
+
+type resolver struct {
+	cat   *tracefs.Catalog
+	feat  tracefs.Features
+	diags *compiler.Diags
+	sides []*side
+}
+
+// event resolves a FROM or JOIN name to an event.
+func (r *resolver) event(n *compiler.Name) *tracefs.Event {
+	parts := make([]string, len(n.Parts))
+	for i, p := range n.Parts {
+		parts[i] = p.Name
+	}
+	var system, name string
+	switch len(parts) {
+	case 1:
+		name = parts[0]
+		systems, err := r.cat.Systems(name)
+		if err != nil && !errors.Is(err, tracefs.ErrNoEvents) {
+			r.diags.Add(n.Pos, n.End, "cannot read the event catalog: %v", err)
+			return nil
+		}
+		switch len(systems) {
+		case 0:
+			all, _ := r.cat.Names()
+			errUnknownEvent(r.diags, n, all)
+			return nil
+		case 1:
+			system = systems[0]
+		default:
+			errAmbiguousEvent(r.diags, n, systems)
+			return nil
+		}
+	case 2:
+		system, name = parts[0], parts[1]
+	default:
+		r.diags.Add(n.Pos, n.End, "%q is not an event name: write event or system.event", n.String())
+		return nil
+	}
+	ev, err := r.cat.Event(system, name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			all, _ := r.cat.Names()
+			errUnknownEvent(r.diags, n, all)
+		} else {
+			r.diags.Add(n.Pos, n.End, "cannot read event %s/%s: %v", system, name, err)
+		}
+		return nil
+	}
+	return ev
+}
+
+// addSide registers an event and the qualifiers that name it.
+func (r *resolver) addSide(ev *tracefs.Event, t *compiler.TableRef) *side {
+	s := &side{ev: ev, table: t}
+	if t.Alias != nil {
+		s.quals = [][]string{{t.Alias.Name}}
+	} else {
+		s.quals = [][]string{{ev.Name}, {ev.System, ev.Name}}
+	}
+	r.sides = append(r.sides, s)
+	return s
+}
+
+// field resolves a field reference. Bare names bind to the only event in
+// histogram mode, or to the one event of a join that has such a field.
+func (r *resolver) field(f *compiler.Field) *ref {
+	n := f.Name
+	parts := n.Parts
+	best, bestLen := -1, 0
+	for i, s := range r.sides {
+		for _, q := range s.quals {
+			if len(q) < len(parts) && len(q) > bestLen && prefixEqual(parts, q) {
+				best, bestLen = i, len(q)
+			}
+		}
+	}
+	if best < 0 {
+		return r.bareField(f)
+	}
+	rest := parts[bestLen:]
+	return r.fieldIn(best, rest, n)
+}
+
+func prefixEqual(parts []*compiler.Ident, q []string) bool {
+	for i, s := range q {
+		if parts[i].Name != s {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *resolver) bareField(f *compiler.Field) *ref {
+	n := f.Name
+	if len(r.sides) == 1 {
+		return r.fieldIn(0, n.Parts, n)
+	}
+	var found []int
+	for i, s := range r.sides {
+		if lookupField(s.ev, n.Parts[0].Name) != nil {
+			found = append(found, i)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return r.fieldIn(found[0], n.Parts, n)
+	case 0:
+		x := r.diags.Add(n.Pos, n.End, "%q does not name a field of either event", n.String())
+		x.Hint = "qualify fields with an alias or the event name: " + r.qualExample(n.Parts[0].Name)
+	default:
+		x := r.diags.Add(n.Pos, n.End, "field %q is ambiguous: both events have it", n.String())
+		x.Hint = "qualify it: " + r.qualExample(n.Parts[0].Name)
+	}
+	return nil
+}
+
+func (r *resolver) qualExample(field string) string {
+	var ex []string
+	for _, s := range r.sides {
+		ex = append(ex, strings.Join(s.quals[0], ".")+"."+field)
+	}
+	return strings.Join(ex, " or ")
+}
+
+// fieldIn resolves "field" or "field.modifier" in side i.
+func (r *resolver) fieldIn(i int, rest []*compiler.Ident, n *compiler.Name) *ref {
+	s := r.sides[i]
+	if len(rest) == 0 || len(rest) > 2 {
+		r.diags.Add(n.Pos, n.End, "%q is not a field: write [event.]field[.modifier]", n.String())
+		return nil
+	}
+	fname := rest[0]
+	out := lookupField(s.ev, fname.Name)
+	if out == nil {
+		cands := append(s.ev.FieldNames(), "TIMESTAMP", "TIMESTAMP_USECS", "STACKTRACE", "common_cpu")
+		errUnknownField(r.diags, fname.Pos, fname.End, fname.Name, s.ev.FullName(), cands)
+		return nil
+	}
+	out.side = i
+	out.pos, out.end = n.Pos, n.End
+	if len(rest) == 2 {
+		m := rest[1]
+		if out.mod != "" {
+			r.diags.Add(m.Pos, m.End, "%q already carries the modifier %q; the kernel takes one modifier per field", fname.Name, out.mod)
+			return nil
+		}
+		if !r.setModifier(out, m.Name, m.Pos, m.End) {
+			return nil
+		}
+	}
+	if out.name == "common_stacktrace" && !r.feat.CommonStacktrace {
+		out.name = "stacktrace"
+	}
+	return out
+}
+
+// lookupField finds a real field, then a pseudo-field. The special names
+// (TIMESTAMP, STACKTRACE, CPU …) match in any case, but a real field of
+// the same name wins.
+func lookupField(ev *tracefs.Event, name string) *ref {
+	if f := ev.Field(name); f != nil {
+		return &ref{ev: ev, name: f.Name, typ: vtype{Kernel: f.Decl, Size: f.Size, Signed: f.Signed, Kind: f.Kind}}
+	}
+	ts := vtype{Kernel: "u64", Size: 8, Kind: tracefs.KindInt}
+	switch strings.ToUpper(name) {
+	case "TIMESTAMP", "COMMON_TIMESTAMP":
+		return &ref{ev: ev, name: "common_timestamp", typ: ts, pseudo: true}
+	case "TIMESTAMP_USECS":
+		return &ref{ev: ev, name: "common_timestamp", mod: "usecs", typ: ts, pseudo: true}
+	case "STACKTRACE", "COMMON_STACKTRACE":
+		return &ref{ev: ev, name: "common_stacktrace", typ: vtype{Kernel: "unsigned long[]", Size: 8, Kind: tracefs.KindDynArray}, pseudo: true}
+	case "CPU", "COMMON_CPU":
+		return &ref{ev: ev, name: "common_cpu", typ: vtype{Kernel: "unsigned int", Size: 4, Kind: tracefs.KindInt}, pseudo: true}
+	}
+	return nil
+}
+
+var modifiers = map[string]bool{
+	"hex": true, "sym": true, "sym-offset": true, "syscall": true, "execname": true,
+	"log2": true, "usecs": true, "buckets": true,
+}
+
+// setModifier checks and sets a modifier written as field.mod or by CAST.
+func (r *resolver) setModifier(f *ref, mod string, pos, end compiler.Pos) bool {
+	m := strings.ToLower(mod)
+	arg := ""
+	if k, v, ok := strings.Cut(m, "="); ok {
+		m, arg = k, v
+	}
+	if m == "bucket" {
+		m = "buckets"
+	}
+	if m == "log" {
+		m = "log2"
+	}
+	if !modifiers[m] {
+		r.diags.Add(pos, end, "unknown modifier %q: use hex, sym, sym-offset, syscall, execname, log2, buckets=N or usecs", mod)
+		return false
+	}
+	switch {
+	case m == "usecs" && f.name != "common_timestamp":
+		r.diags.Add(pos, end, "the usecs modifier only applies to TIMESTAMP (common_timestamp)")
+		return false
+	case m == "execname" && f.name != "common_pid":
+		r.diags.Add(pos, end, "execname only applies to common_pid, not %q", f.name)
+		return false
+	case m != "usecs" && m != "execname" && !f.typ.isNumeric():
+		r.diags.Add(pos, end, "%s is a %s field; %s applies to numbers only", f.name, f.typ.Kind, m)
+		return false
+	case m == "buckets":
+		n, err := strconv.ParseUint(arg, 0, 64)
+		if arg == "" || err != nil || n == 0 {
+			r.diags.Add(pos, end, "buckets needs a positive size: buckets=N")
+			return false
+		}
+		if !r.feat.Buckets {
+			r.diags.Add(pos, end, "the kernel has no .buckets modifier (it arrived in Linux 5.15)")
+			return false
+		}
+		m = "buckets=" + strconv.FormatUint(n, 10)
+	}
+	f.mod = m
+	return true
+}
+
+// castModifier maps a CAST target to a modifier; counter is set for
+// _COUNTER_ (a histogram value instead of a key).
+func castModifier(c *compiler.Cast) (mod string, counter bool, ok bool) {
+	switch c.Target {
+	case "HEX", "SYM", "SYSCALL", "EXECNAME", "LOG2", "LOG", "USECS":
+		if c.HasArg {
+			return "", false, false
+		}
+		return strings.ToLower(c.Target), false, true
+	case "SYM-OFFSET":
+		return "sym-offset", false, !c.HasArg
+	case "COMM":
+		return "execname", false, !c.HasArg
+	case "BUCKETS", "BUCKET":
+		if !c.HasArg {
+			return "", false, false
+		}
+		return "buckets=" + strconv.FormatUint(c.Arg, 10), false, true
+	case "_COUNTER_", "__COUNTER__":
+		return "", true, !c.HasArg
+	}
+	return "", false, false
+}

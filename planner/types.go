@@ -1,0 +1,112 @@
+package planner
+
+import (
+	"strconv"
+
+	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// synthScalars are the scalar type names the kernel's synthetic event
+// parser accepts (synth_field_size).
+var synthScalars = map[string]bool{
+	"s64": true, "u64": true, "s32": true, "u32": true, "s16": true, "u16": true,
+	"s8": true, "u8": true, "char": true, "unsigned char": true, "int": true,
+	"unsigned int": true, "long": true, "unsigned long": true, "bool": true,
+	"pid_t": true, "gfp_t": true,
+}
+
+// synthField chooses the synthetic field type for a value of type t.
+//
+// Older kernels accept a parameter only when its type text equals the
+// field's, so a type the synthetic parser knows (pid_t, int, u64 …) is kept
+// as it is; other integer types (size_t, pointers …) become the fixed-width
+// type of the same size and signedness.
+func (p *planner) synthField(name string, t vtype, pos, end compiler.Pos) *SynthField {
+	f := &SynthField{Name: name, Pos: pos, End: end}
+	switch t.Kind {
+	case tracefs.KindString:
+		f.Type, f.Array = "char", "["+strconv.Itoa(t.Size)+"]"
+		if t.Size > 256 {
+			p.diags.Add(pos, end, "%s is a %d-byte string; synthetic string fields hold at most 256", name, t.Size)
+		}
+	case tracefs.KindDynString:
+		f.Type, f.Array = "char", "[]"
+		if !p.feat.DynStrings {
+			p.diags.Add(pos, end, "%s is a dynamic string; the kernel cannot pass those to synthetic events (Linux 5.10+ can)", name)
+		}
+	case tracefs.KindDynArray:
+		if t.Kernel != "unsigned long[]" && t.Kernel != "long[]" {
+			p.diags.Add(pos, end, "%s is a dynamic array (%s); only strings and stack traces pass to synthetic events", name, t.Kernel)
+			return f
+		}
+		f.Type, f.Array = "unsigned long", "[]"
+		if !p.feat.StacktraceVars {
+			p.diags.Add(pos, end, "stack traces cannot be passed to synthetic events on this kernel (Linux 6.3+ can)")
+		}
+	case tracefs.KindArray:
+		p.diags.Add(pos, end, "%s is an array (%s); only strings and stack traces pass to synthetic events", name, t.Kernel)
+	default:
+		if synthScalars[t.Kernel] {
+			f.Type = t.Kernel
+			return f
+		}
+		f.Type = fixedWidth(t.Size, t.Signed)
+		if f.Type == "" {
+			p.diags.Add(pos, end, "%s has type %s of size %d, which a synthetic event cannot hold", name, t.Kernel, t.Size)
+		}
+	}
+	return f
+}
+
+func fixedWidth(size int, signed bool) string {
+	var s string
+	switch size {
+	case 1:
+		s = "8"
+	case 2:
+		s = "16"
+	case 4:
+		s = "32"
+	case 8:
+		s = "64"
+	default:
+		return ""
+	}
+	if signed {
+		return "s" + s
+	}
+	return "u" + s
+}
+
+// synthEvent describes a synthetic event as an event of the catalog, so
+// later statements can read from it.
+func synthEvent(s *Synth) *tracefs.Event {
+	ev := &tracefs.Event{System: "synthetic", Name: s.Name}
+	common := []struct {
+		decl string
+		name string
+		size int
+		sgn  bool
+	}{{"unsigned short", "common_type", 2, false}, {"unsigned char", "common_flags", 1, false},
+		{"unsigned char", "common_preempt_count", 1, false}, {"int", "common_pid", 4, true}}
+	for _, c := range common {
+		ev.Fields = append(ev.Fields, &tracefs.Field{Name: c.name, Decl: c.decl, Base: c.decl, Size: c.size, Signed: c.sgn, Kind: tracefs.KindInt})
+	}
+	for _, f := range s.Fields {
+		tf := &tracefs.Field{Name: f.Name, Base: f.Type, Decl: f.Type + f.Array, Size: 8, Kind: tracefs.KindInt}
+		switch {
+		case f.Array == "[]" && f.Type == "char":
+			tf.Decl, tf.Kind = "__data_loc char[]", tracefs.KindDynString
+		case f.Array == "[]":
+			tf.Decl, tf.Kind = "unsigned long[]", tracefs.KindDynArray
+		case f.Array != "":
+			n, _ := strconv.Atoi(f.Array[1 : len(f.Array)-1])
+			tf.Len, tf.Size, tf.Kind = n, n, tracefs.KindString
+		default:
+			tf.Signed = !(f.Type[0] == 'u' || f.Type == "gfp_t")
+		}
+		ev.Fields = append(ev.Fields, tf)
+	}
+	return ev
+}
