@@ -18,7 +18,9 @@ type vtype struct {
 	Kind   tracefs.Kind
 }
 
-func (t vtype) isString() bool { return t.Kind == tracefs.KindString || t.Kind == tracefs.KindDynString }
+func (t vtype) isString() bool {
+	return t.Kind == tracefs.KindString || t.Kind == tracefs.KindDynString
+}
 func (t vtype) isNumeric() bool {
 	return t.Kind == tracefs.KindInt || t.Kind == tracefs.KindPointer
 }
