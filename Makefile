@@ -1,7 +1,31 @@
-# Targets for the e2e harness (e2e/, tools/). Other targets (test, golden,
-# fuzz, bench) belong to the compiler side.
-
 GO ?= go
+
+.PHONY: build test golden fuzz bench
+
+build:
+	CGO_ENABLED=0 $(GO) build -o sqlhist ./cmd/sqlhist
+
+# What CI runs: vet, every unit and golden test in random order twice, and
+# a short fuzz of the parser and of shell quoting.
+test:
+	$(GO) vet ./...
+	$(GO) test -shuffle=on -count=2 ./...
+	$(GO) test ./compiler -run '^$$' -fuzz FuzzParse -fuzztime 20s
+	$(GO) test ./emit -run '^$$' -fuzz FuzzQuote -fuzztime 10s
+
+# Rewrite the want/ sections of testdata/queries/*.txtar.
+golden:
+	$(GO) test ./cmd/sqlhist -run TestGolden -update
+
+fuzz:
+	$(GO) test ./compiler -run '^$$' -fuzz FuzzParse -fuzztime 5m
+
+# Figures, not assertions: compile time against a full catalog and a
+# two-event directory.
+bench:
+	$(GO) test ./cmd/sqlhist -run '^$$' -bench . -benchmem
+
+# Targets for the e2e harness (e2e/, tools/).
 
 .PHONY: catalog e2e-tools e2e
 

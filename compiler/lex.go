@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The pre-lexer reads sqlhist's dialect (==, ~, CAST(x AS HEX), \from,
@@ -314,9 +315,13 @@ func (lx *lexer) op() {
 			return
 		}
 	}
-	// Skip one UTF-8 character.
-	r := []rune(lx.s[lx.i:min(len(lx.s), lx.i+4)])[0]
-	n := len(string(r))
+	// Skip one UTF-8 character (one byte when the text is not UTF-8).
+	r, n := utf8.DecodeRuneInString(lx.s[lx.i:])
+	if r == utf8.RuneError && n <= 1 {
+		lx.errorf(start, start+1, "unexpected byte 0x%02x", lx.s[lx.i])
+		lx.i++
+		return
+	}
 	lx.errorf(start, start+n, "unexpected character %q", r)
 	lx.i += n
 }

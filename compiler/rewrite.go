@@ -72,7 +72,8 @@ func rewrite(toks []*token) *rewritten {
 	rw := &rewritten{toks: toks, names: map[string]*token{}, nums: map[int64]*token{}, strs: map[string]*token{}}
 	var b strings.Builder
 	put := func(s string, t *token) {
-		if b.Len() > 0 {
+		// No space before "(": tidb wants COUNT( and SUM( without one.
+		if b.Len() > 0 && s != "(" {
 			b.WriteByte(' ')
 		}
 		rw.pieces = append(rw.pieces, piece{rw: b.Len(), tok: t})

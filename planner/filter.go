@@ -30,6 +30,12 @@ func (p *planner) where(e compiler.Expr, labels map[string]compiler.Expr) []stri
 			p.diags.Add(pos, end, "condition names no event field")
 			continue
 		case 2:
+			if b, ok := compiler.Unparen(c).(*compiler.Binary); ok && b.Op.IsCompare() {
+				pos, end := b.Span()
+				x := p.diags.Add(pos, end, "the kernel compares a field with a constant, not with another field")
+				x.Hint = "to compare values of the two events, select both and filter a histogram of the synthetic event"
+				continue
+			}
 			pos, end := mixPoint(c)
 			x := p.diags.Add(pos, end, "condition mixes fields of %s and %s", p.sideName(0), p.sideName(1))
 			x.Hint = "each event's trigger sees only its own fields: conditions on the two events can only be combined with AND at the top level of WHERE"
@@ -42,9 +48,6 @@ func (p *planner) where(e compiler.Expr, labels map[string]compiler.Expr) []stri
 		text, ok := p.filterText(c, labels, s)
 		if !ok {
 			continue
-		}
-		if b, isOr := compiler.Unparen(c).(*compiler.Binary); isOr && b.Op == compiler.OpOr && len(conjuncts(e)) > 1 {
-			text = "(" + text + ")"
 		}
 		terms[s] = append(terms[s], text)
 	}
@@ -317,15 +320,15 @@ func (p *planner) filterString(s *compiler.String) (string, bool) {
 }
 
 func (p *planner) numberPredicate(f *ref, op compiler.Op, rhs compiler.Expr, b *compiler.Binary) (string, bool) {
+	switch op {
+	case compiler.OpGlob, compiler.OpNotGlob:
+		p.diags.Add(b.OpPos, b.OpEnd, "~ matches strings; %s is a number field", f.name)
+		return "", false
+	}
 	n, ok := rhs.(*compiler.Number)
 	if !ok {
 		pos, end := rhs.Span()
 		p.diags.Add(pos, end, "%s is a number field: compare it with a number", f.name)
-		return "", false
-	}
-	switch op {
-	case compiler.OpGlob, compiler.OpNotGlob:
-		p.diags.Add(b.OpPos, b.OpEnd, "~ matches strings; %s is a number field", f.name)
 		return "", false
 	}
 	if !numberFits(n, f.typ.Signed) {

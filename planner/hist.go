@@ -66,10 +66,12 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 		return
 	}
 	if len(h.Keys) > maxKeys {
-		p.diags.Add(itemsOf(items, false)[maxKeys].pos, q.End, "%d keys; the kernel allows at most %d", len(h.Keys), maxKeys)
+		it := itemsOf(items, false)[maxKeys]
+		p.diags.Add(it.pos, it.end, "%d keys; the kernel allows at most %d", len(h.Keys), maxKeys)
 	}
 	if len(h.Vals) > maxVals {
-		p.diags.Add(itemsOf(items, true)[maxVals].pos, q.End, "%d summed values; the kernel allows at most %d besides the count", len(h.Vals), maxVals)
+		it := itemsOf(items, true)[maxVals]
+		p.diags.Add(it.pos, it.end, "%d summed values; the kernel allows at most %d besides the count", len(h.Vals), maxVals)
 	}
 	if keySize > maxKeySize {
 		p.diags.Add(q.Pos, q.End, "the keys take %d bytes; the kernel allows %d (a dynamic string key takes 256, a stack trace 128)", keySize, maxKeySize)
@@ -266,6 +268,9 @@ func (p *planner) orderTarget(e compiler.Expr, items []*histItem) *histItem {
 				return it
 			}
 		}
+	}
+	if c, ok := e.(*compiler.Call); ok && c.Func == "COUNT" && c.Star {
+		return &histItem{text: "hitcount", sort: "hitcount", count: true}
 	}
 	var probe *histItem
 	var d compiler.Diags

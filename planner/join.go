@@ -83,7 +83,7 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 		params = append(params, param)
 		labels[f.Name] = it.Expr
 	}
-	if len(synth.Fields) == 0 {
+	if len(synth.Fields) == 0 && len(q.Select) == 0 {
 		p.diags.Add(q.Pos, q.End, "the SELECT list is empty: a synthetic event needs at least one field")
 		return
 	}
@@ -211,12 +211,14 @@ func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 		return nil, ""
 	}
 	if f, ok := e.(*compiler.Field); ok && label == "" {
-		if r := p.r.field(f); r != nil {
-			label = r.short()
-			if r.mod != "" && r.mod != "usecs" {
-				p.diags.Add(r.pos, r.end, "the .%s modifier does not apply to a synthetic event field", r.mod)
-				return nil, ""
-			}
+		r := p.r.field(f)
+		if r == nil {
+			return nil, ""
+		}
+		label = r.short()
+		if r.mod != "" && r.mod != "usecs" {
+			p.diags.Add(r.pos, r.end, "the .%s modifier does not apply to a synthetic event field", r.mod)
+			return nil, ""
 		}
 	}
 	if label == "" {

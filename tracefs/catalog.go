@@ -21,8 +21,12 @@ var ErrNoEvents = errors.New("no events directory")
 type Catalog struct {
 	fsys fs.FS
 
+	sysOnce sync.Once
+	systems []string // directories under events/, in directory order
+	sysErr  error
+
 	indexOnce sync.Once
-	index     map[string][]string // event name → systems holding it, sorted
+	index     map[string][]string // event name → systems holding it, sorted (for suggestions)
 	indexErr  error
 
 	events  map[string]*Event // "system/event" → parsed event
@@ -40,28 +44,23 @@ func Open(fsys fs.FS) *Catalog {
 // FS returns the file system the catalog reads from.
 func (c *Catalog) FS() fs.FS { return c.fsys }
 
+// buildIndex lists every event of every system: only needed to suggest a
+// name when a query names an event that does not exist.
 func (c *Catalog) buildIndex() {
 	c.index = map[string][]string{}
-	systems, err := fs.ReadDir(c.fsys, "events")
+	systems, err := c.systemList()
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			c.indexErr = ErrNoEvents
-		} else {
-			c.indexErr = err
-		}
+		c.indexErr = err
 		return
 	}
 	for _, s := range systems {
-		if !s.IsDir() {
-			continue
-		}
-		evs, err := fs.ReadDir(c.fsys, path.Join("events", s.Name()))
+		evs, err := fs.ReadDir(c.fsys, path.Join("events", s))
 		if err != nil {
 			continue
 		}
 		for _, e := range evs {
 			if e.IsDir() {
-				c.index[e.Name()] = append(c.index[e.Name()], s.Name())
+				c.index[e.Name()] = append(c.index[e.Name()], s)
 			}
 		}
 	}
@@ -75,13 +74,39 @@ func (c *Catalog) ensureIndex() error {
 	return c.indexErr
 }
 
+// systemList reads the list of systems (the directories under events/)
+// once.
+func (c *Catalog) systemList() ([]string, error) {
+	c.sysOnce.Do(func() {
+		ents, err := fs.ReadDir(c.fsys, "events")
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				err = ErrNoEvents
+			}
+			c.sysErr = err
+			return
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				c.systems = append(c.systems, e.Name())
+			}
+		}
+	})
+	return c.systems, c.sysErr
+}
+
 // Systems returns the sorted systems that hold an event with the given name,
-// including events added with [Catalog.Define].
+// including events added with [Catalog.Define]. It looks for the event's
+// format file in each system rather than listing every system's events.
 func (c *Catalog) Systems(event string) ([]string, error) {
-	err := c.ensureIndex()
+	systems, err := c.systemList()
 	var out []string
-	if err == nil {
-		out = append(out, c.index[event]...)
+	if err == nil && IsIdent(event) {
+		for _, s := range systems {
+			if _, serr := fs.Stat(c.fsys, path.Join("events", s, event, "format")); serr == nil {
+				out = append(out, s)
+			}
+		}
 	}
 	for _, d := range c.defined {
 		if d.Name == event && !slices.Contains(out, d.System) {

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+var update = flag.Bool("update", false, "rewrite the want/ sections of testdata/queries/*.txtar")
+
+// A golden case is testdata/queries/NAME.txtar with these files:
+//
+//	query.sql            the SQL, read with -f query.sql
+//	args                 optional extra flags, one per line
+//	tracefs/...          optional event formats (then --formats tracefs;
+//	                     otherwise the embedded 6.1 catalog)
+//	want/commands.sh     expected stdout
+//	want/teardown.sh     expected stdout with --teardown (successful cases)
+//	want/stderr          expected stderr
+//	want/exit            expected exit code
+//
+// A line of query.sql may end in -- ERROR "regexp": some error must be
+// reported on that line with a matching message.
+const goldenKernel = "6.1"
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func runCase(t *testing.T, a *txtar.Archive, extra ...string) result {
+	t.Helper()
+	files := fstest.MapFS{}
+	hasFormats := false
+	for _, f := range a.Files {
+		files[f.Name] = &fstest.MapFile{Data: f.Data}
+		if strings.HasPrefix(f.Name, "tracefs/") {
+			hasFormats = true
+		}
+	}
+	var args []string
+	if data, ok := files["args"]; ok {
+		for _, l := range strings.Split(strings.TrimSpace(string(data.Data)), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				args = append(args, l)
+			}
+		}
+	}
+	if hasFormats {
+		args = append(args, "--formats", "tracefs")
+	} else {
+		args = append(args, "--kernel", goldenKernel)
+	}
+	args = append(args, extra...)
+	args = append(args, "-f", "query.sql")
+	var stdout, stderr bytes.Buffer
+	e := env{
+		stdin:  strings.NewReader(""),
+		stdout: &stdout, stderr: &stderr,
+		dir: func(p string) (fs.FS, error) {
+			if p == "/sys/kernel/tracing" {
+				return nil, fs.ErrNotExist // never the machine's tracefs
+			}
+			return fs.Sub(files, p)
+		},
+		readFile: func(p string) ([]byte, error) { return fs.ReadFile(files, p) },
+		writer:   func(string) tracefs.Writer { t.Fatal("a golden case tried to write to tracefs"); return nil },
+	}
+	code := run(args, e)
+	return result{stdout.String(), stderr.String(), code}
+}
+
+func TestGolden(t *testing.T) {
+	paths, err := filepath.Glob("../../testdata/queries/*.txtar")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	for _, path := range paths {
+		name := strings.TrimSuffix(filepath.Base(path), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			a, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := runCase(t, a)
+			again := runCase(t, a)
+			if got != again {
+				t.Fatalf("nondeterministic output:\n%+v\nthen\n%+v", got, again)
+			}
+			want := map[string]string{
+				"want/commands.sh": got.stdout,
+				"want/stderr":      got.stderr,
+				"want/exit":        strconv.Itoa(got.code) + "\n",
+			}
+			if got.code == exitOK {
+				td := runCase(t, a, "--teardown")
+				if td.code != exitOK {
+					t.Errorf("--teardown failed with exit %d: %s", td.code, td.stderr)
+				}
+				want["want/teardown.sh"] = td.stdout
+			}
+			checkInlineErrors(t, a, got.stderr)
+			if *update {
+				updateArchive(a, want)
+				if err := os.WriteFile(path, txtar.Format(a), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			for _, k := range sortedKeys(want) {
+				if w := section(a, k); w != want[k] {
+					t.Errorf("%s differs (-want +got):\n%s", k, diffLines(w, want[k]))
+				}
+			}
+			for _, f := range a.Files {
+				if strings.HasPrefix(f.Name, "want/") {
+					if _, ok := want[f.Name]; !ok {
+						t.Errorf("%s present but the case produced no such output", f.Name)
+					}
+				}
+			}
+		})
+	}
+}
+
+var errorComment = regexp.MustCompile(`--\s*ERROR\s+"((?:[^"\\]|\\.)*)"`)
+
+// checkInlineErrors matches -- ERROR "re" comments in query.sql against the
+// rendered diagnostics ("query.sql:LINE:COL: message").
+func checkInlineErrors(t *testing.T, a *txtar.Archive, stderr string) {
+	t.Helper()
+	q := section(a, "query.sql")
+	diagRE := regexp.MustCompile(`(?m)^query\.sql:(\d+):\d+: (.*)$`)
+	got := map[int][]string{}
+	for _, m := range diagRE.FindAllStringSubmatch(stderr, -1) {
+		n, _ := strconv.Atoi(m[1])
+		got[n] = append(got[n], m[2])
+	}
+	expected := 0
+	for i, line := range strings.Split(q, "\n") {
+		for _, m := range errorComment.FindAllStringSubmatch(line, -1) {
+			expected++
+			checkOne(t, i+1, m[1], got)
+		}
+	}
+	if expected > 0 {
+		for line, msgs := range got {
+			for _, m := range msgs {
+				if !strings.HasPrefix(m, "warning:") {
+					t.Errorf("query.sql:%d: unexpected error: %s", line, m)
+				}
+			}
+		}
+	}
+}
+
+// checkOne consumes the first diagnostic of the line matching the pattern.
+func checkOne(t *testing.T, line int, pattern string, got map[int][]string) {
+	t.Helper()
+	{
+		i := line - 1
+		pat := strings.ReplaceAll(pattern, `\"`, `"`)
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			t.Errorf("query.sql:%d: bad ERROR pattern: %v", i+1, err)
+			return
+		}
+		found := false
+		for j, msg := range got[i+1] {
+			if re.MatchString(msg) {
+				found = true
+				got[i+1] = append(got[i+1][:j], got[i+1][j+1:]...)
+				break
+			}
+		}
+		if !found {
+			t.Errorf("query.sql:%d: no error matching %q (got %q)", i+1, pat, got[i+1])
+		}
+	}
+}
+
+func section(a *txtar.Archive, name string) string {
+	for _, f := range a.Files {
+		if f.Name == name {
+			return string(f.Data)
+		}
+	}
+	return ""
+}
+
+func updateArchive(a *txtar.Archive, want map[string]string) {
+	var files []txtar.File
+	for _, f := range a.Files {
+		if !strings.HasPrefix(f.Name, "want/") {
+			files = append(files, f)
+		}
+	}
+	for _, k := range sortedKeys(want) {
+		if want[k] == "" && k != "want/exit" {
+			continue
+		}
+		files = append(files, txtar.File{Name: k, Data: []byte(want[k])})
+	}
+	a.Files = files
+}
+
+func sortedKeys(m map[string]string) []string {
+	order := []string{"want/commands.sh", "want/teardown.sh", "want/stderr", "want/exit"}
+	var out []string
+	for _, k := range order {
+		if _, ok := m[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// diffLines is a small line diff for test failures.
+func diffLines(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			fmt.Fprintf(&b, "-%s\n+%s\n", w, g)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImportGraph keeps the pipeline's shape: data flows compiler → planner
+// → emit, tracefs is a leaf, and only compiler imports the tidb parser.
+func TestImportGraph(t *testing.T) {
+	const mod = "github.com/sqlhist/sqlhist/"
+	allowed := map[string][]string{
+		"compiler": {},
+		"tracefs":  {},
+		"planner":  {"compiler", "tracefs"},
+		"emit":     {"planner", "compiler"},
+	}
+	for pkg, ok := range allowed {
+		files, _ := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
+		if len(files) == 0 {
+			t.Fatalf("no files in %s", pkg)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if strings.HasPrefix(path, "github.com/pingcap/") && pkg != "compiler" {
+					t.Errorf("%s imports %s: only compiler may import the tidb parser", f, path)
+				}
+				if rest, own := strings.CutPrefix(path, mod); own {
+					found := false
+					for _, a := range ok {
+						found = found || a == rest
+					}
+					if !found {
+						t.Errorf("%s imports %s, against the pipeline's direction", f, path)
+					}
+				}
+			}
+		}
+	}
+}
