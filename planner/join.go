@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
@@ -24,19 +23,14 @@ type joinState struct {
 	start, end *Hist
 	names      *varNames
 	label      string // label of the item being lowered
-	tmp        int    // counter for intermediate variables of the item
 	startReads int    // how many start variables the end trigger reads
 }
 
-// operand is a lowered value on the end trigger: kernel expression text
-// and the type the kernel will give it.
+// operand is a lowered value: what a trace() parameter says ("$var" or a
+// field of the end event) and the type the kernel gives it.
 type operand struct {
-	text  string
-	typ   vtype
-	prec  int  // 3 for a leaf, 2 for * /, 1 for + -
-	ops   int  // binary operators in text
-	field bool // a plain field of the end event
-	usecs int  // 0: no timestamp, 1: ns, 2: µs
+	text string
+	typ  vtype
 }
 
 func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
@@ -229,18 +223,12 @@ func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 	if !p.checkName("field name", label, pos, end) {
 		return nil, ""
 	}
-	js.label, js.tmp = label, 0
-	op, ok := js.value(e, true)
+	js.label = label
+	op, ok := js.lower(e)
 	if !ok {
 		return nil, ""
 	}
-	param := op.text
-	if op.ops > 0 {
-		v := js.names.take(js.name + "_" + label)
-		js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: op.text})
-		param = "$" + v
-	}
-	return p.synthField(label, op.typ, pos, end), param
+	return p.synthField(label, op.typ, pos, end), op.text
 }
 
 // delta builds end.TIMESTAMP - start.TIMESTAMP for TIMESTAMP_DELTA.
@@ -260,130 +248,6 @@ func (js *joinState) delta(f *compiler.Field) compiler.Expr {
 		return &compiler.Field{Name: &compiler.Name{Parts: parts, Pos: n.Pos, End: n.End}}
 	}
 	return &compiler.Binary{Op: compiler.OpSub, X: mk(1), Y: mk(0), OpPos: n.Pos, OpEnd: n.End}
-}
-
-// value lowers an expression to end-trigger text. Start-side fields are
-// saved in start variables and read as $var; grouping the kernel cannot
-// express without parentheses goes through intermediate variables.
-func (js *joinState) value(e compiler.Expr, top bool) (operand, bool) {
-	p := js.p
-	switch x := e.(type) {
-	case *compiler.Paren:
-		return js.value(x.X, top)
-	case *compiler.Field:
-		r := p.r.field(x)
-		if r == nil {
-			return operand{}, false
-		}
-		if r.mod != "" && r.mod != "usecs" {
-			p.diags.Add(r.pos, r.end, "the .%s modifier does not apply here", r.mod)
-			return operand{}, false
-		}
-		us := 0
-		if r.name == "common_timestamp" {
-			us = 1
-			if r.mod == "usecs" {
-				us = 2
-			}
-		}
-		if r.side == 0 {
-			base := js.name + "_" + r.short()
-			if top {
-				base = js.name + "_" + js.label
-			}
-			v := js.names.take(base)
-			js.start.Vars = append(js.start.Vars, Var{Name: v, Expr: r.text()})
-			js.startReads++
-			return operand{text: "$" + v, typ: r.typ, prec: 3, usecs: us}, true
-		}
-		if r.pseudo && top {
-			// Pass pseudo-fields through a variable rather than as a bare param.
-			v := js.names.take(js.name + "_" + js.label)
-			js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: r.text()})
-			return operand{text: "$" + v, typ: r.typ, prec: 3, usecs: us}, true
-		}
-		return operand{text: r.text(), typ: r.typ, prec: 3, field: true, usecs: us}, true
-	case *compiler.Number:
-		if !p.feat.Expressions {
-			p.diags.Add(x.Pos, x.End, "constants in expressions need Linux 5.16 or later")
-			return operand{}, false
-		}
-		if x.Neg {
-			p.diags.Add(x.Pos, x.End, "the kernel cannot write negative constants in expressions")
-			return operand{}, false
-		}
-		return operand{text: strconv.FormatUint(x.Value, 10), typ: vtype{Kernel: "u64", Size: 8, Kind: tracefs.KindInt}, prec: 3}, true
-	case *compiler.Binary:
-		if !x.Op.IsArith() {
-			break
-		}
-		return js.arith(x)
-	case *compiler.String:
-		p.diags.Add(x.Pos, x.End, "a string constant cannot be a synthetic event field")
-		return operand{}, false
-	}
-	pos, end := e.Span()
-	p.diags.Add(pos, end, "unsupported in SELECT: use fields, constants and + - * /")
-	return operand{}, false
-}
-
-func (js *joinState) arith(x *compiler.Binary) (operand, bool) {
-	p := js.p
-	if (x.Op == compiler.OpMul || x.Op == compiler.OpDiv) && !p.feat.Expressions {
-		p.diags.Add(x.OpPos, x.OpEnd, "%s in expressions needs Linux 5.16 or later", x.Op)
-		return operand{}, false
-	}
-	l, ok1 := js.value(x.X, false)
-	r, ok2 := js.value(x.Y, false)
-	if !ok1 || !ok2 {
-		return operand{}, false
-	}
-	for _, o := range []struct {
-		op operand
-		e  compiler.Expr
-	}{{l, x.X}, {r, x.Y}} {
-		if !o.op.typ.isNumeric() {
-			pos, end := o.e.Span()
-			p.diags.Add(pos, end, "a %s cannot be an operand of %s", o.op.typ.Kind, x.Op)
-			return operand{}, false
-		}
-	}
-	if l.usecs != 0 && r.usecs != 0 && l.usecs != r.usecs {
-		x := p.diags.Add(x.OpPos, x.OpEnd, "TIMESTAMP (ns) and TIMESTAMP_USECS (µs) cannot be mixed in one expression")
-		x.Hint = "use the same unit on both sides"
-		return operand{}, false
-	}
-	if n, ok := compiler.Unparen(x.Y).(*compiler.Number); ok && x.Op == compiler.OpDiv && n.Value == 0 {
-		p.diags.Add(n.Pos, n.End, "division by zero")
-		return operand{}, false
-	}
-	prec := 1
-	if x.Op == compiler.OpMul || x.Op == compiler.OpDiv {
-		prec = 2
-	}
-	// The kernel splits at the rightmost operator of the lowest precedence
-	// and knows no parentheses: a left operand of lower precedence, or a
-	// right operand that is not of strictly higher precedence, must be
-	// computed first in a variable of its own.
-	if l.prec < prec || l.ops >= 2 {
-		l = js.spill(l)
-	}
-	if r.prec <= prec || r.ops >= 2 {
-		r = js.spill(r)
-	}
-	us := max(l.usecs, r.usecs)
-	return operand{text: l.text + x.Op.String() + r.text, typ: l.typ, prec: prec, ops: l.ops + r.ops + 1, usecs: us}, true
-}
-
-// spill stores a compound operand in an intermediate end variable.
-func (js *joinState) spill(o operand) operand {
-	if o.ops == 0 {
-		return o
-	}
-	js.tmp++
-	v := js.names.take(js.name + "_" + js.label + "_" + strconv.Itoa(js.tmp))
-	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: o.text})
-	return operand{text: "$" + v, typ: o.typ, prec: 3, usecs: o.usecs}
 }
 
 // forceMatch makes the end trigger read a start variable when the SELECT

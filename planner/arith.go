@@ -1,0 +1,533 @@
+package planner
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// Arithmetic in a join.
+//
+// The kernel reads a hist expression without parentheses, splitting at the
+// rightmost operator of the lowest precedence, and evaluates at most three
+// operators in one expression. A variable that reads another variable of
+// the same trigger is not usable: on Linux 6.1, 6.12 and 7.2 alike it is
+// either refused ("Couldn't find variable") or computed before the variable
+// it reads (d=common_timestamp-$ts,us=$d/1000 gives the timestamp, not the
+// delta). So grouping cannot go through intermediate variables. Instead
+// the expression is regrouped exactly — sums flattened, products
+// distributed over sums, constants folded, any part that reads only start
+// fields computed in one variable of the start trigger — and printed flat.
+// What still needs parentheses, such as (end.x - start.y) / 1000, is
+// refused with an explanation.
+
+// maxOps is how many operators the kernel evaluates in one expression.
+const maxOps = 3
+
+// factor is a leaf of a flat expression.
+type factor struct {
+	text  string // as written on the trigger that evaluates it
+	typ   vtype
+	side  int  // 0 start, 1 end, -1 constant
+	usecs int  // 0 not a timestamp, 1 ns, 2 µs
+	ref   *ref // the field, for start leaves still to be saved
+}
+
+// term is a signed chain of factors joined by * and /, evaluated left to
+// right.
+type term struct {
+	neg     bool
+	factors []factor
+	ops     []compiler.Op
+}
+
+func (t term) onlyMul() bool {
+	for _, o := range t.ops {
+		if o != compiler.OpMul {
+			return false
+		}
+	}
+	return true
+}
+
+func (t term) side() int {
+	s := -1
+	for _, f := range t.factors {
+		switch {
+		case f.side == -1:
+		case s == -1:
+			s = f.side
+		case s != f.side:
+			return 2
+		}
+	}
+	return s
+}
+
+// arithCtx says on which trigger an expression is evaluated.
+type arithCtx struct {
+	local   int  // the side whose fields are written as fields
+	offload bool // parts reading only start fields may become start variables
+}
+
+// lower lowers a SELECT item to a trace() parameter.
+func (js *joinState) lower(e compiler.Expr) (operand, bool) {
+	p := js.p
+	e = compiler.Unparen(e)
+	if !js.checkUnits(e) {
+		return operand{}, false
+	}
+	switch x := e.(type) {
+	case *compiler.Field:
+		r := p.r.field(x)
+		if r == nil {
+			return operand{}, false
+		}
+		if r.mod != "" && r.mod != "usecs" {
+			p.diags.Add(r.pos, r.end, "the .%s modifier does not apply to a synthetic event field", r.mod)
+			return operand{}, false
+		}
+		if r.side == 0 {
+			v := js.saveStart(js.name+"_"+js.label, r.text())
+			return operand{text: "$" + v, typ: r.typ}, true
+		}
+		if r.pseudo {
+			// Pseudo-fields go through a variable of the end trigger.
+			v := js.names.take(js.name + "_" + js.label)
+			js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: r.text()})
+			return operand{text: "$" + v, typ: r.typ}, true
+		}
+		return operand{text: r.text(), typ: r.typ}, true
+	case *compiler.String:
+		p.diags.Add(x.Pos, x.End, "a string constant cannot be a synthetic event field")
+		return operand{}, false
+	}
+	sum, ok := js.sumOf(e, arithCtx{local: 1, offload: true})
+	if !ok {
+		return operand{}, false
+	}
+	sum = js.mergeStartTerms(foldTerms(sum))
+	text, typ, ok := js.printSum(sum, e, 1)
+	if !ok {
+		return operand{}, false
+	}
+	v := js.names.take(js.name + "_" + js.label)
+	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: text})
+	return operand{text: "$" + v, typ: typ}, true
+}
+
+// checkUnits refuses expressions that mix ns and µs timestamps.
+func (js *joinState) checkUnits(e compiler.Expr) bool {
+	var ns, us compiler.Expr
+	var walk func(compiler.Expr)
+	walk = func(e compiler.Expr) {
+		switch x := e.(type) {
+		case *compiler.Paren:
+			walk(x.X)
+		case *compiler.Binary:
+			walk(x.X)
+			walk(x.Y)
+		case *compiler.Field:
+			var d compiler.Diags
+			saved := js.p.diags
+			js.p.diags, js.p.r.diags = &d, &d
+			r := js.p.r.field(x)
+			js.p.diags, js.p.r.diags = saved, saved
+			if r != nil && r.name == "common_timestamp" {
+				if r.mod == "usecs" {
+					us = x
+				} else {
+					ns = x
+				}
+			}
+		}
+	}
+	walk(e)
+	if ns != nil && us != nil {
+		pos, end := e.Span()
+		x := js.p.diags.Add(pos, end, "TIMESTAMP (ns) and TIMESTAMP_USECS (µs) cannot be mixed in one expression")
+		x.Hint = "use the same unit on both sides"
+		return false
+	}
+	return true
+}
+
+// sumOf turns e into a flat sum of terms, or reports why it cannot.
+func (js *joinState) sumOf(e compiler.Expr, ctx arithCtx) ([]term, bool) {
+	p := js.p
+	e = compiler.Unparen(e)
+	switch x := e.(type) {
+	case *compiler.Field:
+		f, ok := js.leaf(x, ctx)
+		if !ok {
+			return nil, false
+		}
+		return []term{{factors: []factor{f}}}, true
+	case *compiler.Number:
+		if !p.feat.Expressions {
+			p.diags.Add(x.Pos, x.End, "constants in expressions need Linux 5.16 or later")
+			return nil, false
+		}
+		return []term{{neg: x.Neg, factors: []factor{constFactor(x.Value)}}}, true
+	case *compiler.Binary:
+		if !x.Op.IsArith() {
+			break
+		}
+		if (x.Op == compiler.OpMul || x.Op == compiler.OpDiv) && !p.feat.Expressions {
+			p.diags.Add(x.OpPos, x.OpEnd, "%s in expressions needs Linux 5.16 or later", x.Op)
+			return nil, false
+		}
+		if v, neg, isConst, ok := js.fold(x); isConst {
+			if !ok {
+				return nil, false
+			}
+			return []term{{neg: neg, factors: []factor{constFactor(v)}}}, true
+		}
+		if ctx.offload && js.startOnly(x) {
+			return js.offload(x)
+		}
+		l, ok1 := js.sumOf(x.X, ctx)
+		r, ok2 := js.sumOf(x.Y, ctx)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		switch x.Op {
+		case compiler.OpAdd:
+			return append(l, r...), true
+		case compiler.OpSub:
+			for _, t := range r {
+				t.neg = !t.neg
+				l = append(l, t)
+			}
+			return l, true
+		case compiler.OpMul:
+			if len(r) == 1 && r[0].onlyMul() {
+				return distribute(l, r[0]), true
+			}
+			if len(l) == 1 && l[0].onlyMul() && allOnlyMul(r) {
+				return distribute(r, l[0]), true
+			}
+		case compiler.OpDiv:
+			if len(l) == 1 && len(r) == 1 && len(r[0].factors) == 1 {
+				t := l[0]
+				t.neg = t.neg != r[0].neg
+				t.factors = append(append([]factor{}, t.factors...), r[0].factors[0])
+				t.ops = append(append([]compiler.Op{}, t.ops...), compiler.OpDiv)
+				return []term{t}, true
+			}
+		}
+		js.cannotGroup(x)
+		return nil, false
+	case *compiler.String:
+		p.diags.Add(x.Pos, x.End, "a string cannot be an operand of an expression")
+		return nil, false
+	}
+	pos, end := e.Span()
+	p.diags.Add(pos, end, "unsupported in SELECT: use fields, constants and + - * /")
+	return nil, false
+}
+
+// foldTerms evaluates the terms made of constants only (3*2 after a
+// distribution) and adds them up into one constant term.
+func foldTerms(sum []term) []term {
+	var out []term
+	var total uint64
+	constants := 0
+	for _, t := range sum {
+		if t.side() != -1 {
+			out = append(out, t)
+			continue
+		}
+		v, ok := evalChain(t)
+		if !ok {
+			out = append(out, t) // a division by zero stays visible
+			continue
+		}
+		if t.neg {
+			v = -v
+		}
+		total += v
+		constants++
+	}
+	if constants == 0 || total == 0 && len(out) > 0 {
+		return out
+	}
+	c := term{factors: []factor{constFactor(total)}}
+	if total >= 1<<63 {
+		c = term{neg: true, factors: []factor{constFactor(-total)}}
+	}
+	return append(out, c)
+}
+
+func evalChain(t term) (uint64, bool) {
+	v, _ := strconv.ParseUint(t.factors[0].text, 10, 64)
+	for i, o := range t.ops {
+		x, _ := strconv.ParseUint(t.factors[i+1].text, 10, 64)
+		switch o {
+		case compiler.OpMul:
+			v *= x
+		case compiler.OpDiv:
+			if x == 0 {
+				return 0, false
+			}
+			v /= x
+		}
+	}
+	return v, true
+}
+
+func allOnlyMul(ts []term) bool {
+	for _, t := range ts {
+		if !t.onlyMul() {
+			return false
+		}
+	}
+	return true
+}
+
+// distribute multiplies every term of s by the product m.
+func distribute(s []term, m term) []term {
+	out := make([]term, len(s))
+	for i, t := range s {
+		t.neg = t.neg != m.neg
+		t.factors = append(append([]factor{}, t.factors...), m.factors...)
+		t.ops = append(append([]compiler.Op{}, t.ops...), compiler.OpMul)
+		t.ops = append(t.ops, m.ops...)
+		out[i] = t
+	}
+	return out
+}
+
+func (js *joinState) cannotGroup(x *compiler.Binary) {
+	pos, end := x.Span()
+	d := js.p.diags.Add(pos, end, "the kernel cannot compute this grouping: its expressions have no parentheses, and a variable that reads another variable of the same trigger is not computed correctly")
+	d.Hint = "keep divisions on a single field or on values of the start event (e.g. TIMESTAMP_USECS instead of dividing a TIMESTAMP difference by 1000)"
+}
+
+// leaf resolves a field operand.
+func (js *joinState) leaf(x *compiler.Field, ctx arithCtx) (factor, bool) {
+	p := js.p
+	r := p.r.field(x)
+	if r == nil {
+		return factor{}, false
+	}
+	if r.mod != "" && r.mod != "usecs" {
+		p.diags.Add(r.pos, r.end, "the .%s modifier does not apply in an expression", r.mod)
+		return factor{}, false
+	}
+	if !r.typ.isNumeric() {
+		p.diags.Add(r.pos, r.end, "a %s cannot be an operand of an expression", r.typ.Kind)
+		return factor{}, false
+	}
+	f := factor{text: r.text(), typ: r.typ, side: r.side, ref: r}
+	if r.name == "common_timestamp" {
+		f.usecs = 1
+		if r.mod == "usecs" {
+			f.usecs = 2
+		}
+	}
+	return f, true
+}
+
+func constFactor(v uint64) factor {
+	return factor{text: strconv.FormatUint(v, 10), typ: vtype{Kernel: "u64", Size: 8, Kind: tracefs.KindInt}, side: -1}
+}
+
+// fold evaluates a constant-only expression with the kernel's wrapping
+// 64-bit arithmetic. isConst is false when e names a field.
+func (js *joinState) fold(e compiler.Expr) (v uint64, neg, isConst, ok bool) {
+	var eval func(compiler.Expr) (uint64, bool, bool)
+	eval = func(e compiler.Expr) (uint64, bool, bool) {
+		switch x := compiler.Unparen(e).(type) {
+		case *compiler.Number:
+			if x.Neg {
+				return -x.Value, true, true
+			}
+			return x.Value, true, true
+		case *compiler.Binary:
+			a, c1, ok1 := eval(x.X)
+			b, c2, ok2 := eval(x.Y)
+			if !c1 || !c2 {
+				return 0, false, true
+			}
+			if !ok1 || !ok2 {
+				return 0, true, false
+			}
+			switch x.Op {
+			case compiler.OpAdd:
+				return a + b, true, true
+			case compiler.OpSub:
+				return a - b, true, true
+			case compiler.OpMul:
+				return a * b, true, true
+			case compiler.OpDiv:
+				if b == 0 {
+					pos, end := x.Y.Span()
+					js.p.diags.Add(pos, end, "division by zero")
+					return 0, true, false
+				}
+				return a / b, true, true
+			}
+		}
+		return 0, false, true
+	}
+	v, isConst, ok = eval(e)
+	if isConst && ok && v >= 1<<63 {
+		return -v, true, true, true
+	}
+	return v, false, isConst, ok
+}
+
+// startOnly reports whether e reads fields of the start event only (and
+// at least one).
+func (js *joinState) startOnly(e compiler.Expr) bool {
+	start, other := false, false
+	var walk func(compiler.Expr)
+	walk = func(e compiler.Expr) {
+		switch x := e.(type) {
+		case *compiler.Paren:
+			walk(x.X)
+		case *compiler.Binary:
+			walk(x.X)
+			walk(x.Y)
+		case *compiler.Field:
+			var d compiler.Diags
+			saved := js.p.diags
+			js.p.diags, js.p.r.diags = &d, &d
+			r := js.p.r.field(x)
+			js.p.diags, js.p.r.diags = saved, saved
+			if r != nil && r.side == 0 {
+				start = true
+			} else {
+				other = true
+			}
+		case *compiler.Number:
+		default:
+			other = true
+		}
+	}
+	walk(e)
+	return start && !other
+}
+
+// offload computes a start-only expression in a variable of the start
+// trigger and returns it as one factor.
+func (js *joinState) offload(x *compiler.Binary) ([]term, bool) {
+	sum, ok := js.sumOf(x, arithCtx{local: 0})
+	if !ok {
+		return nil, false
+	}
+	text, typ, ok := js.printSum(sum, x, 0)
+	if !ok {
+		return nil, false
+	}
+	v := js.saveStart(js.name+"_"+js.label+"_start", text)
+	f := factor{text: "$" + v, typ: typ, side: 1}
+	return []term{{factors: []factor{f}}}, true
+}
+
+// mergeStartTerms computes, when several terms read only start fields,
+// their sum in one start variable.
+func (js *joinState) mergeStartTerms(sum []term) []term {
+	var starts, rest []term
+	for _, t := range sum {
+		if t.side() == 0 {
+			starts = append(starts, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	if len(starts) < 2 {
+		return sum
+	}
+	pos := false
+	for _, t := range starts {
+		pos = pos || !t.neg
+	}
+	neg := !pos
+	if neg {
+		for i := range starts {
+			starts[i].neg = false
+		}
+	}
+	text, typ, ok := js.printTerms(starts, 0)
+	if !ok {
+		return sum
+	}
+	v := js.saveStart(js.name+"_"+js.label+"_start", text)
+	return append(rest, term{neg: neg, factors: []factor{{text: "$" + v, typ: typ, side: 1}}})
+}
+
+// printSum prints a flat sum for the trigger of side local, checking the
+// kernel's operator limit. The type is the first operand's, as the kernel
+// types an expression.
+func (js *joinState) printSum(sum []term, e compiler.Expr, local int) (string, vtype, bool) {
+	ops := len(sum) - 1
+	for _, t := range sum {
+		ops += len(t.ops)
+	}
+	if ops > maxOps {
+		pos, end := e.Span()
+		x := js.p.diags.Add(pos, end, "this expression needs %d operators; the kernel evaluates at most %d in one expression", ops, maxOps)
+		x.Hint = "select the parts as separate fields"
+		return "", vtype{}, false
+	}
+	text, typ, ok := js.printTerms(sum, local)
+	if !ok {
+		pos, end := e.Span()
+		x := js.p.diags.Add(pos, end, "the kernel cannot write an expression that starts with a minus")
+		x.Hint = "reorder it so that it starts with a positive term"
+	}
+	return text, typ, ok
+}
+
+func (js *joinState) printTerms(sum []term, local int) (string, vtype, bool) {
+	first := -1
+	for i, t := range sum {
+		if !t.neg {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return "", vtype{}, false
+	}
+	order := append([]term{sum[first]}, append(append([]term{}, sum[:first]...), sum[first+1:]...)...)
+	var b strings.Builder
+	var typ vtype
+	for i, t := range order {
+		if i > 0 {
+			if t.neg {
+				b.WriteString("-")
+			} else {
+				b.WriteString("+")
+			}
+		}
+		for j, f := range t.factors {
+			if j > 0 {
+				b.WriteString(t.ops[j-1].String())
+			}
+			text := f.text
+			if f.side == 0 && local != 0 {
+				// A start field read on the end trigger: one start
+				// variable per use, since reading a variable clears it.
+				text = "$" + js.saveStart(js.name+"_"+f.ref.short(), f.text)
+			}
+			if i == 0 && j == 0 {
+				typ = f.typ
+			}
+			b.WriteString(text)
+		}
+	}
+	return b.String(), typ, true
+}
+
+// saveStart defines a start variable and returns its name.
+func (js *joinState) saveStart(base, expr string) string {
+	v := js.names.take(base)
+	js.start.Vars = append(js.start.Vars, Var{Name: v, Expr: expr})
+	js.startReads++
+	return v
+}
