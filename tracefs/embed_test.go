@@ -1,0 +1,93 @@
+package tracefs
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEmbeddedKernels(t *testing.T) {
+	want := []string{"5.10", "6.1", "6.12", "7.2"}
+	if diff := cmp.Diff(want, EmbeddedKernels()); diff != "" {
+		t.Errorf("EmbeddedKernels (-want +got):\n%s", diff)
+	}
+}
+
+func TestEmbedded(t *testing.T) {
+	tests := []struct {
+		version     string
+		wantRelease string // prefix of VERSION's first line
+	}{
+		{"", "7.2."}, // the newest
+		{"5.10", "5.10."},
+		{"6.1", "6.1."},
+		{"6.12", "6.12."},
+		{"7.2", "7.2."},
+	}
+	for _, tt := range tests {
+		fsys, err := Embedded(tt.version)
+		if err != nil {
+			t.Errorf("Embedded(%q): %v", tt.version, err)
+			continue
+		}
+		data, err := fs.ReadFile(fsys, "VERSION")
+		if err != nil {
+			t.Errorf("Embedded(%q): %v", tt.version, err)
+			continue
+		}
+		if !strings.HasPrefix(string(data), tt.wantRelease) {
+			t.Errorf("Embedded(%q) VERSION = %q, want it to start with %q", tt.version, data, tt.wantRelease)
+		}
+		if _, err := fs.Stat(fsys, "events/sched/sched_switch/format"); err != nil {
+			t.Errorf("Embedded(%q): %v", tt.version, err)
+		}
+	}
+}
+
+func TestEmbeddedUnknown(t *testing.T) {
+	for _, v := range []string{"9.9", "6", "6.1.0", "linux-6.1", "6.1.zip"} {
+		fsys, err := Embedded(v)
+		if err == nil {
+			t.Errorf("Embedded(%q) = %v, want an error", v, fsys)
+			continue
+		}
+		want := `no embedded catalog for kernel "` + v + `" (have 5.10, 6.1, 6.12, 7.2)`
+		if err.Error() != want {
+			t.Errorf("Embedded(%q) error %q, want %q", v, err, want)
+		}
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int // sign
+	}{
+		{"5.10", "6.1", -1},
+		{"6.1", "6.12", -1},
+		{"6.2", "6.12", -1}, // numeric, not lexical
+		{"6.12", "7.2", -1},
+		{"6.1", "6.1", 0},
+		{"6", "6.1", -1},
+		{"7.2", "6.12", 1},
+		{"10.0", "9.9", 1},
+	}
+	for _, tt := range tests {
+		got := compareVersions(tt.a, tt.b)
+		if sign(got) != tt.want {
+			t.Errorf("compareVersions(%q, %q) = %d, want sign %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,157 @@
+package tracefs
+
+import (
+	"testing"
+	"testing/fstest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFeaturesEmbedded(t *testing.T) {
+	tests := []struct {
+		kernel string
+		want   Features
+	}{
+		{"5.10", Features{
+			FromREADME: true, Kernel: "5.10.0-46-cloud-amd64",
+			DynamicEvents: true, ErrorLog: true,
+		}},
+		{"6.1", Features{
+			FromREADME: true, Kernel: "6.1.0-56-cloud-amd64",
+			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
+			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true, ErrorLog: true,
+		}},
+		{"6.12", Features{
+			FromREADME: true, Kernel: "6.12.117+deb13-cloud-amd64",
+			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
+			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
+			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
+		}},
+		{"7.2", Features{
+			FromREADME: true, Kernel: "7.2.13+deb14-cloud-amd64",
+			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
+			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
+			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kernel, func(t *testing.T) {
+			got := Open(embeddedFS(t, tt.kernel)).Features()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Features (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Features reads the README once.
+func TestFeaturesReadOnce(t *testing.T) {
+	cat, cfs := openCounted(t, "6.1")
+	first := cat.Features()
+	if cfs.opens["README"] != 1 {
+		t.Errorf("first Features opened README %d times, want 1", cfs.opens["README"])
+	}
+	cfs.reset()
+	if second := cat.Features(); second != first {
+		t.Errorf("second Features = %+v, want %+v", second, first)
+	}
+	if n := cfs.total(); n != 0 {
+		t.Errorf("second Features touched the file system: opens %v stats %v", cfs.opens, cfs.stats)
+	}
+}
+
+func TestFeaturesWithoutREADME(t *testing.T) {
+	all := Features{
+		HistTriggers: true, SyntheticEvents: true, DynamicEvents: true,
+		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
+		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
+		ErrorLog: true,
+	}
+	noDynamic := all
+	noDynamic.DynamicEvents = false
+	event := &fstest.MapFile{Data: []byte("name: e\nID: 1\n")}
+	tests := []struct {
+		name string
+		fsys fstest.MapFS
+		want Features
+	}{
+		{"only events", fstest.MapFS{"events/s/e/format": event}, all},
+		{"dynamic_events file", fstest.MapFS{"events/s/e/format": event, "dynamic_events": {}}, all},
+		{"synthetic_events only", fstest.MapFS{"events/s/e/format": event, "synthetic_events": {}}, noDynamic},
+		{"FILES lists synthetic_events only", fstest.MapFS{
+			"events/s/e/format": event,
+			"FILES":             {Data: []byte("events\nsynthetic_events\n")},
+			"dynamic_events":    {}, // FILES is the authority
+		}, noDynamic},
+		// Without a README there is no kernel version either.
+		{"VERSION without README", fstest.MapFS{"events/s/e/format": event, "VERSION": {Data: []byte("6.1.0\n")}}, all},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Open(tt.fsys).Features()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Features (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFeaturesFromCatalogFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		fsys fstest.MapFS
+		want Features
+	}{
+		{"README without markers, no files", fstest.MapFS{"README": {Data: []byte("tracing mini-HOWTO\n")}},
+			Features{FromREADME: true}},
+		{"error_log and VERSION", fstest.MapFS{
+			"README":    {Data: []byte("hist:keys=\n")},
+			"error_log": {},
+			"VERSION":   {Data: []byte("  6.6.0-test \nsecond line\n")},
+		}, Features{FromREADME: true, HistTriggers: true, ErrorLog: true, Kernel: "6.6.0-test"}},
+		{"VERSION without newline", fstest.MapFS{
+			"README":  {Data: []byte("")},
+			"VERSION": {Data: []byte("5.4.0")},
+		}, Features{FromREADME: true, Kernel: "5.4.0"}},
+		{"FILES decides dynamic_events", fstest.MapFS{
+			"README":         {Data: []byte("")},
+			"FILES":          {Data: []byte("dynamic_events\n")},
+			"error_log":      {}, // not in FILES
+			"dynamic_events": {},
+		}, Features{FromREADME: true, DynamicEvents: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Open(tt.fsys).Features()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Features (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFeaturesFromREADME(t *testing.T) {
+	tests := []struct {
+		name, readme string
+		want         Features
+	}{
+		{"empty", "", Features{FromREADME: true}},
+		{"hist:keys", "  hist:keys=<field1[,field2,...]>", Features{FromREADME: true, HistTriggers: true}},
+		{"hist trigger", "events/<system>/<event>/hist trigger", Features{FromREADME: true, HistTriggers: true}},
+		{"synthetic_events file", "synthetic_events\t\t- Create/append/remove/show synthetic events", Features{FromREADME: true, SyntheticEvents: true}},
+		{"onmatch", "onmatch(matching.event)", Features{FromREADME: true, SyntheticEvents: true}},
+		{"trace action", "trace(<synthetic_event>,param list)", Features{FromREADME: true, TraceAction: true}},
+		{"common_cpu implies dynamic strings", "common_cpu", Features{FromREADME: true, CommonCPU: true, DynStrings: true}},
+		{"buckets implies expressions", ".buckets=size", Features{FromREADME: true, Buckets: true, Expressions: true, DynStrings: true}},
+		{"common_stacktrace", "common_stacktrace", Features{FromREADME: true, CommonStacktrace: true, StacktraceVars: true}},
+		{"plain stacktrace is not common_stacktrace", "stacktrace", Features{FromREADME: true}},
+		{"files are not read from the text", "dynamic_events error_log", Features{FromREADME: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, FeaturesFromREADME(tt.readme)); diff != "" {
+				t.Errorf("FeaturesFromREADME(%q) (-want +got):\n%s", tt.readme, diff)
+			}
+		})
+	}
+}
