@@ -1,0 +1,108 @@
+#!/bin/sh
+# Runs every case under /work/cases in this kernel and reports with @@ markers.
+# Each case: compile with the static sqlhist against the live tracefs, apply
+# the script with sh, check error_log, enable the synthetic events, run a
+# workload, collect the trace and hist files, tear down, compare state.
+T=/sys/kernel/tracing
+SQLHIST=/work/sqlhist
+
+# gstate is the whole tracefs state that sqlhist may touch: every trigger
+# file, dynamic_events, synthetic events, instances.
+gstate() {
+	cat $T/dynamic_events
+	grep -H '^[^#]' $T/events/*/*/trigger 2>/dev/null
+	ls $T/events/synthetic 2>/dev/null
+	ls $T/instances
+}
+
+# state is the part a case touches: the files its script writes to.
+state() {
+	for f in $(sed -n 's/.* >> //p' commands.sh teardown.sh | sort -u); do
+		echo "== $f"
+		grep -v '^#' $f 2>/dev/null || echo "(absent)"
+	done
+	ls $T/events/synthetic 2>/dev/null
+	ls $T/instances
+}
+
+uptime_us() {
+	read up idle < /proc/uptime
+	s=${up%.*}; f=${up#*.}
+	echo $(( s * 1000000 + ${f#0} * 10000 ))
+}
+
+# workload exercises what the cases trace: context switches and wakeups
+# (sleep), opens and reads (dd really calls read(); busybox cat uses
+# sendfile), allocations, softirqs and timers, and sleeps in uninterruptible
+# state: toggling an event's enable waits for RCU in D state.
+workload() {
+	i=0
+	while [ $i -lt 15 ]; do
+		sleep 0.01
+		dd if=/proc/version of=/dev/null bs=32 2>/dev/null
+		cat /etc/passwd > /dev/null
+		ls /work /proc/self > /dev/null
+		# Serial interrupts (irq_handler_entry/exit); the host skips @@noise.
+		echo "@@noise $i" > /dev/console
+		# Removing a trigger waits for RCU in uninterruptible sleep: the
+		# D-state context switches the prev_state == 2 cases look for.
+		echo 'traceoff' >> $T/events/signal/signal_deliver/trigger
+		echo '!traceoff' >> $T/events/signal/signal_deliver/trigger
+		i=$((i + 1))
+	done
+}
+
+mkdir -p /etc
+echo "root:x:0:0:root:/root:/bin/sh" > /etc/passwd
+echo "@@kernel $(uname -r)"
+gstate > /tmp/global-before.txt
+for dir in /work/cases/*/; do
+	name=$(basename $dir)
+	cd $dir
+	args=$(cat args 2>/dev/null)
+	inst=$(sed -n '/^-B$/{n;p;}' args 2>/dev/null)
+	echo "@@case $name"
+	[ -n "$inst" ] && mkdir $T/instances/$inst
+	$SQLHIST $args -f query.sql > commands.sh 2> compile.err
+	rc=$?
+	$SQLHIST $args --teardown -f query.sql > teardown.sh 2>> compile.err
+	echo "@@compile $rc"
+	cat compile.err
+	if [ $rc -ne 0 ]; then echo "@@end"; continue; fi
+	echo "@@commands"
+	cat commands.sh
+	state > before.txt
+	echo > $T/error_log
+	echo > $T/trace
+	start=$(uptime_us)
+	sh -e commands.sh 2>&1
+	echo "@@setup $?"
+	echo "@@errorlog"
+	cat $T/error_log
+	synths=$(sed -n "s/^echo 's:\([A-Za-z0-9_]*\) .*/\1/p" commands.sh)
+	for s in $synths; do echo 1 > $T/events/synthetic/$s/enable; done
+	workload > /dev/null 2>&1
+	for s in $synths; do echo 0 > $T/events/synthetic/$s/enable; done
+	end=$(uptime_us)
+	echo "@@elapsed_us $((end - start))"
+	echo "@@trace"
+	for s in $synths; do grep " $s: " $T/trace | head -n 300; done
+	for h in $(sed -n 's/.* >> \(.*\)\/trigger$/\1\/hist/p' commands.sh | sort -u); do
+		echo "@@hist $h"
+		cat $h
+	done
+	echo > $T/error_log
+	sh -e teardown.sh 2>&1
+	echo "@@teardown $?"
+	echo "@@errorlog"
+	cat $T/error_log
+	state > after.txt
+	[ -n "$inst" ] && rmdir $T/instances/$inst
+	echo "@@statediff"
+	diff before.txt after.txt
+	echo "@@end"
+done
+gstate > /tmp/global-after.txt
+echo "@@globaldiff"
+diff /tmp/global-before.txt /tmp/global-after.txt
+echo "@@done"

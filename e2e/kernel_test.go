@@ -1,0 +1,403 @@
+package e2e
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+)
+
+//go:embed guest.sh
+var guestScript string
+
+// kernelCase is a golden case that compiles, as run in a kernel.
+type kernelCase struct {
+	name   string
+	query  []byte
+	args   []byte
+	bounds map[string]string // field → "us" or "ns": latencies that must be plausible
+	nofire string            // why the case cannot fire in the VM, if it cannot
+	golden string            // want/commands.sh, compiled against the embedded 6.1 catalog
+}
+
+// goldenKernel is the kernel whose embedded catalog the goldens use: there,
+// the script compiled in the guest from the live tracefs must be the golden.
+const goldenKernel = "6.1"
+
+func loadCases(t *testing.T) []kernelCase {
+	paths, err := filepath.Glob("../testdata/queries/*.txtar")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	var out []kernelCase
+	for _, p := range paths {
+		a, err := txtar.ParseFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := kernelCase{name: strings.TrimSuffix(filepath.Base(p), ".txtar"), bounds: map[string]string{}}
+		ok := false
+		for _, f := range a.Files {
+			switch f.Name {
+			case "query.sql":
+				c.query = f.Data
+			case "args":
+				c.args = f.Data
+			case "want/commands.sh":
+				c.golden = string(f.Data)
+			case "want/exit":
+				ok = strings.TrimSpace(string(f.Data)) == "0"
+			case "e2e":
+				for _, l := range strings.Split(string(f.Data), "\n") {
+					w := strings.Fields(l)
+					switch {
+					case len(w) == 3 && w[0] == "bound":
+						c.bounds[w[1]] = w[2]
+					case len(w) > 1 && w[0] == "nofire":
+						c.nofire = strings.Join(w[1:], " ")
+					}
+				}
+			}
+		}
+		if ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func buildStatic(t *testing.T) []byte {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sqlhist")
+	cmd := exec.Command("go", "build", "-o", bin, "../cmd/sqlhist")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the static binary: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// caseResult is what the guest reported for one case.
+type caseResult struct {
+	compile   int
+	stderr    string
+	commands  string
+	setup     int
+	setupLog  string
+	elapsedUS uint64
+	trace     []string
+	hists     map[string]string
+	teardown  int
+	tearLog   string
+	statediff string
+	sections  map[string]string
+}
+
+// guestReport is everything the guest printed, by case.
+type guestReport struct {
+	kernel     string
+	cases      map[string]*caseResult
+	globalDiff string // the whole tracefs before the first case vs after the last
+	done       bool
+}
+
+func parseGuest(out string) guestReport {
+	res := map[string]*caseResult{}
+	rep := guestReport{cases: res}
+	var cur *caseResult
+	section := ""
+	kernel := ""
+	errlogs := 0
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "@@"); ok {
+			w := strings.Fields(rest)
+			if len(w) == 0 {
+				continue
+			}
+			switch w[0] {
+			case "kernel":
+				kernel = strings.Join(w[1:], " ")
+			case "case":
+				cur = &caseResult{compile: -1, setup: -1, teardown: -1, hists: map[string]string{}, sections: map[string]string{}}
+				res[w[1]] = cur
+				errlogs = 0
+				section = "compile"
+			case "compile":
+				cur.compile, _ = strconv.Atoi(w[1])
+				section = "stderr"
+			case "commands", "trace", "statediff":
+				section = w[0]
+			case "setup":
+				cur.setup, _ = strconv.Atoi(w[1])
+				section = ""
+			case "teardown":
+				cur.teardown, _ = strconv.Atoi(w[1])
+				section = ""
+			case "errorlog":
+				errlogs++
+				section = "errorlog" + strconv.Itoa(errlogs)
+			case "elapsed_us":
+				cur.elapsedUS, _ = strconv.ParseUint(w[1], 10, 64)
+			case "hist":
+				section = "hist " + w[1]
+			case "globaldiff":
+				section = "globaldiff"
+			case "done":
+				rep.done = true
+				section = ""
+			case "end":
+				section = ""
+			}
+			continue
+		}
+		if section == "globaldiff" {
+			rep.globalDiff += line + "\n"
+			continue
+		}
+		if cur == nil || section == "" {
+			continue
+		}
+		switch {
+		case section == "stderr":
+			cur.stderr += line + "\n"
+		case section == "commands":
+			cur.commands += line + "\n"
+		case section == "trace":
+			if strings.TrimSpace(line) != "" {
+				cur.trace = append(cur.trace, line)
+			}
+		case section == "errorlog1":
+			cur.setupLog += line + "\n"
+		case section == "errorlog2":
+			cur.tearLog += line + "\n"
+		case section == "statediff":
+			cur.statediff += line + "\n"
+		case strings.HasPrefix(section, "hist "):
+			cur.hists[strings.TrimPrefix(section, "hist ")] += line + "\n"
+		default:
+			// Lines printed by the setup or teardown script itself.
+			cur.sections[section] += line + "\n"
+		}
+	}
+	rep.kernel = kernel
+	return rep
+}
+
+var (
+	synthLineRE = regexp.MustCompile(` ([A-Za-z0-9_]+): (.*)$`)
+	fieldRE     = regexp.MustCompile(`([A-Za-z0-9_]+)=(\S+)`)
+	hitsRE      = regexp.MustCompile(`(?m)^\s*Hits: (\d+)`)
+	histLineRE  = regexp.MustCompile(`(?m)^(?:echo|printf '%s\\n') '(hist:[^']*)' >> (\S+)$`)
+)
+
+// verdict checks one case and returns what failed ("" if nothing), and
+// whether it fired.
+func verdict(c kernelCase, r *caseResult) (problems []string, accepted, fired, clean bool) {
+	if r == nil {
+		return []string{"the guest never reached this case"}, false, false, false
+	}
+	if r.compile != 0 {
+		return []string{fmt.Sprintf("sqlhist exit %d in the guest:\n%s", r.compile, r.stderr)}, false, false, false
+	}
+	if r.setup != 0 || strings.TrimSpace(r.setupLog) != "" {
+		problems = append(problems, fmt.Sprintf("setup exit %d; error_log:\n%s\nscript:\n%s", r.setup, r.setupLog, r.commands))
+	} else {
+		accepted = true
+	}
+	synths := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^echo 's:([A-Za-z0-9_]+) `).FindAllStringSubmatch(r.commands, -1) {
+		synths[m[1]] = true
+	}
+	seen := map[string]int{}
+	for _, l := range r.trace {
+		m := synthLineRE.FindStringSubmatch(l)
+		if m == nil || !synths[m[1]] {
+			continue
+		}
+		seen[m[1]]++
+		for _, f := range fieldRE.FindAllStringSubmatch(m[2], -1) {
+			unit, ok := c.bounds[f[1]]
+			if !ok {
+				continue
+			}
+			v, err := strconv.ParseUint(f[2], 10, 64)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %s=%s is not a number", m[1], f[1], f[2]))
+				continue
+			}
+			limit := r.elapsedUS
+			if unit == "ns" {
+				limit *= 1000
+			}
+			if v > limit {
+				problems = append(problems, fmt.Sprintf("implausible %s=%d %s: the triggers were installed for only %d µs (line %q)", f[1], v, unit, r.elapsedUS, l))
+			}
+		}
+	}
+	fired = true
+	for s := range synths {
+		if seen[s] == 0 {
+			fired = false
+		}
+	}
+	for _, path := range histogramTriggers(r.commands) {
+		text := r.hists[strings.TrimSuffix(path, "trigger")+"hist"]
+		if m := hitsRE.FindStringSubmatch(text); m == nil || m[1] == "0" {
+			fired = false
+		}
+	}
+	if !fired && c.nofire == "" {
+		problems = append(problems, fmt.Sprintf("did not fire: synthetic lines %v, hists:\n%s", seen, histSummary(r.hists)))
+	}
+	if r.teardown != 0 || strings.TrimSpace(r.tearLog) != "" {
+		problems = append(problems, fmt.Sprintf("teardown exit %d; error_log:\n%s", r.teardown, r.tearLog))
+	}
+	if strings.TrimSpace(r.statediff) != "" {
+		problems = append(problems, "tracefs differs after teardown:\n"+r.statediff)
+	} else if r.teardown == 0 {
+		clean = true
+	}
+	return problems, accepted, fired, clean
+}
+
+// histogramTriggers returns the trigger files of the script's
+// histogram-mode triggers: those that define no variables and run no
+// handler. Join triggers are checked through the events they fire.
+func histogramTriggers(commands string) []string {
+	var out []string
+	for _, m := range histLineRE.FindAllStringSubmatch(commands, -1) {
+		spec, path := m[1], m[2]
+		spec, _, _ = strings.Cut(spec, " if ")
+		plain := true
+		for _, part := range strings.Split(spec, ":")[1:] {
+			k, _, hasEq := strings.Cut(part, "=")
+			switch {
+			case strings.HasPrefix(part, "on"):
+				plain = false
+			case hasEq && k != "keys" && k != "vals" && k != "sort" && k != "size" && k != "name":
+				plain = false
+			}
+		}
+		if plain {
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+func histSummary(h map[string]string) string {
+	var b strings.Builder
+	for k, v := range h {
+		m := hitsRE.FindStringSubmatch(v)
+		hits := "?"
+		if m != nil {
+			hits = m[1]
+		}
+		fmt.Fprintf(&b, "  %s: Hits %s\n", k, hits)
+	}
+	return b.String()
+}
+
+// TestQueriesInKernels runs every golden case that compiles in each kernel
+// of SQLHIST_KERNELS (default 6.1,6.12,7.2).
+func TestQueriesInKernels(t *testing.T) {
+	if os.Getenv("SQLHIST_E2E") != "1" {
+		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
+	}
+	kernels := strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",")
+	cases := loadCases(t)
+	bin := buildStatic(t)
+	files := []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}
+	for _, c := range cases {
+		files = append(files, vm.File{Path: "/work/cases/" + c.name + "/query.sql", Data: c.query})
+		if len(c.args) > 0 {
+			files = append(files, vm.File{Path: "/work/cases/" + c.name + "/args", Data: c.args})
+		}
+	}
+	var summary []string
+	for _, kname := range kernels {
+		kname := kname
+		t.Run(kname, func(t *testing.T) {
+			k, err := vm.LookupKernel(kname)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+			defer cancel()
+			start := time.Now()
+			res, err := vm.RunRetry(ctx, k, vm.Guest{Script: guestScript, Files: files, CombinedOutput: true, Timeout: 15 * time.Minute})
+			if err != nil {
+				if vm.IsInfra(err) {
+					t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
+				}
+				t.Fatal(err)
+			}
+			if os.Getenv("SQLHIST_E2E_LOG") != "" {
+				os.WriteFile(filepath.Join(os.Getenv("SQLHIST_E2E_LOG"), "guest-"+kname+".log"), []byte(res.Stdout), 0o644)
+			}
+			rep := parseGuest(res.Stdout)
+			release, results := rep.kernel, rep.cases
+			if !rep.done {
+				t.Errorf("the guest script did not finish; last output:\n%s", lastLines(res.Stdout, 30))
+			}
+			if strings.TrimSpace(rep.globalDiff) != "" {
+				t.Errorf("tracefs as a whole differs after all cases:\n%s", rep.globalDiff)
+			}
+			var nAcc, nFired, nClean, nNoFire int
+			for _, c := range cases {
+				problems, acc, fired, clean := verdict(c, results[c.name])
+				if r := results[c.name]; kname == goldenKernel && r != nil && r.compile == 0 && r.commands != c.golden {
+					problems = append(problems, fmt.Sprintf("the script compiled from the live tracefs differs from the golden:\n--- golden\n%s--- guest\n%s", c.golden, r.commands))
+				}
+				if acc {
+					nAcc++
+				}
+				if fired {
+					nFired++
+				}
+				if clean {
+					nClean++
+				}
+				if !fired && c.nofire != "" {
+					nNoFire++
+				}
+				for _, p := range problems {
+					t.Errorf("%s on %s: %s", c.name, kname, p)
+				}
+			}
+			summary = append(summary, fmt.Sprintf("%-5s %-28s cases %2d  accepted %2d  fired %2d (+%d cannot fire in a VM)  torn down clean %2d  %s",
+				kname, release, len(cases), nAcc, nFired, nNoFire, nClean, time.Since(start).Round(time.Second)))
+		})
+	}
+	t.Log("summary:\n" + strings.Join(summary, "\n"))
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
