@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // catalogs holds event catalogs captured from real kernels by
@@ -58,9 +59,26 @@ func Embedded(version string) (fs.FS, error) {
 	if !slices.Contains(vs, version) {
 		return nil, fmt.Errorf("no embedded catalog for kernel %q (have %s)", version, strings.Join(vs, ", "))
 	}
+	embeddedMu.Lock()
+	defer embeddedMu.Unlock()
+	if r, ok := embeddedReaders[version]; ok {
+		return r, nil
+	}
 	data, err := catalogs.ReadFile("catalogs/linux-" + version + ".zip")
 	if err != nil {
 		return nil, err
 	}
-	return zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	r, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	embeddedReaders[version] = r
+	return r, nil
 }
+
+// The parsed zip directories, kept for the process: a zip.Reader is safe
+// for concurrent reads.
+var (
+	embeddedMu      sync.Mutex
+	embeddedReaders = map[string]*zip.Reader{}
+)

@@ -169,26 +169,18 @@ func checkInlineErrors(t *testing.T, a *txtar.Archive, stderr string) {
 // checkOne consumes the first diagnostic of the line matching the pattern.
 func checkOne(t *testing.T, line int, pattern string, got map[int][]string) {
 	t.Helper()
-	{
-		i := line - 1
-		pat := strings.ReplaceAll(pattern, `\"`, `"`)
-		re, err := regexp.Compile(pat)
-		if err != nil {
-			t.Errorf("query.sql:%d: bad ERROR pattern: %v", i+1, err)
+	re, err := regexp.Compile(strings.ReplaceAll(pattern, `\"`, `"`))
+	if err != nil {
+		t.Errorf("query.sql:%d: bad ERROR pattern: %v", line, err)
+		return
+	}
+	for j, msg := range got[line] {
+		if re.MatchString(msg) {
+			got[line] = append(got[line][:j], got[line][j+1:]...)
 			return
 		}
-		found := false
-		for j, msg := range got[i+1] {
-			if re.MatchString(msg) {
-				found = true
-				got[i+1] = append(got[i+1][:j], got[i+1][j+1:]...)
-				break
-			}
-		}
-		if !found {
-			t.Errorf("query.sql:%d: no error matching %q (got %q)", i+1, pat, got[i+1])
-		}
 	}
+	t.Errorf("query.sql:%d: no error matching %q (got %q)", line, re, got[line])
 }
 
 func section(a *txtar.Archive, name string) string {
