@@ -390,7 +390,11 @@ func (c *converter) opBefore(p Pos) (Pos, Pos) {
 }
 
 func (c *converter) value(v tidbast.ValueExpr) Expr {
-	switch x := v.GetValue().(type) {
+	val := v.GetValue()
+	if u, ok := val.(uint64); ok && u < 1<<63 {
+		val = int64(u)
+	}
+	switch x := val.(type) {
 	case int64:
 		t := c.rw.nums[x]
 		if t == nil {

@@ -452,6 +452,13 @@ func (js *joinState) mergeStartTerms(sum []term) []term {
 			starts[i].neg = false
 		}
 	}
+	ops := len(starts) - 1
+	for _, t := range starts {
+		ops += len(t.ops)
+	}
+	if ops > maxOps {
+		return sum // the end expression will say it is too long
+	}
 	text, typ, ok := js.printTerms(starts, 0)
 	if !ok {
 		return sum

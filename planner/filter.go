@@ -26,11 +26,20 @@ func (p *planner) where(e compiler.Expr, labels map[string]compiler.Expr) []stri
 		p.sidesOf(c, labels, sides)
 		switch len(sides) {
 		case 0:
-			pos, end := c.Span()
-			p.diags.Add(pos, end, "condition names no event field")
+			// Let the filter builder say what is wrong (an unknown field, a
+			// bare COMM in a join); if it finds nothing, say it here.
+			before := len(p.diags.Errors())
+			if _, ok := p.filterText(c, labels, 0); ok || len(p.diags.Errors()) == before {
+				pos, end := c.Span()
+				p.diags.Add(pos, end, "condition names no event field")
+			}
 			continue
 		case 2:
-			if b, ok := compiler.Unparen(c).(*compiler.Binary); ok && b.Op.IsCompare() {
+			if b, ok := compiler.Unparen(c).(*compiler.Binary); ok && b.Op.IsCompare() && hasLabel(b, labels) {
+				p.predicate(b, labels) // says the label is computed by the join
+				continue
+			}
+			if b, ok := compiler.Unparen(c).(*compiler.Binary); ok && b.Op.IsCompare() && plainFields(b, labels) {
 				pos, end := b.Span()
 				x := p.diags.Add(pos, end, "the kernel compares a field with a constant, not with another field")
 				x.Hint = "to compare values of the two events, select both and filter a histogram of the synthetic event"
@@ -71,6 +80,35 @@ func (p *planner) sideName(i int) string {
 		return strconv.Quote(s.table.Alias.Name) + " (" + s.ev.FullName() + ")"
 	}
 	return s.ev.FullName()
+}
+
+// plainFields reports whether both operands of a comparison are fields
+// of the events (not constants, not labels of computed items).
+func plainFields(b *compiler.Binary, labels map[string]compiler.Expr) bool {
+	for _, e := range []compiler.Expr{b.X, b.Y} {
+		f, ok := compiler.Unparen(e).(*compiler.Field)
+		if !ok {
+			return false
+		}
+		if le, isLabel := labelTarget(f, labels); isLabel {
+			if _, plain := compiler.Unparen(le).(*compiler.Field); !plain {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasLabel reports whether an operand of a comparison is a SELECT label.
+func hasLabel(b *compiler.Binary, labels map[string]compiler.Expr) bool {
+	for _, e := range []compiler.Expr{b.X, b.Y} {
+		if f, ok := compiler.Unparen(e).(*compiler.Field); ok {
+			if _, isLabel := labelTarget(f, labels); isLabel {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // conjuncts flattens top-level ANDs.

@@ -166,8 +166,13 @@ func newVarNames(evs ...*tracefs.Event) *varNames {
 }
 
 func (v *varNames) take(base string) string {
+	// Names starting with common_ look like the fields every event has:
+	// prefix them instead, since no suffix can help.
+	if strings.HasPrefix(base, "common_") {
+		base = "v_" + base
+	}
 	name := base
-	for i := 2; v.used[name] || histKeywords[name] || strings.HasPrefix(name, "common_"); i++ {
+	for i := 2; v.used[name] || histKeywords[name]; i++ {
 		name = fmt.Sprintf("%s_%d", base, i)
 	}
 	v.used[name] = true

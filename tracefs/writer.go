@@ -38,14 +38,16 @@ func (w DirWriter) Append(file, line string) error {
 // to fail a given write.
 type Recorder struct {
 	Writes []string // "file: line"
-	// FailAt makes the write with this index (0-based) fail; -1 never fails.
+	// FailAt makes the write with this 1-based number fail; 0 never fails.
 	FailAt int
+
+	n int
 }
 
 // Append records the write.
 func (r *Recorder) Append(file, line string) error {
-	if r.FailAt >= 0 && len(r.Writes) == r.FailAt {
-		r.FailAt = -1
+	r.n++
+	if r.n == r.FailAt {
 		return fmt.Errorf("write %s: injected failure", file)
 	}
 	r.Writes = append(r.Writes, file+": "+line)

@@ -54,9 +54,9 @@ func TestRecorder(t *testing.T) {
 		wantWrites []string
 		wantErrAt  int // index of the Append call that fails; -1 none
 	}{
-		{"never fails", -1, []string{"a: 1", "b: 2", "c: 3"}, -1},
-		{"first write fails", 0, []string{"b: 2", "c: 3"}, 0},
-		{"second write fails once", 1, []string{"a: 1", "c: 3"}, 1},
+		{"never fails", 0, []string{"a: 1", "b: 2", "c: 3"}, -1},
+		{"first write fails", 1, []string{"b: 2", "c: 3"}, 0},
+		{"second write fails once", 2, []string{"a: 1", "c: 3"}, 1},
 		{"beyond the writes", 5, []string{"a: 1", "b: 2", "c: 3"}, -1},
 	}
 	for _, tt := range tests {
@@ -85,7 +85,7 @@ func TestRecorder(t *testing.T) {
 }
 
 func TestRecorderString(t *testing.T) {
-	r := &Recorder{FailAt: -1}
+	r := &Recorder{}
 	if got := r.String(); got != "" {
 		t.Errorf("empty Recorder String() = %q", got)
 	}

@@ -30,10 +30,17 @@ var update = flag.Bool("update", false, "rewrite the want/ sections of testdata/
 //	want/teardown.sh     expected stdout with --teardown (successful cases)
 //	want/stderr          expected stderr
 //	want/exit            expected exit code
+//	want/K/commands.sh   expected stdout when compiled against the catalog
+//	want/K/stderr        of kernel K (6.12, 7.2), only where it differs
+//	want/K/exit          from the 6.1 result
 //
 // A line of query.sql may end in -- ERROR "regexp": some error must be
 // reported on that line with a matching message.
 const goldenKernel = "6.1"
+
+// otherKernels are the other embedded catalogs every case is compiled
+// against, so that differences between kernels show as different output.
+var otherKernels = []string{"6.12", "7.2"}
 
 type result struct {
 	stdout, stderr string
@@ -41,6 +48,10 @@ type result struct {
 }
 
 func runCase(t *testing.T, a *txtar.Archive, extra ...string) result {
+	return runCaseOn(t, a, goldenKernel, extra...)
+}
+
+func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) result {
 	t.Helper()
 	files := fstest.MapFS{}
 	hasFormats := false
@@ -61,7 +72,7 @@ func runCase(t *testing.T, a *txtar.Archive, extra ...string) result {
 	if hasFormats {
 		args = append(args, "--formats", "tracefs")
 	} else {
-		args = append(args, "--kernel", goldenKernel)
+		args = append(args, "--kernel", kernel)
 	}
 	args = append(args, extra...)
 	args = append(args, "-f", "query.sql")
@@ -110,6 +121,21 @@ func TestGolden(t *testing.T) {
 					t.Errorf("--teardown failed with exit %d: %s", td.code, td.stderr)
 				}
 				want["want/teardown.sh"] = td.stdout
+			}
+			for _, k := range otherKernels {
+				if hasFormats(a) {
+					break
+				}
+				other := runCaseOn(t, a, k)
+				if other.stdout != got.stdout {
+					want["want/"+k+"/commands.sh"] = other.stdout
+				}
+				if other.stderr != got.stderr {
+					want["want/"+k+"/stderr"] = other.stderr
+				}
+				if other.code != got.code {
+					want["want/"+k+"/exit"] = strconv.Itoa(other.code) + "\n"
+				}
 			}
 			checkInlineErrors(t, a, got.stderr)
 			if *update {
@@ -210,6 +236,9 @@ func updateArchive(a *txtar.Archive, want map[string]string) {
 
 func sortedKeys(m map[string]string) []string {
 	order := []string{"want/commands.sh", "want/teardown.sh", "want/stderr", "want/exit"}
+	for _, k := range otherKernels {
+		order = append(order, "want/"+k+"/commands.sh", "want/"+k+"/stderr", "want/"+k+"/exit")
+	}
 	var out []string
 	for _, k := range order {
 		if _, ok := m[k]; ok {
@@ -217,6 +246,15 @@ func sortedKeys(m map[string]string) []string {
 		}
 	}
 	return out
+}
+
+func hasFormats(a *txtar.Archive) bool {
+	for _, f := range a.Files {
+		if strings.HasPrefix(f.Name, "tracefs/") {
+			return true
+		}
+	}
+	return false
 }
 
 // diffLines is a small line diff for test failures.

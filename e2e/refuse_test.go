@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+)
+
+const refuseScript = `
+T=/sys/kernel/tracing
+snap() { cat $T/dynamic_events; grep -H '^[^#]' $T/events/*/*/trigger 2>/dev/null; ls $T/events; }
+snap > /tmp/before.txt
+/work/sqlhist -e -n wl 'SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid' > /tmp/out.txt 2> /tmp/err.txt
+echo "@@exit $?"
+echo "@@stdout"; cat /tmp/out.txt
+echo "@@stderr"; cat /tmp/err.txt
+snap > /tmp/after.txt
+echo "@@diff"; diff /tmp/before.txt /tmp/after.txt
+echo "@@done"
+`
+
+// TestRefusesWithoutHistTriggers boots Debian bullseye's 5.10, whose
+// kernel has no hist triggers, and checks that sqlhist -e refuses with a
+// message naming the missing feature and writes nothing.
+func TestRefusesWithoutHistTriggers(t *testing.T) {
+	if os.Getenv("SQLHIST_E2E") != "1" {
+		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
+	}
+	k, err := vm.LookupKernel("5.10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildStatic(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := vm.RunRetry(ctx, k, vm.Guest{
+		Script: refuseScript, CombinedOutput: true, Timeout: 4 * time.Minute,
+		Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
+	})
+	if err != nil {
+		if vm.IsInfra(err) {
+			t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
+		}
+		t.Fatal(err)
+	}
+	out := res.Stdout
+	section := func(name string) string {
+		_, after, ok := strings.Cut(out, "@@"+name+"\n")
+		if !ok {
+			return "<missing>"
+		}
+		body, _, _ := strings.Cut(after, "\n@@")
+		return strings.TrimSpace(body)
+	}
+	if !strings.Contains(out, "@@exit 1\n") {
+		t.Errorf("sqlhist -e on 5.10: want exit 1; guest said:\n%s", out)
+	}
+	if s := section("stdout"); s != "" {
+		t.Errorf("sqlhist -e on 5.10 printed a script:\n%s", s)
+	}
+	if s := section("stderr"); !strings.Contains(s, "no hist triggers") {
+		t.Errorf("the refusal does not name the missing feature:\n%s", s)
+	}
+	if s := section("diff"); s != "" {
+		t.Errorf("tracefs changed:\n%s", s)
+	}
+	if !strings.Contains(out, "@@done") {
+		t.Errorf("the guest script did not finish:\n%s", out)
+	}
+	t.Logf("5.10 (%s): sqlhist -e said: %s", res.Kernel.Release, section("stderr"))
+}
