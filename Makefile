@@ -41,3 +41,9 @@ e2e-tools:
 # Boot tests of the harness itself (downloads ~100 MB of kernels once).
 e2e:
 	SQLHIST_E2E=1 $(GO) test ./e2e/...
+
+# The kernel suite: every golden case in Debian 6.1, 6.12 and 7.2 under qemu,
+# and the refusal on 5.10. Installs qemu and busybox-static and downloads the
+# kernels on first use. SQLHIST_KERNELS=6.1 narrows it.
+kernels:
+	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers' -count=1 -v -timeout 40m

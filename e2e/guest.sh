@@ -44,10 +44,10 @@ workload() {
 		ls /work /proc/self > /dev/null
 		# Serial interrupts (irq_handler_entry/exit); the host skips @@noise.
 		echo "@@noise $i" > /dev/console
-		# Removing a trigger waits for RCU in uninterruptible sleep: the
-		# D-state context switches the prev_state == 2 cases look for.
-		echo 'traceoff' >> $T/events/signal/signal_deliver/trigger
-		echo '!traceoff' >> $T/events/signal/signal_deliver/trigger
+		# Resetting a buffer makes this shell wait for RCU in uninterruptible
+		# sleep: the D-state switches the prev_state == 2 cases look for.
+		# (Removing a trigger no longer does on 7.2: a kernel thread frees it.)
+		echo > $T/instances/sqlhist_dstate/trace
 		i=$((i + 1))
 	done
 }
@@ -55,6 +55,7 @@ workload() {
 mkdir -p /etc
 echo "root:x:0:0:root:/root:/bin/sh" > /etc/passwd
 echo "@@kernel $(uname -r)"
+mkdir $T/instances/sqlhist_dstate
 gstate > /tmp/global-before.txt
 for dir in /work/cases/*/; do
 	name=$(basename $dir)
@@ -105,4 +106,5 @@ done
 gstate > /tmp/global-after.txt
 echo "@@globaldiff"
 diff /tmp/global-before.txt /tmp/global-after.txt
+rmdir $T/instances/sqlhist_dstate
 echo "@@done"
