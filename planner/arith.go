@@ -120,32 +120,17 @@ func (js *joinState) lower(e compiler.Expr) (operand, bool) {
 
 // checkUnits refuses expressions that mix ns and µs timestamps.
 func (js *joinState) checkUnits(e compiler.Expr) bool {
-	var ns, us compiler.Expr
-	var walk func(compiler.Expr)
-	walk = func(e compiler.Expr) {
-		switch x := e.(type) {
-		case *compiler.Paren:
-			walk(x.X)
-		case *compiler.Binary:
-			walk(x.X)
-			walk(x.Y)
-		case *compiler.Field:
-			var d compiler.Diags
-			saved := js.p.diags
-			js.p.diags, js.p.r.diags = &d, &d
-			r := js.p.r.field(x)
-			js.p.diags, js.p.r.diags = saved, saved
-			if r != nil && r.name == "common_timestamp" {
-				if r.mod == "usecs" {
-					us = x
-				} else {
-					ns = x
-				}
+	ns, us := false, false
+	eachField(e, func(f *compiler.Field) {
+		if r := js.p.quietField(f); r != nil && r.name == "common_timestamp" {
+			if r.mod == "usecs" {
+				us = true
+			} else {
+				ns = true
 			}
 		}
-	}
-	walk(e)
-	if ns != nil && us != nil {
+	})
+	if ns && us {
 		pos, end := e.Span()
 		x := js.p.diags.Add(pos, end, "TIMESTAMP (ns) and TIMESTAMP_USECS (µs) cannot be mixed in one expression")
 		x.Hint = "use the same unit on both sides"
@@ -381,35 +366,30 @@ func (js *joinState) fold(e compiler.Expr) (v uint64, neg, isConst, ok bool) {
 }
 
 // startOnly reports whether e reads fields of the start event only (and
-// at least one).
+// at least one), besides constants.
 func (js *joinState) startOnly(e compiler.Expr) bool {
 	start, other := false, false
-	var walk func(compiler.Expr)
-	walk = func(e compiler.Expr) {
-		switch x := e.(type) {
-		case *compiler.Paren:
-			walk(x.X)
-		case *compiler.Binary:
-			walk(x.X)
-			walk(x.Y)
-		case *compiler.Field:
-			var d compiler.Diags
-			saved := js.p.diags
-			js.p.diags, js.p.r.diags = &d, &d
-			r := js.p.r.field(x)
-			js.p.diags, js.p.r.diags = saved, saved
-			if r != nil && r.side == 0 {
-				start = true
-			} else {
-				other = true
-			}
-		case *compiler.Number:
-		default:
+	eachField(e, func(f *compiler.Field) {
+		if r := js.p.quietField(f); r != nil && r.side == 0 {
+			start = true
+		} else {
 			other = true
 		}
+	})
+	return start && !other && onlyArith(e)
+}
+
+// onlyArith reports whether e is made of fields, numbers and arithmetic.
+func onlyArith(e compiler.Expr) bool {
+	switch x := e.(type) {
+	case *compiler.Paren:
+		return onlyArith(x.X)
+	case *compiler.Binary:
+		return x.Op.IsArith() && onlyArith(x.X) && onlyArith(x.Y)
+	case *compiler.Field, *compiler.Number:
+		return true
 	}
-	walk(e)
-	return start && !other
+	return false
 }
 
 // offload computes a start-only expression in a variable of the start

@@ -168,15 +168,13 @@ func labelTarget(f *compiler.Field, labels map[string]compiler.Expr) (compiler.E
 }
 
 // quietSide finds the side of a field reference without reporting errors.
-func (p *planner) quietSide(f *compiler.Field) (int, bool) {
-	var d compiler.Diags
-	saved := p.diags
-	p.diags, p.r.diags = &d, &d
-	defer func() { p.diags, p.r.diags = saved, saved }()
-	if r := p.filterField(f); r != nil {
-		return r.side, true
-	}
-	return 0, false
+func (p *planner) quietSide(f *compiler.Field) (side int, ok bool) {
+	p.quietly(func() {
+		if r := p.filterField(f); r != nil {
+			side, ok = r.side, true
+		}
+	})
+	return side, ok
 }
 
 // filterField resolves a field used in a filter, accepting the filter-only

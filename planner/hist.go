@@ -273,11 +273,7 @@ func (p *planner) orderTarget(e compiler.Expr, items []*histItem) *histItem {
 		return &histItem{text: "hitcount", sort: "hitcount", count: true}
 	}
 	var probe *histItem
-	var d compiler.Diags
-	saved := p.diags
-	p.diags, p.r.diags = &d, &d
-	probe = p.histItem(e)
-	p.diags, p.r.diags = saved, saved
+	p.quietly(func() { probe = p.histItem(e) })
 	if probe != nil {
 		for _, it := range items {
 			if it.text == probe.text && it.value == probe.value && it.count == probe.count ||

@@ -315,3 +315,40 @@ func castModifier(c *compiler.Cast) (mod string, counter bool, ok bool) {
 	}
 	return "", false, false
 }
+
+// quietly runs fn with diagnostics discarded: for probing a name whose
+// errors are reported where it is lowered.
+func (p *planner) quietly(fn func()) {
+	var d compiler.Diags
+	saved := p.diags
+	p.diags, p.r.diags = &d, &d
+	defer func() { p.diags, p.r.diags = saved, saved }()
+	fn()
+}
+
+// quietField resolves a field without reporting errors.
+func (p *planner) quietField(f *compiler.Field) (r *ref) {
+	p.quietly(func() { r = p.r.field(f) })
+	return r
+}
+
+// eachField calls fn for every field reference under e.
+func eachField(e compiler.Expr, fn func(*compiler.Field)) {
+	switch x := e.(type) {
+	case *compiler.Field:
+		fn(x)
+	case *compiler.Paren:
+		eachField(x.X, fn)
+	case *compiler.Binary:
+		eachField(x.X, fn)
+		eachField(x.Y, fn)
+	case *compiler.Unary:
+		eachField(x.X, fn)
+	case *compiler.Cast:
+		eachField(x.X, fn)
+	case *compiler.Call:
+		for _, a := range x.Args {
+			eachField(a, fn)
+		}
+	}
+}
