@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sqlhist/sqlhist/emit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,7 +130,7 @@ echo "@@SQLHIST-STDERR-END-$N@@"
 	if len(g.Collect) > 0 {
 		var paths []string
 		for _, p := range g.Collect {
-			paths = append(paths, shellQuote(strings.TrimPrefix(filepathClean(p), "/")))
+			paths = append(paths, emit.Quote(strings.TrimPrefix(filepathClean(p), "/")))
 		}
 		fmt.Fprintf(&b, `echo "@@SQLHIST-FILES-$N@@"
 tar -cz -C / %s | base64
@@ -143,10 +144,6 @@ poweroff -f
 }
 
 func filepathClean(p string) string { return filepath.Clean("/" + p) }
-
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // Run boots kernel k (fetching it first if needed) with an initramfs holding
 // busybox, the guest's files and script, and returns the script's output and
