@@ -1,16 +1,21 @@
 GO ?= go
 
-.PHONY: build test golden fuzz bench
+.PHONY: build test unit kernels golden fuzz bench
 
 build:
 	CGO_ENABLED=0 $(GO) build -o sqlhist ./cmd/sqlhist
 
-# What CI runs: vet, every unit and golden test in random order twice, and
-# a short fuzz of the parser and of shell quoting.
-test:
+# What CI runs: the unit, golden and fuzz tests, then every golden case in
+# real kernels under qemu.
+test: unit kernels
+
+# The fast part: vet, every unit and golden test in random order twice,
+# and short fuzz runs of the parser, the whole command and shell quoting.
+unit:
 	$(GO) vet ./...
 	$(GO) test -shuffle=on -count=2 ./...
 	$(GO) test ./compiler -run '^$$' -fuzz FuzzParse -fuzztime 20s
+	$(GO) test ./cmd/sqlhist -run '^$$' -fuzz FuzzCompile -fuzztime 20s
 	$(GO) test ./emit -run '^$$' -fuzz FuzzQuote -fuzztime 10s
 
 # Rewrite the want/ sections of testdata/queries/*.txtar.

@@ -37,7 +37,7 @@ uptime_us() {
 # state: toggling an event's enable waits for RCU in D state.
 workload() {
 	i=0
-	while [ $i -lt 15 ]; do
+	while [ $i -lt 8 ]; do
 		sleep 0.01
 		dd if=/proc/version of=/dev/null bs=32 2>/dev/null
 		cat /etc/passwd > /dev/null
