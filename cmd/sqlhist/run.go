@@ -106,7 +106,7 @@ func run(args []string, e env) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageError(e, "%v", err)
 	}
 	if o.help {
 		fmt.Fprint(e.stdout, usageHead)
