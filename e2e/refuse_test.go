@@ -48,13 +48,25 @@ func TestRefusesWithoutHistTriggers(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := res.Stdout
+	// section returns the lines between the marker @@name and the next
+	// marker.
 	section := func(name string) string {
-		_, after, ok := strings.Cut(out, "@@"+name+"\n")
-		if !ok {
+		var body []string
+		in, found := false, false
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "@@") {
+				in = l == "@@"+name
+				found = found || in
+				continue
+			}
+			if in {
+				body = append(body, l)
+			}
+		}
+		if !found {
 			return "<missing>"
 		}
-		body, _, _ := strings.Cut(after, "\n@@")
-		return strings.TrimSpace(body)
+		return strings.TrimSpace(strings.Join(body, "\n"))
 	}
 	if !strings.Contains(out, "@@exit 1\n") {
 		t.Errorf("sqlhist -e on 5.10: want exit 1; guest said:\n%s", out)
