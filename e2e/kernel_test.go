@@ -341,6 +341,9 @@ func TestQueriesInKernels(t *testing.T) {
 	if os.Getenv("SQLHIST_E2E") != "1" {
 		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
 	}
+	old := vm.Logf
+	vm.Logf = t.Logf // downloads, boots and infrastructure retries show in -v
+	t.Cleanup(func() { vm.Logf = old })
 	kernels := strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",")
 	cases := loadCases(t)
 	bin := buildStatic(t)
