@@ -69,7 +69,7 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 				x.Hint = "give one of them another name with AS"
 			}
 		}
-		if f.Name == "common_pid" || strings.HasPrefix(f.Name, "common_") {
+		if strings.HasPrefix(f.Name, "common_") {
 			x := p.diags.Add(f.Pos, f.End, "output name %q clashes with the synthetic event's own common fields", f.Name)
 			x.Hint = "rename it with AS"
 		}
