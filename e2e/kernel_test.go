@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	_ "embed"
 	"fmt"
 	"os"
@@ -365,8 +366,12 @@ func TestQueriesInKernels(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 			defer cancel()
 			start := time.Now()
-			res, err := vm.RunRetry(ctx, k, vm.Guest{Script: guestScript, Files: files, CombinedOutput: true, Timeout: 15 * time.Minute})
+			res, err := vm.RunRetry(ctx, k, vm.Guest{Script: guestScript, Files: files, CombinedOutput: true, Timeout: 15 * time.Minute, CPUs: guestCPUs()})
 			if err != nil {
+				var ie *vm.InfraError
+				if errors.As(err, &ie) && os.Getenv("SQLHIST_E2E_LOG") != "" {
+					os.WriteFile(filepath.Join(os.Getenv("SQLHIST_E2E_LOG"), "console-"+kname+".log"), []byte(ie.Console), 0o644)
+				}
 				if vm.IsInfra(err) {
 					t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
 				}
@@ -429,6 +434,13 @@ func lastLines(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// guestCPUs is the number of vCPUs of the guests (SQLHIST_E2E_CPUS, default
+// the harness's).
+func guestCPUs() int {
+	n, _ := strconv.Atoi(os.Getenv("SQLHIST_E2E_CPUS"))
+	return n
 }
 
 func envOr(k, def string) string {
