@@ -1,0 +1,309 @@
+package tracefs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func readTestdata(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func histSamples(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/hist-*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no hist samples: %v", err)
+	}
+	return files
+}
+
+// TestParseHistSamples checks every real hist file: it parses, each
+// histogram has as many entries as its Totals say, one key per keys= field
+// and hitcount first.
+func TestParseHistSamples(t *testing.T) {
+	for _, f := range histSamples(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			text := readTestdata(t, filepath.Base(f))
+			hs, err := ParseHist(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.Count(text, "# event histogram\n"); len(hs) != want {
+				t.Fatalf("got %d histograms, want %d", len(hs), want)
+			}
+			for _, h := range hs {
+				if h.Totals.Entries != uint64(len(h.Entries)) {
+					t.Errorf("Totals.Entries = %d, parsed %d entries", h.Totals.Entries, len(h.Entries))
+				}
+				if h.Paused || strings.HasSuffix(h.TriggerInfo, "]") || !strings.HasPrefix(h.TriggerInfo, "hist:keys=") {
+					t.Errorf("trigger info %q, paused %v", h.TriggerInfo, h.Paused)
+				}
+				mods, _ := histSpecs(h.TriggerInfo)
+				for i, e := range h.Entries {
+					if len(e.Keys) != len(mods) || len(e.Values) == 0 || e.Values[0].Name != "hitcount" {
+						t.Fatalf("entry %d: %d keys for %d in keys=, values %v", i, len(e.Keys), len(mods), e.Values)
+					}
+				}
+			}
+		})
+	}
+}
+
+func num(name, raw string, n uint64) HistValue {
+	return HistValue{Name: name, Raw: raw, Kind: HistNumber, Num: n}
+}
+
+func TestParseHistEntries(t *testing.T) {
+	tests := []struct {
+		file      string
+		hist, ent int
+		want      *HistEntry
+		totals    HistTotals
+	}{
+		{"hist-6.1-syscall-execname.txt", 0, 0, &HistEntry{
+			Keys: []HistValue{
+				{Name: "common_pid", Raw: "exe             [      1780]", Kind: HistExecname, Num: 1780, Text: "exe"},
+				{Name: "id", Raw: "sys_getrandom                 [318]", Kind: HistSyscall, Num: 318, Text: "sys_getrandom"},
+			},
+			Values: []HistValue{num("hitcount", "1", 1)},
+		}, HistTotals{Hits: 1893, Entries: 533}},
+		{"hist-6.12-hex-log2-execname.txt", 0, 0, &HistEntry{
+			Keys: []HistValue{
+				{Name: "call_site", Raw: "ffffffffa922e6bc", Kind: HistHex, Num: 0xffffffffa922e6bc},
+				{Name: "bytes_req", Raw: "~ 2^5", Kind: HistLog2, Num: 5},
+				{Name: "common_pid", Raw: "sh              [      1529]", Kind: HistExecname, Num: 1529, Text: "sh"},
+			},
+			Values: []HistValue{num("hitcount", "1", 1)},
+		}, HistTotals{Hits: 1880, Entries: 249}},
+		{"hist-7.2-buckets.txt", 0, 0, &HistEntry{
+			Keys: []HistValue{
+				{Name: "bytes_req", Raw: "~ 0-63", Kind: HistBuckets, Num: 0, High: 63},
+				{Name: "bytes_alloc", Raw: "~ 0-127", Kind: HistBuckets, Num: 0, High: 127},
+			},
+			Values: []HistValue{num("hitcount", "670", 670)},
+		}, HistTotals{Hits: 975, Entries: 9}},
+		{"hist-6.1-sym-offset-sum.txt", 0, 0, &HistEntry{
+			Keys: []HistValue{
+				{Name: "call_site", Raw: "[ffffffff8be9da48] tty_open+0x58/0x6e0", Kind: HistSymOffset, Num: 0xffffffff8be9da48, Text: "tty_open+0x58/0x6e0"},
+				num("bytes_req", "32", 32),
+			},
+			Values: []HistValue{num("hitcount", "8", 8), num("bytes_alloc", "256", 256)},
+		}, HistTotals{Hits: 322, Entries: 16}},
+		{"hist-7.2-stacktrace.txt", 0, 0, &HistEntry{
+			Keys: []HistValue{num("common_cpu", "1", 1), {Name: "common_stacktrace", Kind: HistStacktrace, Frames: []string{
+				"__schedule+0x8fc/0x1070", "schedule+0x27/0xa0", "schedule_timeout+0xa3/0x120",
+				"kcompactd+0x3b9/0x480", "kthread+0xe4/0x120", "ret_from_fork+0x2b1/0x340",
+				"ret_from_fork_asm+0x1a/0x30",
+			}}},
+			Values: []HistValue{num("hitcount", "1", 1)},
+		}, HistTotals{Hits: 56, Entries: 10}},
+		{"hist-6.1-stacktrace.txt", 0, 1, &HistEntry{
+			Keys: []HistValue{num("common_cpu", "1", 1), {Name: "stacktrace", Kind: HistStacktrace, Frames: []string{
+				"__schedule+0x4f8/0xa00", "schedule+0x5a/0xd0", "schedule_timeout+0x94/0x150",
+				"kcompactd+0x3cf/0x420", "kthread+0xda/0x100", "ret_from_fork+0x22/0x30",
+			}}},
+			Values: []HistValue{num("hitcount", "2", 2)},
+		}, HistTotals{Hits: 56, Entries: 9}},
+		{"hist-6.12-string-key.txt", 0, 0, &HistEntry{
+			Keys:   []HistValue{{Name: "next_comm", Raw: "kworker/u8:3", Kind: HistString, Text: "kworker/u8:3"}},
+			Values: []HistValue{num("hitcount", "1", 1)},
+		}, HistTotals{Hits: 33, Entries: 3}},
+		{"hist-6.1-onchange-save.txt", 0, 0, &HistEntry{
+			Keys:    []HistValue{num("next_pid", "2160", 2160)},
+			Values:  []HistValue{num("hitcount", "1", 1)},
+			Tracked: []HistTracked{{Handler: "changed", Value: 264463, Saved: []HistValue{num("prev_prio", "120", 120), num("prev_state", "0", 0)}}},
+		}, HistTotals{Hits: 274, Entries: 18}},
+		{"hist-6.12-onmax-trace.txt", 0, 1, &HistEntry{
+			Keys:    []HistValue{num("next_pid", "21", 21)},
+			Values:  []HistValue{num("hitcount", "1", 1)},
+			Tracked: []HistTracked{{Handler: "max", Value: 220}},
+		}, HistTotals{Hits: 2, Entries: 2}},
+		{"hist-6.1-synthetic-syscall-string.txt", 0, 0, &HistEntry{
+			Keys: []HistValue{
+				{Name: "id", Raw: "sys_openat                    [257]", Kind: HistSyscall, Num: 257, Text: "sys_openat"},
+				{Name: "comm", Raw: "sh", Kind: HistString, Text: "sh"},
+				num("pid", "93", 93),
+			},
+			Values: []HistValue{num("hitcount", "16", 16), num("lat", "281187", 281187)},
+		}, HistTotals{Hits: 16, Entries: 1}},
+		{"hist-6.1-instance-numbers.txt", 0, 0, &HistEntry{
+			Keys:   []HistValue{num("common_pid", "1518", 1518), num("bytes_req", "4096", 4096), num("call_site", "18446744071760135584", 18446744071760135584)},
+			Values: []HistValue{num("hitcount", "1", 1)},
+		}, HistTotals{Hits: 1876, Entries: 246}},
+		{"hist-6.12-two-triggers.txt", 1, 1, &HistEntry{
+			Keys:   []HistValue{num("next_pid", "147", 147)},
+			Values: []HistValue{num("hitcount", "16", 16)},
+		}, HistTotals{Hits: 17, Entries: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			hs, err := ParseHist(readTestdata(t, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := hs[tt.hist]
+			if diff := cmp.Diff(tt.want, h.Entries[tt.ent]); diff != "" {
+				t.Errorf("entry %d (-want +got):\n%s", tt.ent, diff)
+			}
+			if h.Totals != tt.totals {
+				t.Errorf("Totals = %+v, want %+v", h.Totals, tt.totals)
+			}
+		})
+	}
+}
+
+func TestParseHistHeaderAndSnapshot(t *testing.T) {
+	hs, err := ParseHist(readTestdata(t, "hist-7.2-onmax-snapshot.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &HistSnapshot{
+		Handler: "onmax($wl_lat)", Value: 2809, Key: []HistValue{num("next_pid", "25", 25)},
+		Raw: "triggering value { onmax($wl_lat) }:       2809\ttriggered by event with key: { next_pid:         25 }",
+	}
+	if diff := cmp.Diff(want, hs[0].Snapshot); diff != "" {
+		t.Errorf("Snapshot (-want +got):\n%s", diff)
+	}
+
+	hs, err = ParseHist(readTestdata(t, "hist-7.2-empty.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := `hist:keys=next_pid:vals=hitcount:hostile_lat=common_timestamp-$hostile_ts:sort=hitcount:size=2048:clock=global:onmatch(sched.sched_waking).trace(hostile,$hostile_pid,$hostile_lat) if next_comm == "x'; touch /tmp/pwned; echo '" || next_comm == 'say "hi" $(id)'`
+	if len(hs) != 1 || hs[0].TriggerInfo != info || len(hs[0].Entries) != 0 || hs[0].Totals != (HistTotals{}) {
+		t.Errorf("got %+v", hs[0])
+	}
+
+	// 7.2 prints "common_cpucommon_cpu" in the listing but "common_cpu:" in
+	// the entries; the keys still line up by position.
+	hs, err = ParseHist(readTestdata(t, "hist-7.2-two-keys-onmatch.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(hs[0].TriggerInfo, "keys=irq,common_cpucommon_cpu:") || hs[0].Entries[0].Keys[1].Name != "common_cpu" {
+		t.Errorf("got %q, %+v", hs[0].TriggerInfo, hs[0].Entries[0].Keys)
+	}
+}
+
+// TestParseHistPaused uses a real file with its state edited to paused.
+func TestParseHistPaused(t *testing.T) {
+	text := strings.Replace(readTestdata(t, "hist-6.1-buckets.txt"), " [active]", " [paused]", 1)
+	hs, err := ParseHist(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hs[0].Paused || strings.Contains(hs[0].TriggerInfo, "[") {
+		t.Errorf("Paused = %v, TriggerInfo = %q", hs[0].Paused, hs[0].TriggerInfo)
+	}
+}
+
+var keysListRE = regexp.MustCompile(`keys=[^:]*:`)
+
+// TestParseHistGuessedForms hides the keys= list of every sample, so the
+// key forms must be guessed from the text, and expects the same keys.
+func TestParseHistGuessedForms(t *testing.T) {
+	for _, f := range histSamples(t) {
+		text := readTestdata(t, filepath.Base(f))
+		want, err := ParseHist(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseHist(keysListRE.ReplaceAllString(text, "keys=hidden.a.b.c.d.e.f:"))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for i := range want {
+			for j := range want[i].Entries {
+				if diff := cmp.Diff(want[i].Entries[j].Keys, got[i].Entries[j].Keys); diff != "" {
+					t.Fatalf("%s: entry %d (-known +guessed):\n%s", f, j, diff)
+				}
+			}
+		}
+	}
+}
+
+func TestParseHistMalformed(t *testing.T) {
+	real := readTestdata(t, "hist-6.1-onchange-save.txt")
+	tests := []struct{ name, in string }{
+		{"garbage", "hello world\n"},
+		{"binary", "\x00\x01\x02{ }"},
+		{"no trigger info", "# event histogram\n#\n\n{ pid: 1 } hitcount: 1\n"},
+		{"no totals", strings.Split(real, "\nTotals:")[0]},
+		{"cut in totals", strings.Split(real, "    Dropped")[0]},
+		{"bad totals", strings.Replace(real, "Hits: 274", "Hits: many", 1)},
+		{"unterminated key", "# event histogram\n# trigger info: hist:keys=pid [active]\n{ pid: 1 hitcount: 1\nTotals:\n"},
+		{"bad log2", "# event histogram\n# trigger info: hist:keys=a.log2:vals=hitcount [active]\n{ a: ~ 2^x } hitcount: 1\n"},
+		{"bad hitcount", "# event histogram\n# trigger info: hist:keys=a [active]\n{ a: 1 } hitcount: lots\n"},
+		{"handler before entry", "# event histogram\n# trigger info: hist:keys=a [active]\n\tmax: 3\n"},
+		{"lone brace", "# event histogram\n# trigger info: hist:keys=a [active]\n{\n"},
+		{"cut stacktrace", "# event histogram\n# trigger info: hist:keys=stacktrace [active]\n{ stacktrace:\n         f+0x1/0x2\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if hs, err := ParseHist(tt.in); err == nil {
+				t.Errorf("no error, got %d histograms", len(hs))
+			}
+		})
+	}
+	if hs, err := ParseHist("\n\n"); err != nil || hs != nil {
+		t.Errorf("empty file: %v, %v", hs, err)
+	}
+}
+
+// TestParseHistTruncated cuts real files after every line: only a cut
+// right after a histogram's Totals may parse.
+func TestParseHistTruncated(t *testing.T) {
+	for _, name := range []string{"hist-6.12-two-triggers.txt", "hist-7.2-stacktrace.txt", "hist-6.1-onmax-snapshot.txt"} {
+		lines := strings.Split(readTestdata(t, name), "\n")
+		for n := 1; n < len(lines)-1; n++ {
+			cut := strings.Join(lines[:n], "\n")
+			_, err := ParseHist(cut)
+			complete := strings.HasPrefix(lines[strings.Count(strings.TrimRight(cut, "\n"), "\n")], "    Dropped: ")
+			if (err == nil) != complete {
+				t.Errorf("%s cut after line %d (%q): err = %v", name, n, lines[n-1], err)
+			}
+		}
+	}
+}
+
+func FuzzParseHist(f *testing.F) {
+	for _, file := range histSamples(f) {
+		f.Add(readTestdata(f, filepath.Base(file)))
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		hs, err := ParseHist(text)
+		if err != nil {
+			return
+		}
+		// Every histogram starts at a header line and every entry at a "{"
+		// line; an extra trailing newline changes nothing.
+		if n := strings.Count("\n"+text, "\n# event histogram"); len(hs) > n {
+			t.Fatalf("%d histograms from %d headers", len(hs), n)
+		}
+		entries := 0
+		for _, h := range hs {
+			if h.TriggerInfo == "" {
+				t.Fatal("histogram without trigger info")
+			}
+			entries += len(h.Entries)
+		}
+		if n := strings.Count("\n"+text, "\n{"); entries > n {
+			t.Fatalf("%d entries from %d lines", entries, n)
+		}
+		again, err := ParseHist(text + "\n")
+		if err != nil || !cmp.Equal(hs, again) {
+			t.Fatalf("trailing newline changed the result: %v", err)
+		}
+	})
+}
