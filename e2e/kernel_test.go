@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"

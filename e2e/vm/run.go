@@ -92,7 +92,13 @@ func lastLines(s string, n int) string {
 
 // QemuArgs are the machine flags: TCG (KVM is unreliable here), a Skylake
 // CPU without cx16 (with -cpu max 6.12 double-faults now and then).
-var QemuArgs = []string{"-accel", "tcg", "-cpu", "Skylake-Client-v4,-cx16", "-nographic", "-no-reboot"}
+//
+// TCG runs single-threaded: with one host thread per vCPU (the default on
+// x86), Debian bookworm's QEMU 7.2 crashed a 7.2 guest twice in a row in
+// ttwu_do_activate on a jump-label NOP while tracepoints were being switched
+// on and off — the translation race fixed in QEMU 8.1 ("accel/tcg: Always
+// lock pages before translation"). The guest still has two CPUs.
+var QemuArgs = []string{"-accel", "tcg,thread=single", "-cpu", "Skylake-Client-v4,-cx16", "-nographic", "-no-reboot"}
 
 // KernelCmdline is the kernel command line.
 const KernelCmdline = "console=ttyS0 quiet panic=-1"
