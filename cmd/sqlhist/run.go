@@ -36,6 +36,8 @@ type env struct {
 	readFile func(path string) ([]byte, error)
 	// writer applies commands under the tracefs root (for --execute).
 	writer func(root string) tracefs.Writer
+	// mounts reads /proc/mounts, to find tracefs for --execute.
+	mounts func() ([]byte, error)
 }
 
 func osEnv() env {
@@ -53,6 +55,7 @@ func osEnv() env {
 		},
 		readFile: os.ReadFile,
 		writer:   func(root string) tracefs.Writer { return tracefs.DirWriter{Root: root} },
+		mounts:   func() ([]byte, error) { return os.ReadFile("/proc/mounts") },
 	}
 }
 
@@ -122,6 +125,11 @@ func run(args []string, e env) int {
 	if code != exitOK {
 		return code
 	}
+	if o.execute {
+		if code := o.executeTarget(e, fl.Changed("tracefs")); code != exitOK {
+			return code
+		}
+	}
 	cat, code := o.catalog(e)
 	if code != exitOK {
 		return code
@@ -143,7 +151,7 @@ func run(args []string, e env) int {
 		cmds = emit.Teardown(cmds)
 	}
 	if o.execute {
-		return apply(e, o.tracefsDir, cmds)
+		return apply(e, o.tracefsDir, src, cmds, o.teardown)
 	}
 	notes := plan.Notes
 	if o.instance != "" && !o.teardown {
@@ -256,22 +264,133 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 	return tracefs.Open(fsys), exitOK
 }
 
-// apply writes the commands in order; on the first failure it undoes the
-// writes already made, in reverse, so tracefs is left as it was.
-func apply(e env, root string, cmds []Command) int {
+// apply writes the commands in order. On the first failure it undoes the
+// writes already made, in reverse, so tracefs is left as it was, and
+// reports the kernel's reason: the error_log entries that write added, at
+// the SQL that produced the command. A teardown goes on past removals of
+// what is not there (so it can be repeated) and reports other failures.
+func apply(e env, root string, src *compiler.Source, cmds []Command, teardown bool) int {
 	w := e.writer(root)
+	logs, _ := e.dir(root)
+	failed := false
 	for i, c := range cmds {
-		if err := w.Append(c.File, c.Line); err != nil {
-			fmt.Fprintf(e.stderr, "sqlhist: %s: writing %s: %v\n", c.What, filepath.Join(root, c.File), err)
-			for j := i - 1; j >= 0; j-- {
-				if uerr := w.Append(cmds[j].File, cmds[j].Undo); uerr != nil {
-					fmt.Fprintf(e.stderr, "sqlhist: undoing %s: %v\n", cmds[j].What, uerr)
-				}
-			}
-			return exitQuery
+		before := readErrorLog(logs)
+		err := w.Append(c.File, c.Line)
+		if err == nil {
+			continue
 		}
+		if teardown && errors.Is(err, fs.ErrNotExist) {
+			continue // already gone
+		}
+		reportWrite(e, src, root, c, err, tracefs.NewEntries(before, readErrorLog(logs)))
+		if teardown {
+			failed = true
+			continue
+		}
+		for j := i - 1; j >= 0; j-- {
+			if uerr := w.Append(cmds[j].File, cmds[j].Undo); uerr != nil {
+				fmt.Fprintf(e.stderr, "sqlhist: undoing the %s: %v\n", cmds[j].What, uerr)
+			}
+		}
+		return exitQuery
+	}
+	if failed {
+		return exitQuery
 	}
 	return exitOK
+}
+
+// readErrorLog reads the kernel's error_log, if there is one.
+func readErrorLog(fsys fs.FS) []tracefs.ErrorLogEntry {
+	if fsys == nil {
+		return nil
+	}
+	data, err := fs.ReadFile(fsys, "error_log")
+	if err != nil {
+		return nil
+	}
+	return tracefs.ParseErrorLog(string(data))
+}
+
+// reportWrite explains a failed write at the SQL position of its command,
+// with the kernel's own words when the write left them in error_log.
+func reportWrite(e env, src *compiler.Source, root string, c Command, err error, kernel []tracefs.ErrorLogEntry) {
+	var d compiler.Diags
+	x := d.Add(c.Pos, c.End, "the kernel refused the %s: %v", c.What, errnoText(err))
+	if len(kernel) > 0 {
+		k := kernel[len(kernel)-1]
+		x.Msg = fmt.Sprintf("the kernel refused the %s: %s", c.What, k.Error)
+		var b strings.Builder
+		b.WriteString("the kernel's error_log:")
+		for _, k := range kernel {
+			fmt.Fprintf(&b, "\n  %s: error: %s\n    Command: %s", k.Location, k.Error, k.Command)
+			if k.Offset >= 0 {
+				fmt.Fprintf(&b, "\n             %s^", strings.Repeat(" ", k.Offset))
+			}
+		}
+		x.Hint = b.String()
+	} else {
+		x.Hint = fmt.Sprintf("writing %s to %s", emit.Quote(c.Line), filepath.Join(root, c.File))
+	}
+	io.WriteString(e.stderr, d.Render(src))
+}
+
+// errnoText is the system's message for a failed write, without the path.
+func errnoText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// executeTarget checks, before anything is written, that the tracefs to
+// write to is there: the -t directory, or (when -t was not given) where
+// /proc/mounts says tracefs is mounted. sqlhist never mounts it. The event
+// catalog is then that tracefs, the kernel that will run the commands.
+func (o *options) executeTarget(e env, explicit bool) int {
+	if o.formats != "" || o.kernel != "" {
+		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats and --kernel")
+	}
+	if hasEvents(e, o.tracefsDir) {
+		o.formats = o.tracefsDir
+		return exitOK
+	}
+	if !explicit {
+		if m := tracefsMount(e); m != "" && hasEvents(e, m) {
+			o.tracefsDir, o.formats = m, m
+			return exitOK
+		}
+	}
+	fmt.Fprintf(e.stderr, "sqlhist: no tracefs at %s (sqlhist does not mount it); as root: mount -t tracefs nodev %s\n", o.tracefsDir, o.tracefsDir)
+	return exitQuery
+}
+
+func hasEvents(e env, dir string) bool {
+	fsys, err := e.dir(dir)
+	if err != nil {
+		return false
+	}
+	_, err = fs.Stat(fsys, "events")
+	return err == nil
+}
+
+// tracefsMount returns the first tracefs mount point in /proc/mounts.
+func tracefsMount(e env) string {
+	if e.mounts == nil {
+		return ""
+	}
+	data, err := e.mounts()
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 && f[2] == "tracefs" {
+			return f[1]
+		}
+	}
+	return ""
 }
 
 // Command is emit's command type, named here for apply's signature.

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -37,47 +39,152 @@ func undo(w string) string {
 	return file + ": !" + line
 }
 
+// fakeTracefs is a tracefs for -e tests: the embedded 6.1 catalog for
+// reading, a recorder for writing, and an error_log that, like the
+// kernel's, gets an entry when a write is refused.
+type fakeTracefs struct {
+	tracefs.Recorder
+	base     fs.FS
+	errorLog string
+	refuse   error // the error a refused write returns
+}
+
+func (f *fakeTracefs) Open(name string) (fs.File, error) {
+	if name == "error_log" {
+		return fstest.MapFS{"error_log": &fstest.MapFile{Data: []byte(f.errorLog)}}.Open(name)
+	}
+	return f.base.Open(name)
+}
+
+func (f *fakeTracefs) Append(file, line string) error {
+	err := f.Recorder.Append(file, line)
+	if err != nil {
+		if f.refuse != nil {
+			err = f.refuse
+		}
+		f.errorLog += "[  312.501234] hist:sched:sched_switch: error: Param type doesn't match synthetic event field type\n" +
+			"  Command: " + line + "\n" + strings.Repeat(" ", len("  Command: ")+12) + "^\n"
+	}
+	return err
+}
+
+func newFake(t *testing.T, failAt int) *fakeTracefs {
+	base, err := tracefs.Embedded("6.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeTracefs{Recorder: tracefs.Recorder{FailAt: failAt}, base: base,
+		errorLog: "[    9.000001] hist:kmem:kmalloc: error: Couldn't find field\n  Command: hist:keys=stale\n                  ^\n"}
+}
+
+func fakeEnv(f *fakeTracefs, stdin string) (env, *bytes.Buffer, *bytes.Buffer) {
+	e, stdout, stderr := testEnv(f, stdin)
+	e.dir = func(p string) (fs.FS, error) {
+		if p == "/sys/kernel/tracing" {
+			return f, nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	return e, stdout, stderr
+}
+
 // TestExecuteAllOrNothing makes each write fail in turn: the writes made
-// before it are undone in reverse order and the exit status is 1.
+// before it are undone in reverse order, the exit status is 1, and the
+// message is the kernel's fresh error_log entry (not the stale one),
+// placed at the SQL that produced the refused command.
 func TestExecuteAllOrNothing(t *testing.T) {
 	tests := []struct {
 		failAt int
 		code   int
 		writes []string
+		caret  string // the source text the diagnostic underlines
 	}{
-		{0, exitOK, []string{synthW, startW, endW}},
-		{1, exitQuery, nil},
-		{2, exitQuery, []string{synthW, undo(synthW)}},
-		{3, exitQuery, []string{synthW, startW, undo(startW), undo(synthW)}},
+		{0, exitOK, []string{synthW, startW, endW}, ""},
+		{1, exitQuery, nil, "-n"},
+		{2, exitQuery, []string{synthW, undo(synthW)}, "sched_waking"},
+		{3, exitQuery, []string{synthW, startW, undo(startW), undo(synthW)}, "sched_switch"},
 	}
 	for _, tt := range tests {
-		rec := &tracefs.Recorder{FailAt: tt.failAt}
-		e, stdout, stderr := testEnv(rec, "")
-		code := run([]string{"--kernel", "6.1", "-e", "-n", "wl", wakeupSQL}, e)
+		f := newFake(t, tt.failAt)
+		e, stdout, stderr := fakeEnv(f, "")
+		code := run([]string{"-e", "-n", "wl", wakeupSQL}, e)
 		if code != tt.code {
 			t.Errorf("failAt %d: exit %d, want %d (%s)", tt.failAt, code, tt.code, stderr)
 		}
-		if diff := cmp.Diff(tt.writes, rec.Writes); diff != "" {
+		if diff := cmp.Diff(tt.writes, f.Writes); diff != "" {
 			t.Errorf("failAt %d: writes (-want +got):\n%s", tt.failAt, diff)
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("failAt %d: -e printed %q", tt.failAt, stdout)
 		}
-		if tt.code != exitOK && !strings.Contains(stderr.String(), "injected failure") {
-			t.Errorf("failAt %d: stderr does not give the reason: %q", tt.failAt, stderr)
+		if tt.code == exitOK {
+			continue
+		}
+		msg := stderr.String()
+		if !strings.Contains(msg, "Param type doesn't match synthetic event field type") || strings.Contains(msg, "hist:keys=stale") {
+			t.Errorf("failAt %d: want the fresh error_log entry only:\n%s", tt.failAt, msg)
+		}
+		if tt.caret != "-n" && !strings.Contains(msg, "<args>:1:"+strconv.Itoa(strings.Index(wakeupSQL, tt.caret)+1)+":") {
+			t.Errorf("failAt %d: the diagnostic is not at %q:\n%s", tt.failAt, tt.caret, msg)
 		}
 	}
 }
 
-func TestExecuteTeardown(t *testing.T) {
-	rec := &tracefs.Recorder{}
-	e, _, stderr := testEnv(rec, "")
-	if code := run([]string{"--kernel", "6.1", "-e", "--teardown", "-n", "wl", wakeupSQL}, e); code != exitOK {
+func TestExecuteTeardownIsIdempotent(t *testing.T) {
+	f := newFake(t, 0)
+	e, _, stderr := fakeEnv(f, "")
+	if code := run([]string{"-e", "--teardown", "-n", "wl", wakeupSQL}, e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	want := []string{undo(endW), undo(startW), undo(synthW)}
-	if diff := cmp.Diff(want, rec.Writes); diff != "" {
+	if diff := cmp.Diff(want, f.Writes); diff != "" {
 		t.Errorf("teardown writes (-want +got):\n%s", diff)
+	}
+	// Removing what is not there (ENOENT) is not an error: teardown can
+	// be repeated. Other failures are.
+	for _, tt := range []struct {
+		refuse error
+		code   int
+	}{{fs.ErrNotExist, exitOK}, {fs.ErrPermission, exitQuery}} {
+		f := newFake(t, 2)
+		f.refuse = &fs.PathError{Op: "write", Path: "trigger", Err: tt.refuse}
+		e, _, stderr := fakeEnv(f, "")
+		if code := run([]string{"-e", "--teardown", "-n", "wl", wakeupSQL}, e); code != tt.code {
+			t.Errorf("refuse %v: exit %d, want %d: %s", tt.refuse, code, tt.code, stderr)
+		}
+		if len(f.Writes) != 2 {
+			t.Errorf("refuse %v: teardown stopped early: %q", tt.refuse, f.Writes)
+		}
+	}
+}
+
+func TestExecuteNeedsTracefs(t *testing.T) {
+	e, _, stderr := testEnv(&tracefs.Recorder{}, "")
+	e.mounts = func() ([]byte, error) { return []byte("proc /proc proc rw 0 0\n"), nil }
+	if code := run([]string{"-e", wakeupSQL}, e); code != exitQuery || !strings.Contains(stderr.String(), "does not mount it") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	// Found through /proc/mounts when -t is not given.
+	f := newFake(t, 0)
+	e, _, stderr = fakeEnv(f, "")
+	e.dir = func(p string) (fs.FS, error) {
+		if p == "/mnt/trace" {
+			return f, nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	e.mounts = func() ([]byte, error) { return []byte("tracefs /mnt/trace tracefs rw 0 0\n"), nil }
+	if code := run([]string{"-e", "-n", "wl", wakeupSQL}, e); code != exitOK || len(f.Writes) != 3 {
+		t.Errorf("exit %d, writes %q, stderr %s", code, f.Writes, stderr)
+	}
+	// With -t, nothing else is tried.
+	e, _, _ = testEnv(&tracefs.Recorder{}, "")
+	e.mounts = func() ([]byte, error) { return []byte("tracefs /mnt/trace tracefs rw 0 0\n"), nil }
+	if code := run([]string{"-e", "-t", "/elsewhere", wakeupSQL}, e); code != exitQuery {
+		t.Errorf("-t /elsewhere: exit %d", code)
+	}
+	if code := run([]string{"-e", "--kernel", "6.1", wakeupSQL}, e); code != exitUsage {
+		t.Errorf("-e --kernel: exit %d", code)
 	}
 }
 
