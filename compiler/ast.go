@@ -135,6 +135,17 @@ type Binary struct {
 	X, Y  Expr
 	OpPos Pos
 	OpEnd Pos
+
+	pos, end Pos // the span, cached by NewBinary
+}
+
+// NewBinary returns X Op Y with its span computed once: spans of long
+// operator chains would otherwise cost time proportional to their depth.
+func NewBinary(op Op, x, y Expr, opPos, opEnd Pos) *Binary {
+	b := &Binary{Op: op, X: x, Y: y, OpPos: opPos, OpEnd: opEnd}
+	b.pos, _ = x.Span()
+	_, b.end = y.Span()
+	return b
 }
 
 // Unary is Op X, for "!"/NOT and unary minus (Op = OpSub).
@@ -174,6 +185,9 @@ func (f *Field) Span() (Pos, Pos)  { return f.Name.Pos, f.Name.End }
 func (n *Number) Span() (Pos, Pos) { return n.Pos, n.End }
 func (s *String) Span() (Pos, Pos) { return s.Pos, s.End }
 func (b *Binary) Span() (Pos, Pos) {
+	if b.pos.IsValid() {
+		return b.pos, b.end
+	}
 	p, _ := b.X.Span()
 	_, e := b.Y.Span()
 	return p, e

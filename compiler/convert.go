@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"sort"
 	"strings"
 
 	tidbast "github.com/pingcap/tidb/pkg/parser/ast"
@@ -244,8 +245,11 @@ func (c *converter) ident(ph string) *Ident {
 
 // opBetween finds the operator token between two positions.
 func (c *converter) opBetween(from, to Pos) (Pos, Pos) {
-	for _, t := range c.rw.toks {
-		if t.pos >= from && t.end <= to && (t.kind == tOp || t.kind == tKeyword) && t.text != "(" && t.text != ")" {
+	toks := c.rw.toks
+	// Tokens are in source order: start at the first one at or after from.
+	i := sort.Search(len(toks), func(i int) bool { return toks[i].pos >= from })
+	for ; i < len(toks) && toks[i].end <= to; i++ {
+		if t := toks[i]; (t.kind == tOp || t.kind == tKeyword) && t.text != "(" && t.text != ")" {
 			return t.pos, t.end
 		}
 	}
@@ -281,16 +285,14 @@ func (c *converter) expr(e tidbast.ExprNode) Expr {
 		if !ok {
 			c.errorf(opPos, opEnd, "unsupported operator %q", c.srcText(opPos, opEnd))
 		}
-		b := &Binary{Op: op, X: l, Y: r, OpPos: opPos, OpEnd: opEnd}
 		// "!a == 1" means "!(a == 1)": the kernel's "!" applies to a
 		// predicate, while SQL would bind it to the field.
 		if op.IsCompare() {
 			if u, ok := l.(*Unary); ok && u.Op == OpNot {
-				b.X = u.X
-				return &Unary{Op: OpNot, X: b, Pos: u.Pos}
+				return &Unary{Op: OpNot, X: NewBinary(op, u.X, r, opPos, opEnd), Pos: u.Pos}
 			}
 		}
-		return b
+		return NewBinary(op, l, r, opPos, opEnd)
 	case *tidbast.UnaryOperationExpr:
 		inner := c.expr(x.V)
 		p, _ := inner.Span()
@@ -321,7 +323,7 @@ func (c *converter) expr(e tidbast.ExprNode) Expr {
 		if x.Not {
 			op = OpNotGlob
 		}
-		return &Binary{Op: op, X: l, Y: r, OpPos: opPos, OpEnd: opEnd}
+		return NewBinary(op, l, r, opPos, opEnd)
 	case *tidbast.FuncCallExpr:
 		return c.call(x)
 	case *tidbast.AggregateFuncExpr:
@@ -345,30 +347,27 @@ func (c *converter) srcText(p, e Pos) string {
 	return c.src.Text[p.Offset():e.Offset()]
 }
 
-// openBefore returns the position of the "(" that precedes p.
-func (c *converter) openBefore(p Pos) Pos {
-	var best Pos = p
-	for _, t := range c.rw.toks {
-		if t.pos >= p {
-			break
-		}
-		if t.kind == tOp && t.text == "(" {
-			best = t.pos
-		} else {
-			best = p
-		}
-	}
-	return best
+// tokenIndex returns the index of the first token at or after p.
+func (c *converter) tokenIndex(p Pos) int {
+	toks := c.rw.toks
+	return sort.Search(len(toks), func(i int) bool { return toks[i].pos >= p })
 }
 
-// closeAfter returns the end of the ")" that follows e.
+// openBefore returns the position of the "(" just before p, or p.
+func (c *converter) openBefore(p Pos) Pos {
+	if i := c.tokenIndex(p); i > 0 {
+		if t := c.rw.toks[i-1]; t.kind == tOp && t.text == "(" {
+			return t.pos
+		}
+	}
+	return p
+}
+
+// closeAfter returns the end of the ")" just after e, or e.
 func (c *converter) closeAfter(e Pos) Pos {
-	for _, t := range c.rw.toks {
-		if t.pos >= e {
-			if t.kind == tOp && t.text == ")" {
-				return t.end
-			}
-			return e
+	if i := c.tokenIndex(e); i < len(c.rw.toks) {
+		if t := c.rw.toks[i]; t.kind == tOp && t.text == ")" {
+			return t.end
 		}
 	}
 	return e
@@ -376,17 +375,12 @@ func (c *converter) closeAfter(e Pos) Pos {
 
 // opBefore finds the operator token just before p.
 func (c *converter) opBefore(p Pos) (Pos, Pos) {
-	var prev *token
-	for _, t := range c.rw.toks {
-		if t.pos >= p {
-			break
-		}
-		prev = t
-	}
-	if prev == nil {
+	i := c.tokenIndex(p)
+	if i == 0 {
 		return p, p
 	}
-	return prev.pos, prev.end
+	t := c.rw.toks[i-1]
+	return t.pos, t.end
 }
 
 func (c *converter) value(v tidbast.ValueExpr) Expr {
@@ -456,18 +450,16 @@ func (c *converter) call(x *tidbast.FuncCallExpr) Expr {
 // closeAfterArgs returns the end of the ")" closing the call that starts at t.
 func (c *converter) closeAfterArgs(t *token) Pos {
 	depth := 0
-	started := false
-	for _, x := range c.rw.toks {
-		if x.pos < t.end {
+	for _, x := range c.rw.toks[c.tokenIndex(t.end):] {
+		if x.kind != tOp {
 			continue
 		}
-		if x.kind == tOp && x.text == "(" {
+		switch x.text {
+		case "(":
 			depth++
-			started = true
-		}
-		if x.kind == tOp && x.text == ")" {
+		case ")":
 			depth--
-			if started && depth == 0 {
+			if depth == 0 {
 				return x.end
 			}
 		}

@@ -164,7 +164,8 @@ func (js *joinState) sumOf(e compiler.Expr, ctx arithCtx) ([]term, bool) {
 			p.diags.Add(x.OpPos, x.OpEnd, "%s in expressions needs Linux 5.16 or later", x.Op)
 			return nil, false
 		}
-		if v, neg, isConst, ok := js.fold(x); isConst {
+		if js.info(x).constant {
+			v, neg, _, ok := js.fold(x)
 			if !ok {
 				return nil, false
 			}
@@ -365,31 +366,51 @@ func (js *joinState) fold(e compiler.Expr) (v uint64, neg, isConst, ok bool) {
 	return v, false, isConst, ok
 }
 
+// exprInfo summarizes a subexpression: whether it reads start fields,
+// anything else (end fields, strings, non-arithmetic), and whether it is
+// made of constants only.
+type exprInfo struct{ start, other, constant bool }
+
+// info classifies e once; the result is remembered, so lowering an
+// expression stays linear in its size.
+func (js *joinState) info(e compiler.Expr) exprInfo {
+	if v, ok := js.memo[e]; ok {
+		return v
+	}
+	var r exprInfo
+	switch x := e.(type) {
+	case *compiler.Paren:
+		r = js.info(x.X)
+	case *compiler.Binary:
+		if !x.Op.IsArith() {
+			r.other = true
+			break
+		}
+		a, b := js.info(x.X), js.info(x.Y)
+		r = exprInfo{start: a.start || b.start, other: a.other || b.other, constant: a.constant && b.constant}
+	case *compiler.Field:
+		if f := js.p.quietField(x); f != nil && f.side == 0 {
+			r.start = true
+		} else {
+			r.other = true
+		}
+	case *compiler.Number:
+		r.constant = true
+	default:
+		r.other = true
+	}
+	if js.memo == nil {
+		js.memo = map[compiler.Expr]exprInfo{}
+	}
+	js.memo[e] = r
+	return r
+}
+
 // startOnly reports whether e reads fields of the start event only (and
 // at least one), besides constants.
 func (js *joinState) startOnly(e compiler.Expr) bool {
-	start, other := false, false
-	eachField(e, func(f *compiler.Field) {
-		if r := js.p.quietField(f); r != nil && r.side == 0 {
-			start = true
-		} else {
-			other = true
-		}
-	})
-	return start && !other && onlyArith(e)
-}
-
-// onlyArith reports whether e is made of fields, numbers and arithmetic.
-func onlyArith(e compiler.Expr) bool {
-	switch x := e.(type) {
-	case *compiler.Paren:
-		return onlyArith(x.X)
-	case *compiler.Binary:
-		return x.Op.IsArith() && onlyArith(x.X) && onlyArith(x.Y)
-	case *compiler.Field, *compiler.Number:
-		return true
-	}
-	return false
+	i := js.info(e)
+	return i.start && !i.other
 }
 
 // offload computes a start-only expression in a variable of the start

@@ -211,40 +211,55 @@ func (p *planner) filterField(f *compiler.Field) *ref {
 
 // filterText renders e as kernel filter text for side s.
 func (p *planner) filterText(e compiler.Expr, labels map[string]compiler.Expr, s int) (string, bool) {
+	var b strings.Builder
+	ok := p.writeFilter(&b, e, labels)
+	return b.String(), ok
+}
+
+// writeFilter writes e as kernel filter text; it builds in place, since
+// rebuilding strings at every level of a long AND/OR chain is quadratic.
+func (p *planner) writeFilter(b *strings.Builder, e compiler.Expr, labels map[string]compiler.Expr) bool {
 	switch x := e.(type) {
 	case *compiler.Paren:
-		return p.filterText(x.X, labels, s)
+		return p.writeFilter(b, x.X, labels)
 	case *compiler.Unary:
 		if x.Op != compiler.OpNot {
 			break
 		}
-		inner, ok := p.filterText(x.X, labels, s)
-		return "!(" + inner + ")", ok
+		b.WriteString("!(")
+		ok := p.writeFilter(b, x.X, labels)
+		b.WriteString(")")
+		return ok
 	case *compiler.Binary:
 		switch x.Op {
 		case compiler.OpAnd, compiler.OpOr:
-			l, ok1 := p.filterText(x.X, labels, s)
-			r, ok2 := p.filterText(x.Y, labels, s)
-			l = wrapIfOther(x.X, x.Op, l)
-			r = wrapIfOther(x.Y, x.Op, r)
-			return l + " " + x.Op.String() + " " + r, ok1 && ok2
+			ok1 := p.writeOperand(b, x.X, x.Op, labels)
+			b.WriteString(" " + x.Op.String() + " ")
+			ok2 := p.writeOperand(b, x.Y, x.Op, labels)
+			return ok1 && ok2
 		}
 		if x.Op.IsCompare() {
-			return p.predicate(x, labels)
+			text, ok := p.predicate(x, labels)
+			b.WriteString(text)
+			return ok
 		}
 	}
 	pos, end := e.Span()
 	p.diags.Add(pos, end, "a condition must compare a field with a constant (field == 1, comm ~ \"ba*\")")
-	return "", false
+	return false
 }
 
-// wrapIfOther parenthesises an AND inside an OR and an OR inside an AND, so
-// the printed filter says what the kernel will do.
-func wrapIfOther(e compiler.Expr, parent compiler.Op, text string) string {
-	if b, ok := compiler.Unparen(e).(*compiler.Binary); ok && (b.Op == compiler.OpAnd || b.Op == compiler.OpOr) && b.Op != parent {
-		return "(" + text + ")"
+// writeOperand writes an operand of AND or OR, parenthesising an AND
+// inside an OR and an OR inside an AND, so the printed filter says what
+// the kernel will do.
+func (p *planner) writeOperand(b *strings.Builder, e compiler.Expr, parent compiler.Op, labels map[string]compiler.Expr) bool {
+	if x, ok := compiler.Unparen(e).(*compiler.Binary); ok && (x.Op == compiler.OpAnd || x.Op == compiler.OpOr) && x.Op != parent {
+		b.WriteString("(")
+		ok := p.writeFilter(b, e, labels)
+		b.WriteString(")")
+		return ok
 	}
-	return text
+	return p.writeFilter(b, e, labels)
 }
 
 var flipped = map[compiler.Op]compiler.Op{

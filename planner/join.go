@@ -23,7 +23,8 @@ type joinState struct {
 	start, end *Hist
 	names      *varNames
 	label      string // label of the item being lowered
-	startReads int    // how many start variables the end trigger reads
+	memo       map[compiler.Expr]exprInfo
+	startReads int // how many start variables the end trigger reads
 }
 
 // operand is a lowered value: what a trace() parameter says ("$var" or a

@@ -96,6 +96,7 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 	if len(p.diags.Errors()) > before {
 		return nil
 	}
+	p.checkSizes(u)
 	if u.Synth != nil {
 		p.cat.Define(synthEvent(u.Synth))
 	}
@@ -114,6 +115,28 @@ func (p *planner) checkAliases(q *compiler.Query, from, join *tracefs.Event) boo
 		return false
 	}
 	return true
+}
+
+// maxWrite is the kernel's limit on one command: a trigger write and a
+// dynamic_events line must be shorter than a page.
+const maxWrite = 4095
+
+// checkSizes refuses commands the kernel would reject for their length.
+func (p *planner) checkSizes(u *Unit) {
+	if u.Synth != nil {
+		if n := len("s:" + u.Synth.Name + " " + u.Synth.Definition()); n > maxWrite {
+			p.diags.Add(u.Synth.Pos, u.Synth.End, "the synthetic event definition is %d bytes; the kernel takes at most %d in one line", n, maxWrite)
+		}
+	}
+	for _, h := range []*Hist{u.Start, u.End} {
+		if h == nil {
+			continue
+		}
+		if n := len(h.Spec()); n > maxWrite {
+			x := p.diags.Add(h.Pos, h.End, "the %s trigger on %s/%s is %d bytes; the kernel takes at most %d in one write", h.Role, h.System, h.Event, n, maxWrite)
+			x.Hint = "shorten the WHERE clause or select fewer fields"
+		}
+	}
 }
 
 // synthName picks the synthetic event's name: CREATE VIEW, -n, or one
