@@ -38,6 +38,10 @@ func errUnknownField(d *compiler.Diags, pos, end compiler.Pos, field, event stri
 // close enough to be a plausible typo.
 func nearest(s string, candidates []string) string {
 	best, bestD := "", 1<<30
+	limit := max(1, len(s)/3) // the largest distance worth suggesting
+	if len(s) > 64 {
+		return "" // no event or field name is that long
+	}
 	sorted := append([]string(nil), candidates...)
 	sort.Strings(sorted)
 	ls := strings.ToLower(s)
@@ -46,6 +50,9 @@ func nearest(s string, candidates []string) string {
 		cmp := strings.ToLower(c)
 		if i := strings.LastIndexAny(cmp, "/."); i >= 0 && !strings.ContainsAny(ls, "/.") {
 			cmp = cmp[i+1:]
+		}
+		if diff := len(ls) - len(cmp); diff > limit || -diff > limit {
+			continue // the lengths alone put it too far away
 		}
 		d := levenshtein(ls, cmp)
 		if d < bestD {
@@ -56,7 +63,7 @@ func nearest(s string, candidates []string) string {
 		// Differs only in case: that is worth saying.
 		return best
 	}
-	if bestD <= max(1, len(s)/3) {
+	if bestD <= limit {
 		if i := strings.LastIndexAny(best, "/"); i >= 0 && !strings.ContainsAny(s, "/.") {
 			return best[i+1:]
 		}
