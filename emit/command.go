@@ -24,6 +24,10 @@ type Command struct {
 	Undo     string
 	What     string       // for messages: "synthetic event wakeup_lat", "start trigger on sched/sched_waking"
 	Pos, End compiler.Pos // the SQL that produced the command
+	// Marker is text that only what this command creates shows in File's
+	// listing (a variable or synthetic event name, unique to the query);
+	// empty when there is none.
+	Marker string
 }
 
 // Options control lowering.
@@ -52,7 +56,7 @@ func Commands(p *planner.Plan, opt Options) []Command {
 }
 
 func synthCommand(s *planner.Synth, opt Options) Command {
-	c := Command{Kind: KindSynth, What: "synthetic event " + s.Name, Pos: s.Pos, End: s.End}
+	c := Command{Kind: KindSynth, What: "synthetic event " + s.Name, Pos: s.Pos, End: s.End, Marker: "/" + s.Name + "\t"}
 	if opt.SyntheticEventsFile {
 		c.File = "synthetic_events"
 		c.Line = s.Name + " " + s.Definition()
@@ -67,14 +71,19 @@ func synthCommand(s *planner.Synth, opt Options) Command {
 
 func triggerCommand(h *planner.Hist) Command {
 	spec := h.Spec()
+	marker := ""
+	if len(h.Vars) > 0 {
+		marker = h.Vars[0].Name + "="
+	}
 	return Command{
-		Kind: KindTrigger,
-		File: h.TriggerFile(),
-		Line: spec,
-		Undo: "!" + spec,
-		What: h.Role + " trigger on " + h.System + "/" + h.Event,
-		Pos:  h.Pos,
-		End:  h.End,
+		Marker: marker,
+		Kind:   KindTrigger,
+		File:   h.TriggerFile(),
+		Line:   spec,
+		Undo:   "!" + spec,
+		What:   h.Role + " trigger on " + h.System + "/" + h.Event,
+		Pos:    h.Pos,
+		End:    h.End,
 	}
 }
 
@@ -85,7 +94,7 @@ func Teardown(cmds []Command) []Command {
 	out := make([]Command, 0, len(cmds))
 	for i := len(cmds) - 1; i >= 0; i-- {
 		c := cmds[i]
-		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "remove " + c.What, Pos: c.Pos, End: c.End})
+		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "removal of the " + c.What, Pos: c.Pos, End: c.End, Marker: c.Marker})
 	}
 	return out
 }

@@ -45,7 +45,7 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 		return
 	}
 	names[name] = true
-	if _, err := p.cat.Event("synthetic", name); err == nil {
+	if _, err := p.cat.Event("synthetic", name); err == nil && !p.opt.Teardown {
 		x := p.diags.Add(npos, nend, "a synthetic event named %q already exists", name)
 		x.Hint = "pick another name with -n or CREATE VIEW"
 		return

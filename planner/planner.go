@@ -18,6 +18,9 @@ type Options struct {
 	Save     []string // -S f1,f2
 	Trace    bool     // -T
 	Instance string   // -B
+	// Teardown plans the removal of what the script creates: its synthetic
+	// events are expected to exist already.
+	Teardown bool
 }
 
 // hist keywords that a variable must never be named (the kernel matches

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+)
+
+// executeScript applies a query with sqlhist -e, tears it down twice, and
+// then makes the kernel refuse the third write (the end trigger) by first
+// installing a trigger that already defines the variable it needs.
+const executeScript = `
+T=/sys/kernel/tracing
+Q='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
+snap() { cat $T/dynamic_events; grep -v '^#' $T/events/sched/sched_waking/trigger $T/events/sched/sched_switch/trigger; ls $T/events/synthetic 2>/dev/null; }
+snap > /tmp/s0
+/work/sqlhist -e -n sqlhist_exec "$Q"; echo "@@apply $?"
+echo "@@active"; grep -c sqlhist_exec $T/dynamic_events $T/events/sched/sched_switch/trigger
+/work/sqlhist -e --teardown -n sqlhist_exec "$Q"; echo "@@teardown $?"
+/work/sqlhist -e --teardown -n sqlhist_exec "$Q"; echo "@@teardown-again $?"
+snap > /tmp/s1
+echo "@@diff-teardown"; diff /tmp/s0 /tmp/s1
+echo 'hist:keys=next_pid:sqlhist_exec_lat=next_prio' >> $T/events/sched/sched_switch/trigger
+snap > /tmp/s2
+/work/sqlhist -e -n sqlhist_exec "$Q" 2> /tmp/err; echo "@@fault $?"
+echo "@@fault-stderr"; cat /tmp/err
+snap > /tmp/s3
+echo "@@diff-fault"; diff /tmp/s2 /tmp/s3
+echo '!hist:keys=next_pid:sqlhist_exec_lat=next_prio' >> $T/events/sched/sched_switch/trigger
+echo "@@done"
+`
+
+// TestExecuteInKernels checks sqlhist -e in each kernel: applying, an
+// idempotent teardown, and all-or-nothing when the kernel refuses a write.
+func TestExecuteInKernels(t *testing.T) {
+	if os.Getenv("SQLHIST_E2E") != "1" {
+		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
+	}
+	bin := buildStatic(t)
+	for _, kname := range strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",") {
+		t.Run(kname, func(t *testing.T) {
+			k, err := vm.LookupKernel(kname)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			res, err := vm.RunRetry(ctx, k, vm.Guest{Script: executeScript, CombinedOutput: true,
+				Timeout: 4 * time.Minute, CPUs: guestCPUs(),
+				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
+			if err != nil {
+				if vm.IsInfra(err) {
+					t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
+				}
+				t.Fatal(err)
+			}
+			sec := sections(res.Stdout)
+			for _, want := range []string{"@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault 1", "@@done"} {
+				if !strings.Contains(res.Stdout, want+"\n") {
+					t.Errorf("want %q in the guest's output:\n%s", want, res.Stdout)
+				}
+			}
+			if a := sec["active"]; !strings.Contains(a, "dynamic_events:1") || !strings.Contains(a, "trigger:1") {
+				t.Errorf("after -e the synthetic event and end trigger are not there:\n%s", a)
+			}
+			if d := sec["diff-teardown"]; d != "" {
+				t.Errorf("--teardown -e left tracefs different:\n%s", d)
+			}
+			if d := sec["diff-fault"]; d != "" {
+				t.Errorf("a refused write left tracefs different (not all or nothing):\n%s", d)
+			}
+			errText := sec["fault-stderr"]
+			for _, want := range []string{"Variable already defined", "<args>:1:", "the kernel refused the end trigger on sched/sched_switch"} {
+				if !strings.Contains(errText, want) {
+					t.Errorf("the refusal does not say %q:\n%s", want, errText)
+				}
+			}
+			t.Logf("%s: the kernel's refusal as sqlhist reports it:\n%s", kname, errText)
+		})
+	}
+}
+
+// sections splits guest output into the text after each @@name marker.
+func sections(out string) map[string]string {
+	m := map[string]string{}
+	name := ""
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, "@@"); ok {
+			name = strings.Fields(rest + " x")[0]
+			continue
+		}
+		if name != "" && l != "" {
+			m[name] += l + "\n"
+		}
+	}
+	for k, v := range m {
+		m[k] = strings.TrimSpace(v)
+	}
+	return m
+}
