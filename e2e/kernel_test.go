@@ -233,12 +233,12 @@ var (
 
 // verdict checks one case and returns what failed ("" if nothing), and
 // whether it fired.
-func verdict(c kernelCase, r *caseResult) (problems []string, accepted, fired, clean bool) {
+func verdict(c kernelCase, r *caseResult) (problems, outliers []string, accepted, fired, clean bool) {
 	if r == nil {
-		return []string{"the guest never reached this case"}, false, false, false
+		return []string{"the guest never reached this case"}, nil, false, false, false
 	}
 	if r.compile != 0 {
-		return []string{fmt.Sprintf("sqlhist exit %d in the guest:\n%s", r.compile, r.stderr)}, false, false, false
+		return []string{fmt.Sprintf("sqlhist exit %d in the guest:\n%s", r.compile, r.stderr)}, nil, false, false, false
 	}
 	if r.setup != 0 || strings.TrimSpace(r.setupLog) != "" {
 		problems = append(problems, fmt.Sprintf("setup exit %d; error_log:\n%s\nscript:\n%s", r.setup, r.setupLog, r.commands))
@@ -250,6 +250,7 @@ func verdict(c kernelCase, r *caseResult) (problems []string, accepted, fired, c
 		synths[m[1]] = true
 	}
 	seen := map[string]int{}
+	checked, implausible := 0, []string{}
 	for _, l := range r.trace {
 		m := synthLineRE.FindStringSubmatch(l)
 		if m == nil || !synths[m[1]] {
@@ -270,10 +271,21 @@ func verdict(c kernelCase, r *caseResult) (problems []string, accepted, fired, c
 			if unit == "ns" {
 				limit *= 1000
 			}
+			checked++
 			if v > limit {
-				problems = append(problems, fmt.Sprintf("implausible %s=%d %s: the triggers were installed for only %d µs (line %q)", f[1], v, unit, r.elapsedUS, l))
+				implausible = append(implausible, fmt.Sprintf("%s=%d %s, but the triggers were installed for only %d µs (line %q)", f[1], v, unit, r.elapsedUS, l))
 			}
 		}
+	}
+	// A lowering bug gives wrong values throughout (same-trigger variable
+	// chains gave absolute timestamps on every line); an isolated outlier
+	// has been seen from the kernel itself (7.2 under qemu once stamped a
+	// switch-in 13 ms before its wakeup). Fail on the first, report the
+	// second.
+	if n := len(implausible); n > 0 && (n == checked || n*10 > checked) {
+		problems = append(problems, fmt.Sprintf("%d of %d latencies implausible, e.g. %s", n, checked, implausible[0]))
+	} else {
+		outliers = implausible
 	}
 	fired = true
 	for s := range synths {
@@ -298,7 +310,7 @@ func verdict(c kernelCase, r *caseResult) (problems []string, accepted, fired, c
 	} else if r.teardown == 0 {
 		clean = true
 	}
-	return problems, accepted, fired, clean
+	return problems, outliers, accepted, fired, clean
 }
 
 // histogramTriggers returns the trigger files of the script's
@@ -408,7 +420,10 @@ func TestQueriesInKernels(t *testing.T) {
 					nExtra++
 					t.Logf("%s on %s needed %d workload rounds to fire", c.name, kname, r.rounds)
 				}
-				problems, acc, fired, clean := verdict(c, r)
+				problems, outliers, acc, fired, clean := verdict(c, r)
+				for _, o := range outliers {
+					t.Logf("%s on %s: an isolated implausible latency, reported not failed: %s", c.name, kname, o)
+				}
 				if r != nil && r.compile == 0 && r.commands != wantScript {
 					problems = append(problems, fmt.Sprintf("the script compiled from the live tracefs differs from the golden for %s:\n--- golden\n%s--- guest\n%s", kname, wantScript, r.commands))
 				}
