@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -43,21 +42,8 @@ func TestExecuteInKernels(t *testing.T) {
 	bin := buildStatic(t)
 	for _, kname := range strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",") {
 		t.Run(kname, func(t *testing.T) {
-			k, err := vm.LookupKernel(kname)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			res, err := vm.RunRetry(ctx, k, vm.Guest{Script: executeScript, CombinedOutput: true,
-				Timeout: 4 * time.Minute, CPUs: guestCPUs(),
+			res := boot(t, kname, vm.Guest{Script: executeScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
-			if err != nil {
-				if vm.IsInfra(err) {
-					t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
-				}
-				t.Fatal(err)
-			}
 			sec := sections(res.Stdout)
 			for _, want := range []string{"@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault 1", "@@done"} {
 				if !strings.Contains(res.Stdout, want+"\n") {
@@ -82,23 +68,4 @@ func TestExecuteInKernels(t *testing.T) {
 			t.Logf("%s: the kernel's refusal as sqlhist reports it:\n%s", kname, errText)
 		})
 	}
-}
-
-// sections splits guest output into the text after each @@name marker.
-func sections(out string) map[string]string {
-	m := map[string]string{}
-	name := ""
-	for _, l := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(l, "@@"); ok {
-			name = strings.Fields(rest + " x")[0]
-			continue
-		}
-		if name != "" && l != "" {
-			m[name] += l + "\n"
-		}
-	}
-	for k, v := range m {
-		m[k] = strings.TrimSpace(v)
-	}
-	return m
 }

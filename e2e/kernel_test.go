@@ -129,7 +129,6 @@ type caseResult struct {
 	teardown  int
 	tearLog   string
 	statediff string
-	sections  map[string]string
 }
 
 // guestReport is everything the guest printed, by case.
@@ -157,7 +156,7 @@ func parseGuest(out string) guestReport {
 			case "kernel":
 				kernel = strings.Join(w[1:], " ")
 			case "case":
-				cur = &caseResult{compile: -1, setup: -1, teardown: -1, hists: map[string]string{}, sections: map[string]string{}}
+				cur = &caseResult{compile: -1, setup: -1, teardown: -1, hists: map[string]string{}}
 				res[w[1]] = cur
 				errlogs = 0
 				section = "compile"
@@ -215,9 +214,6 @@ func parseGuest(out string) guestReport {
 			cur.statediff += line + "\n"
 		case strings.HasPrefix(section, "hist "):
 			cur.hists[strings.TrimPrefix(section, "hist ")] += line + "\n"
-		default:
-			// Lines printed by the setup or teardown script itself.
-			cur.sections[section] += line + "\n"
 		}
 	}
 	rep.kernel = kernel
@@ -374,24 +370,8 @@ func TestQueriesInKernels(t *testing.T) {
 	for _, kname := range kernels {
 		kname := kname
 		t.Run(kname, func(t *testing.T) {
-			k, err := vm.LookupKernel(kname)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-			defer cancel()
 			start := time.Now()
-			res, err := vm.RunRetry(ctx, k, vm.Guest{Script: guestScript, Files: files, CombinedOutput: true, Timeout: 15 * time.Minute, CPUs: guestCPUs()})
-			if err != nil {
-				var ie *vm.InfraError
-				if errors.As(err, &ie) && os.Getenv("SQLHIST_E2E_LOG") != "" {
-					os.WriteFile(filepath.Join(os.Getenv("SQLHIST_E2E_LOG"), "console-"+kname+".log"), []byte(ie.Console), 0o644)
-				}
-				if vm.IsInfra(err) {
-					t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
-				}
-				t.Fatal(err)
-			}
+			res := boot(t, kname, vm.Guest{Script: guestScript, Files: files, CombinedOutput: true, Timeout: 15 * time.Minute})
 			if os.Getenv("SQLHIST_E2E_LOG") != "" {
 				os.WriteFile(filepath.Join(os.Getenv("SQLHIST_E2E_LOG"), "guest-"+kname+".log"), []byte(res.Stdout), 0o644)
 			}
@@ -456,6 +436,54 @@ func lastLines(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// boot runs a guest on kernel kname, retrying an infrastructure failure
+// once; a second one fails the test as INFRASTRUCTURE, never as a verdict.
+// The console of a crashed guest is kept in $SQLHIST_E2E_LOG.
+func boot(t *testing.T, kname string, g vm.Guest) vm.Result {
+	t.Helper()
+	k, err := vm.LookupKernel(kname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.CPUs == 0 {
+		g.CPUs = guestCPUs()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.Timeout+5*time.Minute)
+	defer cancel()
+	res, err := vm.RunRetry(ctx, k, g)
+	if err != nil {
+		var ie *vm.InfraError
+		if errors.As(err, &ie) && os.Getenv("SQLHIST_E2E_LOG") != "" {
+			os.WriteFile(filepath.Join(os.Getenv("SQLHIST_E2E_LOG"), "console-"+kname+".log"), []byte(ie.Console), 0o644)
+		}
+		if vm.IsInfra(err) {
+			t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
+		}
+		t.Fatal(err)
+	}
+	return res
+}
+
+// sections splits guest output into the text after each @@name marker,
+// without blank lines.
+func sections(out string) map[string]string {
+	m := map[string]string{}
+	name := ""
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, "@@"); ok {
+			name = strings.Fields(rest + " x")[0]
+			continue
+		}
+		if name != "" && l != "" {
+			m[name] += l + "\n"
+		}
+	}
+	for k, v := range m {
+		m[k] = strings.TrimSpace(v)
+	}
+	return m
 }
 
 // guestCPUs is the number of vCPUs of the guests (SQLHIST_E2E_CPUS, default

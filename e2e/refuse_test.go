@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -30,58 +29,27 @@ func TestRefusesWithoutHistTriggers(t *testing.T) {
 	if os.Getenv("SQLHIST_E2E") != "1" {
 		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
 	}
-	k, err := vm.LookupKernel("5.10")
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := buildStatic(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := vm.RunRetry(ctx, k, vm.Guest{
+	res := boot(t, "5.10", vm.Guest{
 		Script: refuseScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 		Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
 	})
-	if err != nil {
-		if vm.IsInfra(err) {
-			t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
-		}
-		t.Fatal(err)
-	}
 	out := res.Stdout
-	// section returns the lines between the marker @@name and the next
-	// marker.
-	section := func(name string) string {
-		var body []string
-		in, found := false, false
-		for _, l := range strings.Split(out, "\n") {
-			if strings.HasPrefix(l, "@@") {
-				in = l == "@@"+name
-				found = found || in
-				continue
-			}
-			if in {
-				body = append(body, l)
-			}
-		}
-		if !found {
-			return "<missing>"
-		}
-		return strings.TrimSpace(strings.Join(body, "\n"))
-	}
+	sec := sections(out)
 	if !strings.Contains(out, "@@exit 1\n") {
 		t.Errorf("sqlhist -e on 5.10: want exit 1; guest said:\n%s", out)
 	}
-	if s := section("stdout"); s != "" {
+	if s := sec["stdout"]; s != "" {
 		t.Errorf("sqlhist -e on 5.10 printed a script:\n%s", s)
 	}
-	if s := section("stderr"); !strings.Contains(s, "no hist triggers") {
+	if s := sec["stderr"]; !strings.Contains(s, "no hist triggers") {
 		t.Errorf("the refusal does not name the missing feature:\n%s", s)
 	}
-	if s := section("diff"); s != "" {
+	if s := sec["diff"]; s != "" {
 		t.Errorf("tracefs changed:\n%s", s)
 	}
 	if !strings.Contains(out, "@@done") {
 		t.Errorf("the guest script did not finish:\n%s", out)
 	}
-	t.Logf("5.10 (%s): sqlhist -e said: %s", res.Kernel.Release, section("stderr"))
+	t.Logf("5.10 (%s): sqlhist -e said: %s", res.Kernel.Release, sec["stderr"])
 }
