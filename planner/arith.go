@@ -453,11 +453,7 @@ func (js *joinState) mergeStartTerms(sum []term) []term {
 			starts[i].neg = false
 		}
 	}
-	ops := len(starts) - 1
-	for _, t := range starts {
-		ops += len(t.ops)
-	}
-	if ops > maxOps {
+	if countOps(starts) > maxOps {
 		return sum // the end expression will say it is too long
 	}
 	text, typ, ok := js.printTerms(starts, 0)
@@ -472,11 +468,7 @@ func (js *joinState) mergeStartTerms(sum []term) []term {
 // kernel's operator limit. The type is the first operand's, as the kernel
 // types an expression.
 func (js *joinState) printSum(sum []term, e compiler.Expr, local int) (string, vtype, bool) {
-	ops := len(sum) - 1
-	for _, t := range sum {
-		ops += len(t.ops)
-	}
-	if ops > maxOps {
+	if ops := countOps(sum); ops > maxOps {
 		pos, end := e.Span()
 		x := js.p.diags.Add(pos, end, "this expression needs %d operators; the kernel evaluates at most %d in one expression", ops, maxOps)
 		x.Hint = "select the parts as separate fields"
@@ -489,6 +481,15 @@ func (js *joinState) printSum(sum []term, e compiler.Expr, local int) (string, v
 		x.Hint = "reorder it so that it starts with a positive term"
 	}
 	return text, typ, ok
+}
+
+// countOps is how many operators a flat sum prints with.
+func countOps(sum []term) int {
+	ops := len(sum) - 1
+	for _, t := range sum {
+		ops += len(t.ops)
+	}
+	return ops
 }
 
 func (js *joinState) printTerms(sum []term, local int) (string, vtype, bool) {

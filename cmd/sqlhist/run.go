@@ -252,10 +252,8 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 		}
 		return tracefs.Open(fsys), exitOK
 	}
-	if fsys, err := e.dir(o.tracefsDir); err == nil {
-		if _, err := fs.Stat(fsys, "events"); err == nil {
-			return tracefs.Open(fsys), exitOK
-		}
+	if fsys := tracefsAt(e, o.tracefsDir); fsys != nil {
+		return tracefs.Open(fsys), exitOK
 	}
 	fsys, err := tracefs.Embedded("")
 	if err != nil {
@@ -273,8 +271,10 @@ func apply(e env, root string, src *compiler.Source, cmds []Command, teardown bo
 	w := e.writer(root)
 	logs, _ := e.dir(root)
 	failed := false
+	// A write that succeeds adds nothing to error_log: read it once, and
+	// again only after a failure, to find that failure's entries.
+	before := readErrorLog(logs)
 	for i, c := range cmds {
-		before := readErrorLog(logs)
 		err := w.Append(c.File, c.Line)
 		if err == nil {
 			continue
@@ -282,7 +282,9 @@ func apply(e env, root string, src *compiler.Source, cmds []Command, teardown bo
 		if teardown && (errors.Is(err, fs.ErrNotExist) || gone(logs, c)) {
 			continue // already gone
 		}
-		reportWrite(e, src, root, c, err, tracefs.NewEntries(before, readErrorLog(logs)))
+		after := readErrorLog(logs)
+		reportWrite(e, src, root, c, err, tracefs.NewEntries(before, after))
+		before = after
 		if teardown {
 			failed = true
 			continue
@@ -367,12 +369,12 @@ func (o *options) executeTarget(e env, explicit bool) int {
 	if o.formats != "" || o.kernel != "" {
 		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats and --kernel")
 	}
-	if hasEvents(e, o.tracefsDir) {
+	if tracefsAt(e, o.tracefsDir) != nil {
 		o.formats = o.tracefsDir
 		return exitOK
 	}
 	if !explicit {
-		if m := tracefsMount(e); m != "" && hasEvents(e, m) {
+		if m := tracefsMount(e); m != "" && tracefsAt(e, m) != nil {
 			o.tracefsDir, o.formats = m, m
 			return exitOK
 		}
@@ -381,13 +383,16 @@ func (o *options) executeTarget(e env, explicit bool) int {
 	return exitQuery
 }
 
-func hasEvents(e env, dir string) bool {
+// tracefsAt returns dir as a file system when it holds events/, else nil.
+func tracefsAt(e env, dir string) fs.FS {
 	fsys, err := e.dir(dir)
 	if err != nil {
-		return false
+		return nil
 	}
-	_, err = fs.Stat(fsys, "events")
-	return err == nil
+	if _, err := fs.Stat(fsys, "events"); err != nil {
+		return nil
+	}
+	return fsys
 }
 
 // tracefsMount returns the first tracefs mount point in /proc/mounts.
