@@ -78,11 +78,58 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 	}
 	p.groupBy(q, items)
 	p.orderBy(q, h, items)
-	if q.Limit != nil {
-		x := p.diags.Add(q.Limit.Pos, q.Limit.End, "LIMIT is not supported: the kernel keeps every entry; read the histogram and take the first rows")
-		x.Hint = "sort with ORDER BY, which becomes the trigger's sort="
-	}
+	h.Limit = p.limit(q)
+	h.Size = p.opt.Size
+	h.Columns = histColumns(items)
 	h.Filter = p.where(q.Where, labels)[0]
+}
+
+// limit checks LIMIT: it applies when --run reads the results; a printed
+// script has nowhere to put it.
+func (p *planner) limit(q *compiler.Query) int {
+	if q.Limit == nil {
+		return 0
+	}
+	if !p.opt.Run {
+		x := p.diags.Add(q.Limit.Pos, q.Limit.End, "LIMIT applies when the results are read: the kernel keeps every entry")
+		x.Hint = "run the query with --run (-r), which reads the histogram and shows the first rows; ORDER BY becomes the trigger's sort="
+		return 0
+	}
+	if q.Limit.Neg || q.Limit.Value == 0 || q.Limit.Value > 1<<20 {
+		p.diags.Add(q.Limit.Pos, q.Limit.End, "LIMIT takes a row count from 1 to %d", 1<<20)
+		return 0
+	}
+	return int(q.Limit.Value)
+}
+
+// histColumns describes the histogram's results in SELECT order.
+func histColumns(items []*histItem) []Column {
+	var cols []Column
+	keys, vals := 0, 0
+	for _, it := range items {
+		c := Column{Label: it.label}
+		switch {
+		case it.count:
+			c.Kind = ColCount
+			if c.Label == "" {
+				c.Label = "count"
+			}
+		case it.value:
+			c.Kind, c.Index = ColValue, vals
+			vals++
+			if c.Label == "" {
+				c.Label = "sum(" + it.field + ")"
+			}
+		default:
+			c.Kind, c.Index = ColKey, keys
+			keys++
+			if c.Label == "" {
+				c.Label = it.field
+			}
+		}
+		cols = append(cols, c)
+	}
+	return cols
 }
 
 func itemsOf(items []*histItem, values bool) []*histItem {

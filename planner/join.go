@@ -91,6 +91,7 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 		js.forceMatch()
 	}
 	js.actions(synth, params)
+	p.results(q, u)
 	for _, h := range []*Hist{js.start, js.end} {
 		if len(h.Vars) > maxVars {
 			p.diags.Add(h.Pos, h.End, "the trigger on %s/%s needs %d variables; the kernel allows %d", h.System, h.Event, len(h.Vars), maxVars)
@@ -229,7 +230,31 @@ func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 	if !ok {
 		return nil, ""
 	}
-	return p.synthField(label, op.typ, pos, end), op.text
+	f := p.synthField(label, op.typ, pos, end)
+	f.Unit = js.latencyUnit(e)
+	return f, op.text
+}
+
+// latencyUnit says whether e is a latency, a value computed from the
+// timestamps of both events, and in which unit: "us" when a timestamp is
+// in microseconds, else "ns"; "" when e is not a latency.
+func (js *joinState) latencyUnit(e compiler.Expr) string {
+	var sides [2]bool
+	unit := "ns"
+	eachField(e, func(f *compiler.Field) {
+		r := js.p.quietField(f)
+		if r == nil || r.name != "common_timestamp" {
+			return
+		}
+		sides[r.side] = true
+		if r.mod == "usecs" {
+			unit = "us"
+		}
+	})
+	if sides[0] && sides[1] {
+		return unit
+	}
+	return ""
 }
 
 // delta builds end.TIMESTAMP - start.TIMESTAMP for TIMESTAMP_DELTA.

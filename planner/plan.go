@@ -22,6 +22,20 @@ type Unit struct {
 	Synth *Synth // nil in histogram mode
 	Start *Hist  // the start trigger (JOIN) or the histogram
 	End   *Hist  // the end trigger; nil in histogram mode
+	// Results is, for --run, the histogram on a JOIN's synthetic event
+	// that collects what is shown: the non-latency fields as keys and the
+	// latency as an exact key (so count, min, average, maximum and the
+	// distribution can all be read from it).
+	Results *Hist
+	// Order is, for --run, how a JOIN's results rows are sorted.
+	Order []ResultOrder
+}
+
+// ResultOrder is one ORDER BY item of a JOIN's results: a column label of
+// Results (the latency sorts by its average) or "count".
+type ResultOrder struct {
+	Label string
+	Desc  bool
 }
 
 // Synth is a synthetic event definition.
@@ -36,6 +50,9 @@ type SynthField struct {
 	Name     string
 	Type     string // element type, e.g. "u64", "pid_t", "char", "unsigned long"
 	Array    string // "" for scalars, "[16]" or "[]"
+	// Unit is "ns" or "us" when the field is a latency (a difference of
+	// the two events' timestamps), else "".
+	Unit     string
 	Pos, End compiler.Pos
 }
 
@@ -68,7 +85,32 @@ type Hist struct {
 	Sort          []string
 	Actions       []string
 	Filter        string
-	Pos, End      compiler.Pos // the clause that produced the trigger
+	Size          int // size=: the map's entries; 0 for the kernel's default
+	// Columns say how to show what the hist file prints, in SELECT order.
+	Columns []Column
+	// Limit is the number of entries shown (LIMIT, applied on read); 0
+	// shows all.
+	Limit    int
+	Pos, End compiler.Pos // the clause that produced the trigger
+}
+
+// ColumnKind says where a shown column comes from in a hist entry.
+type ColumnKind int
+
+// The kinds of [Column].
+const (
+	ColKey     ColumnKind = iota // Keys[Index]
+	ColValue                     // Vals[Index], a sum
+	ColCount                     // hitcount
+	ColLatency                   // Keys[Index], an exact latency: shown as min, avg, max
+)
+
+// Column is one column of a hist's results.
+type Column struct {
+	Label string
+	Kind  ColumnKind
+	Index int
+	Unit  string // ColLatency: "ns" or "us"
 }
 
 // TriggerFile returns the trigger file of the hist, relative to the
@@ -98,6 +140,9 @@ func (h *Hist) Spec() string {
 	}
 	if len(h.Sort) > 0 {
 		b.WriteString(":sort=" + strings.Join(h.Sort, ","))
+	}
+	if h.Size > 0 {
+		fmt.Fprintf(&b, ":size=%d", h.Size)
 	}
 	for _, a := range h.Actions {
 		b.WriteString(":" + a)

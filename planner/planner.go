@@ -21,6 +21,18 @@ type Options struct {
 	// Teardown plans the removal of what the script creates: its synthetic
 	// events are expected to exist already.
 	Teardown bool
+	// Run plans for --run: LIMIT and a JOIN's ORDER BY are accepted (they
+	// apply when the results are read) and each JOIN gets a results
+	// histogram on its synthetic event (Unit.Results).
+	Run bool
+	// Suffix is appended to derived synthetic event names ("_<Suffix>"),
+	// so that concurrent runs do not collide. Names given with -n or
+	// CREATE VIEW are kept as they are.
+	Suffix string
+	// Size is the number of entries of each histogram the run reads
+	// (size=, a power of 2); 0 keeps the kernel's default (2048) for
+	// histogram queries and DefaultResultsSize for JOIN results.
+	Size int
 }
 
 // hist keywords that a variable must never be named (the kernel matches
@@ -153,6 +165,12 @@ func (p *planner) synthName(q *compiler.Query, from, join *tracefs.Event) (strin
 		}
 	} else if p.opt.Name != "" {
 		name = p.opt.Name
+	} else if p.opt.Suffix != "" {
+		tail := "_" + p.opt.Suffix
+		if len(name)+len(tail) > 63 {
+			name = name[:63-len(tail)]
+		}
+		name += tail
 	}
 	return name, pos, end
 }

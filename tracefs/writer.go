@@ -13,6 +13,11 @@ import (
 // what is already there.
 type Writer interface {
 	Append(file, line string) error
+	// Mkdir creates the directory dir (an instance: "instances/NAME").
+	Mkdir(dir string) error
+	// Rmdir removes the directory dir, which the kernel refuses while
+	// anything in it is in use.
+	Rmdir(dir string) error
 }
 
 // DirWriter writes into a tracefs mounted at Root.
@@ -34,6 +39,17 @@ func (w DirWriter) Append(file, line string) error {
 	return cerr
 }
 
+// Mkdir creates Root/dir; in tracefs, mkdir under instances/ creates a
+// trace instance.
+func (w DirWriter) Mkdir(dir string) error {
+	return os.Mkdir(filepath.Join(w.Root, filepath.FromSlash(dir)), 0o755)
+}
+
+// Rmdir removes Root/dir (an instance, with everything in it).
+func (w DirWriter) Rmdir(dir string) error {
+	return os.Remove(filepath.Join(w.Root, filepath.FromSlash(dir)))
+}
+
 // Recorder is a [Writer] for tests: it records every write and can be told
 // to fail a given write.
 type Recorder struct {
@@ -53,6 +69,12 @@ func (r *Recorder) Append(file, line string) error {
 	r.Writes = append(r.Writes, file+": "+line)
 	return nil
 }
+
+// Mkdir records "mkdir: dir".
+func (r *Recorder) Mkdir(dir string) error { return r.Append("mkdir", dir) }
+
+// Rmdir records "rmdir: dir".
+func (r *Recorder) Rmdir(dir string) error { return r.Append("rmdir", dir) }
 
 // String returns the recorded writes, one per line.
 func (r *Recorder) String() string { return strings.Join(r.Writes, "\n") }

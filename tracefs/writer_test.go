@@ -99,3 +99,26 @@ func TestRecorderString(t *testing.T) {
 
 var _ Writer = DirWriter{}
 var _ Writer = (*Recorder)(nil)
+
+func TestDirWriterMkdirRmdir(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "instances"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := DirWriter{Root: root}
+	if err := w.Mkdir("instances/run1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(root, "instances", "run1")); err != nil || !st.IsDir() {
+		t.Fatalf("instance not created: %v", err)
+	}
+	if err := w.Mkdir("instances/run1"); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("second Mkdir: %v, want fs.ErrExist", err)
+	}
+	if err := w.Rmdir("instances/run1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Rmdir("instances/run1"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("second Rmdir: %v, want fs.ErrNotExist", err)
+	}
+}

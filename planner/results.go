@@ -1,0 +1,108 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/sqlhist/sqlhist/compiler"
+)
+
+// DefaultResultsSize is the size= of a JOIN's results histogram: it is
+// keyed by the exact latency, so it needs more entries than the kernel's
+// default 2048.
+const DefaultResultsSize = 8192
+
+// results plans what --run reads for a JOIN: a histogram on the synthetic
+// event keyed by the fields that are not the latency and by the latency
+// itself, and the order of the rows. Without --run, the clauses that only
+// make sense for read results are refused.
+func (p *planner) results(q *compiler.Query, u *Unit) {
+	if len(q.GroupBy) > 0 {
+		pos, _ := q.GroupBy[0].Span()
+		_, end := q.GroupBy[len(q.GroupBy)-1].Span()
+		x := p.diags.Add(pos, end, "GROUP BY does not apply to a JOIN: its results are grouped by the selected fields that are not the latency")
+		x.Hint = "drop GROUP BY, or aggregate a CREATE VIEW with a histogram query"
+	}
+	if !p.opt.Run {
+		if len(q.OrderBy) > 0 {
+			pos, _ := q.OrderBy[0].Expr.Span()
+			_, end := q.OrderBy[len(q.OrderBy)-1].Expr.Span()
+			x := p.diags.Add(pos, end, "ORDER BY on a JOIN applies when the results are read")
+			x.Hint = "run the query with --run (-r), which shows the synthetic event's results sorted this way"
+		}
+		p.limit(q)
+		return
+	}
+	s := u.Synth
+	h := &Hist{System: "synthetic", Event: s.Name, Role: "results", Instance: p.opt.Instance, Size: p.opt.Size, Pos: s.Pos, End: s.End}
+	if h.Size == 0 {
+		h.Size = DefaultResultsSize
+	}
+	var lat *SynthField
+	for _, f := range s.Fields {
+		if f.Unit != "" {
+			lat = f
+			break
+		}
+	}
+	room := maxKeys
+	if lat != nil {
+		room--
+	}
+	for _, f := range s.Fields {
+		if f == lat {
+			continue
+		}
+		if f.Array == "[]" && f.Type != "char" {
+			p.note("results: %s (a stack trace) is not shown: histogram keys on synthetic stack fields are not read back", f.Name)
+			continue
+		}
+		if len(h.Keys) == room {
+			p.note("results: %s is not shown: a histogram has at most %d keys", f.Name, maxKeys)
+			continue
+		}
+		h.Columns = append(h.Columns, Column{Label: f.Name, Kind: ColKey, Index: len(h.Keys)})
+		h.Keys = append(h.Keys, f.Name)
+	}
+	h.Columns = append(h.Columns, Column{Label: "count", Kind: ColCount})
+	if lat != nil {
+		h.Columns = append(h.Columns, Column{Label: lat.Name, Kind: ColLatency, Index: len(h.Keys), Unit: lat.Unit})
+		h.Keys = append(h.Keys, lat.Name)
+	}
+	u.Results = h
+	for _, o := range q.OrderBy {
+		label, ok := p.resultLabel(o.Expr, h)
+		if ok {
+			u.Order = append(u.Order, ResultOrder{Label: label, Desc: o.Desc})
+		}
+	}
+	h.Limit = p.limit(q)
+}
+
+// resultLabel resolves an ORDER BY item of a JOIN to a results column: a
+// synthetic field's name or COUNT(*).
+func (p *planner) resultLabel(e compiler.Expr, h *Hist) (string, bool) {
+	pos, end := e.Span()
+	switch x := compiler.Unparen(e).(type) {
+	case *compiler.Call:
+		if x.Func == "COUNT" && x.Star {
+			return "count", true
+		}
+	case *compiler.Field:
+		if len(x.Name.Parts) == 1 {
+			for _, c := range h.Columns {
+				if c.Kind != ColCount && c.Label == x.Name.Parts[0].Name {
+					return c.Label, true
+				}
+			}
+		}
+	}
+	var names []string
+	for _, c := range h.Columns {
+		if c.Kind != ColCount {
+			names = append(names, c.Label)
+		}
+	}
+	x := p.diags.Add(pos, end, "ORDER BY on a JOIN names a result column: COUNT(*) or one of %s", strings.Join(names, ", "))
+	x.Hint = "the results are the synthetic event's fields; the latency sorts by its average"
+	return "", false
+}
