@@ -47,9 +47,9 @@ type Synth struct {
 
 // SynthField is one field of a synthetic event.
 type SynthField struct {
-	Name     string
-	Type     string // element type, e.g. "u64", "pid_t", "char", "unsigned long"
-	Array    string // "" for scalars, "[16]" or "[]"
+	Name  string
+	Type  string // element type, e.g. "u64", "pid_t", "char", "unsigned long"
+	Array string // "" for scalars, "[16]" or "[]"
 	// Unit is "ns" or "us" when the field is a latency (a difference of
 	// the two events' timestamps), else "".
 	Unit     string
