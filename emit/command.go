@@ -12,6 +12,11 @@ type Kind int
 const (
 	KindSynth   Kind = iota // a synthetic event definition in dynamic_events
 	KindTrigger             // a hist trigger
+	// KindDir creates (Line "mkdir") or removes (Line "rmdir") the
+	// directory File: a tracefs instance.
+	KindDir
+	// KindEnable writes "1" (or "0") to an event's enable file.
+	KindEnable
 )
 
 // Command is one write: Line appended to File (relative to the tracefs
@@ -95,6 +100,50 @@ func Teardown(cmds []Command) []Command {
 	for i := len(cmds) - 1; i >= 0; i-- {
 		c := cmds[i]
 		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "removal of the " + c.What, Pos: c.Pos, End: c.End, Marker: c.Marker})
+	}
+	return out
+}
+
+// RunOptions shape the commands of a --run: where they go and what is
+// added to read the results.
+type RunOptions struct {
+	// Instance is the tracefs instance the triggers are in ("" for the
+	// top level); CreateInstance makes the commands create it first (and
+	// the teardown remove it last).
+	Instance       string
+	CreateInstance bool
+	// Enable enables each synthetic event in the instance, so that its
+	// events are recorded in the instance's buffer (for --events).
+	Enable bool
+}
+
+// RunCommands lowers a plan planned for --run: the instance when it is
+// created, the query's commands, the results histogram of each JOIN, and
+// the enables.
+func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
+	var out []Command
+	if run.CreateInstance {
+		out = append(out, Command{Kind: KindDir, File: "instances/" + run.Instance, Line: "mkdir", Undo: "rmdir", What: "instance " + run.Instance})
+	}
+	out = append(out, Commands(p, opt)...)
+	for _, u := range p.Units {
+		if u.Results != nil {
+			c := triggerCommand(u.Results)
+			c.What = "results histogram on synthetic/" + u.Synth.Name
+			out = append(out, c)
+		}
+	}
+	if run.Enable {
+		for _, u := range p.Units {
+			if u.Synth == nil {
+				continue
+			}
+			f := "events/synthetic/" + u.Synth.Name + "/enable"
+			if run.Instance != "" {
+				f = "instances/" + run.Instance + "/" + f
+			}
+			out = append(out, Command{Kind: KindEnable, File: f, Line: "1", Undo: "0", What: "enable of synthetic/" + u.Synth.Name, Pos: u.Synth.Pos, End: u.Synth.End})
+		}
 	}
 	return out
 }

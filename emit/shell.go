@@ -31,6 +31,11 @@ func Print(w io.Writer, cmds []Command, opt PrintOptions) error {
 		}
 	}
 	for _, c := range cmds {
+		if c.Kind == KindDir {
+			// A script is appends only: directories are the reader's job.
+			fmt.Fprintf(&b, "# %s %s\n", c.Line, Quote(path.Join(opt.Root, c.File)))
+			continue
+		}
 		b.WriteString(Line(c, opt.Root) + "\n")
 	}
 	_, err := io.WriteString(w, b.String())

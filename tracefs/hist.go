@@ -327,3 +327,18 @@ func (p *histParser) totals(h *Histogram) error {
 	}
 	return nil
 }
+
+// KeyFields returns the keys of the trigger as its "trigger info" line
+// lists them, with their modifiers: "id.syscall", "common_pid.execname".
+func (h *Histogram) KeyFields() []string {
+	info := h.TriggerInfo
+	if i := strings.Index(info, " if "); i >= 0 {
+		info = info[:i]
+	}
+	for _, seg := range strings.Split(info, ":") {
+		if list, ok := strings.CutPrefix(seg, "keys="); ok {
+			return strings.Split(list, ",")
+		}
+	}
+	return nil
+}

@@ -307,3 +307,21 @@ func FuzzParseHist(f *testing.F) {
 		}
 	})
 }
+
+func TestHistogramKeyFields(t *testing.T) {
+	data, err := os.ReadFile("testdata/hist-6.1-syscall-execname.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := ParseHist(string(data))
+	if err != nil || len(hs) == 0 {
+		t.Fatalf("ParseHist: %v (%d histograms)", err, len(hs))
+	}
+	if diff := cmp.Diff([]string{"common_pid.execname", "id.syscall"}, hs[0].KeyFields()); diff != "" {
+		t.Errorf("KeyFields (-want +got):\n%s", diff)
+	}
+	h := &Histogram{TriggerInfo: "hist:keys=comm,lat:vals=hitcount:sort=hitcount:size=8192 if lat > 10"}
+	if diff := cmp.Diff([]string{"comm", "lat"}, h.KeyFields()); diff != "" {
+		t.Errorf("KeyFields (-want +got):\n%s", diff)
+	}
+}

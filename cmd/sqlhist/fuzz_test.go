@@ -33,7 +33,7 @@ func FuzzCompile(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
-		once := func() result {
+		once := func() caseResult {
 			var stdout, stderr bytes.Buffer
 			e := env{
 				stdin: strings.NewReader(sql), stdout: &stdout, stderr: &stderr,
@@ -41,7 +41,7 @@ func FuzzCompile(f *testing.F) {
 				readFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
 			}
 			code := run([]string{"--kernel", "6.1", "-f", "-"}, e)
-			return result{stdout.String(), stderr.String(), code}
+			return caseResult{stdout.String(), stderr.String(), code}
 		}
 		r1, r2 := once(), once()
 		if r1 != r2 {

@@ -42,16 +42,16 @@ const goldenKernel = "6.1"
 // against, so that differences between kernels show as different output.
 var otherKernels = []string{"6.12", "7.2"}
 
-type result struct {
+type caseResult struct {
 	stdout, stderr string
 	code           int
 }
 
-func runCase(t *testing.T, a *txtar.Archive, extra ...string) result {
+func runCase(t *testing.T, a *txtar.Archive, extra ...string) caseResult {
 	return runCaseOn(t, a, goldenKernel, extra...)
 }
 
-func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) result {
+func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) caseResult {
 	t.Helper()
 	files := fstest.MapFS{}
 	hasFormats := false
@@ -90,7 +90,7 @@ func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) r
 		writer:   func(string) tracefs.Writer { t.Fatal("a golden case tried to write to tracefs"); return nil },
 	}
 	code := run(args, e)
-	return result{stdout.String(), stderr.String(), code}
+	return caseResult{stdout.String(), stderr.String(), code}
 }
 
 func TestGolden(t *testing.T) {

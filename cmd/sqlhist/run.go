@@ -7,8 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -38,6 +42,16 @@ type env struct {
 	writer func(root string) tracefs.Writer
 	// mounts reads /proc/mounts, to find tracefs for --execute.
 	mounts func() ([]byte, error)
+	// signals delivers SIGINT and SIGTERM while --run collects; the
+	// function it returns stops the delivery.
+	signals func() (<-chan os.Signal, func())
+	// after is time.After: the end of --run's -d.
+	after func(time.Duration) <-chan time.Time
+	// pipe opens trace_pipe for --events: reads wait for data, Close ends
+	// a waiting read.
+	pipe func(path string) (io.ReadCloser, error)
+	// pid makes --run's names and instance unique to this process.
+	pid int
 }
 
 func osEnv() env {
@@ -56,17 +70,26 @@ func osEnv() env {
 		readFile: os.ReadFile,
 		writer:   func(root string) tracefs.Writer { return tracefs.DirWriter{Root: root} },
 		mounts:   func() ([]byte, error) { return os.ReadFile("/proc/mounts") },
+		signals: func() (<-chan os.Signal, func()) {
+			ch := make(chan os.Signal, 2)
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+			return ch, func() { signal.Stop(ch) }
+		},
+		after: time.After,
+		pipe:  osPipe,
+		pid:   os.Getpid(),
 	}
 }
 
 // options holds the parsed command line.
 type options struct {
 	name, tracefsDir, formats, file, kernel string
-	execute, teardown, help                 bool
+	execute, teardown, help, run            bool
 	onmax, onchange                         string
 	snapshot, trace                         bool
 	save                                    string
 	instance                                string
+	live                                    liveOptions
 }
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]
@@ -94,6 +117,11 @@ func run(args []string, e env) int {
 	fl.StringVar(&o.kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+strings.Join(tracefs.EmbeddedKernels(), ", ")+")")
 	fl.BoolVarP(&o.execute, "execute", "e", false, "apply the commands to tracefs (all or nothing)")
 	fl.BoolVar(&o.teardown, "teardown", false, "print (or with -e apply) the commands that remove what the query creates")
+	fl.BoolVarP(&o.run, "run", "r", false, "apply, collect, print the results, then remove everything (in a private instance unless -B)")
+	fl.StringVarP(&o.live.duration, "duration", "d", "", "with -r: collect for `D` seconds (10, 0.5) or a duration (1m30s); default until Ctrl-C")
+	fl.BoolVar(&o.live.events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
+	fl.StringVarP(&o.live.output, "output", "o", "table", "with -r: results as `FORMAT` table, json or csv")
+	fl.IntVar(&o.live.size, "size", 0, "with -r: entries of the histograms read (`N`, 128 to 131072; default 2048, 8192 for a JOIN's results)")
 	fl.StringVarP(&o.onmax, "onmax", "m", "", "fire on a new maximum of the synthetic field `VAR` (onmax)")
 	fl.StringVarP(&o.onchange, "onchange", "c", "", "fire when the synthetic field `VAR` changes (onchange)")
 	fl.BoolVarP(&o.snapshot, "snapshot", "s", false, "with -m/-c: take a snapshot of the trace buffer")
@@ -121,13 +149,26 @@ func run(args []string, e env) int {
 	if code != exitOK {
 		return code
 	}
+	duration, code := o.checkLive(e, fl.Changed)
+	if code != exitOK {
+		return code
+	}
 	src, code := o.source(fl.Args(), e)
 	if code != exitOK {
 		return code
 	}
-	if o.execute {
+	if o.execute || o.run {
 		if code := o.executeTarget(e, fl.Changed("tracefs")); code != exitOK {
 			return code
+		}
+	}
+	if o.run {
+		popt.Run, popt.Size = true, o.live.size
+		if o.name == "" {
+			popt.Suffix = strconv.Itoa(e.pid)
+		}
+		if popt.Instance == "" {
+			popt.Instance = "sqlhist_" + strconv.Itoa(e.pid)
 		}
 	}
 	cat, code := o.catalog(e)
@@ -146,7 +187,23 @@ func run(args []string, e env) int {
 		return exitQuery
 	}
 	feat := cat.Features()
-	cmds := emit.Commands(plan, emit.Options{SyntheticEventsFile: !feat.DynamicEvents})
+	eopt := emit.Options{SyntheticEventsFile: !feat.DynamicEvents}
+	if o.run {
+		inst := popt.Instance
+		created := true
+		if fsys, err := e.dir(o.tracefsDir); err == nil {
+			_, err := fs.Stat(fsys, "instances/"+inst)
+			created = err != nil
+		}
+		if created && !cat.HasFile("instances") {
+			fmt.Fprintf(e.stderr, "sqlhist: %s has no instances/ directory: this kernel cannot keep a run apart from other tracing\n", o.tracefsDir)
+			return exitQuery
+		}
+		cmds := emit.RunCommands(plan, eopt, emit.RunOptions{Instance: inst, CreateInstance: created, Enable: o.live.events})
+		r := &liveRun{e: e, root: o.tracefsDir, instance: inst, src: src, plan: plan, cmds: cmds, opt: &o.live, duration: duration}
+		return r.run()
+	}
+	cmds := emit.Commands(plan, eopt)
 	if o.teardown {
 		cmds = emit.Teardown(cmds)
 	}
@@ -275,7 +332,7 @@ func apply(e env, root string, src *compiler.Source, cmds []Command, teardown bo
 	// again only after a failure, to find that failure's entries.
 	before := readErrorLog(logs)
 	for i, c := range cmds {
-		err := w.Append(c.File, c.Line)
+		err := write(w, c.Kind, c.File, c.Line)
 		if err == nil {
 			continue
 		}
@@ -290,7 +347,7 @@ func apply(e env, root string, src *compiler.Source, cmds []Command, teardown bo
 			continue
 		}
 		for j := i - 1; j >= 0; j-- {
-			if uerr := w.Append(cmds[j].File, cmds[j].Undo); uerr != nil {
+			if uerr := write(w, cmds[j].Kind, cmds[j].File, cmds[j].Undo); uerr != nil {
 				fmt.Fprintf(e.stderr, "sqlhist: undoing the %s: %v\n", cmds[j].What, uerr)
 			}
 		}
@@ -300,6 +357,18 @@ func apply(e env, root string, src *compiler.Source, cmds []Command, teardown bo
 		return exitQuery
 	}
 	return exitOK
+}
+
+// write makes one command's write: an append, or an instance's mkdir or
+// rmdir.
+func write(w tracefs.Writer, k emit.Kind, file, line string) error {
+	if k == emit.KindDir {
+		if line == "mkdir" {
+			return w.Mkdir(file)
+		}
+		return w.Rmdir(file)
+	}
+	return w.Append(file, line)
 }
 
 // gone reports whether what a removal command removes is no longer listed

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// liveFake is a fake tracefs for --run: the fake of the -e tests plus the
+// files the kernel would fill (hist files) and a controllable clock,
+// signal channel and trace_pipe.
+type liveFake struct {
+	*fakeTracefs
+	files map[string]string
+	sigs  chan os.Signal
+	pipe  string
+	timer chan time.Time
+}
+
+func (f *liveFake) Open(name string) (fs.File, error) {
+	if data, ok := f.files[name]; ok {
+		return fstest.MapFS{name: &fstest.MapFile{Data: []byte(data)}}.Open(name)
+	}
+	return f.fakeTracefs.Open(name)
+}
+
+func newLiveFake(t *testing.T, failAt int) *liveFake {
+	return &liveFake{fakeTracefs: newFake(t, failAt), files: map[string]string{}, sigs: make(chan os.Signal, 1), timer: make(chan time.Time, 1)}
+}
+
+func liveEnv(f *liveFake) (env, *strings.Builder, *strings.Builder) {
+	var stdout, stderr strings.Builder
+	e := env{
+		stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
+		dir: func(p string) (fs.FS, error) {
+			if p == "/sys/kernel/tracing" {
+				return f, nil
+			}
+			return nil, fs.ErrNotExist
+		},
+		readFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
+		writer:   func(string) tracefs.Writer { return f },
+		signals:  func() (<-chan os.Signal, func()) { return f.sigs, func() {} },
+		after:    func(time.Duration) <-chan time.Time { return f.timer },
+		pipe: func(p string) (io.ReadCloser, error) {
+			if p != "/sys/kernel/tracing/instances/sqlhist_4242/trace_pipe" {
+				return nil, fs.ErrNotExist
+			}
+			return io.NopCloser(strings.NewReader(f.pipe)), nil
+		},
+		pid: 4242,
+	}
+	return e, &stdout, &stderr
+}
+
+const (
+	runInst  = "instances/sqlhist_4242/"
+	runSynth = "sched_waking_to_sched_switch_4242"
+	// What the kernel shows for the results histogram of wakeupSQL.
+	runHist = `# event histogram
+#
+# trigger info: hist:keys=comm,lat:vals=hitcount:sort=hitcount:size=8192 [active]
+#
+
+{ comm: sh                                                 , lat:         12 } hitcount:          3
+{ comm: kworker/0:1                                        , lat:          5 } hitcount:          2
+{ comm: sh                                                 , lat:        100 } hitcount:          1
+{ comm: rcu_preempt                                        , lat:       1500 } hitcount:          2
+
+Totals:
+    Hits: 8
+    Entries: 4
+    Dropped: 0
+`
+)
+
+// TestRunJoin: --run creates a private instance, applies the query with a
+// results histogram on the synthetic event, reads it, removes everything
+// in reverse order and prints one row per comm with the latency's count,
+// min, average and maximum and the distribution.
+func TestRunJoin(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.timer <- time.Time{}
+	e, stdout, stderr := liveEnv(f)
+	if code := run([]string{"-r", "-d", "2s", wakeupSQL}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	create := []string{
+		"mkdir: instances/sqlhist_4242",
+		"dynamic_events: s:" + runSynth + " char comm[16]; u64 lat",
+		runInst + "events/sched/sched_waking/trigger: hist:keys=pid:" + runSynth + "_ts_us=common_timestamp.usecs",
+		runInst + "events/sched/sched_switch/trigger: hist:keys=next_pid:" + runSynth + "_lat=common_timestamp.usecs-$" + runSynth + "_ts_us:onmatch(sched.sched_waking).trace(" + runSynth + ",next_comm,$" + runSynth + "_lat)",
+		runInst + "events/synthetic/" + runSynth + "/trigger: hist:keys=comm,lat:size=8192",
+	}
+	want := append([]string{}, create...)
+	for i := len(create) - 1; i >= 0; i-- {
+		file, line, _ := strings.Cut(create[i], ": ")
+		switch {
+		case file == "mkdir":
+			want = append(want, "rmdir: "+line)
+		case strings.HasPrefix(line, "s:"):
+			want = append(want, file+": -:"+runSynth)
+		default:
+			want = append(want, file+": !"+line)
+		}
+	}
+	if diff := cmp.Diff(want, f.Writes); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	out := stdout.String()
+	for _, s := range []string{
+		"synthetic/" + runSynth,
+		"Totals: hits 8, entries 4, dropped 0",
+		"[1K, 2K)", // 1500 us
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	// sh: 4 events, 12 us three times and 100 us once.
+	if !rowMatches(out, "sh", "4", "12", "34.0", "100") {
+		t.Errorf("no row sh | 4 | 12 | 34.0 | 100 in:\n%s", out)
+	}
+	// Rows by count, most first: sh (4), then kworker/0:1 and rcu_preempt
+	// (2 each) by name.
+	if i, j, k := strings.Index(out, "| sh"), strings.Index(out, "kworker/0:1"), strings.Index(out, "rcu_preempt"); !(i < j && j < k) {
+		t.Errorf("rows not ordered by count then name:\n%s", out)
+	}
+	if !strings.Contains(stderr.String(), "collecting for 2s in instance sqlhist_4242") {
+		t.Errorf("stderr: %s", stderr)
+	}
+}
+
+// rowMatches reports whether a table line holds these cells in order.
+func rowMatches(table string, cells ...string) bool {
+	for _, l := range strings.Split(table, "\n") {
+		var got []string
+		for _, c := range strings.Split(l, "|") {
+			if c = strings.TrimSpace(c); c != "" {
+				got = append(got, c)
+			}
+		}
+		if cmp.Equal(got, cells) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRunJSONTotals: the JSON results add up: the counts of the rows are
+// the kernel's Hits, the distribution too.
+func TestRunJSONTotals(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.timer <- time.Time{}
+	e, stdout, stderr := liveEnv(f)
+	if code := run([]string{"-r", "-d", "1", "-o", "json", wakeupSQL}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Results []struct {
+			Event        string
+			Rows         []map[string]any
+			Totals       struct{ Hits, Entries, Dropped uint64 }
+			Unit         string
+			Distribution []struct{ Low, High, Count uint64 }
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &got); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	if len(got.Results) != 1 {
+		t.Fatalf("%d results", len(got.Results))
+	}
+	r := got.Results[0]
+	var rows, dist uint64
+	for _, row := range r.Rows {
+		rows += uint64(row["count"].(float64))
+	}
+	for _, b := range r.Distribution {
+		dist += b.Count
+	}
+	if rows != r.Totals.Hits || dist != r.Totals.Hits || r.Totals.Hits != 8 || r.Unit != "us" {
+		t.Errorf("rows %d, distribution %d, hits %d, unit %q", rows, dist, r.Totals.Hits, r.Unit)
+	}
+	lat := r.Rows[0]["lat"].(map[string]any)
+	if lat["min"] != 12.0 || lat["max"] != 100.0 || lat["avg"] != 34.0 {
+		t.Errorf("first row latency %v", lat)
+	}
+}
+
+// TestRunInterrupted: a signal ends the collection early; the results so
+// far are printed and everything is removed.
+func TestRunInterrupted(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.sigs <- os.Interrupt
+	e, stdout, stderr := liveEnv(f)
+	if code := run([]string{"-r", wakeupSQL}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr.String(), "until Ctrl-C") || !strings.Contains(stderr.String(), "interrupt: reading what was collected") {
+		t.Errorf("stderr: %s", stderr)
+	}
+	if !strings.Contains(stdout.String(), "Totals: hits 8") {
+		t.Errorf("no results after the signal: %s", stdout)
+	}
+	if n := len(f.Writes); n != 10 || f.Writes[n-1] != "rmdir: instances/sqlhist_4242" {
+		t.Errorf("not torn down: %q", f.Writes)
+	}
+}
+
+// TestRunApplyFails: a refused write undoes what was made, instance
+// included, and nothing is collected.
+func TestRunApplyFails(t *testing.T) {
+	for failAt := 1; failAt <= 5; failAt++ {
+		f := newLiveFake(t, failAt)
+		f.timer <- time.Time{}
+		e, stdout, stderr := liveEnv(f)
+		if code := run([]string{"-r", "-d", "1", wakeupSQL}, e); code != exitQuery {
+			t.Errorf("failAt %d: exit %d", failAt, code)
+		}
+		n := failAt - 1
+		if len(f.Writes) != 2*n {
+			t.Errorf("failAt %d: writes %q, want %d creations and their undo", failAt, f.Writes, n)
+		}
+		if n > 0 && f.Writes[len(f.Writes)-1] != "rmdir: instances/sqlhist_4242" {
+			t.Errorf("failAt %d: the instance is not removed last: %q", failAt, f.Writes)
+		}
+		if stdout.Len() != 0 || strings.Contains(stderr.String(), "collecting") {
+			t.Errorf("failAt %d: collected after a failed apply: %s %s", failAt, stdout, stderr)
+		}
+	}
+}
+
+// TestRunRefusesForeignSynthetic: -n names a synthetic event that exists
+// and this run did not create: nothing is written.
+func TestRunRefusesForeignSynthetic(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.files["events/synthetic/wl/format"] = "name: wl\nID: 1500\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:u64 lat;\toffset:8;\tsize:8;\tsigned:0;\n\nprint fmt: \"\"\n"
+	f.timer <- time.Time{}
+	e, _, stderr := liveEnv(f)
+	if code := run([]string{"-r", "-d", "1", "-n", "wl", wakeupSQL}, e); code != exitQuery {
+		t.Errorf("exit %d", code)
+	}
+	if len(f.Writes) != 0 || !strings.Contains(stderr.String(), `a synthetic event named "wl" already exists`) {
+		t.Errorf("writes %q, stderr %s", f.Writes, stderr)
+	}
+}
+
+// TestRunHistogramLimit: a histogram query's rows in the kernel's order
+// (its sort=), the keys resolved, LIMIT applied on read.
+func TestRunHistogramLimit(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.files[runInst+"events/raw_syscalls/sys_enter/hist"] = `# event histogram
+#
+# trigger info: hist:keys=id.syscall:vals=hitcount:sort=hitcount.descending:size=2048 [active]
+#
+
+{ id: sys_newfstatat                [262] } hitcount:        517
+{ id: sys_close                     [  3] } hitcount:        216
+{ id: sys_dup2                      [ 33] } hitcount:        109
+
+Totals:
+    Hits: 842
+    Entries: 3
+    Dropped: 5
+`
+	f.timer <- time.Time{}
+	e, stdout, stderr := liveEnv(f)
+	q := "SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC LIMIT 2"
+	if code := run([]string{"-r", "-d", "1", "-o", "csv", q}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := "call,n\nsys_newfstatat,517\nsys_close,216\n"; stdout.String() != want {
+		t.Errorf("csv:\n%s\nwant:\n%s", stdout, want)
+	}
+	if !strings.Contains(stderr.String(), "dropped 5 events: its map of 2048 entries was full; run again with --size 4096") {
+		t.Errorf("no dropped warning: %s", stderr)
+	}
+}
+
+// TestRunEvents: --events streams the synthetic event's lines (only its
+// own) and reports how many against the kernel's count.
+func TestRunEvents(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.pipe = "          <idle>-0       [001] d..4.    21.022031: " + runSynth + ": comm=sh lat=12\n" +
+		"           sleep-434     [000] d..4.    21.026037: sched_switch: prev_comm=sleep\n" +
+		"CPU:1 [LOST 3 EVENTS]\n" +
+		"           sleep-434     [000] d..4.    21.026040: " + runSynth + ": comm=kworker/0:1 lat=5\n"
+	e, stdout, stderr := liveEnv(f)
+	if code := run([]string{"-r", "--events", "-o", "json", wakeupSQL}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"fields":{"comm":"kworker/0:1","lat":5}`) {
+		t.Errorf("streamed:\n%s", stdout)
+	}
+	if !strings.Contains(stderr.String(), "2 events streamed; the kernel counted 8") || !strings.Contains(stderr.String(), "lost 3 events") {
+		t.Errorf("stderr: %s", stderr)
+	}
+	if f.Writes[5] != runInst+"events/synthetic/"+runSynth+"/enable: 1" {
+		t.Errorf("the synthetic event is not enabled: %q", f.Writes)
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-d", "2", wakeupSQL}, "--duration goes with --run"},
+		{[]string{"-r", "-e", wakeupSQL}, "drop -e and --teardown"},
+		{[]string{"-r", "-d", "soon", wakeupSQL}, "give seconds"},
+		{[]string{"-r", "-d", "-1", wakeupSQL}, "must be positive"},
+		{[]string{"-r", "-o", "xml", wakeupSQL}, `-o "xml"`},
+		{[]string{"-r", "--size", "64", wakeupSQL}, "128 to 131072"},
+	} {
+		f := newLiveFake(t, 0)
+		e, _, stderr := liveEnv(f)
+		if code := run(tt.args, e); code != exitUsage || !strings.Contains(stderr.String(), tt.msg) {
+			t.Errorf("%q: exit %d, stderr %s", tt.args, code, stderr)
+		}
+		if len(f.Writes) != 0 {
+			t.Errorf("%q wrote %q", tt.args, f.Writes)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"10": 10 * time.Second, "0.5": 500 * time.Millisecond, "1m30s": 90 * time.Second, "250ms": 250 * time.Millisecond} {
+		if got, err := parseDuration(in); err != nil || got != want {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
