@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +11,17 @@ import (
 )
 
 // executeScript applies a query with sqlhist -e, tears it down twice, and
-// then makes the kernel refuse the third write (the end trigger) by first
-// installing a trigger that already defines the variable it needs.
+// then makes the kernel refuse each of the query's three writes in turn:
+//
+//  1. the synthetic event: one of that name already exists in the kernel
+//     but not in the catalog sqlhist compiles against (a shadow tracefs
+//     whose events/ holds only sched/, and whose control files are
+//     symlinks to the real ones), so only the kernel can refuse it;
+//  2. the start trigger: a trigger on sched_waking already defines the
+//     variable it needs;
+//  3. the end trigger: likewise on sched_switch.
+//
+// After each refusal tracefs must be exactly as before.
 const executeScript = `
 T=/sys/kernel/tracing
 Q='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
@@ -23,13 +33,23 @@ echo "@@active"; grep -c sqlhist_exec $T/dynamic_events $T/events/sched/sched_sw
 /work/sqlhist -e --teardown -n sqlhist_exec "$Q"; echo "@@teardown-again $?"
 snap > /tmp/s1
 echo "@@diff-teardown"; diff /tmp/s0 /tmp/s1
-echo 'hist:keys=next_pid:sqlhist_exec_lat=next_prio' >> $T/events/sched/sched_switch/trigger
+mkdir -p /tmp/tfs/events
+ln -s $T/events/sched /tmp/tfs/events/sched
+for f in dynamic_events error_log README trace_clock; do ln -s $T/$f /tmp/tfs/$f; done
+fault() {
+	echo "$2" >> $T/$1
+	snap > /tmp/before
+	/work/sqlhist -e -t "$3" -n sqlhist_exec "$Q" 2> /tmp/err; echo "@@fault$4 $?"
+	echo "@@fault$4-stderr"; cat /tmp/err
+	snap > /tmp/after
+	echo "@@diff-fault$4"; diff /tmp/before /tmp/after
+	echo "$5" >> $T/$1
+}
+fault dynamic_events 's:sqlhist_exec u64 other' /tmp/tfs 1 '-:sqlhist_exec'
+fault events/sched/sched_waking/trigger 'hist:keys=common_pid:sqlhist_exec_ts_us=common_timestamp' $T 2 '!hist:keys=common_pid:sqlhist_exec_ts_us=common_timestamp'
+fault events/sched/sched_switch/trigger 'hist:keys=next_pid:sqlhist_exec_lat=next_prio' $T 3 '!hist:keys=next_pid:sqlhist_exec_lat=next_prio'
 snap > /tmp/s2
-/work/sqlhist -e -n sqlhist_exec "$Q" 2> /tmp/err; echo "@@fault $?"
-echo "@@fault-stderr"; cat /tmp/err
-snap > /tmp/s3
-echo "@@diff-fault"; diff /tmp/s2 /tmp/s3
-echo '!hist:keys=next_pid:sqlhist_exec_lat=next_prio' >> $T/events/sched/sched_switch/trigger
+echo "@@diff-end"; diff /tmp/s0 /tmp/s2
 echo "@@done"
 `
 
@@ -45,7 +65,7 @@ func TestExecuteInKernels(t *testing.T) {
 			res := boot(t, kname, vm.Guest{Script: executeScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
 			sec := sections(res.Stdout)
-			for _, want := range []string{"@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault 1", "@@done"} {
+			for _, want := range []string{"@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@done"} {
 				if !strings.Contains(res.Stdout, want+"\n") {
 					t.Errorf("want %q in the guest's output:\n%s", want, res.Stdout)
 				}
@@ -53,19 +73,33 @@ func TestExecuteInKernels(t *testing.T) {
 			if a := sec["active"]; !strings.Contains(a, "dynamic_events:1") || !strings.Contains(a, "trigger:1") {
 				t.Errorf("after -e the synthetic event and end trigger are not there:\n%s", a)
 			}
-			if d := sec["diff-teardown"]; d != "" {
-				t.Errorf("--teardown -e left tracefs different:\n%s", d)
-			}
-			if d := sec["diff-fault"]; d != "" {
-				t.Errorf("a refused write left tracefs different (not all or nothing):\n%s", d)
-			}
-			errText := sec["fault-stderr"]
-			for _, want := range []string{"Variable already defined", "<args>:1:", "the kernel refused the end trigger on sched/sched_switch"} {
-				if !strings.Contains(errText, want) {
-					t.Errorf("the refusal does not say %q:\n%s", want, errText)
+			for _, d := range []string{"diff-teardown", "diff-fault1", "diff-fault2", "diff-fault3", "diff-end"} {
+				if sec[d] != "" {
+					t.Errorf("%s: tracefs is not as before (not all or nothing):\n%s", d, sec[d])
 				}
 			}
-			t.Logf("%s: the kernel's refusal as sqlhist reports it:\n%s", kname, errText)
+			// Each refusal is the kernel's, at the SQL that produced the
+			// refused write: the caret column is where that text starts.
+			q := "SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
+			for _, f := range []struct {
+				sec, what, kernel, at string
+			}{
+				{"fault1-stderr", "the kernel refused the synthetic event sqlhist_exec", "", "JOIN"},
+				{"fault2-stderr", "the kernel refused the start trigger on sched/sched_waking", "Variable already defined", "sched_waking"},
+				{"fault3-stderr", "the kernel refused the end trigger on sched/sched_switch", "Variable already defined", "sched_switch"},
+			} {
+				errText := sec[f.sec]
+				if !strings.Contains(errText, f.what) || !strings.Contains(errText, f.kernel) || !strings.Contains(errText, "the kernel's error_log:") {
+					t.Errorf("%s: want %q with the kernel's %q from error_log:\n%s", f.sec, f.what, f.kernel, errText)
+				}
+				if f.at != "" {
+					pos := "<args>:1:" + strconv.Itoa(strings.Index(q, f.at)+1) + ":"
+					if !strings.Contains(errText, pos) {
+						t.Errorf("%s: not positioned at %q (%s):\n%s", f.sec, f.at, pos, errText)
+					}
+				}
+				t.Logf("%s: %s:\n%s", kname, f.sec, errText)
+			}
 		})
 	}
 }

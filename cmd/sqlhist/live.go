@@ -9,6 +9,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -142,6 +143,13 @@ func (r *liveRun) run() int {
 	case <-st.doneChan():
 		fmt.Fprintln(e.stderr, "sqlhist: trace_pipe ended; reading what was collected and cleaning up")
 	}
+	if st != nil {
+		// Stop the synthetic events at their source, let trace_pipe hand
+		// over what is left, then read: the kernel's count and the lines
+		// streamed then cover the same events.
+		r.pauseEnds()
+		st.drain(200*time.Millisecond, 3*time.Second)
+	}
 	results, rerr := r.read()
 	if st != nil {
 		st.stop()
@@ -161,6 +169,26 @@ func (r *liveRun) run() int {
 		return exitQuery
 	}
 	return code
+}
+
+// pauseEnds pauses the end trigger of each JOIN, so no more synthetic
+// events fire. A paused trigger is removed by the teardown as any other.
+func (r *liveRun) pauseEnds() {
+	w := r.e.writer(r.root)
+	for _, u := range r.plan.Units {
+		if u.End == nil {
+			continue
+		}
+		spec := u.End.Spec()
+		head, filter, _ := strings.Cut(spec, " if ")
+		line := head + ":pause"
+		if filter != "" {
+			line += " if " + filter
+		}
+		if err := w.Append(u.End.TriggerFile(), line); err != nil {
+			fmt.Fprintf(r.e.stderr, "sqlhist: pausing the end trigger on %s/%s: %v\n", u.End.System, u.End.Event, err)
+		}
+	}
 }
 
 // read reads the histogram of each unit: a JOIN's results histogram or a
@@ -218,13 +246,15 @@ type streamer struct {
 	order  []string            // all field names, for csv
 	done   chan struct{}
 	pipe   io.Closer
+	mu     sync.Mutex     // guards last and the counts against summary
+	last   time.Time      // when the last line came
 	counts map[string]int // events streamed, by synthetic event
 	lost   int            // events the kernel reported lost
 	header bool
 }
 
 func newStreamer(w io.Writer, plan *planner.Plan, format string) *streamer {
-	s := &streamer{w: w, format: format, fields: map[string][]string{}, done: make(chan struct{}), counts: map[string]int{}}
+	s := &streamer{w: w, format: format, fields: map[string][]string{}, done: make(chan struct{}), counts: map[string]int{}, last: time.Now()}
 	seen := map[string]bool{}
 	for _, u := range plan.Units {
 		if u.Synth == nil {
@@ -257,7 +287,28 @@ func (s *streamer) copy(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
+		s.mu.Lock()
+		s.last = time.Now()
 		s.line(sc.Text())
+		s.mu.Unlock()
+	}
+}
+
+// drain waits until trace_pipe has been quiet for quiet (at most limit).
+func (s *streamer) drain(quiet, limit time.Duration) {
+	end := time.Now().Add(limit)
+	for time.Now().Before(end) {
+		s.mu.Lock()
+		last := s.last
+		s.mu.Unlock()
+		if time.Since(last) >= quiet {
+			return
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(quiet / 4):
+		}
 	}
 }
 
@@ -329,6 +380,8 @@ func lostEvents(l string) (int, bool) {
 // summary tells, after streaming, how many events were shown and what the
 // kernel counted, which should agree.
 func (s *streamer) summary(w io.Writer, results []*result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, res := range results {
 		if res.unit.Synth == nil {
 			continue

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+)
+
+// runScript runs sqlhist --run in the guest while a workload makes
+// wakeups, opens and reads: a wakeup-latency JOIN for 2 s as JSON, the same
+// streaming its events, a syscall histogram with ORDER BY and LIMIT, and a
+// JOIN stopped by SIGINT after 1 s. The whole tracefs state is compared
+// before and after.
+const runScript = `
+T=/sys/kernel/tracing
+J='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
+H='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC'
+gstate() {
+	cat $T/dynamic_events
+	grep -H '^[^#]' $T/events/*/*/trigger 2>/dev/null
+	ls $T/events/synthetic 2>/dev/null
+	ls $T/instances
+}
+gstate > /tmp/g0
+( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32 2>/dev/null; cat /etc/passwd > /dev/null; ls /proc > /dev/null; done ) &
+W=$!
+/work/sqlhist -r -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
+echo "@@join-json"; cat /tmp/out
+echo "@@join-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2s "$J" > /tmp/out 2> /tmp/err; echo "@@table-exit $?"
+echo "@@table"; cat /tmp/out
+/work/sqlhist -r -d 2 --events -o json "$J" > /tmp/out 2> /tmp/err; echo "@@events-exit $?"
+echo "@@events-count"; wc -l < /tmp/out
+echo "@@events-stderr"; cat /tmp/err
+echo "@@events-head"; head -3 /tmp/out
+/work/sqlhist -r -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@hist-exit $?"
+echo "@@hist-json"; cat /tmp/out
+echo "@@hist-stderr"; cat /tmp/err
+/work/sqlhist -r -d 1 -o csv "$H LIMIT 3" > /tmp/out 2> /tmp/err; echo "@@limit-exit $?"
+echo "@@limit-csv"; cat /tmp/out
+/work/sqlhist -r -o json "$J" > /tmp/out 2> /tmp/err &
+P=$!
+sleep 1
+kill -INT $P
+wait $P; echo "@@sigint-exit $?"
+echo "@@sigint-json"; cat /tmp/out
+echo "@@sigint-stderr"; cat /tmp/err
+kill $W
+gstate > /tmp/g1
+echo "@@gdiff"; diff /tmp/g0 /tmp/g1
+echo "@@done"
+`
+
+// runJSON is sqlhist -o json's output.
+type runJSON struct {
+	Results []struct {
+		Event   string
+		Columns []string
+		Rows    []map[string]any
+		Totals  struct{ Hits, Entries, Dropped uint64 }
+		Unit    string
+	}
+}
+
+// TestRunInKernels proves --run in each kernel: the tables are not empty,
+// their counts add up to the kernel's Hits, the latencies are plausible,
+// the streamed events are as many as the kernel counted, SIGINT still
+// prints what was collected, and tracefs is left exactly as it was.
+func TestRunInKernels(t *testing.T) {
+	if os.Getenv("SQLHIST_E2E") != "1" {
+		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
+	}
+	bin := buildStatic(t)
+	for _, kname := range strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",") {
+		t.Run(kname, func(t *testing.T) {
+			res := boot(t, kname, vm.Guest{Script: runScript, CombinedOutput: true, Timeout: 4 * time.Minute,
+				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
+			sec := sections(res.Stdout)
+			for _, want := range []string{"@@join-exit 0", "@@table-exit 0", "@@events-exit 0", "@@hist-exit 0", "@@limit-exit 0", "@@sigint-exit 0", "@@done"} {
+				if !strings.Contains(res.Stdout, want+"\n") {
+					t.Errorf("want %q in the guest's output:\n%s", want, res.Stdout)
+				}
+			}
+			checkJoin(t, "join", sec["join-json"])
+			checkJoin(t, "sigint", sec["sigint-json"])
+			if !strings.Contains(sec["sigint-stderr"], "interrupt: reading what was collected") {
+				t.Errorf("SIGINT: %s", sec["sigint-stderr"])
+			}
+			checkHist(t, sec["hist-json"])
+			checkLimit(t, sec["limit-csv"])
+			checkEvents(t, sec["events-count"], sec["events-stderr"], sec["events-head"])
+			if !strings.Contains(sec["table"], "min lat (us)") || !strings.Contains(sec["table"], "|@") {
+				t.Errorf("the table has no latency columns or distribution:\n%s", sec["table"])
+			}
+			if d := sec["gdiff"]; d != "" {
+				t.Errorf("tracefs differs after the runs:\n%s", d)
+			}
+			t.Logf("%s: sqlhist -r -d 2s (table):\n%s", kname, sec["table"])
+		})
+	}
+}
+
+// checkJoin: rows, counts summing to Hits, nothing dropped, latencies in
+// microseconds between 0 and 10 s (garbage shows as huge numbers), and
+// min <= avg <= max.
+func checkJoin(t *testing.T, name, out string) {
+	t.Helper()
+	var r runJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Results) != 1 {
+		t.Errorf("%s: not one JSON result (%v):\n%s", name, err, out)
+		return
+	}
+	res := r.Results[0]
+	if len(res.Rows) == 0 || res.Totals.Hits == 0 {
+		t.Errorf("%s: no rows: %s", name, out)
+		return
+	}
+	var sum uint64
+	for _, row := range res.Rows {
+		n, _ := row["count"].(float64)
+		sum += uint64(n)
+		lat, _ := row["lat"].(map[string]any)
+		mn, _ := lat["min"].(float64)
+		avg, _ := lat["avg"].(float64)
+		mx, _ := lat["max"].(float64)
+		if !(mn <= avg+0.05 && avg <= mx+0.05) || mx > 10e6 {
+			t.Errorf("%s: implausible latency %v in row %v", name, lat, row)
+		}
+	}
+	if sum != res.Totals.Hits || res.Totals.Dropped != 0 || res.Unit != "us" {
+		t.Errorf("%s: rows count %d, kernel Hits %d, dropped %d, unit %q", name, sum, res.Totals.Hits, res.Totals.Dropped, res.Unit)
+	}
+}
+
+// checkHist: syscall names, counts sorted most first and summing to Hits.
+func checkHist(t *testing.T, out string) {
+	t.Helper()
+	var r runJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Results) != 1 {
+		t.Errorf("hist: not one JSON result (%v):\n%s", err, out)
+		return
+	}
+	res := r.Results[0]
+	var sum uint64
+	prev := uint64(1 << 63)
+	for _, row := range res.Rows {
+		call, _ := row["call"].(string)
+		n, _ := row["n"].(float64)
+		if !strings.HasPrefix(call, "sys_") && call != "" {
+			t.Errorf("hist: key %q is not a syscall name", call)
+		}
+		if uint64(n) > prev {
+			t.Errorf("hist: rows not sorted by n descending: %v", res.Rows)
+		}
+		prev = uint64(n)
+		sum += uint64(n)
+	}
+	if len(res.Rows) < 3 || sum != res.Totals.Hits || res.Totals.Dropped != 0 {
+		t.Errorf("hist: %d rows summing to %d, kernel Hits %d, dropped %d", len(res.Rows), sum, res.Totals.Hits, res.Totals.Dropped)
+	}
+}
+
+// checkLimit: LIMIT 3 shows a header and three rows.
+func checkLimit(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || lines[0] != "call,n" {
+		t.Errorf("LIMIT 3 as csv:\n%s", out)
+	}
+}
+
+var streamedRE = regexp.MustCompile(`(\d+) events streamed; the kernel counted (\d+)`)
+
+// checkEvents: every event the kernel counted was streamed (none lost).
+func checkEvents(t *testing.T, count, stderr, head string) {
+	t.Helper()
+	m := streamedRE.FindStringSubmatch(stderr)
+	n, _ := strconv.Atoi(strings.TrimSpace(count))
+	if m == nil || n == 0 {
+		t.Errorf("--events: %d lines; stderr:\n%s", n, stderr)
+		return
+	}
+	if m[1] != strconv.Itoa(n) || m[1] != m[2] || strings.Contains(stderr, "lost") {
+		t.Errorf("--events: %d lines, sqlhist says %s streamed, the kernel counted %s:\n%s", n, m[1], m[2], stderr)
+	}
+	if !strings.Contains(head, `"fields":{"comm":`) {
+		t.Errorf("--events: lines are not the synthetic event's:\n%s", head)
+	}
+}
