@@ -105,13 +105,36 @@ func (r *liveRun) run() int {
 	if code := apply(e, r.root, r.src, r.cmds, false); code != exitOK {
 		return code
 	}
-	tornDown := false
-	teardown := func() int {
-		if tornDown {
+	// The teardown runs in two steps: first the end triggers are removed,
+	// which stops the synthetic events at their source, so that what is
+	// read afterwards is final; then the rest, after reading.
+	undo := emit.Teardown(r.cmds)
+	var first, rest []Command
+	for _, c := range undo {
+		if c.Kind == emit.KindTrigger && r.isEnd(c) {
+			first = append(first, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	stopped, tornDown := false, false
+	stopSources := func() int {
+		if stopped {
 			return exitOK
 		}
+		stopped = true
+		return apply(e, r.root, r.src, first, true)
+	}
+	teardown := func() int {
+		code := stopSources()
+		if tornDown {
+			return code
+		}
 		tornDown = true
-		return apply(e, r.root, r.src, emit.Teardown(r.cmds), true)
+		if c := apply(e, r.root, r.src, rest, true); c != exitOK {
+			code = c
+		}
+		return code
 	}
 	defer teardown()
 
@@ -143,18 +166,20 @@ func (r *liveRun) run() int {
 	case <-st.doneChan():
 		fmt.Fprintln(e.stderr, "sqlhist: trace_pipe ended; reading what was collected and cleaning up")
 	}
+	// Stop the synthetic events at their source, let trace_pipe hand over
+	// what is left, then read: the kernel's count and the lines streamed
+	// cover the same events.
+	code := stopSources()
 	if st != nil {
-		// Stop the synthetic events at their source, let trace_pipe hand
-		// over what is left, then read: the kernel's count and the lines
-		// streamed then cover the same events.
-		r.pauseEnds()
 		st.drain(200*time.Millisecond, 3*time.Second)
 	}
 	results, rerr := r.read()
 	if st != nil {
 		st.stop()
 	}
-	code := teardown()
+	if c := teardown(); c != exitOK {
+		code = c
+	}
 	if rerr != nil {
 		fmt.Fprintf(e.stderr, "sqlhist: reading the results: %v\n", rerr)
 		return exitQuery
@@ -171,24 +196,14 @@ func (r *liveRun) run() int {
 	return code
 }
 
-// pauseEnds pauses the end trigger of each JOIN, so no more synthetic
-// events fire. A paused trigger is removed by the teardown as any other.
-func (r *liveRun) pauseEnds() {
-	w := r.e.writer(r.root)
+// isEnd reports whether c removes the end trigger of a JOIN.
+func (r *liveRun) isEnd(c Command) bool {
 	for _, u := range r.plan.Units {
-		if u.End == nil {
-			continue
-		}
-		spec := u.End.Spec()
-		head, filter, _ := strings.Cut(spec, " if ")
-		line := head + ":pause"
-		if filter != "" {
-			line += " if " + filter
-		}
-		if err := w.Append(u.End.TriggerFile(), line); err != nil {
-			fmt.Fprintf(r.e.stderr, "sqlhist: pausing the end trigger on %s/%s: %v\n", u.End.System, u.End.Event, err)
+		if u.End != nil && c.File == u.End.TriggerFile() && c.Line == "!"+u.End.Spec() {
+			return true
 		}
 	}
+	return false
 }
 
 // read reads the histogram of each unit: a JOIN's results histogram or a
