@@ -33,8 +33,10 @@ echo "@@active"; grep -c sqlhist_exec $T/dynamic_events $T/events/sched/sched_sw
 /work/sqlhist -e --teardown -n sqlhist_exec "$Q"; echo "@@teardown-again $?"
 snap > /tmp/s1
 echo "@@diff-teardown"; diff /tmp/s0 /tmp/s1
-mkdir -p /tmp/tfs/events
-ln -s $T/events/sched /tmp/tfs/events/sched
+for e in sched_waking sched_switch; do
+	mkdir -p /tmp/tfs/events/sched/$e
+	for f in format trigger; do ln -s $T/events/sched/$e/$f /tmp/tfs/events/sched/$e/$f; done
+done
 for f in dynamic_events error_log README trace_clock; do ln -s $T/$f /tmp/tfs/$f; done
 fault() {
 	echo "$2" >> $T/$1

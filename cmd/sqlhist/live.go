@@ -155,6 +155,7 @@ func (r *liveRun) run() int {
 			return exitQuery
 		}
 		st = newStreamer(e.stdout, r.plan, r.opt.output)
+		st.marker = "sqlhist-end-" + strconv.Itoa(e.pid)
 		go st.copy(p)
 		defer p.Close()
 		st.pipe = p
@@ -171,7 +172,13 @@ func (r *liveRun) run() int {
 	// cover the same events.
 	code := stopSources()
 	if st != nil {
-		st.drain(200*time.Millisecond, 3*time.Second)
+		// A marker written after the sources stopped comes out of
+		// trace_pipe after every event before it: once the streamer has
+		// seen it, everything was streamed.
+		if err := e.writer(r.root).Append(r.instanceDir()+"/trace_marker", st.marker); err != nil {
+			fmt.Fprintf(e.stderr, "sqlhist: writing the end marker: %v\n", err)
+		}
+		st.wait(5 * time.Second)
 	}
 	results, rerr := r.read()
 	if st != nil {
@@ -261,15 +268,15 @@ type streamer struct {
 	order  []string            // all field names, for csv
 	done   chan struct{}
 	pipe   io.Closer
-	mu     sync.Mutex     // guards last and the counts against summary
-	last   time.Time      // when the last line came
+	mu     sync.Mutex     // guards the counts against summary
+	marker string         // written to trace_marker to end the stream
 	counts map[string]int // events streamed, by synthetic event
 	lost   int            // events the kernel reported lost
 	header bool
 }
 
 func newStreamer(w io.Writer, plan *planner.Plan, format string) *streamer {
-	s := &streamer{w: w, format: format, fields: map[string][]string{}, done: make(chan struct{}), counts: map[string]int{}, last: time.Now()}
+	s := &streamer{w: w, format: format, fields: map[string][]string{}, done: make(chan struct{}), counts: map[string]int{}}
 	seen := map[string]bool{}
 	for _, u := range plan.Units {
 		if u.Synth == nil {
@@ -302,28 +309,21 @@ func (s *streamer) copy(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
+		if strings.Contains(sc.Text(), s.marker) {
+			return
+		}
 		s.mu.Lock()
-		s.last = time.Now()
 		s.line(sc.Text())
 		s.mu.Unlock()
 	}
 }
 
-// drain waits until trace_pipe has been quiet for quiet (at most limit).
-func (s *streamer) drain(quiet, limit time.Duration) {
-	end := time.Now().Add(limit)
-	for time.Now().Before(end) {
-		s.mu.Lock()
-		last := s.last
-		s.mu.Unlock()
-		if time.Since(last) >= quiet {
-			return
-		}
-		select {
-		case <-s.done:
-			return
-		case <-time.After(quiet / 4):
-		}
+// wait waits for the copy to end (the marker seen, or trace_pipe ended),
+// at most limit.
+func (s *streamer) wait(limit time.Duration) {
+	select {
+	case <-s.done:
+	case <-time.After(limit):
 	}
 }
 
@@ -412,8 +412,14 @@ func (s *streamer) summary(w io.Writer, results []*result) {
 
 // osSignals, osPipe: the real machine's, for osEnv.
 
+// osPipe opens trace_pipe for blocking reads. Not through os.OpenFile:
+// that registers the file with the runtime poller, and trace_pipe's poll
+// only reports data once the buffer is buffer_percent full, so the last
+// events would never be read.
 func osPipe(p string) (io.ReadCloser, error) {
-	// Non-blocking, so that the runtime poller waits for data and a Close
-	// ends the wait (trace_pipe supports poll).
-	return os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }

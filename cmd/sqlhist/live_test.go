@@ -304,7 +304,9 @@ func TestRunEvents(t *testing.T) {
 	f.pipe = "          <idle>-0       [001] d..4.    21.022031: " + runSynth + ": comm=sh lat=12\n" +
 		"           sleep-434     [000] d..4.    21.026037: sched_switch: prev_comm=sleep\n" +
 		"CPU:1 [LOST 3 EVENTS]\n" +
-		"           sleep-434     [000] d..4.    21.026040: " + runSynth + ": comm=kworker/0:1 lat=5\n"
+		"           sleep-434     [000] d..4.    21.026040: " + runSynth + ": comm=kworker/0:1 lat=5\n" +
+		"         sqlhist-4242    [000] .....    21.100000: tracing_mark_write: sqlhist-end-4242\n" +
+		"           sleep-434     [000] d..4.    21.200000: " + runSynth + ": comm=late lat=1\n"
 	e, stdout, stderr := liveEnv(f)
 	if code := run([]string{"-r", "--events", "-o", "json", wakeupSQL}, e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -315,6 +317,9 @@ func TestRunEvents(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "2 events streamed; the kernel counted 8") || !strings.Contains(stderr.String(), "lost 3 events") {
 		t.Errorf("stderr: %s", stderr)
+	}
+	if !strings.Contains(f.String(), runInst+"trace_marker: sqlhist-end-4242") {
+		t.Errorf("no end marker written: %q", f.Writes)
 	}
 	if f.Writes[5] != runInst+"events/synthetic/"+runSynth+"/enable: 1" {
 		t.Errorf("the synthetic event is not enabled: %q", f.Writes)
