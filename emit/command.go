@@ -118,31 +118,34 @@ type RunOptions struct {
 }
 
 // RunCommands lowers a plan planned for --run: the instance when it is
-// created, the query's commands, the results histogram of each JOIN, and
-// the enables.
+// created, then per statement the synthetic event, its results histogram
+// and enable, and only then the triggers that fire it, so that every
+// synthetic event is both counted and recorded.
 func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
 	var out []Command
 	if run.CreateInstance {
 		out = append(out, Command{Kind: KindDir, File: "instances/" + run.Instance, Line: "mkdir", Undo: "rmdir", What: "instance " + run.Instance})
 	}
-	out = append(out, Commands(p, opt)...)
 	for _, u := range p.Units {
+		if u.Synth != nil {
+			out = append(out, synthCommand(u.Synth, opt))
+		}
 		if u.Results != nil {
 			c := triggerCommand(u.Results)
 			c.What = "results histogram on synthetic/" + u.Synth.Name
 			out = append(out, c)
 		}
-	}
-	if run.Enable {
-		for _, u := range p.Units {
-			if u.Synth == nil {
-				continue
-			}
+		if run.Enable && u.Synth != nil {
 			f := "events/synthetic/" + u.Synth.Name + "/enable"
 			if run.Instance != "" {
 				f = "instances/" + run.Instance + "/" + f
 			}
 			out = append(out, Command{Kind: KindEnable, File: f, Line: "1", Undo: "0", What: "enable of synthetic/" + u.Synth.Name, Pos: u.Synth.Pos, End: u.Synth.End})
+		}
+		for _, h := range []*planner.Hist{u.Start, u.End} {
+			if h != nil {
+				out = append(out, triggerCommand(h))
+			}
 		}
 	}
 	return out
