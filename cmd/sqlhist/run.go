@@ -67,6 +67,8 @@ type options struct {
 	snapshot, trace                         bool
 	save                                    string
 	instance                                string
+	describe                                string // --describe EVENT
+	listEvents                              bool   // --list-events [GLOB …]
 }
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]
@@ -100,6 +102,8 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.save, "save", "S", "", "with -m/-c: save the end event's `FIELDS` (comma-separated)")
 	fl.BoolVarP(&o.trace, "trace", "T", false, "with -m/-c: fire the synthetic event only then")
 	fl.StringVarP(&o.instance, "instance", "B", "", "put the triggers in the tracefs instance `NAME`")
+	fl.StringVar(&o.describe, "describe", "", "print the fields of `EVENT` (event, system.event or system/event) as a table; with SQL, after the query defines its events")
+	fl.BoolVar(&o.listEvents, "list-events", false, "list the events (system/event) matching the GLOB arguments, or all")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
 	fl.Usage = func() {
 		fmt.Fprint(e.stderr, usageHead)
@@ -116,6 +120,9 @@ func run(args []string, e env) int {
 		fl.SetOutput(e.stdout)
 		fl.PrintDefaults()
 		return exitOK
+	}
+	if o.describe != "" || o.listEvents {
+		return o.inspect(fl.Args(), e)
 	}
 	popt, code := o.plannerOptions(e)
 	if code != exitOK {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// writeTable prints rows under a header as a plain-text table: columns
+// padded with spaces, a rule of dashes under the header, no borders, no
+// trailing blanks. Every table for people goes through here, so the
+// tablewriter API (which changes between major versions) is used in one
+// place only.
+func writeTable(w io.Writer, header []string, rows [][]string) error {
+	var buf bytes.Buffer
+	t := tablewriter.NewTable(&buf,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleASCII),
+			Settings: tw.Settings{
+				Separators: tw.Separators{ShowHeader: tw.On, BetweenColumns: tw.Off, BetweenRows: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.On},
+			},
+		})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithTrimSpace(tw.Off),
+		tablewriter.WithPadding(tw.Padding{Right: "  ", Overwrite: true}),
+	)
+	t.Header(header)
+	for _, r := range rows {
+		if err := t.Append(r); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, trimTable(buf.String()))
+	return err
+}
+
+// trimTable drops trailing blanks and makes the header rule as wide as
+// the widest line.
+func trimTable(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	width := 0
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+		if strings.Trim(lines[i], "-") != "" {
+			width = max(width, len(lines[i]))
+		}
+	}
+	for i, l := range lines {
+		if l != "" && strings.Trim(l, "-") == "" {
+			lines[i] = strings.Repeat("-", width)
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
