@@ -45,6 +45,21 @@
 // in the binary (--kernel picks one). Printing never needs root and never
 // mounts or writes anything.
 //
+// # Only some tasks
+//
+// -L TID keeps what thread TID does; -p PID the threads process PID has
+// when sqlhist runs, listed in /proc/PID/task of this machine (threads
+// started later are not traced; -p with --kernel is refused). Both repeat
+// and take comma lists. Events record the thread in common_pid; no field
+// holds the process id. A histogram is filtered on common_pid. A JOIN is
+// filtered on its start trigger only, since the end fires only for keys
+// the start saved: on the start key when it names a task (common_pid or a
+// pid_t field, such as sched_waking's pid, the task woken), else on the
+// start event's common_pid; a comment in the script says which. A
+// histogram of a synthetic event the script defines is not filtered again.
+// The kernel's set_event_pid is not used: it acts on every event of the
+// instance and cannot be undone without truncating it.
+//
 // # Looking at events
 //
 // --describe EVENT prints an event's name, system, ID and print format,
@@ -76,6 +91,7 @@
 //	-m VAR, -c VAR   onmax / onchange handler on synthetic field VAR
 //	-s, -S F1,F2, -T with -m/-c: snapshot, save fields, fire only then
 //	-B NAME          put the triggers in tracefs instance NAME
+//	-p PID, -L TID   only the threads of process PID, only thread TID
 //	--describe EVENT print EVENT's fields as a table
 //	--list-events    list the events matching the GLOB arguments
 package main
