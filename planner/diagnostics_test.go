@@ -62,7 +62,7 @@ func TestErrorMessages(t *testing.T) {
 		{"zero buckets", Options{}, "SELECT next_pid.buckets=0 FROM sched_switch",
 			"buckets needs a positive size: buckets=N"},
 		{"unknown modifier", Options{}, "SELECT next_pid.oct FROM sched_switch",
-			`unknown modifier "oct": use hex, sym, sym-offset, syscall, execname, log2, buckets=N or usecs`},
+			`unknown modifier "oct": use hex, sym, sym-offset, syscall, execname, log2, buckets=N, usecs or stacktrace`},
 		{"two modifiers", Options{}, "SELECT CAST(next_pid.hex AS LOG2) FROM sched_switch",
 			"next_pid already carries the modifier .hex; the kernel takes one modifier per field"},
 		{"CAST in a join", Options{}, "SELECT CAST(start.pid AS HEX) AS p" + join,

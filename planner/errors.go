@@ -34,6 +34,12 @@ func errUnknownField(d *compiler.Diags, pos, end compiler.Pos, field, event stri
 	}
 }
 
+// Suggest returns the candidate closest to name when it is close enough to
+// be a plausible typo, else "". Candidates may be "system/event" names: a
+// name without a system is then compared with their event part, and the
+// suggestion is that part.
+func Suggest(name string, candidates []string) string { return nearest(name, candidates) }
+
 // nearest returns the candidate closest to s by edit distance, if it is
 // close enough to be a plausible typo.
 func nearest(s string, candidates []string) string {
@@ -59,17 +65,14 @@ func nearest(s string, candidates []string) string {
 			best, bestD = c, d
 		}
 	}
-	if bestD == 0 {
-		// Differs only in case: that is worth saying.
-		return best
+	// Differing only in case (distance 0) is worth saying too.
+	if bestD > limit {
+		return ""
 	}
-	if bestD <= limit {
-		if i := strings.LastIndexAny(best, "/"); i >= 0 && !strings.ContainsAny(s, "/.") {
-			return best[i+1:]
-		}
-		return best
+	if i := strings.LastIndexAny(best, "/"); i >= 0 && !strings.ContainsAny(s, "/.") {
+		return best[i+1:]
 	}
-	return ""
+	return best
 }
 
 func levenshtein(a, b string) int {

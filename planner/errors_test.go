@@ -170,3 +170,18 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+func TestSuggest(t *testing.T) {
+	names := []string{"sched/sched_switch", "sched/sched_waking", "irq/irq_handler_entry"}
+	tests := []struct{ in, want string }{
+		{"sched_swich", "sched_switch"},
+		{"sched/sched_wakin", "sched/sched_waking"},
+		{"SCHED_SWITCH", "sched_switch"},
+		{"block_rq_issue", ""},
+	}
+	for _, tt := range tests {
+		if got := Suggest(tt.in, names); got != tt.want {
+			t.Errorf("Suggest(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -154,7 +154,7 @@ func (p *planner) histItem(e compiler.Expr) *histItem {
 	switch x := compiler.Unparen(e).(type) {
 	case *compiler.Field:
 		r := p.r.field(x)
-		if r == nil {
+		if r == nil || !p.stackKey(r) {
 			return nil
 		}
 		return &histItem{text: r.text(), sort: r.name, typ: r.typ, field: r.name, pos: r.pos, end: r.end}
@@ -181,7 +181,7 @@ func (p *planner) histItem(e compiler.Expr) *histItem {
 			p.diags.Add(x.TargetPos, x.TargetEnd, "%s already carries the modifier .%s; the kernel takes one modifier per field", r.name, r.mod)
 			return nil
 		}
-		if !p.r.setModifier(r, mod, x.TargetPos, x.TargetEnd) {
+		if !p.r.setModifier(r, mod, x.TargetPos, x.TargetEnd) || !p.stackKey(r) {
 			return nil
 		}
 		return &histItem{text: r.text(), sort: r.name, typ: r.typ, field: r.name, pos: x.Pos, end: x.End}
@@ -197,6 +197,22 @@ func (p *planner) histItem(e compiler.Expr) *histItem {
 	pos, end := e.Span()
 	p.diags.Add(pos, end, "unsupported in a histogram SELECT: use fields, CAST(field AS modifier), COUNT(*) and SUM(field)")
 	return nil
+}
+
+// stackKey gives a synthetic event's stack trace field (unsigned long[])
+// the .stacktrace modifier the kernel needs to key a histogram by it and
+// print its frames ("hist:keys=stack.stacktrace"). That arrived in Linux
+// 6.3 with stack traces in synthetic events.
+func (p *planner) stackKey(r *ref) bool {
+	if r.pseudo || !r.isStack() || r.mod != "" && r.mod != "stacktrace" {
+		return true
+	}
+	if !p.feat.StacktraceVars {
+		p.diags.Add(r.pos, r.end, "%s is a stack trace field; this kernel cannot key a histogram by one (Linux 6.3+ can)", r.name)
+		return false
+	}
+	r.mod = "stacktrace"
+	return true
 }
 
 func (p *planner) valueItem(r *ref, pos, end compiler.Pos) *histItem {

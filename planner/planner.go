@@ -33,6 +33,15 @@ type Options struct {
 	// (size=, a power of 2); 0 keeps the kernel's default (2048) for
 	// histogram queries and DefaultResultsSize for JOIN results.
 	Size int
+	// Tasks restricts every unit to these thread ids (-p, -L); see
+	// filterTasks for which trigger of a JOIN gets the filter.
+	Tasks []int
+	// TaskFlag names the flags that chose Tasks in the script's comments
+	// ("-L 42").
+	TaskFlag string
+	// TaskNote, when set, is printed first among the script's comments
+	// (how -p found the threads).
+	TaskNote string
 }
 
 // hist keywords that a variable must never be named (the kernel matches
@@ -69,6 +78,9 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, c
 	}
 	if (opt.OnMax != "" || opt.OnChange != "") && joins != 1 {
 		diags.Add(compiler.NoPos, compiler.NoPos, "-m and -c act on the synthetic event of a JOIN; the script has %d JOIN statements", joins)
+	}
+	if opt.TaskNote != "" {
+		p.note("%s", opt.TaskNote)
 	}
 	names := map[string]bool{}
 	for _, q := range script.Stmts {
@@ -110,6 +122,9 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 	}
 	if len(p.diags.Errors()) > before {
 		return nil
+	}
+	if len(p.opt.Tasks) > 0 {
+		p.filterTasks(q, u, names)
 	}
 	p.checkSizes(u)
 	if u.Synth != nil {

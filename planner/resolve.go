@@ -246,7 +246,13 @@ func lookupField(ev *tracefs.Event, name string) *ref {
 
 var modifiers = map[string]bool{
 	"hex": true, "sym": true, "sym-offset": true, "syscall": true, "execname": true,
-	"log2": true, "usecs": true, "buckets": true,
+	"log2": true, "usecs": true, "buckets": true, "stacktrace": true,
+}
+
+// isStack reports whether a field holds a stack trace: STACKTRACE itself,
+// or a synthetic event's unsigned long[] field that carries one.
+func (r *ref) isStack() bool {
+	return r.pseudo && (r.name == "common_stacktrace" || r.name == "stacktrace") || r.typ.Kernel == "unsigned long[]"
 }
 
 // setModifier checks and sets a modifier written as field.mod or by CAST.
@@ -263,10 +269,15 @@ func (r *resolver) setModifier(f *ref, mod string, pos, end compiler.Pos) bool {
 		m = "log2"
 	}
 	if !modifiers[m] {
-		r.diags.Add(pos, end, "unknown modifier %q: use hex, sym, sym-offset, syscall, execname, log2, buckets=N or usecs", mod)
+		r.diags.Add(pos, end, "unknown modifier %q: use hex, sym, sym-offset, syscall, execname, log2, buckets=N, usecs or stacktrace", mod)
 		return false
 	}
 	switch {
+	case m == "stacktrace" && !f.isStack():
+		r.diags.Add(pos, end, "the stacktrace modifier applies to stack trace fields (unsigned long[]), not to %s (%s)", f.name, f.typ.Kernel)
+		return false
+	case m == "stacktrace" && f.pseudo:
+		return true // STACKTRACE is a stack trace key as it is
 	case m == "usecs" && f.name != "common_timestamp":
 		r.diags.Add(pos, end, "the usecs modifier only applies to TIMESTAMP (common_timestamp)")
 		return false
@@ -296,7 +307,7 @@ func (r *resolver) setModifier(f *ref, mod string, pos, end compiler.Pos) bool {
 // _COUNTER_ (a histogram value instead of a key).
 func castModifier(c *compiler.Cast) (mod string, counter bool, ok bool) {
 	switch c.Target {
-	case "HEX", "SYM", "SYSCALL", "EXECNAME", "LOG2", "LOG", "USECS":
+	case "HEX", "SYM", "SYSCALL", "EXECNAME", "LOG2", "LOG", "USECS", "STACKTRACE":
 		if c.HasArg {
 			return "", false, false
 		}

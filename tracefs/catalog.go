@@ -174,6 +174,14 @@ func (c *Catalog) Define(ev *Event) {
 	c.defined[ev.FullName()] = ev
 }
 
+// Defined reports whether system/name was added with [Catalog.Define]
+// rather than read from a format file: the kernel has not created it yet,
+// so it has no ID and the kernel has not laid out its fields.
+func (c *Catalog) Defined(system, name string) bool {
+	_, ok := c.defined[system+"/"+name]
+	return ok
+}
+
 // HasFile reports whether the tracefs root holds the named top-level file.
 // Catalog copies list their top-level files in FILES; a live tracefs is
 // asked directly.

@@ -241,6 +241,9 @@ func TestCatalogDefine(t *testing.T) {
 	}
 	cat.Define(ev)
 
+	if !cat.Defined("synthetic", "wakeup_lat") || cat.Defined("sched", "sched_switch") {
+		t.Errorf("Defined: want true for the defined event only")
+	}
 	got, err := cat.Event("synthetic", "wakeup_lat")
 	if err != nil || got != ev {
 		t.Errorf("Event after Define = %v, %v; want the defined event", got, err)

@@ -63,6 +63,10 @@ type Event struct {
 	Name   string
 	ID     int
 	Fields []*Field
+	// PrintFmt is the text after "print fmt:" in the format file: how the
+	// kernel prints the event in trace. It is empty for events that are
+	// not read from a format file (see [Catalog.Define]).
+	PrintFmt string
 }
 
 // FullName returns "system/event".
@@ -113,7 +117,8 @@ func ParseFormat(system, text string) (*Event, error) {
 			}
 			ev.Fields = append(ev.Fields, f)
 		case strings.HasPrefix(s, "print fmt:"):
-			// The print format is not needed; stop reading.
+			// The print format is the last line that matters.
+			ev.PrintFmt = strings.TrimSpace(strings.TrimPrefix(s, "print fmt:"))
 			if ev.Name == "" {
 				return nil, fmt.Errorf("format has no name line")
 			}

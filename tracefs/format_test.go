@@ -142,7 +142,7 @@ func TestParseFormatEvent(t *testing.T) {
 		{Name: "common_pid", Decl: "int", Base: "int", Offset: 4, Size: 4, Signed: true, Kind: KindInt},
 		{Name: "label", Decl: "__rel_loc char[]", Base: "char", Offset: 8, Size: 4, Signed: true, Kind: KindDynString},
 		{Name: "value", Decl: "u64", Base: "u64", Offset: 16, Size: 8, Kind: KindInt},
-	}}
+	}, PrintFmt: "\"field:int ignored;\toffset:0;\tsize:4;\tsigned:1;\""}
 	if diff := cmp.Diff(want, ev); diff != "" {
 		t.Errorf("ParseFormat (-want +got):\n%s", diff)
 	}
@@ -249,5 +249,25 @@ func TestKindString(t *testing.T) {
 		if got := k.String(); got != w {
 			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, w)
 		}
+	}
+}
+
+// The print fmt line is kept, as the kernel wrote it, for --describe.
+func TestParseFormatPrintFmt(t *testing.T) {
+	cat := Open(embeddedFS(t, "6.1"))
+	ev, err := cat.Event("sched", "sched_wakeup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, REC->target_cpu`
+	if ev.PrintFmt != want {
+		t.Errorf("PrintFmt = %q, want %q", ev.PrintFmt, want)
+	}
+	noFmt, err := ParseFormat("s", "name: e\nID: 1\nformat:\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if noFmt.PrintFmt != "" {
+		t.Errorf("PrintFmt without a print fmt line = %q, want empty", noFmt.PrintFmt)
 	}
 }

@@ -45,6 +45,41 @@
 // in the binary (--kernel picks one). Printing never needs root and never
 // mounts or writes anything.
 //
+// # Only some tasks
+//
+// -L TID keeps what thread TID does; -p PID the threads process PID has
+// when sqlhist runs, listed in /proc/PID/task of this machine (threads
+// started later are not traced; -p with --kernel is refused). Both repeat
+// and take comma lists. Events record the thread in common_pid; no field
+// holds the process id. A histogram is filtered on common_pid. A JOIN is
+// filtered on its start trigger only, since the end fires only for keys
+// the start saved: on the start key when it names a task (common_pid or a
+// pid_t field, such as sched_waking's pid, the task woken), else on the
+// start event's common_pid; a comment in the script says which. A
+// histogram of a synthetic event the script defines is not filtered again.
+// The kernel's set_event_pid is not used: it acts on every event of the
+// instance and cannot be undone without truncating it.
+//
+// # Looking at events
+//
+// --describe EVENT prints an event's name, system, ID and print format,
+// then a table of its fields: name, type, size, offset and signedness, as
+// the format file declares them (the kprobe tool's -v). EVENT is event,
+// system.event or system/event; an unknown name is exit 1 with the
+// nearest name as a hint. With SQL (arguments or -f), the query is
+// compiled first and its own events can be described too: a synthetic
+// event it defines has no ID, size or offset yet, since the kernel assigns
+// them when the script creates the event.
+//
+// --list-events [GLOB ...] prints the matching events as system/event, one
+// per line, sorted. A glob (path.Match syntax: * ? [...]) matches the whole
+// system/event name or the event name alone; system.event works too. With
+// -f FILE the events the query defines are listed as well. A bad glob is
+// exit 2, no match exit 1.
+//
+// Both read the same catalog a query is compiled against (--kernel,
+// --formats, or the live tracefs) and never write anything.
+//
 // # Flags
 //
 //	-n NAME          synthetic event name (default <from>_to_<join>)
@@ -56,4 +91,7 @@
 //	-m VAR, -c VAR   onmax / onchange handler on synthetic field VAR
 //	-s, -S F1,F2, -T with -m/-c: snapshot, save fields, fire only then
 //	-B NAME          put the triggers in tracefs instance NAME
+//	-p PID, -L TID   only the threads of process PID, only thread TID
+//	--describe EVENT print EVENT's fields as a table
+//	--list-events    list the events matching the GLOB arguments
 package main

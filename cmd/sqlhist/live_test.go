@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -136,7 +137,7 @@ func TestRunJoin(t *testing.T) {
 	}
 	// Rows by count, most first: sh (4), then kworker/0:1 and rcu_preempt
 	// (2 each) by name.
-	if i, j, k := strings.Index(out, "| sh"), strings.Index(out, "kworker/0:1"), strings.Index(out, "rcu_preempt"); !(i < j && j < k) {
+	if i, j, k := strings.Index(out, "\nsh "), strings.Index(out, "kworker/0:1"), strings.Index(out, "rcu_preempt"); !(i < j && j < k) {
 		t.Errorf("rows not ordered by count then name:\n%s", out)
 	}
 	if !strings.Contains(stderr.String(), "collecting for 2s in instance sqlhist_4242") {
@@ -148,7 +149,7 @@ func TestRunJoin(t *testing.T) {
 func rowMatches(table string, cells ...string) bool {
 	for _, l := range strings.Split(table, "\n") {
 		var got []string
-		for _, c := range strings.Split(l, "|") {
+		for _, c := range regexp.MustCompile(`\s{2,}`).Split(l, -1) {
 			if c = strings.TrimSpace(c); c != "" {
 				got = append(got, c)
 			}

@@ -90,6 +90,9 @@ type options struct {
 	save                                    string
 	instance                                string
 	live                                    liveOptions
+	describe                                string   // --describe EVENT
+	listEvents                              bool     // --list-events [GLOB …]
+	pids, tids                              []string // -p, -L as given
 }
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]
@@ -128,6 +131,10 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.save, "save", "S", "", "with -m/-c: save the end event's `FIELDS` (comma-separated)")
 	fl.BoolVarP(&o.trace, "trace", "T", false, "with -m/-c: fire the synthetic event only then")
 	fl.StringVarP(&o.instance, "instance", "B", "", "put the triggers in the tracefs instance `NAME`")
+	fl.StringArrayVarP(&o.pids, "pid", "p", nil, "trace only the threads process `PID` has when sqlhist runs (from this machine's /proc; repeat or comma-separate)")
+	fl.StringArrayVarP(&o.tids, "tid", "L", nil, "trace only thread `TID` (repeat or comma-separate)")
+	fl.StringVar(&o.describe, "describe", "", "print the fields of `EVENT` (event, system.event or system/event) as a table; with SQL, after the query defines its events")
+	fl.BoolVar(&o.listEvents, "list-events", false, "list the events (system/event) matching the GLOB arguments, or all")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
 	fl.Usage = func() {
 		fmt.Fprint(e.stderr, usageHead)
@@ -144,6 +151,9 @@ func run(args []string, e env) int {
 		fl.SetOutput(e.stdout)
 		fl.PrintDefaults()
 		return exitOK
+	}
+	if o.describe != "" || o.listEvents {
+		return o.inspect(fl.Args(), e)
 	}
 	popt, code := o.plannerOptions(e)
 	if code != exitOK {
@@ -260,7 +270,9 @@ func (o *options) plannerOptions(e env) (planner.Options, int) {
 	if o.instance != "" && (strings.ContainsAny(o.instance, "/\x00") || o.instance == "." || o.instance == "..") {
 		return p, usageError(e, "-B %q is not a valid instance name", o.instance)
 	}
-	return p, exitOK
+	var code int
+	p.Tasks, p.TaskFlag, p.TaskNote, code = o.tasks(e)
+	return p, code
 }
 
 // source reads the SQL: the arguments joined by spaces, or -f FILE.
