@@ -51,4 +51,4 @@ e2e:
 # and the refusal on 5.10. Installs qemu and busybox-static and downloads the
 # kernels on first use. SQLHIST_KERNELS=6.1 narrows it.
 kernels:
-	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers|TestExecuteInKernels' -count=1 -v -timeout 40m
+	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers|TestExecuteInKernels|TestRunInKernels' -count=1 -v -timeout 40m

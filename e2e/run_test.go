@@ -51,6 +51,20 @@ kill -INT $P
 wait $P; echo "@@sigint-exit $?"
 echo "@@sigint-json"; cat /tmp/out
 echo "@@sigint-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 -o json "$J" > /tmp/c1 2> /tmp/c1err &
+A=$!
+/work/sqlhist -r -d 2 -o json "$J" > /tmp/c2 2> /tmp/c2err &
+B=$!
+wait $A; echo "@@conc1-exit $?"
+wait $B; echo "@@conc2-exit $?"
+echo "@@conc1-json"; cat /tmp/c1
+echo "@@conc2-json"; cat /tmp/c2
+echo "@@conc-stderr"; cat /tmp/c1err /tmp/c2err
+/work/sqlhist -r -d 1 -B sqlhist_named -o csv "$H LIMIT 3" > /dev/null 2>&1; echo "@@named-exit $?"
+mkdir $T/instances/sqlhist_keep
+/work/sqlhist -r -d 1 -B sqlhist_keep -o csv "$H LIMIT 3" > /dev/null 2>&1; echo "@@keep-exit $?"
+echo "@@instances"; ls $T/instances
+rmdir $T/instances/sqlhist_keep
 kill $W
 gstate > /tmp/g1
 echo "@@gdiff"; diff /tmp/g0 /tmp/g1
@@ -86,6 +100,19 @@ func TestRunInKernels(t *testing.T) {
 				if !strings.Contains(res.Stdout, want+"\n") {
 					t.Errorf("want %q in the guest's output:\n%s", want, res.Stdout)
 				}
+			}
+			for _, want := range []string{"@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0"} {
+				if !strings.Contains(res.Stdout, want+"\n") {
+					t.Errorf("want %q in the guest's output:\n%s", want, sec["conc-stderr"])
+				}
+			}
+			// Two runs at once: each in its own instance with its own names.
+			checkJoin(t, "concurrent 1", sec["conc1-json"])
+			checkJoin(t, "concurrent 2", sec["conc2-json"])
+			// -B: an instance sqlhist created is removed, one that was there
+			// is kept.
+			if inst := sec["instances"]; !strings.Contains(inst, "sqlhist_keep") || strings.Contains(inst, "sqlhist_named") {
+				t.Errorf("instances after -B runs:\n%s", inst)
 			}
 			checkJoin(t, "join", sec["join-json"])
 			checkJoin(t, "sigint", sec["sigint-json"])
