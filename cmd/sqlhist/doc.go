@@ -80,6 +80,17 @@
 // Both read the same catalog a query is compiled against (--kernel,
 // --formats, or the live tracefs) and never write anything.
 //
+// # Running a query
+//
+// -r applies the query in a private tracefs instance (sqlhist_<pid>, or
+// -B NAME), collects for -d or until SIGINT/SIGTERM, reads the results,
+// removes everything it created and prints a table: for a JOIN, one row per
+// value of the fields that are not the latency, with the count and the
+// latency's minimum, average and maximum, then the latency's distribution
+// in powers of two; for a histogram query, its entries with their keys
+// resolved. -o json and -o csv are for scripts; --events streams the
+// synthetic events instead. The teardown runs on every way out.
+//
 // # Flags
 //
 //	-n NAME          synthetic event name (default <from>_to_<join>)
@@ -88,6 +99,11 @@
 //	--kernel VER     embedded catalog to compile against
 //	-e               apply the commands, undoing them all if one fails
 //	--teardown       the commands that remove what the query creates
+//	-r               apply, collect, print the results, remove everything
+//	-d D             with -r: collect for D (10, 0.5, 1m30s); default until Ctrl-C
+//	--events         with -r: stream the synthetic events' trace lines
+//	-o FORMAT        with -r: table, json or csv
+//	--size N         with -r: entries of the histograms read
 //	-m VAR, -c VAR   onmax / onchange handler on synthetic field VAR
 //	-s, -S F1,F2, -T with -m/-c: snapshot, save fields, fire only then
 //	-B NAME          put the triggers in tracefs instance NAME
