@@ -144,3 +144,22 @@ func TestFeaturesShapeOutput(t *testing.T) {
 		})
 	}
 }
+
+// A kernel with hist triggers but no synthetic events takes histograms
+// and refuses a JOIN, at the JOIN.
+func TestNoSyntheticEvents(t *testing.T) {
+	cat := tracefs.Open(fstest.MapFS{
+		"README":                    {Data: []byte("hist:keys=<field1[,field2,...]>\n")},
+		"FILES":                     {Data: []byte("README\nevents\n")},
+		"events/test/begin/format":  formatFile("begin", "int pid 4 1"),
+		"events/test/finish/format": formatFile("finish", "int next_pid 4 1"),
+	})
+	if _, diags := build(t, cat, `SELECT pid FROM begin`, Options{}); diags.Err() != nil {
+		t.Errorf("histogram refused: %v", diags)
+	}
+	sql := `SELECT b.pid FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`
+	plan, diags := build(t, cat, sql, Options{Name: "lat"})
+	if plan != nil || len(diags) != 1 || !strings.Contains(diags[0].Msg, "has none") || diags[0].Pos.Offset() != strings.Index(sql, "JOIN") {
+		t.Errorf("JOIN: plan %v, diagnostics %v", plan != nil, diags)
+	}
+}

@@ -35,6 +35,11 @@ type operand struct {
 }
 
 func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
+	if !p.feat.SyntheticEvents {
+		x := p.diags.Add(q.JoinPos, q.JoinPos, "a JOIN creates a synthetic event, and the kernel behind this catalog has none (Linux 4.17+ with CONFIG_SYNTH_EVENTS)")
+		x.Hint = "a query without JOIN (a histogram) works on this kernel"
+		return
+	}
 	fromSide, joinSide := p.r.sides[0], p.r.sides[1]
 	name, npos, nend := p.synthName(q, fromSide.ev, joinSide.ev)
 	if !p.checkName("synthetic event name", name, npos, nend) {

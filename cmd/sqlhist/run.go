@@ -52,6 +52,9 @@ type env struct {
 	pipe func(path string) (io.ReadCloser, error)
 	// pid makes --run's names and instance unique to this process.
 	pid int
+	// writable reports why a file cannot be written (nil when it can), so
+	// that -e and -r refuse before the first write; nil skips the check.
+	writable func(path string) error
 }
 
 func osEnv() env {
@@ -78,6 +81,12 @@ func osEnv() env {
 		after: time.After,
 		pipe:  osPipe,
 		pid:   os.Getpid(),
+		writable: func(p string) error {
+			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
+				return &fs.PathError{Op: "access", Path: p, Err: err}
+			}
+			return nil
+		},
 	}
 }
 
@@ -450,18 +459,39 @@ func (o *options) executeTarget(e env, explicit bool) int {
 	if o.formats != "" || o.kernel != "" {
 		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats and --kernel")
 	}
-	if tracefsAt(e, o.tracefsDir) != nil {
-		o.formats = o.tracefsDir
-		return exitOK
-	}
-	if !explicit {
+	found := tracefsAt(e, o.tracefsDir) != nil
+	if !found && !explicit {
 		if m := tracefsMount(e); m != "" && tracefsAt(e, m) != nil {
-			o.tracefsDir, o.formats = m, m
-			return exitOK
+			o.tracefsDir, found = m, true
 		}
+	}
+	if found {
+		o.formats = o.tracefsDir
+		return o.checkWritable(e)
 	}
 	fmt.Fprintf(e.stderr, "sqlhist: no tracefs at %s (sqlhist does not mount it); as root: mount -t tracefs nodev %s\n", o.tracefsDir, o.tracefsDir)
 	return exitQuery
+}
+
+// checkWritable refuses, before anything is written, a tracefs this
+// process cannot write to (not root, a read-only mount).
+func (o *options) checkWritable(e env) int {
+	if e.writable == nil {
+		return exitOK
+	}
+	for _, f := range []string{"dynamic_events", "synthetic_events"} {
+		p := filepath.Join(o.tracefsDir, f)
+		err := e.writable(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "sqlhist: cannot write to the tracefs at %s: %v (run as root)\n", o.tracefsDir, errnoText(err))
+			return exitQuery
+		}
+		return exitOK
+	}
+	return exitOK
 }
 
 // tracefsAt returns dir as a file system when it holds events/, else nil.

@@ -231,3 +231,23 @@ func TestUsage(t *testing.T) {
 		})
 	}
 }
+
+// A tracefs this process cannot write to is refused before any write.
+func TestExecuteNotWritable(t *testing.T) {
+	for _, args := range [][]string{{"-e", wakeupSQL}, {"-r", "-d", "1", wakeupSQL}} {
+		f := newFake(t, 0)
+		e, _, stderr := fakeEnv(f, "")
+		e.writable = func(p string) error {
+			if p != "/sys/kernel/tracing/dynamic_events" {
+				return fs.ErrNotExist
+			}
+			return &fs.PathError{Op: "access", Path: p, Err: fs.ErrPermission}
+		}
+		if code := run(args, e); code != exitQuery || !strings.Contains(stderr.String(), "cannot write to the tracefs at /sys/kernel/tracing: permission denied") {
+			t.Errorf("%q: exit %d, stderr %s", args, code, stderr)
+		}
+		if len(f.Writes) != 0 {
+			t.Errorf("%q: wrote %q", args, f.Writes)
+		}
+	}
+}
