@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -62,18 +61,8 @@ func (o *options) compileInto(cat *tracefs.Catalog, args []string, e env) int {
 	if code != exitOK {
 		return code
 	}
-	script, err := compiler.Parse(src)
-	if err != nil {
-		return report(e, src, err)
-	}
-	plan, diags := planner.Build(script, cat, popt)
-	if len(diags) > 0 {
-		io.WriteString(e.stderr, diags.Render(src))
-	}
-	if plan == nil {
-		return exitQuery
-	}
-	return exitOK
+	_, code = compile(e, src, cat, popt)
+	return code
 }
 
 // eventPath turns "system.event" into "system/event"; other text is kept.

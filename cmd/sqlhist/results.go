@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -148,11 +149,11 @@ func (res *result) sortRows(order []planner.ResultOrder) {
 				continue
 			}
 			if c.Kind == planner.ColLatency {
-				return cmpFloat(a.stats.avg(), b.stats.avg())
+				return cmp.Compare(a.stats.avg(), b.stats.avg())
 			}
 			x, y := a.cells[j], b.cells[j]
 			if x.isNum && y.isNum {
-				return cmpUint(x.num, y.num)
+				return cmp.Compare(x.num, y.num)
 			}
 			return strings.Compare(x.text, y.text)
 		}
@@ -176,26 +177,6 @@ func (res *result) sortRows(order []planner.ResultOrder) {
 		}
 		return false
 	})
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // keyCell shows a key as the kernel resolved it: the syscall's name, the

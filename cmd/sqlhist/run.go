@@ -75,7 +75,7 @@ func osEnv() env {
 		mounts:   func() ([]byte, error) { return os.ReadFile("/proc/mounts") },
 		signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
-			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			return ch, func() { signal.Stop(ch) }
 		},
 		after: time.After,
@@ -194,16 +194,9 @@ func run(args []string, e env) int {
 	if code != exitOK {
 		return code
 	}
-	script, err := compiler.Parse(src)
-	if err != nil {
-		return report(e, src, err)
-	}
-	plan, diags := planner.Build(script, cat, popt)
-	if len(diags) > 0 {
-		io.WriteString(e.stderr, diags.Render(src))
-	}
-	if plan == nil {
-		return exitQuery
+	plan, code := compile(e, src, cat, popt)
+	if code != exitOK {
+		return code
 	}
 	feat := cat.Features()
 	eopt := emit.Options{SyntheticEventsFile: !feat.DynamicEvents}
@@ -237,6 +230,23 @@ func run(args []string, e env) int {
 	emit.Print(&out, cmds, emit.PrintOptions{Root: o.tracefsDir, Notes: notes})
 	e.stdout.Write(out.Bytes())
 	return exitOK
+}
+
+// compile parses and plans the SQL against the catalog, printing the
+// diagnostics (warnings too).
+func compile(e env, src *compiler.Source, cat *tracefs.Catalog, popt planner.Options) (*planner.Plan, int) {
+	script, err := compiler.Parse(src)
+	if err != nil {
+		return nil, report(e, src, err)
+	}
+	plan, diags := planner.Build(script, cat, popt)
+	if len(diags) > 0 {
+		io.WriteString(e.stderr, diags.Render(src))
+	}
+	if plan == nil {
+		return nil, exitQuery
+	}
+	return plan, exitOK
 }
 
 func report(e env, src *compiler.Source, err error) int {
