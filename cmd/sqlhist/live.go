@@ -200,6 +200,13 @@ func (r *liveRun) run() int {
 		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
 		return exitQuery
 	}
+	if st == nil && r.opt.output == "csv" {
+		// CSV has no place for them; the table and JSON carry them.
+		for _, res := range results {
+			t := res.hist.Totals
+			fmt.Fprintf(e.stderr, "sqlhist: %s: hits %d, entries %d, dropped %d\n", res.title, t.Hits, t.Entries, t.Dropped)
+		}
+	}
 	return code
 }
 

@@ -289,6 +289,9 @@ Totals:
 	if want := "call,n\nsys_newfstatat,517\nsys_close,216\n"; stdout.String() != want {
 		t.Errorf("csv:\n%s\nwant:\n%s", stdout, want)
 	}
+	if !strings.Contains(stderr.String(), "raw_syscalls/sys_enter: hits 842, entries 3, dropped 5") {
+		t.Errorf("no totals on stderr with -o csv: %s", stderr)
+	}
 	if !strings.Contains(stderr.String(), "dropped 5 events: its map of 2048 entries was full; run again with --size 4096") {
 		t.Errorf("no dropped warning: %s", stderr)
 	}
