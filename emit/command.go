@@ -117,6 +117,12 @@ type RunOptions struct {
 	Enable bool
 }
 
+// Instance is the command that creates the tracefs instance name (and
+// whose undo removes it).
+func Instance(name string) Command {
+	return Command{Kind: KindDir, File: "instances/" + name, Line: "mkdir", Undo: "rmdir", What: "instance " + name}
+}
+
 // RunCommands lowers a plan planned for --run: the instance when it is
 // created, then per statement the synthetic event, its results histogram
 // and enable, and only then the triggers that fire it, so that every
@@ -124,7 +130,7 @@ type RunOptions struct {
 func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
 	var out []Command
 	if run.CreateInstance {
-		out = append(out, Command{Kind: KindDir, File: "instances/" + run.Instance, Line: "mkdir", Undo: "rmdir", What: "instance " + run.Instance})
+		out = append(out, Instance(run.Instance))
 	}
 	for _, u := range p.Units {
 		if u.Synth != nil {

@@ -202,11 +202,7 @@ func run(args []string, e env) int {
 	eopt := emit.Options{SyntheticEventsFile: !feat.DynamicEvents}
 	if o.run {
 		inst := popt.Instance
-		created := true
-		if fsys, err := e.dir(o.tracefsDir); err == nil {
-			_, err := fs.Stat(fsys, "instances/"+inst)
-			created = err != nil
-		}
+		created := !o.instanceExists(e, inst)
 		if created && !cat.HasFile("instances") {
 			fmt.Fprintf(e.stderr, "sqlhist: %s has no instances/ directory: this kernel cannot keep a run apart from other tracing\n", o.tracefsDir)
 			return exitQuery
@@ -220,6 +216,10 @@ func run(args []string, e env) int {
 		cmds = emit.Teardown(cmds)
 	}
 	if o.execute {
+		if o.instance != "" && !o.teardown && !o.instanceExists(e, o.instance) {
+			fmt.Fprintf(e.stderr, "sqlhist: creating instance %s; it stays after --teardown (rmdir %s when done)\n", o.instance, emit.Quote(filepath.Join(o.tracefsDir, "instances", o.instance)))
+			cmds = append([]Command{emit.Instance(o.instance)}, cmds...)
+		}
 		return apply(e, o.tracefsDir, src, cmds, o.teardown)
 	}
 	notes := plan.Notes
@@ -388,6 +388,16 @@ func apply(e env, root string, src *compiler.Source, cmds []Command, teardown bo
 		return exitQuery
 	}
 	return exitOK
+}
+
+// instanceExists reports whether the tracefs has the instance name.
+func (o *options) instanceExists(e env, name string) bool {
+	fsys, err := e.dir(o.tracefsDir)
+	if err != nil {
+		return false
+	}
+	_, err = fs.Stat(fsys, "instances/"+name)
+	return err == nil
 }
 
 // write makes one command's write: an append, or an instance's mkdir or

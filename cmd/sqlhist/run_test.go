@@ -251,3 +251,34 @@ func TestExecuteNotWritable(t *testing.T) {
 		}
 	}
 }
+
+// -e -B NAME creates a missing instance first (undone with the rest when a
+// write fails); --teardown leaves it.
+func TestExecuteCreatesInstance(t *testing.T) {
+	for _, tt := range []struct {
+		failAt int
+		code   int
+		writes []string
+	}{
+		{0, exitOK, []string{"mkdir: instances/mine", "dynamic_events: s:wl char comm[16]; u64 lat"}},
+		{3, exitQuery, []string{"mkdir: instances/mine", "dynamic_events: s:wl char comm[16]; u64 lat", "dynamic_events: -:wl", "rmdir: instances/mine"}},
+	} {
+		f := newFake(t, tt.failAt)
+		e, _, stderr := fakeEnv(f, "")
+		if code := run([]string{"-e", "-B", "mine", "-n", "wl", wakeupSQL}, e); code != tt.code {
+			t.Errorf("failAt %d: exit %d: %s", tt.failAt, code, stderr)
+		}
+		if len(f.Writes) < 2 || !cmp.Equal(tt.writes, f.Writes[:len(tt.writes)]) || tt.failAt == 0 && len(f.Writes) != 4 {
+			t.Errorf("failAt %d: writes %q", tt.failAt, f.Writes)
+		}
+		if !strings.Contains(stderr.String(), "creating instance mine") {
+			t.Errorf("stderr %s", stderr)
+		}
+	}
+	f := newFake(t, 0)
+	e, _, _ := fakeEnv(f, "")
+	run([]string{"-e", "--teardown", "-B", "mine", "-n", "wl", wakeupSQL}, e)
+	if strings.Contains(f.String(), "rmdir") || strings.Contains(f.String(), "mkdir") {
+		t.Errorf("--teardown touched the instance: %q", f.Writes)
+	}
+}
