@@ -133,6 +133,8 @@ func TestRunInKernels(t *testing.T) {
 				t.Errorf("tracefs differs after the runs:\n%s", d)
 			}
 			t.Logf("%s: sqlhist -r -d 2s (table):\n%s", kname, sec["table"])
+			t.Logf("%s: --events: %s", kname, strings.TrimSpace(sec["events-stderr"]))
+			t.Logf("%s: histogram query, LIMIT 3:\n%s", kname, sec["limit-csv"])
 		})
 	}
 }
