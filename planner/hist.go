@@ -92,7 +92,7 @@ func (p *planner) limit(q *compiler.Query) int {
 	}
 	if !p.opt.Run {
 		x := p.diags.Add(q.Limit.Pos, q.Limit.End, "LIMIT applies when the results are read: the kernel keeps every entry")
-		x.Hint = "run the query with --run (-r), which reads the histogram and shows the first rows; ORDER BY becomes the trigger's sort="
+		x.Hint = "run the query with --run (-r), which reads the results and shows the first rows"
 		return 0
 	}
 	if q.Limit.Neg || q.Limit.Value == 0 || q.Limit.Value > 1<<20 {
