@@ -62,7 +62,7 @@ func osEnv() env {
 // options holds the parsed command line.
 type options struct {
 	name, tracefsDir, formats, file, kernel string
-	execute, teardown, help                 bool
+	execute, teardown, help, deref          bool
 	onmax, onchange                         string
 	snapshot, trace                         bool
 	save                                    string
@@ -100,6 +100,7 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.save, "save", "S", "", "with -m/-c: save the end event's `FIELDS` (comma-separated)")
 	fl.BoolVarP(&o.trace, "trace", "T", false, "with -m/-c: fire the synthetic event only then")
 	fl.StringVarP(&o.instance, "instance", "B", "", "put the triggers in the tracefs instance `NAME`")
+	fl.BoolVar(&o.deref, "deref", false, "read char * fields a query selects through an eprobe that dereferences them to strings")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
 	fl.Usage = func() {
 		fmt.Fprint(e.stderr, usageHead)
@@ -181,7 +182,8 @@ func usageError(e env, format string, args ...any) int {
 
 func (o *options) plannerOptions(e env) (planner.Options, int) {
 	p := planner.Options{Name: o.name, OnMax: o.onmax, OnChange: o.onchange,
-		Snapshot: o.snapshot, Trace: o.trace, Instance: o.instance, Teardown: o.teardown}
+		Snapshot: o.snapshot, Trace: o.trace, Instance: o.instance, Teardown: o.teardown,
+		ReadFile: e.readFile, Deref: o.deref}
 	if o.save != "" {
 		for _, f := range strings.Split(o.save, ",") {
 			f = strings.TrimSpace(f)
