@@ -47,10 +47,13 @@ func (n *Name) String() string {
 	return strings.Join(s, ".")
 }
 
-// TableRef is an event in FROM or JOIN with its optional alias.
+// TableRef is an event in FROM or JOIN with its optional alias. For a
+// probe call, Probe holds its definition and Name the call as written
+// (the planner names the probe's event and resolves it).
 type TableRef struct {
 	Name  *Name
 	Alias *Ident
+	Probe *Probe
 }
 
 // SelectItem is one item of the SELECT list.

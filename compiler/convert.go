@@ -225,6 +225,12 @@ func (c *converter) tableSource(n tidbast.ResultSetNode) *TableRef {
 		return nil
 	}
 	ref := &TableRef{Name: tok.name}
+	if tok.probe != nil {
+		ref.Probe = parseProbe(tok, &c.diags)
+		if ref.Probe == nil {
+			return nil
+		}
+	}
 	if ts.AsName.O != "" {
 		ref.Alias = c.ident(ts.AsName.O)
 	}
@@ -268,6 +274,10 @@ func (c *converter) expr(e tidbast.ExprNode) Expr {
 		t := c.rw.names[x.Name.Name.O]
 		if t == nil || t.kind != tName {
 			return c.bad(e, "sqlhist internal error: lost a name")
+		}
+		if t.probe != nil {
+			c.errorf(t.pos, t.end, "a probe is an event source: name it in FROM or JOIN")
+			return &Number{Pos: t.pos, End: t.end}
 		}
 		return &Field{Name: t.name}
 	case tidbast.ValueExpr:

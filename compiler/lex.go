@@ -31,12 +31,13 @@ type token struct {
 	kind     tokKind
 	text     string // source text (keywords upper-cased)
 	pos, end Pos
-	name     *Name  // tName
-	str      string // tString: the value between the quotes
-	num      uint64 // tNumber
-	numErr   string // tNumber: why the literal is not a number we take
-	sql      string // what the tidb parser is given for this token
-	rw       int    // byte offset of sql in the rewritten text
+	name     *Name      // tName
+	str      string     // tString: the value between the quotes
+	num      uint64     // tNumber
+	numErr   string     // tNumber: why the literal is not a number we take
+	probe    *probeCall // tName: a probe call such as kprobe(…), whole
+	sql      string     // what the tidb parser is given for this token
+	rw       int        // byte offset of sql in the rewritten text
 }
 
 // keywords are the bare words handed to tidb as keywords. Everything else
@@ -213,6 +214,10 @@ func (lx *lexer) word() {
 		plain = false
 	}
 	end := lx.i
+	if kind, ok := probeKinds[strings.ToLower(first.Name)]; ok && plain && len(parts) == 1 && lx.peekByte() == '(' {
+		lx.probeCall(start, kind)
+		return
+	}
 	if plain && len(parts) == 1 {
 		up := strings.ToUpper(first.Name)
 		if keywords[up] && (!aggregates[up] || lx.peekByte() == '(') {

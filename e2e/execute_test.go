@@ -25,7 +25,7 @@ import (
 const executeScript = `
 T=/sys/kernel/tracing
 Q='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
-snap() { cat $T/dynamic_events; grep -v '^#' $T/events/sched/sched_waking/trigger $T/events/sched/sched_switch/trigger; ls $T/events/synthetic 2>/dev/null; }
+snap() { cat $T/dynamic_events; grep -v '^#' $T/events/sched/sched_waking/trigger $T/events/sched/sched_switch/trigger; ls $T/events/synthetic $T/events/sqlhist 2>/dev/null; }
 snap > /tmp/s0
 /work/sqlhist -e -n sqlhist_exec "$Q"; echo "@@apply $?"
 echo "@@active"; grep -c sqlhist_exec $T/dynamic_events $T/events/sched/sched_switch/trigger
@@ -52,6 +52,13 @@ fault events/sched/sched_waking/trigger 'hist:keys=common_pid:sqlhist_exec_ts_us
 fault events/sched/sched_switch/trigger 'hist:keys=next_pid:sqlhist_exec_lat=next_prio' $T 3 '!hist:keys=next_pid:sqlhist_exec_lat=next_prio'
 snap > /tmp/s2
 echo "@@diff-end"; diff /tmp/s0 /tmp/s2
+P='SELECT TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, dfd=$arg1:s32) AS start
+JOIN kretprobe(sqlhist_no_such_function, ret=$retval:s64) AS end ON start.common_pid = end.common_pid'
+snap > /tmp/s4
+/work/sqlhist -e -n sqlhist_probe "$P" 2> /tmp/err; echo "@@probe-fault $?"
+echo "@@probe-stderr"; cat /tmp/err
+snap > /tmp/s5
+echo "@@diff-probe"; diff /tmp/s4 /tmp/s5
 echo "@@done"
 `
 
@@ -67,7 +74,7 @@ func TestExecuteInKernels(t *testing.T) {
 			res := boot(t, kname, vm.Guest{Script: executeScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
 			sec := sections(res.Stdout)
-			for _, want := range []string{"@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@done"} {
+			for _, want := range []string{"@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@done"} {
 				if !strings.Contains(res.Stdout, want+"\n") {
 					t.Errorf("want %q in the guest's output:\n%s", want, res.Stdout)
 				}
@@ -102,6 +109,19 @@ func TestExecuteInKernels(t *testing.T) {
 				}
 				t.Logf("%s: %s:\n%s", kname, f.sec, errText)
 			}
+			// A probe on a function that does not exist: the kernel refuses
+			// the kretprobe, sqlhist reports its error_log entry at the probe
+			// call and removes the kprobe it had already created.
+			if d := sec["diff-probe"]; d != "" {
+				t.Errorf("a refused probe left tracefs different (not all or nothing):\n%s", d)
+			}
+			probeErr := sec["probe-stderr"]
+			for _, want := range []string{"Invalid probed address or symbol", "<args>:2:", "the kernel refused the kretprobe sqlhist/sqlhist_no_such_function__return"} {
+				if !strings.Contains(probeErr, want) {
+					t.Errorf("the probe refusal does not say %q:\n%s", want, probeErr)
+				}
+			}
+			t.Logf("%s: a probe on a missing function as sqlhist reports it:\n%s", kname, probeErr)
 		})
 	}
 }

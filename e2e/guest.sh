@@ -11,7 +11,7 @@ SQLHIST=/work/sqlhist
 gstate() {
 	cat $T/dynamic_events
 	grep -H '^[^#]' $T/events/*/*/trigger 2>/dev/null
-	ls $T/events/synthetic 2>/dev/null
+	ls $T/events/synthetic $T/events/sqlhist 2>/dev/null
 	ls $T/instances
 }
 
@@ -21,7 +21,7 @@ state() {
 		echo "== $f"
 		grep -v '^#' $f 2>/dev/null || echo "(absent)"
 	done
-	ls $T/events/synthetic 2>/dev/null
+	ls $T/events/synthetic $T/events/sqlhist 2>/dev/null
 	ls $T/instances
 }
 
@@ -42,6 +42,8 @@ workload() {
 		dd if=/proc/version of=/dev/null bs=32 2>/dev/null
 		cat /etc/passwd > /dev/null
 		ls /work /proc/self > /dev/null
+		# A small static Go program for the uprobe cases.
+		/work/bin/demo > /dev/null
 		# Serial interrupts (irq_handler_entry/exit); the host skips @@noise.
 		echo "@@noise $i" > /dev/console
 		# Resetting a buffer makes this shell wait for RCU in uninterruptible

@@ -43,3 +43,41 @@ func TestVerdictLatencyBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictWants: a "want FIELD VALUE" line fails a case unless some
+// line of its synthetic events carries exactly that value.
+func TestVerdictWants(t *testing.T) {
+	c := kernelCase{name: "x", bounds: map[string]string{}, wants: [][2]string{{"filename", "/etc/passwd"}}}
+	mk := func(lines ...string) *caseResult {
+		return &caseResult{commands: "echo 's:op char filename[]; long ret' >> /sys/kernel/tracing/dynamic_events\n",
+			hists: map[string]string{}, trace: lines}
+	}
+	tests := []struct {
+		lines []string
+		ok    bool
+	}{
+		{[]string{"  cat-9 [000] ...1. 1.0: op: filename=/etc/passwd ret=3"}, true},
+		{[]string{"  cat-9 [000] ...1. 1.0: op: filename=/etc/passwd.bak ret=3"}, false},
+		{[]string{"  cat-9 [000] ...1. 1.0: op: filename=140725713398952 ret=3"}, false},
+		{[]string{"  cat-9 [000] ...1. 1.0: other: filename=/etc/passwd"}, false},
+	}
+	for _, tt := range tests {
+		problems, _, _, _, _ := verdict(c, mk(tt.lines...))
+		if ok := len(problems) == 0; ok != tt.ok {
+			t.Errorf("%q: ok %v, want %v (problems %q)", tt.lines, ok, tt.ok, problems)
+		}
+	}
+}
+
+// TestMaskDemo: only the demo binary's offsets are masked.
+func TestMaskDemo(t *testing.T) {
+	in := "# uprobe: main.work in /work/bin/demo is at file offset 0x1345\n" +
+		"echo 'p:sqlhist/demo_main_work /work/bin/demo:0x1345 n=%ax:s64' >> x\n" +
+		"echo 'p:sqlhist/app /usr/bin/app:0x1345' >> x\n"
+	want := "# uprobe: main.work in /work/bin/demo is at file offset OFFSET\n" +
+		"echo 'p:sqlhist/demo_main_work /work/bin/demo:OFFSET n=%ax:s64' >> x\n" +
+		"echo 'p:sqlhist/app /usr/bin/app:0x1345' >> x\n"
+	if got := maskDemo(in); got != want {
+		t.Errorf("maskDemo:\n%s\nwant\n%s", got, want)
+	}
+}

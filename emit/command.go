@@ -17,6 +17,7 @@ const (
 	KindDir
 	// KindEnable writes "1" (or "0") to an event's enable file.
 	KindEnable
+	KindProbe // a kprobe, uprobe or eprobe definition in dynamic_events
 )
 
 // Command is one write: Line appended to File (relative to the tracefs
@@ -43,10 +44,14 @@ type Options struct {
 }
 
 // Commands lowers a plan into the commands that create it, in order:
-// synthetic event, start trigger, end trigger, statement by statement.
+// probes, synthetic event, start trigger, end trigger, statement by
+// statement.
 func Commands(p *planner.Plan, opt Options) []Command {
 	var out []Command
 	for _, u := range p.Units {
+		for _, pr := range u.Probes {
+			out = append(out, probeCommand(pr))
+		}
 		if u.Synth != nil {
 			out = append(out, synthCommand(u.Synth, opt))
 		}
@@ -72,6 +77,22 @@ func synthCommand(s *planner.Synth, opt Options) Command {
 		c.Undo = "-:" + s.Name
 	}
 	return c
+}
+
+// probeCommand defines a probe event. Every probe type goes to
+// dynamic_events (uprobes too: Linux 5.0 and later take them there).
+func probeCommand(pr *planner.Probe) Command {
+	id := planner.ProbeGroup + "/" + pr.Name
+	return Command{
+		Kind:   KindProbe,
+		File:   "dynamic_events",
+		Line:   pr.Line,
+		Undo:   "-:" + id,
+		What:   pr.Kind.String() + " " + id,
+		Pos:    pr.Pos,
+		End:    pr.End,
+		Marker: ":" + id + " ",
+	}
 }
 
 func triggerCommand(h *planner.Hist) Command {
@@ -133,6 +154,9 @@ func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
 		out = append(out, Instance(run.Instance))
 	}
 	for _, u := range p.Units {
+		for _, pr := range u.Probes {
+			out = append(out, probeCommand(pr))
+		}
 		if u.Synth != nil {
 			out = append(out, synthCommand(u.Synth, opt))
 		}

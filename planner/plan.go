@@ -18,10 +18,11 @@ type Plan struct {
 // Unit is one statement's lowering: a synthetic event with its start and
 // end triggers, or a single histogram.
 type Unit struct {
-	Query *compiler.Query
-	Synth *Synth // nil in histogram mode
-	Start *Hist  // the start trigger (JOIN) or the histogram
-	End   *Hist  // the end trigger; nil in histogram mode
+	Query  *compiler.Query
+	Probes []*Probe // the probes this statement creates first (shared ones appear once)
+	Synth  *Synth   // nil in histogram mode
+	Start  *Hist    // the start trigger (JOIN) or the histogram
+	End    *Hist    // the end trigger; nil in histogram mode
 	// Results is, for --run, the histogram on a JOIN's synthetic event
 	// that collects what is shown: the non-latency fields as keys and the
 	// latency as an exact key (so count, min, average, maximum and the

@@ -42,6 +42,12 @@ type Options struct {
 	// TaskNote, when set, is printed first among the script's comments
 	// (how -p found the threads).
 	TaskNote string
+	// ReadFile reads a uprobe's binary to resolve a symbol to a file
+	// offset; nil refuses uprobes on symbols.
+	ReadFile func(name string) ([]byte, error)
+	// Deref replaces an event whose char * fields a query selects with an
+	// eprobe that reads the strings they point to.
+	Deref bool
 }
 
 // hist keywords that a variable must never be named (the kernel matches
@@ -51,18 +57,20 @@ var histKeywords = map[string]bool{"key": true, "keys": true, "val": true, "vals
 	"pause": true, "cont": true, "continue": true, "clear": true, "nohitcount": true, "NOHC": true}
 
 type planner struct {
-	cat   *tracefs.Catalog
-	feat  tracefs.Features
-	opt   Options
-	diags *compiler.Diags
-	r     *resolver
-	plan  *Plan
+	cat    *tracefs.Catalog
+	feat   tracefs.Features
+	opt    Options
+	diags  *compiler.Diags
+	r      *resolver
+	plan   *Plan
+	probes probeState
 }
 
 // Build plans a script against an event catalog.
 func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, compiler.Diags) {
 	var diags compiler.Diags
-	p := &planner{cat: cat, feat: cat.Features(), opt: opt, diags: &diags, plan: &Plan{}}
+	p := &planner{cat: cat, feat: cat.Features(), opt: opt, diags: &diags, plan: &Plan{},
+		probes: probeState{byDef: map[string]*Probe{}, byName: map[string]*Probe{}}}
 	if !p.feat.HistTriggers {
 		diags.Add(compiler.NoPos, compiler.NoPos, "the kernel behind this catalog has no hist triggers (CONFIG_HIST_TRIGGERS): sqlhist cannot run there")
 		return nil, diags
@@ -98,6 +106,13 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, c
 
 func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 	before := len(p.diags.Errors())
+	var probes []*Probe
+	p.derefRewrite(q)
+	for _, t := range []*compiler.TableRef{q.From, q.Join} {
+		if t != nil && t.Probe != nil && !p.probeSource(t, &probes) {
+			return nil
+		}
+	}
 	p.r = &resolver{cat: p.cat, feat: p.feat, diags: p.diags}
 	from := p.r.event(q.From.Name)
 	var join *tracefs.Event
@@ -114,7 +129,7 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 			return nil
 		}
 	}
-	u := &Unit{Query: q}
+	u := &Unit{Query: q, Probes: probes}
 	if q.Join != nil {
 		p.join(q, u, names)
 	} else {

@@ -26,6 +26,8 @@ type Features struct {
 	StacktraceVars   bool // common_stacktrace in variables, unsigned long[] fields (6.3)
 	CommonStacktrace bool // the name common_stacktrace (6.4); before, "stacktrace"
 	ErrorLog         bool // error_log (5.2)
+	Eprobes          bool // e: event probes in dynamic_events (5.15)
+	RetprobeArgs     bool // $argN in kernel return probes (6.9)
 }
 
 // Features reports the kernel features of the catalog, read once.
@@ -55,7 +57,7 @@ func allFeatures() Features {
 		HistTriggers: true, SyntheticEvents: true, DynamicEvents: true,
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
-		ErrorLog: true,
+		ErrorLog: true, Eprobes: true, RetprobeArgs: true,
 	}
 }
 
@@ -70,6 +72,8 @@ func FeaturesFromREADME(readme string) Features {
 	f.CommonCPU = has("common_cpu")
 	f.Buckets = has(".buckets")
 	f.CommonStacktrace = has("common_stacktrace")
+	f.Eprobes = has("e[:[<group>/][<event>]]")
+	f.RetprobeArgs = has("kernel return probes support: $retval, $arg<N>")
 	f.StacktraceVars = f.CommonStacktrace
 	// '*', '/' and constants arrived in 5.16, after .buckets (5.15) and
 	// before any README marker of their own; treat kernels that list

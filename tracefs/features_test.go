@@ -20,18 +20,21 @@ func TestFeaturesEmbedded(t *testing.T) {
 			FromREADME: true, Kernel: "6.1.0-56-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true, ErrorLog: true,
+			Eprobes: true,
 		}},
 		{"6.12", Features{
 			FromREADME: true, Kernel: "6.12.117+deb13-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
+			Eprobes: true, RetprobeArgs: true,
 		}},
 		{"7.2", Features{
 			FromREADME: true, Kernel: "7.2.13+deb14-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
+			Eprobes: true, RetprobeArgs: true,
 		}},
 	}
 	for _, tt := range tests {
@@ -65,7 +68,7 @@ func TestFeaturesWithoutREADME(t *testing.T) {
 		HistTriggers: true, SyntheticEvents: true, DynamicEvents: true,
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
-		ErrorLog: true,
+		ErrorLog: true, Eprobes: true, RetprobeArgs: true,
 	}
 	noDynamic := all
 	noDynamic.DynamicEvents = false

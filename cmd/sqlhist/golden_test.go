@@ -26,6 +26,8 @@ var update = flag.Bool("update", false, "rewrite the want/ sections of testdata/
 //	args                 optional extra flags, one per line
 //	tracefs/...          optional event formats (then --formats tracefs;
 //	                     otherwise the embedded 6.1 catalog)
+//	elf/PATH             a binary at /PATH for uprobes, described as
+//	                     "SYMBOL ADDRESS" lines (see buildELF)
 //	want/commands.sh     expected stdout
 //	want/teardown.sh     expected stdout with --teardown (successful cases)
 //	want/stderr          expected stderr
@@ -60,6 +62,13 @@ func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) c
 		if strings.HasPrefix(f.Name, "tracefs/") {
 			hasFormats = true
 		}
+		if bin, ok := strings.CutPrefix(f.Name, "elf/"); ok {
+			data, err := buildELF(string(f.Data))
+			if err != nil {
+				t.Fatalf("%s: %v", f.Name, err)
+			}
+			files[bin] = &fstest.MapFile{Data: data}
+		}
 	}
 	var args []string
 	if data, ok := files["args"]; ok {
@@ -86,7 +95,8 @@ func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) c
 			}
 			return fs.Sub(files, p)
 		},
-		readFile: func(p string) ([]byte, error) { return fs.ReadFile(files, p) },
+		// Absolute paths (uprobe binaries) are served from the archive's root.
+		readFile: func(p string) ([]byte, error) { return fs.ReadFile(files, strings.TrimPrefix(p, "/")) },
 		writer:   func(string) tracefs.Writer { t.Fatal("a golden case tried to write to tracefs"); return nil },
 	}
 	code := run(args, e)

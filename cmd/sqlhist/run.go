@@ -93,7 +93,7 @@ func osEnv() env {
 // options holds the parsed command line.
 type options struct {
 	name, tracefsDir, formats, file, kernel string
-	execute, teardown, help, run            bool
+	execute, teardown, help, run, deref     bool
 	onmax, onchange                         string
 	snapshot, trace                         bool
 	save                                    string
@@ -144,6 +144,7 @@ func run(args []string, e env) int {
 	fl.StringArrayVarP(&o.tids, "tid", "L", nil, "trace only thread `TID` (repeat or comma-separate)")
 	fl.StringVar(&o.describe, "describe", "", "print the fields of `EVENT` (event, system.event or system/event) as a table; with SQL, after the query defines its events")
 	fl.BoolVar(&o.listEvents, "list-events", false, "list the events (system/event) matching the GLOB arguments, or all")
+	fl.BoolVar(&o.deref, "deref", false, "read char * fields a query selects through an eprobe that dereferences them to strings")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
 	fl.Usage = func() {
 		fmt.Fprint(e.stderr, usageHead)
@@ -267,7 +268,8 @@ func usageError(e env, format string, args ...any) int {
 
 func (o *options) plannerOptions(e env) (planner.Options, int) {
 	p := planner.Options{Name: o.name, OnMax: o.onmax, OnChange: o.onchange,
-		Snapshot: o.snapshot, Trace: o.trace, Instance: o.instance, Teardown: o.teardown}
+		Snapshot: o.snapshot, Trace: o.trace, Instance: o.instance, Teardown: o.teardown,
+		ReadFile: e.readFile, Deref: o.deref}
 	if o.save != "" {
 		for _, f := range strings.Split(o.save, ",") {
 			f = strings.TrimSpace(f)

@@ -1,0 +1,294 @@
+package planner
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// ProbeGroup is the event group of every probe sqlhist creates.
+const ProbeGroup = "sqlhist"
+
+// maxEventNameLen is the kernel's MAX_EVENT_NAME_LEN for probe events.
+const maxEventNameLen = 64
+
+// Probe is a dynamic event (kprobe, kretprobe, uprobe, uretprobe or
+// eprobe) that the script creates before the triggers that use it.
+type Probe struct {
+	Kind     compiler.ProbeKind
+	Name     string // the event name in group ProbeGroup
+	Line     string // the dynamic_events definition: "p:sqlhist/NAME PLACE ARGS"
+	Pos, End compiler.Pos
+}
+
+// probeState is what the planner knows about the probes of a script:
+// their definitions by name, to share identical ones and keep names unique.
+type probeState struct {
+	byDef  map[string]*Probe // "PLACE ARGS" (with the type letter) → probe
+	byName map[string]*Probe
+}
+
+// probeSource plans the probe named in t: it checks the definition
+// against the catalog, names the event, defines it in the catalog with
+// the fields the kernel will create, and points t.Name at it. New probes
+// are appended to *out. It returns false after reporting an error.
+func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
+	pr := t.Probe
+	before := len(p.diags.Errors())
+	var place, base, letter string
+	var src *tracefs.Event
+	switch pr.Kind {
+	case compiler.KProbe, compiler.KRetProbe:
+		place, base, letter = p.kprobePlace(pr)
+	case compiler.UProbe, compiler.URetProbe:
+		place, base, letter = p.uprobePlace(pr)
+	case compiler.EProbe:
+		src = p.eprobeSource(pr)
+		if src != nil {
+			place, base, letter = src.System+"."+src.Name, src.Name, "e"
+		}
+	}
+	p.checkArgs(pr)
+	if len(p.diags.Errors()) > before {
+		return false
+	}
+	args := make([]string, len(pr.Args))
+	for i, a := range pr.Args {
+		args[i] = a.Text()
+	}
+	def := strings.TrimSpace(letter + " " + place + " " + strings.Join(args, " "))
+	probe := p.probes.byDef[def]
+	if probe == nil {
+		name := sanitizeEventName(base)
+		if len(name) > maxEventNameLen {
+			p.diags.Add(pr.TargetPos, pr.TargetEnd, "probe event name %q is %d characters; the kernel takes at most %d", name, len(name), maxEventNameLen)
+			return false
+		}
+		name = p.uniqueProbeName(name)
+		probe = &Probe{Kind: pr.Kind, Name: name, Pos: pr.Pos, End: pr.End,
+			Line: strings.TrimSpace(letter + ":" + ProbeGroup + "/" + name + " " + place + " " + strings.Join(args, " "))}
+		p.probes.byDef[def] = probe
+		p.probes.byName[name] = probe
+		*out = append(*out, probe)
+		p.cat.Define(p.probeEvent(probe, pr))
+	}
+	t.Name = &compiler.Name{Pos: t.Name.Pos, End: t.Name.End, Parts: []*compiler.Ident{
+		{Name: ProbeGroup, Pos: t.Name.Pos, End: t.Name.End},
+		{Name: probe.Name, Pos: t.Name.Pos, End: t.Name.End}}}
+	return true
+}
+
+// uniqueProbeName returns name, or name_2, name_3 … when another probe
+// of the script already has it.
+func (p *planner) uniqueProbeName(name string) string {
+	n := name
+	for i := 2; p.probes.byName[n] != nil; i++ {
+		suffix := fmt.Sprintf("_%d", i)
+		n = name[:min(len(name), maxEventNameLen-len(suffix))] + suffix
+	}
+	return n
+}
+
+// sanitizeEventName makes s a C identifier: other bytes become '_', and a
+// leading digit gets a '_' in front.
+func sanitizeEventName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || b[0] >= '0' && b[0] <= '9' {
+		b = append([]byte{'_'}, b...)
+	}
+	return string(b)
+}
+
+// kprobePlace returns the kernel place of a kprobe or kretprobe, the base
+// of its event name and its type letter.
+func (p *planner) kprobePlace(pr *compiler.Probe) (place, base, letter string) {
+	place = pr.Symbol
+	if pr.Module != "" {
+		place = pr.Module + ":" + place
+	}
+	base = pr.Symbol
+	if pr.Offset != 0 {
+		place += fmt.Sprintf("+%d", pr.Offset)
+		base += fmt.Sprintf("_%d", pr.Offset)
+	}
+	letter = "p"
+	switch {
+	case pr.Kind == compiler.KRetProbe:
+		letter = "r"
+		base += "__return"
+	case pr.Return:
+		place += "%return"
+		base += "__return"
+	}
+	return place, base, letter
+}
+
+// uprobePlace resolves a uprobe's symbol to a file offset in its binary.
+func (p *planner) uprobePlace(pr *compiler.Probe) (place, base, letter string) {
+	off := pr.Address
+	base = path.Base(pr.Path) + "_" + pr.Symbol
+	if pr.HasAddress {
+		base = path.Base(pr.Path) + fmt.Sprintf("_0x%x", pr.Address)
+	} else {
+		var read func(string) ([]byte, error)
+		if p.opt.ReadFile != nil {
+			read = p.opt.ReadFile
+		}
+		data, err := readBinary(read, pr.Path)
+		if err != nil {
+			p.diags.Add(pr.TargetPos, pr.TargetEnd, "cannot read the binary: %v", err)
+			return "", "", ""
+		}
+		o, err := symbolOffset(data, pr.Symbol)
+		if err != nil {
+			p.diags.Add(pr.SymPos, pr.SymEnd, "%s: %v", pr.Path, err)
+			return "", "", ""
+		}
+		off = o
+		p.note("uprobe: %s in %s is at file offset 0x%x", pr.Symbol, pr.Path, off)
+	}
+	letter = "p"
+	if pr.Kind == compiler.URetProbe {
+		letter = "r"
+		base += "__return"
+	}
+	return fmt.Sprintf("%s:0x%x", pr.Path, off), base, letter
+}
+
+// eprobeSource resolves the event an eprobe attaches to.
+func (p *planner) eprobeSource(pr *compiler.Probe) *tracefs.Event {
+	if !p.feat.Eprobes {
+		p.diags.Add(pr.Pos, pr.End, "this kernel has no event probes (eprobe needs Linux 5.15)")
+		return nil
+	}
+	r := &resolver{cat: p.cat, feat: p.feat, diags: p.diags}
+	ev := r.event(pr.Event)
+	if ev == nil {
+		return nil
+	}
+	for _, a := range pr.Args {
+		for _, f := range a.Fields {
+			if ev.Field(f.Name) == nil {
+				errUnknownField(p.diags, f.Pos, f.End, f.Name, ev.FullName(), ev.FieldNames())
+			}
+		}
+	}
+	return ev
+}
+
+// checkArgs applies the rules that depend on the kernel.
+func (p *planner) checkArgs(pr *compiler.Probe) {
+	for _, a := range pr.Args {
+		if pr.Kind == compiler.KRetProbe || pr.Return && pr.Kind == compiler.KProbe {
+			if strings.Contains(a.Fetch, "$arg") && !p.feat.RetprobeArgs {
+				x := p.diags.Add(a.FetchPos, a.End, "this kernel cannot read $argN in a return probe (Linux 6.9 can)")
+				x.Hint = "read the argument in a kprobe on the entry and JOIN the two"
+			}
+		}
+	}
+}
+
+// probeEvent returns the event the kernel will create for a probe: the
+// common fields, the probe's own fields, then one field per argument,
+// typed as the kernel's format file types them.
+func (p *planner) probeEvent(probe *Probe, pr *compiler.Probe) *tracefs.Event {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nID: 0\nformat:\n", probe.Name)
+	off := 0
+	for _, f := range p.commonFields() {
+		fmt.Fprintf(&b, "\tfield:%s %s;\toffset:%d;\tsize:%d;\tsigned:%d;\n", f.Decl, f.Name, f.Offset, f.Size, b2i(f.Signed))
+		off = max(off, f.Offset+f.Size)
+	}
+	b.WriteString("\n")
+	field := func(decl, name string, size int, signed bool) {
+		fmt.Fprintf(&b, "\tfield:%s %s;\toffset:%d;\tsize:%d;\tsigned:%d;\n", decl, name, off, size, b2i(signed))
+		off += size
+	}
+	off = (off + 7) &^ 7
+	switch {
+	case pr.Kind == compiler.EProbe:
+	case pr.Return:
+		field("unsigned long", "__probe_func", 8, false)
+		field("unsigned long", "__probe_ret_ip", 8, false)
+	default:
+		field("unsigned long", "__probe_ip", 8, false)
+	}
+	for _, a := range pr.Args {
+		decl, size, signed, count := argFieldType(a.Type)
+		name := a.Name
+		if count > 0 {
+			name += "[]"
+			size *= count
+		}
+		field(decl, name, size, signed)
+	}
+	b.WriteString("\nprint fmt: \"\"\n")
+	ev, err := tracefs.ParseFormat(ProbeGroup, b.String())
+	if err != nil {
+		panic("sqlhist internal error: probe event format: " + err.Error())
+	}
+	return ev
+}
+
+// argFieldType returns how the kernel declares an argument's field
+// (traceprobe_define_arg_fields): x types show as u types, symbols and
+// untyped arguments as u64, strings as __data_loc char[].
+func argFieldType(typ string) (decl string, size int, signed bool, count int) {
+	base := typ
+	if k := strings.IndexByte(typ, '['); k >= 0 {
+		fmt.Sscanf(typ[k:], "[%d]", &count)
+		base = typ[:k]
+	}
+	switch {
+	case base == "" || base == "symbol":
+		return "u64", 8, false, count
+	case base == "string" || base == "ustring":
+		return "__data_loc char[]", 4, true, count
+	}
+	var bits int
+	fmt.Sscanf(base[1:], "%d", &bits)
+	switch base[0] {
+	case 's':
+		return base, bits / 8, true, count
+	case 'x':
+		return "u" + base[1:], bits / 8, false, count
+	}
+	return base, bits / 8, false, count
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// commonFields returns the common_ fields of the catalog's events (every
+// event of a kernel has the same), read from sched_switch.
+func (p *planner) commonFields() []*tracefs.Field {
+	var out []*tracefs.Field
+	if ev, err := p.cat.Event("sched", "sched_switch"); err == nil {
+		for _, f := range ev.Fields {
+			if f.IsCommon() {
+				out = append(out, f)
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	ev, _ := tracefs.ParseFormat("x", "name: x\nformat:\n"+
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"+
+		"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"+
+		"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"+
+		"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\nprint fmt: \"\"\n")
+	return ev.Fields
+}
