@@ -51,6 +51,10 @@ kill -INT $P
 wait $P; echo "@@sigint-exit $?"
 echo "@@sigint-json"; cat /tmp/out
 echo "@@sigint-stderr"; cat /tmp/err
+K='SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid'
+/work/sqlhist -r -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
+echo "@@probe-json"; cat /tmp/out
+echo "@@probe-stderr"; cat /tmp/err
 /work/sqlhist -r -d 2 -o json "$J" > /tmp/c1 2> /tmp/c1err &
 A=$!
 /work/sqlhist -r -d 2 -o json "$J" > /tmp/c2 2> /tmp/c2err &
@@ -101,7 +105,10 @@ func TestRunInKernels(t *testing.T) {
 					t.Errorf("want %q in the guest's output:\n%s", want, res.Stdout)
 				}
 			}
-			for _, want := range []string{"@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0"} {
+			// A kprobe/kretprobe pair: opens of the workload's files, with
+			// their latency, and the probes gone afterwards (gdiff).
+			checkJoinRows(t, "probe", sec["probe-json"], "filename", "/proc/version")
+			for _, want := range []string{"@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0"} {
 				if !strings.Contains(res.Stdout, want+"\n") {
 					t.Errorf("want %q in the guest's output:\n%s", want, sec["conc-stderr"])
 				}
@@ -169,6 +176,23 @@ func checkJoin(t *testing.T, name, out string) {
 	if sum != res.Totals.Hits || res.Totals.Dropped != 0 || res.Unit != "us" {
 		t.Errorf("%s: rows count %d, kernel Hits %d, dropped %d, unit %q", name, sum, res.Totals.Hits, res.Totals.Dropped, res.Unit)
 	}
+}
+
+// checkJoinRows checks a JOIN's results as checkJoin does and that some
+// row has column = value.
+func checkJoinRows(t *testing.T, name, out, column, value string) {
+	t.Helper()
+	checkJoin(t, name, out)
+	var r runJSON
+	if json.Unmarshal([]byte(out), &r) != nil || len(r.Results) != 1 {
+		return
+	}
+	for _, row := range r.Results[0].Rows {
+		if row[column] == value {
+			return
+		}
+	}
+	t.Errorf("%s: no row with %s = %q:\n%s", name, column, value, out)
 }
 
 // checkHist: syscall names, counts sorted most first and summing to Hits.

@@ -82,7 +82,7 @@ func synthCommand(s *planner.Synth, opt Options) Command {
 // probeCommand defines a probe event. Every probe type goes to
 // dynamic_events (uprobes too: Linux 5.0 and later take them there).
 func probeCommand(pr *planner.Probe) Command {
-	id := planner.ProbeGroup + "/" + pr.Name
+	id := pr.Group + "/" + pr.Name
 	return Command{
 		Kind:   KindProbe,
 		File:   "dynamic_events",

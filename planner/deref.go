@@ -31,7 +31,7 @@ func (p *planner) derefRewrite(q *compiler.Query) {
 			continue
 		}
 		if t.Probe != nil {
-			r.addSide(&tracefs.Event{System: ProbeGroup}, t) // keeps the side numbers
+			r.addSide(&tracefs.Event{System: p.probeGroup()}, t) // keeps the side numbers
 			continue
 		}
 		evs[i] = r.event(t.Name)
@@ -100,7 +100,7 @@ func (p *planner) derefRewrite(q *compiler.Query) {
 			}
 		}
 		p.note("--deref: %s is read through eprobe %s.%s, which dereferences %s to a string",
-			ev.System+"."+ev.Name, ProbeGroup, ev.Name, strings.Join(strs, ", "))
+			ev.System+"."+ev.Name, p.probeGroup(), ev.Name, strings.Join(strs, ", "))
 	}
 }
 

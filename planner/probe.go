@@ -9,8 +9,17 @@ import (
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
-// ProbeGroup is the event group of every probe sqlhist creates.
+// ProbeGroup is the event group of the probes sqlhist creates; a --run
+// uses ProbeGroup_<Suffix>, so that concurrent runs do not collide.
 const ProbeGroup = "sqlhist"
+
+// probeGroup is the group of this plan's probes.
+func (p *planner) probeGroup() string {
+	if p.opt.Suffix != "" {
+		return ProbeGroup + "_" + p.opt.Suffix
+	}
+	return ProbeGroup
+}
 
 // maxEventNameLen is the kernel's MAX_EVENT_NAME_LEN for probe events.
 const maxEventNameLen = 64
@@ -19,7 +28,8 @@ const maxEventNameLen = 64
 // eprobe) that the script creates before the triggers that use it.
 type Probe struct {
 	Kind     compiler.ProbeKind
-	Name     string // the event name in group ProbeGroup
+	Group    string // the event group: ProbeGroup, or ProbeGroup_<Suffix> for a --run
+	Name     string // the event name in Group
 	Line     string // the dynamic_events definition: "p:sqlhist/NAME PLACE ARGS"
 	Pos, End compiler.Pos
 }
@@ -68,15 +78,15 @@ func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
 			return false
 		}
 		name = p.uniqueProbeName(name)
-		probe = &Probe{Kind: pr.Kind, Name: name, Pos: pr.Pos, End: pr.End,
-			Line: strings.TrimSpace(letter + ":" + ProbeGroup + "/" + name + " " + place + " " + strings.Join(args, " "))}
+		probe = &Probe{Kind: pr.Kind, Group: p.probeGroup(), Name: name, Pos: pr.Pos, End: pr.End,
+			Line: strings.TrimSpace(letter + ":" + p.probeGroup() + "/" + name + " " + place + " " + strings.Join(args, " "))}
 		p.probes.byDef[def] = probe
 		p.probes.byName[name] = probe
 		*out = append(*out, probe)
 		p.cat.Define(p.probeEvent(probe, pr))
 	}
 	t.Name = &compiler.Name{Pos: t.Name.Pos, End: t.Name.End, Parts: []*compiler.Ident{
-		{Name: ProbeGroup, Pos: t.Name.Pos, End: t.Name.End},
+		{Name: p.probeGroup(), Pos: t.Name.Pos, End: t.Name.End},
 		{Name: probe.Name, Pos: t.Name.Pos, End: t.Name.End}}}
 	return true
 }
@@ -231,7 +241,7 @@ func (p *planner) probeEvent(probe *Probe, pr *compiler.Probe) *tracefs.Event {
 		field(decl, name, size, signed)
 	}
 	b.WriteString("\nprint fmt: \"\"\n")
-	ev, err := tracefs.ParseFormat(ProbeGroup, b.String())
+	ev, err := tracefs.ParseFormat(probe.Group, b.String())
 	if err != nil {
 		panic("sqlhist internal error: probe event format: " + err.Error())
 	}

@@ -357,3 +357,32 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestRunProbes: a --run of a probe query creates its probes first, in a
+// group of its own (two runs at once must not collide), and removes them
+// last.
+func TestRunProbes(t *testing.T) {
+	f := newLiveFake(t, 0)
+	synth := "do_sys_openat2_to_do_sys_openat2__return_4242"
+	f.files[runInst+"events/synthetic/"+synth+"/hist"] = "# event histogram\n#\n# trigger info: hist:keys=filename,lat:vals=hitcount:sort=hitcount:size=8192 [active]\n#\n\n" +
+		"{ filename: /etc/passwd                                        , lat:         20 } hitcount:          2\n\nTotals:\n    Hits: 2\n    Entries: 1\n    Dropped: 0\n"
+	f.timer <- time.Time{}
+	e, stdout, stderr := liveEnv(f)
+	q := `SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start
+	      JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid`
+	if code := run([]string{"-r", "-d", "1", q}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	w := f.Writes
+	if len(w) != 14 || w[1] != "dynamic_events: p:sqlhist_4242/do_sys_openat2 do_sys_openat2 filename=+0($arg2):string" ||
+		w[2] != "dynamic_events: r:sqlhist_4242/do_sys_openat2__return do_sys_openat2 ret=$retval:s32" ||
+		w[12] != "dynamic_events: -:sqlhist_4242/do_sys_openat2" || w[13] != "rmdir: instances/sqlhist_4242" {
+		t.Errorf("writes:\n%s", strings.Join(w, "\n"))
+	}
+	if !strings.Contains(w[6], "onmatch(sqlhist_4242.do_sys_openat2)") {
+		t.Errorf("end trigger %q does not match on the run's probe", w[6])
+	}
+	if !rowMatches(stdout.String(), "/etc/passwd", "2", "20", "20.0", "20") {
+		t.Errorf("output:\n%s", stdout)
+	}
+}
