@@ -142,6 +142,7 @@ func TestRunInKernels(t *testing.T) {
 			t.Logf("%s: sqlhist -r -d 2s (table):\n%s", kname, sec["table"])
 			t.Logf("%s: --events: %s", kname, strings.TrimSpace(sec["events-stderr"]))
 			t.Logf("%s: histogram query, LIMIT 3:\n%s", kname, sec["limit-csv"])
+			t.Logf("%s: kprobe/kretprobe JOIN (JSON):\n%s", kname, sec["probe-json"])
 		})
 	}
 }
