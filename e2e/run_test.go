@@ -46,6 +46,8 @@ echo "@@hist-stderr"; cat /tmp/err
 echo "@@limit-csv"; cat /tmp/out
 /work/sqlhist -r -o json "$J" > /tmp/out 2> /tmp/err &
 P=$!
+# SIGINT 1 s after the collection started (the apply takes a while under TCG).
+i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/err; do sleep 0.05; i=$((i + 1)); done
 sleep 1
 kill -INT $P
 wait $P; echo "@@sigint-exit $?"
