@@ -123,6 +123,7 @@ func (r *liveRun) run() int {
 			return exitOK
 		}
 		stopped = true
+		r.pauseHistograms()
 		return apply(e, r.root, r.src, first, true)
 	}
 	teardown := func() int {
@@ -208,6 +209,31 @@ func (r *liveRun) run() int {
 		}
 	}
 	return code
+}
+
+// pauseHistograms pauses the trigger of each histogram query, so that the
+// entries and the Totals read from its hist file count the same events
+// (the kernel prints them one after the other while events keep coming).
+// A JOIN's results need no pause: removing the end triggers stops them.
+// A trigger with variables could not be paused this way (the kernel parses
+// the spec as a new trigger first and finds them defined); a histogram
+// has none.
+func (r *liveRun) pauseHistograms() {
+	w := r.e.writer(r.root)
+	for _, u := range r.plan.Units {
+		h := u.Start
+		if u.End != nil || h == nil || len(h.Vars) > 0 {
+			continue
+		}
+		head, filter, _ := strings.Cut(h.Spec(), " if ")
+		line := head + ":pause"
+		if filter != "" {
+			line += " if " + filter
+		}
+		if err := w.Append(h.TriggerFile(), line); err != nil {
+			fmt.Fprintf(r.e.stderr, "sqlhist: warning: pausing the histogram on %s/%s: %v (its counts may differ slightly from its Totals)\n", h.System, h.Event, errnoText(err))
+		}
+	}
 }
 
 // isEnd reports whether c removes the end trigger of a JOIN.

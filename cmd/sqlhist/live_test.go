@@ -286,6 +286,9 @@ Totals:
 	if code := run([]string{"-r", "-d", "1", "-o", "csv", q}, e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	if !strings.Contains(f.String(), runInst+"events/raw_syscalls/sys_enter/trigger: hist:keys=id.syscall:sort=hitcount.descending:pause") {
+		t.Errorf("the histogram is not paused before the read: %q", f.Writes)
+	}
 	if want := "call,n\nsys_newfstatat,517\nsys_close,216\n"; stdout.String() != want {
 		t.Errorf("csv:\n%s\nwant:\n%s", stdout, want)
 	}
