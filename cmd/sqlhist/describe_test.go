@@ -61,6 +61,11 @@ var inspectCases = []struct {
 		"SELECT end.next_comm AS comm, start.STACKTRACE AS stack, TIMESTAMP_DELTA_USECS AS lat " +
 			"FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"}, false},
 	{"describe-query-file", []string{"--kernel", "6.1", "--describe", "synthetic/ontime", "-f", "chain.sql"}, false},
+	{"describe-query-kretprobe", []string{"--kernel", "6.12", "--describe", "sqlhist.do_sys_openat2__return",
+		"SELECT start.filename, end.ret FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start " +
+			"JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid"}, false},
+	{"describe-query-eprobe", []string{"--kernel", "6.1", "--describe", "sqlhist/sys_enter_openat",
+		"SELECT filename, COUNT(*) FROM eprobe(sys_enter_openat, filename=+0($filename):ustring)"}, false},
 	{"describe-formats", []string{"--formats", "/demo", "--describe", "alpha/tick"}, false},
 	{"describe-live", []string{"--describe", "tock"}, true},
 	{"list-6.1-system-glob", []string{"--kernel", "6.1", "--list-events", "sched/sched_wak*"}, false},
