@@ -108,7 +108,8 @@ const usageHead = `usage: sqlhist [flags] [SQL ...]
 
 sqlhist compiles SQL over trace events into the tracefs commands that
 create synthetic events and hist triggers, and prints them as a shell
-script (or applies them with -e).
+script, applies them with -e, or runs them with -r: apply, collect for
+-d, show the results, remove everything.
 
   sqlhist -n wakeup_lat 'SELECT end.next_comm AS comm, start.pid,
       (end.TIMESTAMP_USECS - start.TIMESTAMP_USECS) AS lat
