@@ -45,6 +45,13 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 	if !p.checkName("synthetic event name", name, npos, nend) {
 		return
 	}
+	if len(name) < 2 && p.feat.TraceAction {
+		// The kernel parses trace(NAME, …)'s NAME as a parameter, and
+		// refuses parameters shorter than two characters (e2e/FINDINGS.md).
+		x := p.diags.Add(npos, nend, "synthetic event name %q is one character; the kernel refuses it in trace(%s,…) (\"Invalid action param\")", name, name)
+		x.Hint = "use a name of two characters or more"
+		return
+	}
 	if names[name] {
 		p.diags.Add(npos, nend, "synthetic event %q is defined twice in this script", name)
 		return

@@ -115,9 +115,11 @@ func TestSynthNameClashes(t *testing.T) {
 	}{
 		{"exists", `SELECT b.pid FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`, Options{Name: "taken"},
 			`a synthetic event named "taken" already exists`},
-		{"twice", `CREATE VIEW v AS SELECT b.pid FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid;
-		           CREATE VIEW v AS SELECT b.prio FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`, Options{},
-			`synthetic event "v" is defined twice in this script`},
+		{"twice", `CREATE VIEW vw AS SELECT b.pid FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid;
+		           CREATE VIEW vw AS SELECT b.prio FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`, Options{},
+			`synthetic event "vw" is defined twice in this script`},
+		{"one character", `SELECT b.pid FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`, Options{Name: "v"},
+			`synthetic event name "v" is one character; the kernel refuses it in trace(v,…)`},
 		{"not an identifier", `SELECT b.pid FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`, Options{Name: "9lat"},
 			`synthetic event name "9lat" is not a valid name`},
 		{"too long", `SELECT b.pid FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`, Options{Name: strings.Repeat("n", 64)},

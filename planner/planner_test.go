@@ -107,13 +107,13 @@ func TestJoin(t *testing.T) {
 		},
 	}, {
 		name: "string filters and OR groups stay on their side",
-		opt:  Options{Name: "f"},
+		opt:  Options{Name: "fo"},
 		sql: `SELECT start.pid FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid
 		      WHERE (start.comm ~ "ba*" OR start.prio > 100) AND end.prev_comm != 'swapper/0' AND NOT end.next_prio < 0`,
 		want: joinOut{
-			Def:       "f pid_t pid",
-			Start:     `hist:keys=pid:f_pid=pid if comm ~ "ba*" || prio > 100`,
-			End:       `hist:keys=next_pid:onmatch(sched.sched_waking).trace(f,$f_pid) if prev_comm != "swapper/0" && !(next_prio < 0)`,
+			Def:       "fo pid_t pid",
+			Start:     `hist:keys=pid:fo_pid=pid if comm ~ "ba*" || prio > 100`,
+			End:       `hist:keys=next_pid:onmatch(sched.sched_waking).trace(fo,$fo_pid) if prev_comm != "swapper/0" && !(next_prio < 0)`,
 			StartFile: wk, EndFile: sw,
 		},
 	}, {
@@ -249,9 +249,9 @@ func TestViewChain(t *testing.T) {
 
 // Planning the same script twice gives the same triggers.
 func TestDeterministic(t *testing.T) {
-	sql := `CREATE VIEW a AS SELECT start.pid, start.prio + end.next_prio AS s, TIMESTAMP_DELTA AS d
+	sql := `CREATE VIEW va AS SELECT start.pid, start.prio + end.next_prio AS s, TIMESTAMP_DELTA AS d
 	          FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid;
-	        CREATE VIEW b AS SELECT start.pid, start.prio + end.next_prio AS s, TIMESTAMP_DELTA AS d
+	        CREATE VIEW vb AS SELECT start.pid, start.prio + end.next_prio AS s, TIMESTAMP_DELTA AS d
 	          FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`
 	dump := func() []string {
 		var out []string
@@ -267,12 +267,12 @@ func TestDeterministic(t *testing.T) {
 	}
 	// Each view's variables carry its own name, so both coexist on one event.
 	want := []string{
-		"a pid_t pid; int s; u64 d",
-		"hist:keys=pid:a_pid=pid,a_prio=prio,a_ts=common_timestamp",
-		"hist:keys=next_pid:a_s=$a_prio+next_prio,a_d=common_timestamp-$a_ts:onmatch(sched.sched_waking).trace(a,$a_pid,$a_s,$a_d)",
-		"b pid_t pid; int s; u64 d",
-		"hist:keys=pid:b_pid=pid,b_prio=prio,b_ts=common_timestamp",
-		"hist:keys=next_pid:b_s=$b_prio+next_prio,b_d=common_timestamp-$b_ts:onmatch(sched.sched_waking).trace(b,$b_pid,$b_s,$b_d)",
+		"va pid_t pid; int s; u64 d",
+		"hist:keys=pid:va_pid=pid,va_prio=prio,va_ts=common_timestamp",
+		"hist:keys=next_pid:va_s=$va_prio+next_prio,va_d=common_timestamp-$va_ts:onmatch(sched.sched_waking).trace(va,$va_pid,$va_s,$va_d)",
+		"vb pid_t pid; int s; u64 d",
+		"hist:keys=pid:vb_pid=pid,vb_prio=prio,vb_ts=common_timestamp",
+		"hist:keys=next_pid:vb_s=$vb_prio+next_prio,vb_d=common_timestamp-$vb_ts:onmatch(sched.sched_waking).trace(vb,$vb_pid,$vb_s,$vb_d)",
 	}
 	if diff := cmp.Diff(want, first); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -140,7 +140,7 @@ func TestInspectErrors(t *testing.T) {
 		{"execute", []string{"-e", "--describe", "sched_switch"}, exitUsage, "only print: drop -e"},
 		{"query error", []string{"--kernel", "6.1", "--describe", "x", "SELECT nope FROM sched_switch"}, exitQuery,
 			`<args>:1:8: unknown field "nope" in event sched/sched_switch`},
-		{"defined only in 6.12", []string{"--kernel", "6.1", "--describe", "s", "-n", "s",
+		{"defined only in 6.12", []string{"--kernel", "6.1", "--describe", "st", "-n", "st",
 			"SELECT start.STACKTRACE AS st FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"}, exitQuery,
 			"stack traces cannot be passed to synthetic events on this kernel"},
 		{"no catalog", []string{"--formats", "/empty", "--list-events"}, exitUsage, "--formats: file does not exist"},
