@@ -27,8 +27,10 @@ gstate() {
 	ls $T/events/synthetic 2>/dev/null
 	ls $T/instances
 }
+mkdir $T/instances/sqlhist_dstate
 gstate > /tmp/g0
-( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; done ) > /dev/null 2>&1 &
+# Resetting a private buffer puts the writer in D state (see FINDINGS.md).
+( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; echo > $T/instances/sqlhist_dstate/trace; done ) > /dev/null 2>&1 &
 W=$!
 /work/sqlhist -r -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
 echo "@@join-json"; cat /tmp/out
@@ -53,6 +55,19 @@ kill -INT $P
 wait $P; echo "@@sigint-exit $?"
 echo "@@sigint-json"; cat /tmp/out
 echo "@@sigint-stderr"; cat /tmp/err
+cat > /tmp/chain.sql <<'EOF'
+CREATE VIEW sysname AS
+  SELECT start.id, end.prev_pid FROM sys_enter AS start
+  JOIN sched_switch AS end ON start.common_pid = end.prev_pid
+  WHERE end.prev_state == 2;
+CREATE VIEW offcpu AS
+  SELECT start.id, end.next_comm AS comm, (end.TIMESTAMP_USECS - start.TIMESTAMP_USECS) AS lat
+  FROM sysname AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid;
+SELECT CAST(id AS SYSCALL) AS call, comm, COUNT(*) AS n, SUM(lat) FROM offcpu;
+EOF
+/work/sqlhist -r -d 2 -o json -f /tmp/chain.sql > /tmp/out 2> /tmp/err; echo "@@chain-exit $?"
+echo "@@chain-json"; cat /tmp/out
+echo "@@chain-stderr"; cat /tmp/err
 K='SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid'
 /work/sqlhist -r -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
 echo "@@probe-json"; cat /tmp/out
@@ -72,20 +87,25 @@ mkdir $T/instances/sqlhist_keep
 echo "@@instances"; ls $T/instances
 rmdir $T/instances/sqlhist_keep
 kill $W
+wait $W
 gstate > /tmp/g1
+rmdir $T/instances/sqlhist_dstate
 echo "@@gdiff"; diff /tmp/g0 /tmp/g1
 echo "@@done"
 `
 
 // runJSON is sqlhist -o json's output.
 type runJSON struct {
-	Results []struct {
-		Event   string
-		Columns []string
-		Rows    []map[string]any
-		Totals  struct{ Hits, Entries, Dropped uint64 }
-		Unit    string
-	}
+	Results []runResult
+}
+
+// runResult is the results of one statement.
+type runResult struct {
+	Event   string
+	Columns []string
+	Rows    []map[string]any
+	Totals  struct{ Hits, Entries, Dropped uint64 }
+	Unit    string
 }
 
 // TestRunInKernels proves --run in each kernel: the tables are not empty,
@@ -110,7 +130,10 @@ func TestRunInKernels(t *testing.T) {
 			// A kprobe/kretprobe pair: opens of the workload's files, with
 			// their latency, and the probes gone afterwards (gdiff).
 			checkJoinRows(t, "probe", sec["probe-json"], "filename", "/proc/version")
-			for _, want := range []string{"@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0"} {
+			// A script of three statements, the second joining on the
+			// first's synthetic event, the third aggregating the second.
+			checkChain(t, sec["chain-json"])
+			for _, want := range []string{"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0"} {
 				if !strings.Contains(res.Stdout, want+"\n") {
 					t.Errorf("want %q in the guest's output:\n%s", want, sec["conc-stderr"])
 				}
@@ -159,7 +182,12 @@ func checkJoin(t *testing.T, name, out string) {
 		t.Errorf("%s: not one JSON result (%v):\n%s", name, err, out)
 		return
 	}
-	res := r.Results[0]
+	checkJoinResult(t, name, r.Results[0], out)
+}
+
+// checkJoinResult checks one JOIN's results (see checkJoin).
+func checkJoinResult(t *testing.T, name string, res runResult, out string) {
+	t.Helper()
 	if len(res.Rows) == 0 || res.Totals.Hits == 0 {
 		t.Errorf("%s: no rows: %s", name, out)
 		return
@@ -178,6 +206,33 @@ func checkJoin(t *testing.T, name, out string) {
 	}
 	if sum != res.Totals.Hits || res.Totals.Dropped != 0 || res.Unit != "us" {
 		t.Errorf("%s: rows count %d, kernel Hits %d, dropped %d, unit %q", name, sum, res.Totals.Hits, res.Totals.Dropped, res.Unit)
+	}
+}
+
+// checkChain: the three statements of the off-CPU chain each give
+// results; the middle one (a join on a synthetic event) has latencies,
+// the histogram over it adds up to its Hits.
+func checkChain(t *testing.T, out string) {
+	t.Helper()
+	var r runJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Results) != 3 {
+		t.Errorf("chain: not three JSON results (%v):\n%s", err, out)
+		return
+	}
+	if r.Results[0].Event != "synthetic/sysname" || r.Results[1].Event != "synthetic/offcpu" || r.Results[2].Event != "synthetic/offcpu" {
+		t.Errorf("chain: results of %s, %s, %s", r.Results[0].Event, r.Results[1].Event, r.Results[2].Event)
+	}
+	if len(r.Results[0].Rows) == 0 {
+		t.Errorf("chain: sysname has no rows:\n%s", out)
+	}
+	checkJoinResult(t, "chain offcpu", r.Results[1], out)
+	var sum uint64
+	for _, row := range r.Results[2].Rows {
+		n, _ := row["n"].(float64)
+		sum += uint64(n)
+	}
+	if h := r.Results[2].Totals.Hits; sum != h || h != r.Results[1].Totals.Hits {
+		t.Errorf("chain: histogram rows %d, its Hits %d, the join's Hits %d", sum, h, r.Results[1].Totals.Hits)
 	}
 }
 

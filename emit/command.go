@@ -144,10 +144,12 @@ func Instance(name string) Command {
 	return Command{Kind: KindDir, File: "instances/" + name, Line: "mkdir", Undo: "rmdir", What: "instance " + name}
 }
 
-// RunCommands lowers a plan planned for --run: the instance when it is
-// created, then per statement the synthetic event, its results histogram
-// and enable, and only then the triggers that fire it, so that every
-// synthetic event is both counted and recorded.
+// RunCommands lowers a plan planned for --run so that every event is
+// counted by everything that reads it: the instance when it is created,
+// every probe and synthetic event, then the statements' triggers from the
+// last statement to the first, each statement's results histogram and
+// enable before its start and end triggers. A trigger that reads a
+// synthetic event is then in place before the trigger that fires it.
 func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
 	var out []Command
 	if run.CreateInstance {
@@ -157,9 +159,14 @@ func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
 		for _, pr := range u.Probes {
 			out = append(out, probeCommand(pr))
 		}
+	}
+	for _, u := range p.Units {
 		if u.Synth != nil {
 			out = append(out, synthCommand(u.Synth, opt))
 		}
+	}
+	for i := len(p.Units) - 1; i >= 0; i-- {
+		u := p.Units[i]
 		if u.Results != nil {
 			c := triggerCommand(u.Results)
 			c.What = "results histogram on synthetic/" + u.Synth.Name
