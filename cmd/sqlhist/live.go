@@ -123,8 +123,12 @@ func (r *liveRun) run() int {
 			return exitOK
 		}
 		stopped = true
+		// The end triggers first: then no synthetic event fires, and
+		// pausing the histograms (over kernel events or over views) stops
+		// the rest.
+		code := apply(e, r.root, r.src, first, true)
 		r.pauseHistograms()
-		return apply(e, r.root, r.src, first, true)
+		return code
 	}
 	teardown := func() int {
 		code := stopSources()
