@@ -161,9 +161,9 @@ func (r *liveRun) run() int {
 		}
 		st = newStreamer(e.stdout, r.plan, r.opt.output)
 		st.marker = "sqlhist-end-" + strconv.Itoa(e.pid)
-		go st.copy(p)
-		defer p.Close()
 		st.pipe = p
+		defer p.Close()
+		go st.copy(p)
 	}
 	select {
 	case <-timeout:
