@@ -111,19 +111,7 @@ func loadCases(t *testing.T) []kernelCase {
 
 // buildDemo builds the static program the uprobe cases probe, installed
 // in the guests as /work/bin/demo.
-func buildDemo(t *testing.T) []byte {
-	bin := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/demo")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the uprobe demo: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func buildDemo(t *testing.T) []byte { return goBuildStatic(t, "./testdata/demo") }
 
 // demoOffsetRE matches what depends on the demo binary the guest has (the
 // golden cases describe a smaller one): uprobe file offsets.
@@ -132,13 +120,18 @@ var demoOffsetRE = regexp.MustCompile(`(/work/bin/demo:|/work/bin/demo is at fil
 // maskDemo replaces the demo binary's file offsets by OFFSET.
 func maskDemo(script string) string { return demoOffsetRE.ReplaceAllString(script, "${1}OFFSET") }
 
-func buildStatic(t *testing.T) []byte {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "sqlhist")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/sqlhist")
+// buildStatic builds sqlhist as the static binary the guests run.
+func buildStatic(t *testing.T) []byte { return goBuildStatic(t, "../cmd/sqlhist") }
+
+// goBuildStatic builds the Go package pkg with cgo off and returns the
+// binary.
+func goBuildStatic(t *testing.T, pkg string) []byte {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the static binary: %v\n%s", err, out)
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
 	}
 	b, err := os.ReadFile(bin)
 	if err != nil {
