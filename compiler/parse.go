@@ -44,6 +44,12 @@ func Parse(src *Source) (*Script, error) {
 		c.diags.Sort()
 		return nil, c.diags
 	}
+	if len(script.Stmts) == 0 {
+		// Only semicolons (and comments): nothing to compile.
+		var d Diags
+		d.Add(NoPos, NoPos, "empty query: expected a SELECT statement")
+		return nil, d
+	}
 	return script, nil
 }
 
