@@ -104,7 +104,7 @@ type runResult struct {
 	Event   string
 	Columns []string
 	Rows    []map[string]any
-	Totals  struct{ Hits, Entries, Dropped uint64 }
+	Totals  struct{ Hits, Entries, Dropped, Negative uint64 }
 	Unit    string
 }
 
@@ -204,8 +204,10 @@ func checkJoinResult(t *testing.T, name string, res runResult, out string) {
 			t.Errorf("%s: implausible latency %v in row %v", name, lat, row)
 		}
 	}
-	if sum != res.Totals.Hits || res.Totals.Dropped != 0 || res.Unit != "us" {
-		t.Errorf("%s: rows count %d, kernel Hits %d, dropped %d, unit %q", name, sum, res.Totals.Hits, res.Totals.Dropped, res.Unit)
+	// Events with a negative latency (clock skew; seen rarely on 6.1 and
+	// 7.2) are counted apart: a few at most.
+	if sum+res.Totals.Negative != res.Totals.Hits || res.Totals.Negative*10 > res.Totals.Hits || res.Totals.Dropped != 0 || res.Unit != "us" {
+		t.Errorf("%s: rows count %d + %d negative, kernel Hits %d, dropped %d, unit %q", name, sum, res.Totals.Negative, res.Totals.Hits, res.Totals.Dropped, res.Unit)
 	}
 }
 

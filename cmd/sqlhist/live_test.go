@@ -389,3 +389,25 @@ func TestRunProbes(t *testing.T) {
 		t.Errorf("output:\n%s", stdout)
 	}
 }
+
+// A negative latency (the end stamped before the start) wraps around in
+// the kernel's u64: it is counted apart, with a warning, not shown as a
+// latency of 584,000 years.
+func TestRunNegativeLatency(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = strings.Replace(runHist, "Hits: 8", "Hits: 9", 1) +
+		""
+	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = strings.Replace(f.files[runInst+"events/synthetic/"+runSynth+"/hist"],
+		"\nTotals:", "{ comm: sh                                                 , lat: 18446744073709542328 } hitcount:          1\n\nTotals:", 1)
+	f.timer <- time.Time{}
+	e, stdout, stderr := liveEnv(f)
+	if code := run([]string{"-r", "-d", "1", wakeupSQL}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !rowMatches(stdout.String(), "sh", "4", "12", "34.0", "100") || !strings.Contains(stdout.String(), "Totals: hits 9, entries 4, dropped 0, negative 1") {
+		t.Errorf("output:\n%s", stdout)
+	}
+	if !strings.Contains(stderr.String(), "1 events had a negative lat") {
+		t.Errorf("stderr: %s", stderr)
+	}
+}

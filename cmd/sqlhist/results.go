@@ -26,6 +26,10 @@ type result struct {
 	rows  []row
 	lat   *planner.Column // the latency column of a JOIN, if any
 	dist  []bucket        // the latency distribution over all rows
+	// negative counts the events whose latency was negative: the end
+	// event stamped before the start event (clock skew between CPUs). The
+	// u64 latency then wraps around; they are left out of the rows.
+	negative uint64
 }
 
 // row is one row of results: a cell per column. A latency column has its
@@ -102,6 +106,10 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *result
 			continue
 		}
 		v := keyCell(ent, res.lat.Index).num
+		if v >= 1<<63 {
+			res.negative += hits
+			continue
+		}
 		dist[log2Bucket(v)] += hits
 		k := strings.Join(key, "\x00")
 		i, seen := byKey[k]
@@ -271,6 +279,10 @@ func short(v uint64) string {
 // warn reports entries the kernel could not store, with the size that
 // would have held them.
 func (res *result) warn(w io.Writer) {
+	if res.negative > 0 {
+		fmt.Fprintf(w, "sqlhist: warning: %s: %d events had a negative %s (the end stamped before the start: clock skew between CPUs); they are not in the results\n",
+			res.title, res.negative, res.lat.Label)
+	}
 	t := res.hist.Totals
 	if t.Dropped == 0 {
 		return
@@ -339,7 +351,11 @@ func renderTables(w io.Writer, results []*result) error {
 			return err
 		}
 		t := res.hist.Totals
-		fmt.Fprintf(w, "Totals: hits %d, entries %d, dropped %d\n", t.Hits, t.Entries, t.Dropped)
+		fmt.Fprintf(w, "Totals: hits %d, entries %d, dropped %d", t.Hits, t.Entries, t.Dropped)
+		if res.negative > 0 {
+			fmt.Fprintf(w, ", negative %d", res.negative)
+		}
+		fmt.Fprintln(w)
 		if res.lat != nil && len(res.dist) > 0 {
 			fmt.Fprintf(w, "\n%s (%s):\n", res.lat.Label, res.lat.Unit)
 			writeDistribution(w, res.dist)
@@ -384,6 +400,8 @@ type jsonTotals struct {
 	Hits    uint64 `json:"hits"`
 	Entries uint64 `json:"entries"`
 	Dropped uint64 `json:"dropped"`
+	// Negative counts the events left out for a negative latency.
+	Negative uint64 `json:"negative,omitempty"`
 }
 
 type jsonBucket struct {
@@ -404,7 +422,7 @@ func renderJSON(w io.Writer, results []*result) error {
 	}{Results: []jsonResult{}}
 	for _, res := range results {
 		t := res.hist.Totals
-		jr := jsonResult{Event: res.title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits, t.Entries, t.Dropped}}
+		jr := jsonResult{Event: res.title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits, t.Entries, t.Dropped, res.negative}}
 		for _, c := range res.cols {
 			jr.Columns = append(jr.Columns, c.Label)
 		}
