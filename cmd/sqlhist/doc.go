@@ -80,6 +80,18 @@
 // Both read the same catalog a query is compiled against (--kernel,
 // --formats, or the live tracefs) and never write anything.
 //
+// # Probes
+//
+// FROM and JOIN also take a dynamic probe, created before the triggers and
+// removed after them: kprobe(SYMBOL, name=FETCHARG[:TYPE], …),
+// kretprobe(SYMBOL, ret=$retval:TYPE, …), uprobe('/path/bin', SYMBOL or
+// 0xOFFSET, …), uretprobe(…) and eprobe([SYSTEM.]EVENT,
+// name=+0($field):ustring, …). The arguments are checked as the kernel
+// would check them, each error at its position; a uprobe's SYMBOL is
+// resolved to a file offset from the binary's ELF symbol table. --deref
+// reads the const char * fields a query selects through an eprobe. See
+// README.md for the whole syntax.
+//
 // # Running a query
 //
 // -r applies the query in a private tracefs instance (sqlhist_<pid>, or
@@ -110,4 +122,5 @@
 //	-p PID, -L TID   only the threads of process PID, only thread TID
 //	--describe EVENT print EVENT's fields as a table
 //	--list-events    list the events matching the GLOB arguments
+//	--deref          read selected const char * fields as strings (eprobe)
 package main
