@@ -22,7 +22,6 @@ type result struct {
 	plan  *planner.Hist // the histogram read
 	hist  *tracefs.Histogram
 	title string // "synthetic/wakeup_lat" or "sched/sched_switch"
-	cols  []planner.Column
 	rows  []row
 	lat   *planner.Column // the latency column of a JOIN, if any
 	dist  []bucket        // the latency distribution over all rows
@@ -32,13 +31,24 @@ type result struct {
 	negative uint64
 }
 
-// row is one row of results: a cell per column. A latency column has its
-// statistics in stats.
+// row is one row of results: a cell per key and value column (the count
+// and latency columns are computed from count and stats).
 type row struct {
 	cells []cell
-	count uint64
-	stats *latStats
+	count uint64    // events: hitcount, summed over the folded entries
+	stats *latStats // the latency's, for a JOIN
 }
+
+// at is the row's cell for column j.
+func (r *row) at(c planner.Column, j int) cell {
+	if c.Kind == planner.ColCount {
+		return cell{text: strconv.FormatUint(r.count, 10), num: r.count, isNum: true}
+	}
+	return r.cells[j]
+}
+
+// avg is the latency's average over the row's events.
+func (r *row) avg() float64 { return r.stats.sum / float64(r.count) }
 
 // cell is one shown value: its text, and its number when it is one (for
 // sorting and JSON).
@@ -50,12 +60,9 @@ type cell struct {
 
 // latStats are the statistics of a latency over the entries of one row.
 type latStats struct {
-	count    uint64
 	sum      float64
 	min, max uint64
 }
-
-func (s *latStats) avg() float64 { return s.sum / float64(s.count) }
 
 // bucket is one power-of-two range of the latency distribution:
 // [low, high), or [0, 1) for zero.
@@ -68,7 +75,7 @@ type bucket struct {
 // histogram is keyed by the exact latency: entries that differ only in the
 // latency are folded into one row with the latency's statistics.
 func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *result {
-	res := &result{unit: u, plan: h, hist: got, cols: h.Columns, title: h.System + "/" + h.Event}
+	res := &result{unit: u, plan: h, hist: got, title: h.System + "/" + h.Event}
 	for i := range h.Columns {
 		if h.Columns[i].Kind == planner.ColLatency {
 			res.lat = &h.Columns[i]
@@ -94,9 +101,7 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *result
 				key = append(key, cl.text)
 			case planner.ColValue:
 				r.cells = append(r.cells, valueCell(ent, c.Index+1))
-			case planner.ColCount:
-				r.cells = append(r.cells, cell{text: strconv.FormatUint(hits, 10), num: hits, isNum: true})
-			case planner.ColLatency:
+			default: // computed from count and stats
 				r.cells = append(r.cells, cell{})
 			}
 		}
@@ -110,7 +115,7 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *result
 			res.negative += hits
 			continue
 		}
-		dist[log2Bucket(v)] += hits
+		dist[bits.Len64(v)] += hits // 0 for 0, else 1 + floor(log2 v)
 		k := strings.Join(key, "\x00")
 		i, seen := byKey[k]
 		if !seen {
@@ -122,20 +127,11 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *result
 		}
 		agg := &res.rows[i]
 		agg.count += hits
-		agg.stats.count += hits
 		agg.stats.sum += float64(v) * float64(hits)
 		agg.stats.min = min(agg.stats.min, v)
 		agg.stats.max = max(agg.stats.max, v)
 	}
 	if res.lat != nil {
-		for i := range res.rows {
-			r := &res.rows[i]
-			for j, c := range h.Columns {
-				if c.Kind == planner.ColCount {
-					r.cells[j] = cell{text: strconv.FormatUint(r.count, 10), num: r.count, isNum: true}
-				}
-			}
-		}
 		res.dist = buckets(dist)
 		res.sortRows(u.Order)
 	}
@@ -152,14 +148,14 @@ func (res *result) sortRows(order []planner.ResultOrder) {
 		order = []planner.ResultOrder{{Label: "count", Desc: true}}
 	}
 	cmpCol := func(a, b *row, label string) int {
-		for j, c := range res.cols {
+		for j, c := range res.plan.Columns {
 			if c.Label != label && !(label == "count" && c.Kind == planner.ColCount) {
 				continue
 			}
 			if c.Kind == planner.ColLatency {
-				return cmp.Compare(a.stats.avg(), b.stats.avg())
+				return cmp.Compare(a.avg(), b.avg())
 			}
-			x, y := a.cells[j], b.cells[j]
+			x, y := a.at(c, j), b.at(c, j)
 			if x.isNum && y.isNum {
 				return cmp.Compare(x.num, y.num)
 			}
@@ -224,11 +220,6 @@ func pow2(e uint64) uint64 {
 		return math.MaxUint64
 	}
 	return 1 << e
-}
-
-// log2Bucket is the bucket of v: 0 for 0, else 1 + floor(log2 v).
-func log2Bucket(v uint64) int {
-	return bits.Len64(v)
 }
 
 // buckets lists the distribution from the lowest to the highest bucket
@@ -313,7 +304,7 @@ func render(w io.Writer, results []*result, format string) error {
 // header returns the column titles: a latency is three columns.
 func (res *result) header() []string {
 	var h []string
-	for _, c := range res.cols {
+	for _, c := range res.plan.Columns {
 		if c.Kind == planner.ColLatency {
 			h = append(h, "min "+c.Label+" ("+c.Unit+")", "avg "+c.Label, "max "+c.Label)
 			continue
@@ -323,16 +314,16 @@ func (res *result) header() []string {
 	return h
 }
 
-// cells returns a row's texts in header order.
+// texts returns a row's texts in header order.
 func (res *result) texts(r row) []string {
 	var out []string
-	for j, c := range res.cols {
+	for j, c := range res.plan.Columns {
 		if c.Kind == planner.ColLatency {
 			s := r.stats
-			out = append(out, strconv.FormatUint(s.min, 10), strconv.FormatFloat(s.avg(), 'f', 1, 64), strconv.FormatUint(s.max, 10))
+			out = append(out, strconv.FormatUint(s.min, 10), strconv.FormatFloat(r.avg(), 'f', 1, 64), strconv.FormatUint(s.max, 10))
 			continue
 		}
-		out = append(out, r.cells[j].text)
+		out = append(out, r.at(c, j).text)
 	}
 	return out
 }
@@ -423,7 +414,7 @@ func renderJSON(w io.Writer, results []*result) error {
 	for _, res := range results {
 		t := res.hist.Totals
 		jr := jsonResult{Event: res.title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits, t.Entries, t.Dropped, res.negative}}
-		for _, c := range res.cols {
+		for _, c := range res.plan.Columns {
 			jr.Columns = append(jr.Columns, c.Label)
 		}
 		if res.lat != nil {
@@ -434,14 +425,14 @@ func renderJSON(w io.Writer, results []*result) error {
 		}
 		for _, r := range res.rows {
 			m := map[string]any{}
-			for j, c := range res.cols {
+			for j, c := range res.plan.Columns {
 				switch {
 				case c.Kind == planner.ColLatency:
-					m[c.Label] = jsonLatency{r.stats.min, math.Round(r.stats.avg()*10) / 10, r.stats.max}
-				case r.cells[j].isNum:
-					m[c.Label] = r.cells[j].num
+					m[c.Label] = jsonLatency{r.stats.min, math.Round(r.avg()*10) / 10, r.stats.max}
+				case r.at(c, j).isNum:
+					m[c.Label] = r.at(c, j).num
 				default:
-					m[c.Label] = r.cells[j].text
+					m[c.Label] = r.at(c, j).text
 				}
 			}
 			jr.Rows = append(jr.Rows, m)
@@ -461,7 +452,7 @@ func renderCSV(w io.Writer, results []*result) error {
 			fmt.Fprintln(w)
 		}
 		var h []string
-		for _, c := range res.cols {
+		for _, c := range res.plan.Columns {
 			if c.Kind == planner.ColLatency {
 				h = append(h, c.Label+"_min", c.Label+"_avg", c.Label+"_max")
 				continue
