@@ -34,6 +34,9 @@ type Command struct {
 	// listing (a variable or synthetic event name, unique to the query);
 	// empty when there is none.
 	Marker string
+	// Role is, for a trigger, the planner's role of its hist: "start",
+	// "end", "histogram" or "results".
+	Role string
 }
 
 // Options control lowering.
@@ -108,6 +111,7 @@ func triggerCommand(h *planner.Hist) Command {
 		Line:   spec,
 		Undo:   "!" + spec,
 		What:   h.Role + " trigger on " + h.System + "/" + h.Event,
+		Role:   h.Role,
 		Pos:    h.Pos,
 		End:    h.End,
 	}
@@ -120,7 +124,7 @@ func Teardown(cmds []Command) []Command {
 	out := make([]Command, 0, len(cmds))
 	for i := len(cmds) - 1; i >= 0; i-- {
 		c := cmds[i]
-		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "removal of the " + c.What, Pos: c.Pos, End: c.End, Marker: c.Marker})
+		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "removal of the " + c.What, Pos: c.Pos, End: c.End, Marker: c.Marker, Role: c.Role})
 	}
 	return out
 }

@@ -79,7 +79,7 @@ type Var struct {
 type Hist struct {
 	System, Event string
 	Instance      string // "" for the top-level instance
-	Role          string // "start", "end" or "histogram"
+	Role          string // "start", "end", "histogram" or (for --run) "results"
 	Keys          []string
 	Vals          []string
 	Vars          []Var
@@ -122,6 +122,22 @@ func (h *Hist) TriggerFile() string {
 		p = "instances/" + h.Instance + "/" + p
 	}
 	return p
+}
+
+// HistFile returns the hist file that shows what the trigger collected,
+// relative to the tracefs root.
+func (h *Hist) HistFile() string {
+	return strings.TrimSuffix(h.TriggerFile(), "trigger") + "hist"
+}
+
+// PauseSpec returns the write that pauses the trigger: its spec with the
+// pause attribute, before the filter.
+func (h *Hist) PauseSpec() string {
+	head, filter, found := strings.Cut(h.Spec(), " if ")
+	if !found {
+		return head + ":pause"
+	}
+	return head + ":pause if " + filter
 }
 
 // Spec returns the trigger text: "hist:keys=…[:vals=…][:vars][:sort=…][:actions][ if filter]".

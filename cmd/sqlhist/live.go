@@ -111,7 +111,7 @@ func (r *liveRun) run() int {
 	undo := emit.Teardown(r.cmds)
 	var first, rest []Command
 	for _, c := range undo {
-		if c.Kind == emit.KindTrigger && r.isEnd(c) {
+		if c.Role == "end" {
 			first = append(first, c)
 		} else {
 			rest = append(rest, c)
@@ -229,25 +229,10 @@ func (r *liveRun) pauseHistograms() {
 		if u.End != nil || h == nil || len(h.Vars) > 0 {
 			continue
 		}
-		head, filter, _ := strings.Cut(h.Spec(), " if ")
-		line := head + ":pause"
-		if filter != "" {
-			line += " if " + filter
-		}
-		if err := w.Append(h.TriggerFile(), line); err != nil {
+		if err := w.Append(h.TriggerFile(), h.PauseSpec()); err != nil {
 			fmt.Fprintf(r.e.stderr, "sqlhist: warning: pausing the histogram on %s/%s: %v (its counts may differ slightly from its Totals)\n", h.System, h.Event, errnoText(err))
 		}
 	}
-}
-
-// isEnd reports whether c removes the end trigger of a JOIN.
-func (r *liveRun) isEnd(c Command) bool {
-	for _, u := range r.plan.Units {
-		if u.End != nil && c.File == u.End.TriggerFile() && c.Line == "!"+u.End.Spec() {
-			return true
-		}
-	}
-	return false
 }
 
 // read reads the histogram of each unit: a JOIN's results histogram or a
@@ -263,7 +248,7 @@ func (r *liveRun) read() ([]*result, error) {
 		if h == nil {
 			h = u.Start
 		}
-		file := strings.TrimSuffix(h.TriggerFile(), "trigger") + "hist"
+		file := h.HistFile()
 		data, err := fs.ReadFile(fsys, file)
 		if err != nil {
 			return nil, err
