@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,20 +64,14 @@ echo "@@done"
 // TestExecuteInKernels checks sqlhist -e in each kernel: applying, an
 // idempotent teardown, and all-or-nothing when the kernel refuses a write.
 func TestExecuteInKernels(t *testing.T) {
-	if os.Getenv("SQLHIST_E2E") != "1" {
-		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
-	}
+	needKernels(t)
 	bin := buildStatic(t)
-	for _, kname := range strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",") {
+	for _, kname := range kernelNames() {
 		t.Run(kname, func(t *testing.T) {
 			res := boot(t, kname, vm.Guest{Script: executeScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
 			sec := sections(res.Stdout)
-			for _, want := range []string{"@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@done"} {
-				if !strings.Contains(res.Stdout, want+"\n") {
-					t.Errorf("want %q in the guest's output:\n%s", want, res.Stdout)
-				}
-			}
+			wantLines(t, res.Stdout, "@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@done")
 			if a := sec["active"]; !strings.Contains(a, "dynamic_events:1") || !strings.Contains(a, "trigger:1") {
 				t.Errorf("after -e the synthetic event and end trigger are not there:\n%s", a)
 			}

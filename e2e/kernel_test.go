@@ -109,6 +109,28 @@ func loadCases(t *testing.T) []kernelCase {
 	return out
 }
 
+// needKernels skips a test that boots kernels unless SQLHIST_E2E=1.
+func needKernels(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SQLHIST_E2E") != "1" {
+		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
+	}
+}
+
+// kernelNames is the kernels the suite boots: $SQLHIST_KERNELS, else all
+// three.
+func kernelNames() []string { return strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",") }
+
+// wantLines checks that the guest printed each of these lines.
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, want := range lines {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("want %q in the guest's output:\n%s", want, out)
+		}
+	}
+}
+
 // buildDemo builds the static program the uprobe cases probe, installed
 // in the guests as /work/bin/demo.
 func buildDemo(t *testing.T) []byte { return goBuildStatic(t, "./testdata/demo") }
@@ -387,13 +409,11 @@ func histSummary(h map[string]string) string {
 // TestQueriesInKernels runs every golden case that compiles in each kernel
 // of SQLHIST_KERNELS (default 6.1,6.12,7.2).
 func TestQueriesInKernels(t *testing.T) {
-	if os.Getenv("SQLHIST_E2E") != "1" {
-		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
-	}
+	needKernels(t)
 	old := vm.Logf
 	vm.Logf = t.Logf // downloads, boots and infrastructure retries show in -v
 	t.Cleanup(func() { vm.Logf = old })
-	kernels := strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",")
+	kernels := kernelNames()
 	cases := loadCases(t)
 	bin := buildStatic(t)
 	files := []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin},

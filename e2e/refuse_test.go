@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +25,7 @@ echo "@@done"
 // kernel has no hist triggers, and checks that sqlhist -e refuses with a
 // message naming the missing feature and writes nothing.
 func TestRefusesWithoutHistTriggers(t *testing.T) {
-	if os.Getenv("SQLHIST_E2E") != "1" {
-		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
-	}
+	needKernels(t)
 	bin := buildStatic(t)
 	res := boot(t, "5.10", vm.Guest{
 		Script: refuseScript, CombinedOutput: true, Timeout: 4 * time.Minute,

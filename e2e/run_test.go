@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -113,31 +112,21 @@ type runResult struct {
 // the streamed events are as many as the kernel counted, SIGINT still
 // prints what was collected, and tracefs is left exactly as it was.
 func TestRunInKernels(t *testing.T) {
-	if os.Getenv("SQLHIST_E2E") != "1" {
-		t.Skip("set SQLHIST_E2E=1 to boot real kernels (downloads Debian kernels on first use)")
-	}
+	needKernels(t)
 	bin := buildStatic(t)
-	for _, kname := range strings.Split(envOr("SQLHIST_KERNELS", "6.1,6.12,7.2"), ",") {
+	for _, kname := range kernelNames() {
 		t.Run(kname, func(t *testing.T) {
 			res := boot(t, kname, vm.Guest{Script: runScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
 			sec := sections(res.Stdout)
-			for _, want := range []string{"@@join-exit 0", "@@table-exit 0", "@@events-exit 0", "@@hist-exit 0", "@@limit-exit 0", "@@sigint-exit 0", "@@done"} {
-				if !strings.Contains(res.Stdout, want+"\n") {
-					t.Errorf("want %q in the guest's output:\n%s", want, res.Stdout)
-				}
-			}
+			wantLines(t, res.Stdout, "@@join-exit 0", "@@table-exit 0", "@@events-exit 0", "@@hist-exit 0", "@@limit-exit 0", "@@sigint-exit 0",
+				"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0", "@@done")
 			// A kprobe/kretprobe pair: opens of the workload's files, with
 			// their latency, and the probes gone afterwards (gdiff).
 			checkJoinRows(t, "probe", sec["probe-json"], "filename", "/proc/version")
 			// A script of three statements, the second joining on the
 			// first's synthetic event, the third aggregating the second.
 			checkChain(t, sec["chain-json"])
-			for _, want := range []string{"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0"} {
-				if !strings.Contains(res.Stdout, want+"\n") {
-					t.Errorf("want %q in the guest's output:\n%s", want, sec["conc-stderr"])
-				}
-			}
 			// Two runs at once: each in its own instance with its own names.
 			checkJoin(t, "concurrent 1", sec["conc1-json"])
 			checkJoin(t, "concurrent 2", sec["conc2-json"])
@@ -177,12 +166,30 @@ func TestRunInKernels(t *testing.T) {
 // min <= avg <= max.
 func checkJoin(t *testing.T, name, out string) {
 	t.Helper()
-	var r runJSON
-	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Results) != 1 {
-		t.Errorf("%s: not one JSON result (%v):\n%s", name, err, out)
-		return
+	if r, ok := parseResults(t, name, out, 1); ok {
+		checkJoinResult(t, name, r[0], out)
 	}
-	checkJoinResult(t, name, r.Results[0], out)
+}
+
+// parseResults reads sqlhist -o json's output, which must hold n results.
+func parseResults(t *testing.T, name, out string, n int) ([]runResult, bool) {
+	t.Helper()
+	var r runJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Results) != n {
+		t.Errorf("%s: not %d JSON results (%v):\n%s", name, n, err, out)
+		return nil, false
+	}
+	return r.Results, true
+}
+
+// sum adds up a numeric column of the rows.
+func (res runResult) sum(column string) uint64 {
+	var n uint64
+	for _, row := range res.Rows {
+		v, _ := row[column].(float64)
+		n += uint64(v)
+	}
+	return n
 }
 
 // checkJoinResult checks one JOIN's results (see checkJoin).
@@ -192,10 +199,8 @@ func checkJoinResult(t *testing.T, name string, res runResult, out string) {
 		t.Errorf("%s: no rows: %s", name, out)
 		return
 	}
-	var sum uint64
+	sum := res.sum("count")
 	for _, row := range res.Rows {
-		n, _ := row["count"].(float64)
-		sum += uint64(n)
 		lat, _ := row["lat"].(map[string]any)
 		mn, _ := lat["min"].(float64)
 		avg, _ := lat["avg"].(float64)
@@ -216,25 +221,19 @@ func checkJoinResult(t *testing.T, name string, res runResult, out string) {
 // the histogram over it adds up to its Hits.
 func checkChain(t *testing.T, out string) {
 	t.Helper()
-	var r runJSON
-	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Results) != 3 {
-		t.Errorf("chain: not three JSON results (%v):\n%s", err, out)
+	r, ok := parseResults(t, "chain", out, 3)
+	if !ok {
 		return
 	}
-	if r.Results[0].Event != "synthetic/sysname" || r.Results[1].Event != "synthetic/offcpu" || r.Results[2].Event != "synthetic/offcpu" {
-		t.Errorf("chain: results of %s, %s, %s", r.Results[0].Event, r.Results[1].Event, r.Results[2].Event)
+	if r[0].Event != "synthetic/sysname" || r[1].Event != "synthetic/offcpu" || r[2].Event != "synthetic/offcpu" {
+		t.Errorf("chain: results of %s, %s, %s", r[0].Event, r[1].Event, r[2].Event)
 	}
-	if len(r.Results[0].Rows) == 0 {
+	if len(r[0].Rows) == 0 {
 		t.Errorf("chain: sysname has no rows:\n%s", out)
 	}
-	checkJoinResult(t, "chain offcpu", r.Results[1], out)
-	var sum uint64
-	for _, row := range r.Results[2].Rows {
-		n, _ := row["n"].(float64)
-		sum += uint64(n)
-	}
-	if h := r.Results[2].Totals.Hits; sum != h || h != r.Results[1].Totals.Hits {
-		t.Errorf("chain: histogram rows %d, its Hits %d, the join's Hits %d", sum, h, r.Results[1].Totals.Hits)
+	checkJoinResult(t, "chain offcpu", r[1], out)
+	if sum, h := r[2].sum("n"), r[2].Totals.Hits; sum != h || h != r[1].Totals.Hits {
+		t.Errorf("chain: histogram rows %d, its Hits %d, the join's Hits %d", sum, h, r[1].Totals.Hits)
 	}
 }
 
@@ -242,12 +241,12 @@ func checkChain(t *testing.T, out string) {
 // row has column = value.
 func checkJoinRows(t *testing.T, name, out, column, value string) {
 	t.Helper()
-	checkJoin(t, name, out)
-	var r runJSON
-	if json.Unmarshal([]byte(out), &r) != nil || len(r.Results) != 1 {
+	r, ok := parseResults(t, name, out, 1)
+	if !ok {
 		return
 	}
-	for _, row := range r.Results[0].Rows {
+	checkJoinResult(t, name, r[0], out)
+	for _, row := range r[0].Rows {
 		if row[column] == value {
 			return
 		}
@@ -258,13 +257,11 @@ func checkJoinRows(t *testing.T, name, out, column, value string) {
 // checkHist: syscall names, counts sorted most first and summing to Hits.
 func checkHist(t *testing.T, out string) {
 	t.Helper()
-	var r runJSON
-	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Results) != 1 {
-		t.Errorf("hist: not one JSON result (%v):\n%s", err, out)
+	r, ok := parseResults(t, "hist", out, 1)
+	if !ok {
 		return
 	}
-	res := r.Results[0]
-	var sum uint64
+	res := r[0]
 	prev := uint64(1 << 63)
 	for _, row := range res.Rows {
 		call, _ := row["call"].(string)
@@ -276,9 +273,8 @@ func checkHist(t *testing.T, out string) {
 			t.Errorf("hist: rows not sorted by n descending: %v", res.Rows)
 		}
 		prev = uint64(n)
-		sum += uint64(n)
 	}
-	if len(res.Rows) < 3 || sum != res.Totals.Hits || res.Totals.Dropped != 0 {
+	if sum := res.sum("n"); len(res.Rows) < 3 || sum != res.Totals.Hits || res.Totals.Dropped != 0 {
 		t.Errorf("hist: %d rows summing to %d, kernel Hits %d, dropped %d", len(res.Rows), sum, res.Totals.Hits, res.Totals.Dropped)
 	}
 }
