@@ -83,39 +83,26 @@ func (r *resolver) event(n *compiler.Name) *tracefs.Event {
 	switch len(parts) {
 	case 1:
 		name = parts[0]
-		systems, err := r.cat.Systems(name)
-		if err != nil && !errors.Is(err, tracefs.ErrNoEvents) {
-			r.diags.Add(n.Pos, n.End, "cannot read the event catalog: %v", err)
-			return nil
-		}
-		switch len(systems) {
-		case 0:
-			all, _ := r.cat.Names()
-			errUnknownEvent(r.diags, n, all)
-			return nil
-		case 1:
-			system = systems[0]
-		default:
-			errAmbiguousEvent(r.diags, n, systems)
-			return nil
-		}
 	case 2:
 		system, name = parts[0], parts[1]
 	default:
 		r.diags.Add(n.Pos, n.End, "%q is not an event name: write event or system.event", n.String())
 		return nil
 	}
-	ev, err := r.cat.Event(system, name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			all, _ := r.cat.Names()
-			errUnknownEvent(r.diags, n, all)
-		} else {
-			r.diags.Add(n.Pos, n.End, "cannot read event %s/%s: %v", system, name, err)
-		}
-		return nil
+	ev, err := r.cat.Lookup(system, name)
+	var amb *tracefs.AmbiguousError
+	switch {
+	case err == nil:
+		return ev
+	case errors.Is(err, fs.ErrNotExist):
+		all, _ := r.cat.Names()
+		errUnknownEvent(r.diags, n, all)
+	case errors.As(err, &amb):
+		errAmbiguousEvent(r.diags, n, amb.Systems)
+	default:
+		r.diags.Add(n.Pos, n.End, "cannot read event %s: %v", n.String(), err)
 	}
-	return ev
+	return nil
 }
 
 // addSide registers an event and the qualifiers that name it.

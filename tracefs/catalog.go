@@ -168,6 +168,39 @@ func (c *Catalog) Event(system, name string) (*Event, error) {
 	return ev, nil
 }
 
+// AmbiguousError is [Catalog.Lookup]'s error for a bare event name that
+// more than one system has.
+type AmbiguousError struct {
+	Event   string
+	Systems []string // sorted
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("event %q is in systems %s", e.Event, strings.Join(e.Systems, ", "))
+}
+
+// Lookup finds an event by system and name, or by name alone when system
+// is "": the one system that has it. The error wraps [fs.ErrNotExist] when
+// there is no such event, and is an [*AmbiguousError] when a bare name is
+// in several systems.
+func (c *Catalog) Lookup(system, name string) (*Event, error) {
+	if system == "" {
+		systems, err := c.Systems(name)
+		if err != nil && !errors.Is(err, ErrNoEvents) {
+			return nil, err
+		}
+		switch len(systems) {
+		case 0:
+			return nil, fmt.Errorf("event %q: %w", name, fs.ErrNotExist)
+		case 1:
+			system = systems[0]
+		default:
+			return nil, &AmbiguousError{Event: name, Systems: systems}
+		}
+	}
+	return c.Event(system, name)
+}
+
 // Define adds an event that does not exist in the file system yet, such as
 // a synthetic event created by an earlier statement of the same script.
 func (c *Catalog) Define(ev *Event) {

@@ -177,36 +177,28 @@ func findEvent(e env, cat *tracefs.Catalog, name string) (*tracefs.Event, int) {
 	if !tracefs.IsIdent(event) || qualified && !tracefs.IsIdent(system) {
 		return nil, usageError(e, "--describe %q: write event, system.event or system/event", name)
 	}
-	if !qualified {
-		systems, err := cat.Systems(event)
-		if err != nil && !errors.Is(err, tracefs.ErrNoEvents) {
-			fmt.Fprintf(e.stderr, "sqlhist: cannot read the event catalog: %v\n", err)
-			return nil, exitQuery
-		}
-		switch len(systems) {
-		case 0:
-			return nil, unknownEvent(e, cat, name, event)
-		case 1:
-			system = systems[0]
-		default:
-			q := make([]string, len(systems))
-			for i, s := range systems {
-				q[i] = s + "/" + event
-			}
-			fmt.Fprintf(e.stderr, "sqlhist: event %q is ambiguous: it exists in systems %s\nhint: name the system: %s\n",
-				event, strings.Join(systems, ", "), strings.Join(q, " or "))
-			return nil, exitQuery
-		}
-	}
-	ev, err := cat.Event(system, event)
+	ev, err := cat.Lookup(system, event)
+	var amb *tracefs.AmbiguousError
 	switch {
+	case err == nil:
+		return ev, exitOK
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, unknownEvent(e, cat, name, system+"/"+event)
-	case err != nil:
-		fmt.Fprintf(e.stderr, "sqlhist: cannot read event %s/%s: %v\n", system, event, err)
-		return nil, exitQuery
+		key := event
+		if qualified {
+			key = system + "/" + event
+		}
+		return nil, unknownEvent(e, cat, name, key)
+	case errors.As(err, &amb):
+		q := make([]string, len(amb.Systems))
+		for i, s := range amb.Systems {
+			q[i] = s + "/" + event
+		}
+		fmt.Fprintf(e.stderr, "sqlhist: event %q is ambiguous: it exists in systems %s\nhint: name the system: %s\n",
+			event, strings.Join(amb.Systems, ", "), strings.Join(q, " or "))
+	default:
+		fmt.Fprintf(e.stderr, "sqlhist: cannot read event %s: %v\n", name, err)
 	}
-	return ev, exitOK
+	return nil, exitQuery
 }
 
 // unknownEvent reports an event the catalog does not have, with the
