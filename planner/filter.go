@@ -61,17 +61,56 @@ func (p *planner) where(e compiler.Expr, labels map[string]compiler.Expr) []stri
 		terms[s] = append(terms[s], text)
 	}
 	for s, ts := range terms {
-		// Parenthesise OR terms only when they share the filter with others.
-		if len(ts) > 1 {
-			for i, t := range ts {
-				if strings.Contains(t, "||") && !(strings.HasPrefix(t, "(") && strings.HasSuffix(t, ")")) {
-					ts[i] = "(" + t + ")"
-				}
-			}
-		}
-		out[s] = strings.Join(ts, " && ")
+		out[s] = andTerms(ts)
 	}
 	return out
+}
+
+// andTerms joins filter terms with &&. A term with an || outside
+// parentheses is parenthesised when there are others: the kernel's &&
+// binds tighter and would take the last operand of the || otherwise.
+func andTerms(ts []string) string {
+	var keep []string
+	for _, t := range ts {
+		if t != "" {
+			keep = append(keep, t)
+		}
+	}
+	if len(keep) > 1 {
+		for i, t := range keep {
+			if topLevelOr(t) {
+				keep[i] = "(" + t + ")"
+			}
+		}
+	}
+	return strings.Join(keep, " && ")
+}
+
+// topLevelOr reports whether a filter has an || outside parentheses and
+// quoted strings: "(a && b) || c" has, "(a || b)" has not.
+func topLevelOr(s string) bool {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == '|' && depth == 0 && i+1 < len(s) && s[i+1] == '|':
+			return true
+		}
+	}
+	return false
 }
 
 func (p *planner) sideName(i int) string {

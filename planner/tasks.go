@@ -36,7 +36,7 @@ func (p *planner) filterTasks(q *compiler.Query, u *Unit, names map[string]bool)
 			p.note("%s: the start trigger on %s keeps the events whose %s (the task the JOIN follows) is one of these threads; the end trigger only matches what it saved", p.opt.TaskFlag, h.System+"/"+h.Event, field)
 		}
 	}
-	h.Filter = andFilters(taskFilter(field, p.opt.Tasks), h.Filter)
+	h.Filter = andTerms([]string{taskFilter(field, p.opt.Tasks), h.Filter})
 }
 
 // taskKey returns the start event's ON field that holds a task id, or
@@ -60,23 +60,4 @@ func taskFilter(field string, tids []int) string {
 		parts[i] = field + " == " + strconv.Itoa(t)
 	}
 	return strings.Join(parts, " || ")
-}
-
-// andFilters joins two filters with &&, parenthesising one that holds an
-// OR, so the kernel's precedence cannot regroup them.
-func andFilters(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return parenOr(a) + " && " + parenOr(b)
-}
-
-func parenOr(s string) string {
-	if strings.Contains(s, "||") {
-		return "(" + s + ")"
-	}
-	return s
 }
