@@ -21,8 +21,8 @@ func (o *options) inspect(args []string, e env) int {
 	switch {
 	case o.describe != "" && o.listEvents:
 		return usageError(e, "--describe and --list-events: give one")
-	case o.execute:
-		return usageError(e, "--describe and --list-events only print: drop -e")
+	case o.execute || o.run || o.teardown:
+		return usageError(e, "--describe and --list-events only print: drop -e, -r and --teardown")
 	}
 	globs := []string(nil)
 	if o.listEvents {

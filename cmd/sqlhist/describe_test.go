@@ -138,6 +138,8 @@ func TestInspectErrors(t *testing.T) {
 		{"no match", []string{"--kernel", "6.1", "--list-events", "nosuch*", "x/y"}, exitQuery, `no event matches "nosuch*" or "x/y"`},
 		{"both", []string{"--kernel", "6.1", "--list-events", "--describe", "sched_switch"}, exitUsage, "give one"},
 		{"execute", []string{"-e", "--describe", "sched_switch"}, exitUsage, "only print: drop -e"},
+		{"run", []string{"-r", "--describe", "sched_switch"}, exitUsage, "only print: drop -e, -r and --teardown"},
+		{"teardown", []string{"--teardown", "--list-events"}, exitUsage, "only print: drop -e, -r and --teardown"},
 		{"query error", []string{"--kernel", "6.1", "--describe", "x", "SELECT nope FROM sched_switch"}, exitQuery,
 			`<args>:1:8: unknown field "nope" in event sched/sched_switch`},
 		{"defined only in 6.12", []string{"--kernel", "6.1", "--describe", "st", "-n", "st",

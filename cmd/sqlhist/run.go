@@ -34,7 +34,8 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	// dir opens a directory of the machine as a file system (tracefs,
-	// --formats). Tests serve directories from a txtar archive.
+	// --formats, /proc/PID/task for -p). Tests serve directories from a
+	// txtar archive.
 	dir func(path string) (fs.FS, error)
 	// readFile reads -f FILE.
 	readFile func(path string) ([]byte, error)

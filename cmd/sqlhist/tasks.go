@@ -29,24 +29,26 @@ func (o *options) tasks(e env) (tids []int, flags, note string, code int) {
 	if len(o.pids) == 0 && len(o.tids) == 0 {
 		return nil, "", "", exitOK
 	}
+	if len(o.pids) > 0 && o.kernel != "" {
+		return nil, "", "", usageError(e, "-p reads the threads of process %s from this machine's /proc, but --kernel compiles for another machine: give that machine's thread ids with -L", strings.Join(o.pids, ","))
+	}
+	// The comment names the ids as parsed, not the flags' raw text.
 	var given []string
 	for _, v := range o.tids {
-		ids, code := parseIDs(e, "-L", v, 0)
+		ids, code := parseIDs(e, "-L", "thread id", v, 0)
 		if code != exitOK {
 			return nil, "", "", code
 		}
 		tids = append(tids, ids...)
-		given = append(given, "-L "+v)
+		given = append(given, "-L "+joinInts(ids, ","))
 	}
 	var found []string
 	for _, v := range o.pids {
-		pids, code := parseIDs(e, "-p", v, 1)
+		pids, code := parseIDs(e, "-p", "process id", v, 1)
 		if code != exitOK {
 			return nil, "", "", code
 		}
-		if o.kernel != "" {
-			return nil, "", "", usageError(e, "-p reads the threads of process %s from this machine's /proc, but --kernel compiles for another machine: give that machine's thread ids with -L", v)
-		}
+		given = append(given, "-p "+joinInts(pids, ","))
 		for _, pid := range pids {
 			threads, code := threadsOf(e, pid)
 			if code != exitOK {
@@ -55,7 +57,6 @@ func (o *options) tasks(e env) (tids []int, flags, note string, code int) {
 			tids = append(tids, threads...)
 			found = append(found, fmt.Sprintf("%d (threads %s)", pid, joinInts(threads, " ")))
 		}
-		given = append(given, "-p "+v)
 	}
 	slices.Sort(tids)
 	tids = slices.Compact(tids)
@@ -65,9 +66,9 @@ func (o *options) tasks(e env) (tids []int, flags, note string, code int) {
 	return tids, strings.Join(given, " "), note, exitOK
 }
 
-// parseIDs parses a comma-separated list of ids no smaller than low.
-func parseIDs(e env, flag, v string, low int) ([]int, int) {
-	what := map[string]string{"-L": "thread id", "-p": "process id"}[flag]
+// parseIDs parses a comma-separated list of ids (what: "thread id") no
+// smaller than low.
+func parseIDs(e env, flag, what, v string, low int) ([]int, int) {
 	var out []int
 	for _, s := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
