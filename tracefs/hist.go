@@ -197,24 +197,33 @@ func cutTriggerState(info string) (string, bool) {
 // histSpecs returns the modifier of each key (in order) and of each value
 // (by name) of a trigger listing: "hex", "sym-offset", "buckets", ….
 func histSpecs(info string) (keys []string, vals map[string]string) {
+	keyList, valList := triggerFields(info)
+	for _, k := range keyList {
+		name, mod := splitModifier(k)
+		if name == "stacktrace" || name == "common_stacktrace" || mod == "stacktrace" {
+			mod = "stacktrace"
+		}
+		keys = append(keys, mod)
+	}
+	vals = map[string]string{}
+	for _, v := range valList {
+		name, mod := splitModifier(v)
+		vals[name] = mod
+	}
+	return keys, vals
+}
+
+// triggerFields returns the keys= and vals= lists of a trigger listing,
+// as written: "id.syscall", "common_pid.execname".
+func triggerFields(info string) (keys, vals []string) {
 	if i := strings.Index(info, " if "); i >= 0 {
 		info = info[:i]
 	}
-	vals = map[string]string{}
 	for _, seg := range strings.Split(info, ":") {
 		if list, ok := strings.CutPrefix(seg, "keys="); ok {
-			for _, k := range strings.Split(list, ",") {
-				name, mod := splitModifier(k)
-				if name == "stacktrace" || name == "common_stacktrace" || mod == "stacktrace" {
-					mod = "stacktrace"
-				}
-				keys = append(keys, mod)
-			}
+			keys = strings.Split(list, ",")
 		} else if list, ok := strings.CutPrefix(seg, "vals="); ok {
-			for _, v := range strings.Split(list, ",") {
-				name, mod := splitModifier(v)
-				vals[name] = mod
-			}
+			vals = strings.Split(list, ",")
 		}
 	}
 	return keys, vals
@@ -331,14 +340,6 @@ func (p *histParser) totals(h *Histogram) error {
 // KeyFields returns the keys of the trigger as its "trigger info" line
 // lists them, with their modifiers: "id.syscall", "common_pid.execname".
 func (h *Histogram) KeyFields() []string {
-	info := h.TriggerInfo
-	if i := strings.Index(info, " if "); i >= 0 {
-		info = info[:i]
-	}
-	for _, seg := range strings.Split(info, ":") {
-		if list, ok := strings.CutPrefix(seg, "keys="); ok {
-			return strings.Split(list, ",")
-		}
-	}
-	return nil
+	keys, _ := triggerFields(h.TriggerInfo)
+	return keys
 }
