@@ -1,6 +1,7 @@
 package tracefs
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,6 +26,7 @@ func TestParseErrorLogSamples(t *testing.T) {
 }
 
 func TestParseErrorLogEntries(t *testing.T) {
+	const c7cmd = "hist:keys=next_pid:c7q=$c7ts/1000,c7us=common_timestamp.usecs-$c7q:onmatch(sched.sched_waking).trace(c7,$c7us)"
 	tests := []struct {
 		file  string
 		index int
@@ -40,14 +42,14 @@ func TestParseErrorLogEntries(t *testing.T) {
 			Error:   "Param type doesn't match synthetic event field type",
 			Command: "hist:keys=common_pid:onmatch(syscalls.sys_enter_read).trace(t_ui_u32,$b1)", Offset: 69,
 		}, "$b1"},
-		// One write that logged two errors.
+		// One write that logged two errors, at two places of its command.
 		{"errorlog-6.12.txt", 8, ErrorLogEntry{
 			Timestamp: "68.409372", Seconds: 68.409372, Location: "hist:sched:sched_switch", Error: "Couldn't find variable",
-			Command: "hist:keys=next_pid:c7q=$c7ts/1000,c7us=common_timestamp.usecs-$c7q:onmatch(sched.sched_waking).trace(c7,$c7us)", Offset: 19,
+			Command: c7cmd, Offset: 19,
 		}, "c7q="},
 		{"errorlog-6.12.txt", 9, ErrorLogEntry{
 			Timestamp: "68.410077", Seconds: 68.410077, Location: "hist:sched:sched_switch", Error: "Couldn't find field",
-			Command: "hist:keys=next_pid:c7q=$c7ts/1000,c7us=common_timestamp.usecs-$c7q:onmatch(sched.sched_waking).trace(c7,$c7us)", Offset: 62,
+			Command: c7cmd, Offset: 62,
 		}, "$c7q:"},
 		{"errorlog-6.1-stacktrace.txt", 3, ErrorLogEntry{
 			Timestamp: "4.000929", Seconds: 4.000929, Location: "hist:sched:sched_waking", Error: "Couldn't find field",
@@ -55,7 +57,7 @@ func TestParseErrorLogEntries(t *testing.T) {
 		}, "common_stacktrace"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s#%d", tt.file, tt.index), func(t *testing.T) {
 			got := ParseErrorLog(readTestdata(t, tt.file))[tt.index]
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
