@@ -171,7 +171,7 @@ func TestSynthEvent(t *testing.T) {
 	if got, want := s.Definition(), "char comm[16]; char name[]; unsigned long stack[]; pid_t pid; u64 delta; gfp_t flags"; got != want {
 		t.Errorf("Definition() = %q, want %q", got, want)
 	}
-	ev := synthEvent(s)
+	ev := synthEvent(s, defaultCommonFields())
 	type kind struct {
 		Decl   string
 		Len    int

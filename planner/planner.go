@@ -143,7 +143,7 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 	}
 	p.checkSizes(u)
 	if u.Synth != nil {
-		p.cat.Define(synthEvent(u.Synth))
+		p.cat.Define(synthEvent(u.Synth, p.commonFields()))
 	}
 	return u
 }

@@ -295,10 +295,5 @@ func (p *planner) commonFields() []*tracefs.Field {
 	if len(out) > 0 {
 		return out
 	}
-	ev, _ := tracefs.ParseFormat("x", "name: x\nformat:\n"+
-		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"+
-		"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"+
-		"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"+
-		"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\nprint fmt: \"\"\n")
-	return ev.Fields
+	return defaultCommonFields()
 }

@@ -80,19 +80,11 @@ func fixedWidth(size int, signed bool) string {
 }
 
 // synthEvent describes a synthetic event as an event of the catalog, so
-// later statements can read from it.
-func synthEvent(s *Synth) *tracefs.Event {
+// later statements can read from it: the kernel's common fields, then the
+// synthetic event's own.
+func synthEvent(s *Synth, common []*tracefs.Field) *tracefs.Event {
 	ev := &tracefs.Event{System: "synthetic", Name: s.Name}
-	common := []struct {
-		decl string
-		name string
-		size int
-		sgn  bool
-	}{{"unsigned short", "common_type", 2, false}, {"unsigned char", "common_flags", 1, false},
-		{"unsigned char", "common_preempt_count", 1, false}, {"int", "common_pid", 4, true}}
-	for _, c := range common {
-		ev.Fields = append(ev.Fields, &tracefs.Field{Name: c.name, Decl: c.decl, Base: c.decl, Size: c.size, Signed: c.sgn, Kind: tracefs.KindInt})
-	}
+	ev.Fields = append(ev.Fields, common...)
 	for _, f := range s.Fields {
 		tf := &tracefs.Field{Name: f.Name, Base: f.Type, Decl: f.Type + f.Array, Size: 8, Kind: tracefs.KindInt}
 		switch {
@@ -109,4 +101,14 @@ func synthEvent(s *Synth) *tracefs.Event {
 		ev.Fields = append(ev.Fields, tf)
 	}
 	return ev
+}
+
+// defaultCommonFields are the common fields of every event of the kernels
+// sqlhist knows, for a catalog that has no sched_switch to read them from.
+func defaultCommonFields() []*tracefs.Field {
+	field := func(decl, name string, offset, size int, signed bool) *tracefs.Field {
+		return &tracefs.Field{Name: name, Decl: decl, Base: decl, Offset: offset, Size: size, Signed: signed, Kind: tracefs.KindInt}
+	}
+	return []*tracefs.Field{field("unsigned short", "common_type", 0, 2, false), field("unsigned char", "common_flags", 2, 1, false),
+		field("unsigned char", "common_preempt_count", 3, 1, false), field("int", "common_pid", 4, 4, true)}
 }
