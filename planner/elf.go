@@ -23,35 +23,66 @@ func readBinary(read func(string) ([]byte, error), name string) ([]byte, error) 
 }
 
 // symbolOffset returns the file offset of a function symbol of an ELF
-// file: the offset of the symbol's address within the executable PT_LOAD
-// segment holding it (sym.Value - seg.Vaddr + seg.Off), which is what
-// uprobe_events wants.
+// file (see [elfFuncs.offset]).
 func symbolOffset(data []byte, name string) (uint64, error) {
+	b, err := readFuncs(data)
+	if err != nil {
+		return 0, err
+	}
+	return b.offset(name)
+}
+
+// elfFuncs is what uprobes need of a binary, read once per binary: the
+// addresses of its functions by name and its executable segments.
+type elfFuncs struct {
+	addrs map[string][]uint64
+	names []string
+	progs []*elf.Prog // executable PT_LOAD segments
+}
+
+// readFuncs reads the function symbols and executable segments of an ELF
+// file.
+func readFuncs(data []byte) (*elfFuncs, error) {
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
-		return 0, fmt.Errorf("not an ELF file: %v", err)
+		return nil, fmt.Errorf("not an ELF file: %v", err)
 	}
 	defer f.Close()
 	syms, _ := f.Symbols()
 	dyn, _ := f.DynamicSymbols()
+	b := &elfFuncs{addrs: map[string][]uint64{}}
 	if len(syms) == 0 && len(dyn) == 0 {
-		return 0, fmt.Errorf("no symbol table (the binary is stripped): give the file offset instead of %q", name)
+		return b, nil // stripped: offset says so
 	}
-	var addrs []uint64
-	var names []string
 	for _, s := range append(syms, dyn...) {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
 			continue
 		}
-		names = append(names, s.Name)
-		if s.Name == name && !slices.Contains(addrs, s.Value) {
-			addrs = append(addrs, s.Value)
+		b.names = append(b.names, s.Name)
+		if !slices.Contains(b.addrs[s.Name], s.Value) {
+			b.addrs[s.Name] = append(b.addrs[s.Name], s.Value)
 		}
 	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			b.progs = append(b.progs, p)
+		}
+	}
+	return b, nil
+}
+
+// offset returns the file offset of the function name: the offset of its
+// address within the executable PT_LOAD segment holding it
+// (sym.Value - seg.Vaddr + seg.Off), which is what uprobe_events wants.
+func (b *elfFuncs) offset(name string) (uint64, error) {
+	if len(b.names) == 0 {
+		return 0, fmt.Errorf("no symbol table (the binary is stripped): give the file offset instead of %q", name)
+	}
+	addrs := b.addrs[name]
 	switch len(addrs) {
 	case 0:
 		msg := fmt.Sprintf("no function %q in the symbol table", name)
-		if s := nearest(name, names); s != "" {
+		if s := nearest(name, b.names); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		return 0, errors.New(msg)
@@ -59,8 +90,8 @@ func symbolOffset(data []byte, name string) (uint64, error) {
 	default:
 		return 0, fmt.Errorf("%d functions are named %q: give the file offset instead", len(addrs), name)
 	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addrs[0] >= p.Vaddr && addrs[0] < p.Vaddr+p.Memsz {
+	for _, p := range b.progs {
+		if addrs[0] >= p.Vaddr && addrs[0] < p.Vaddr+p.Memsz {
 			return addrs[0] - p.Vaddr + p.Off, nil
 		}
 	}

@@ -3,28 +3,62 @@ package planner
 import (
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
 // demoBinary builds the kernel suite's uprobe demo, a static Go program
-// with a symbol table (test binaries have none).
+// with a symbol table (test binaries have none), once for all the tests.
 func demoBinary(t *testing.T) []byte {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.Command("go", "build", "-o", bin, "../e2e/testdata/demo")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	demo.once.Do(func() {
+		dir, err := os.MkdirTemp("", "sqlhist-demo")
+		if err != nil {
+			demo.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		bin := filepath.Join(dir, "demo")
+		cmd := exec.Command("go", "build", "-o", bin, "../e2e/testdata/demo")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			demo.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		demo.data, demo.err = os.ReadFile(bin)
+	})
+	if demo.err != nil {
+		t.Fatal(demo.err)
 	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
+	return demo.data
+}
+
+var demo struct {
+	once sync.Once
+	data []byte
+	err  error
+}
+
+// A binary several probes name is read once per compile.
+func TestUprobeBinaryReadOnce(t *testing.T) {
+	data := demoBinary(t)
+	reads := 0
+	opt := Options{ReadFile: func(name string) ([]byte, error) {
+		reads++
+		return data, nil
+	}}
+	sql := `SELECT TIMESTAMP_DELTA AS lat FROM uprobe('/work/bin/demo', main.work, n=%ax) AS start
+	        JOIN uretprobe('/work/bin/demo', main.work) AS end ON start.common_pid = end.common_pid;
+	        SELECT n, COUNT(*) FROM uprobe('/work/bin/demo', main.work, n=%ax)`
+	buildOK(t, embedded(t, "6.12"), sql, opt)
+	if reads != 1 {
+		t.Errorf("the binary was read %d times, want 1", reads)
 	}
-	return data
 }
 
 // symbolOffset on a real binary: the bytes at the returned file offset

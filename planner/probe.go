@@ -34,11 +34,39 @@ type Probe struct {
 	Pos, End compiler.Pos
 }
 
+// binary is a uprobe binary as read for this compile: once per path,
+// however many probes name it.
+type binary struct {
+	funcs             *elfFuncs
+	readErr, parseErr error
+}
+
+// binary reads and parses the ELF file at path, or returns it from the
+// first time.
+func (p *planner) binary(path string) *binary {
+	if b, ok := p.probes.binaries[path]; ok {
+		return b
+	}
+	b := &binary{}
+	data, err := readBinary(p.opt.ReadFile, path)
+	if err != nil {
+		b.readErr = err
+	} else {
+		b.funcs, b.parseErr = readFuncs(data)
+	}
+	if p.probes.binaries == nil {
+		p.probes.binaries = map[string]*binary{}
+	}
+	p.probes.binaries[path] = b
+	return b
+}
+
 // probeState is what the planner knows about the probes of a script:
 // their definitions by name, to share identical ones and keep names unique.
 type probeState struct {
-	byDef  map[string]*Probe // "PLACE ARGS" (with the type letter) → probe
-	byName map[string]*Probe
+	byDef    map[string]*Probe // "PLACE ARGS" (with the type letter) → probe
+	byName   map[string]*Probe
+	binaries map[string]*binary // uprobe binaries read, by path
 }
 
 // probeSource plans the probe named in t: it checks the definition
@@ -148,21 +176,19 @@ func (p *planner) uprobePlace(pr *compiler.Probe) (place, base, letter string) {
 	if pr.HasAddress {
 		base = path.Base(pr.Path) + fmt.Sprintf("_0x%x", pr.Address)
 	} else {
-		var read func(string) ([]byte, error)
-		if p.opt.ReadFile != nil {
-			read = p.opt.ReadFile
-		}
-		data, err := readBinary(read, pr.Path)
-		if err != nil {
-			p.diags.Add(pr.TargetPos, pr.TargetEnd, "cannot read the binary: %v", err)
+		bin := p.binary(pr.Path)
+		if bin.readErr != nil {
+			p.diags.Add(pr.TargetPos, pr.TargetEnd, "cannot read the binary: %v", bin.readErr)
 			return "", "", ""
 		}
-		o, err := symbolOffset(data, pr.Symbol)
+		err := bin.parseErr
+		if err == nil {
+			off, err = bin.funcs.offset(pr.Symbol)
+		}
 		if err != nil {
 			p.diags.Add(pr.SymPos, pr.SymEnd, "%s: %v", pr.Path, err)
 			return "", "", ""
 		}
-		off = o
 		p.note("uprobe: %s in %s is at file offset 0x%x", pr.Symbol, pr.Path, off)
 	}
 	letter = "p"
