@@ -168,6 +168,11 @@ const maxWrite = 4095
 
 // checkSizes refuses commands the kernel would reject for their length.
 func (p *planner) checkSizes(u *Unit) {
+	for _, pr := range u.Probes {
+		if n := len(pr.Line); n > maxWrite {
+			p.diags.Add(pr.Pos, pr.End, "the %s definition is %d bytes; the kernel takes at most %d in one line", pr.Kind, n, maxWrite)
+		}
+	}
 	if u.Synth != nil {
 		if n := len("s:" + u.Synth.Name + " " + u.Synth.Definition()); n > maxWrite {
 			p.diags.Add(u.Synth.Pos, u.Synth.End, "the synthetic event definition is %d bytes; the kernel takes at most %d in one line", n, maxWrite)

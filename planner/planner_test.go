@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -276,5 +278,18 @@ func TestDeterministic(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, first); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// A probe definition longer than a page is refused before it is written.
+func TestProbeDefinitionTooLong(t *testing.T) {
+	var args []string
+	for i := 0; i < 100; i++ {
+		args = append(args, fmt.Sprintf("a%02d=+1000(+1000(+1000(+1000(+1000($arg1))))):x64", i))
+	}
+	sql := "SELECT a00, COUNT(*) FROM kprobe(do_sys_openat2, " + strings.Join(args, ", ") + ")"
+	plan, diags := build(t, embedded(t, "6.12"), sql, Options{})
+	if plan != nil || len(diags.Errors()) != 1 || !strings.Contains(diags.Errors()[0].Msg, "the kprobe definition is") {
+		t.Errorf("plan %v, diagnostics %v", plan != nil, diags)
 	}
 }
