@@ -48,8 +48,8 @@ type Probe struct {
 	HasAddress bool
 	// Event is an eprobe's source event as written: EVENT or SYSTEM.EVENT.
 	Event *Name
-	// TargetPos, TargetEnd span the first argument; PathPos/PathEnd and
-	// SymbolPos/SymbolEnd the uprobe's path and symbol.
+	// TargetPos, TargetEnd span the first argument; SymPos, SymEnd the
+	// function (a kprobe's SYMBOL, a uprobe's second argument).
 	TargetPos, TargetEnd Pos
 	SymPos, SymEnd       Pos
 	Args                 []*ProbeArg
@@ -61,12 +61,12 @@ type ProbeArg struct {
 	Fetch    string // the fetch argument as the kernel reads it
 	Type     string // "" when none was given
 	Pos, End Pos    // the whole argument
-	// FetchPos is where Fetch starts, TypePos where Type starts.
-	FetchPos, TypePos Pos
+	// FetchPos is where Fetch starts.
+	FetchPos Pos
 	// Fields are the $FIELD references of an eprobe argument.
 	Fields []*Ident
-	// Retval is set when the argument reads $retval; Comm for $comm.
-	Retval, Comm bool
+	// Retval is set when the argument reads $retval.
+	Retval bool
 }
 
 // Body returns FETCHARG[:TYPE], the text the kernel limits to
@@ -408,9 +408,6 @@ func (pp *probeParser) arg(a rawArg, names map[string]bool) *ProbeArg {
 	fetch, typ, typeOff := splitType(body)
 	x.Fetch, x.Type = fetch, typ
 	x.FetchPos = PosOf(bodyOff)
-	if typ != "" {
-		x.TypePos = PosOf(bodyOff + typeOff)
-	}
 	if len(body) > MaxArgStrLen {
 		pp.errorf(bodyOff, a.end, "argument %q is %d characters after %s=; the kernel takes at most %d (MAX_ARGSTR_LEN)", name, len(body), name, MaxArgStrLen)
 		return nil
@@ -591,7 +588,6 @@ func (f *fetchParser) variable(i, j int, entry bool) fetchKind {
 	v := f.s[i+1 : j]
 	switch {
 	case v == "comm" || v == "COMM":
-		f.arg.Comm = true
 		return fetchComm
 	case p.Kind == EProbe:
 		if !tracefsIdent(v) {

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
@@ -55,7 +56,7 @@ func (p *planner) derefRewrite(q *compiler.Query) {
 		if fl == nil || fl.IsCommon() {
 			return
 		}
-		if !containsField(used[x.side], fl) {
+		if !slices.Contains(used[x.side], fl) {
 			used[x.side] = append(used[x.side], fl)
 		}
 		if sel && isCharPointer(evs[x.side], fl) {
@@ -102,15 +103,6 @@ func (p *planner) derefRewrite(q *compiler.Query) {
 		p.note("--deref: %s is read through eprobe %s.%s, which dereferences %s to a string",
 			ev.System+"."+ev.Name, p.probeGroup(), ev.Name, strings.Join(strs, ", "))
 	}
-}
-
-func containsField(fs []*tracefs.Field, f *tracefs.Field) bool {
-	for _, x := range fs {
-		if x == f {
-			return true
-		}
-	}
-	return false
 }
 
 func orderExprs(q *compiler.Query) []compiler.Expr {

@@ -97,7 +97,8 @@ func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
 	for i, a := range pr.Args {
 		args[i] = a.Text()
 	}
-	def := strings.TrimSpace(letter + " " + place + " " + strings.Join(args, " "))
+	where := strings.TrimSpace(place + " " + strings.Join(args, " ")) // PLACE ARGS
+	def := letter + " " + where
 	probe := p.probes.byDef[def]
 	if probe == nil {
 		name := sanitizeEventName(base)
@@ -107,7 +108,7 @@ func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
 		}
 		name = p.uniqueProbeName(name)
 		probe = &Probe{Kind: pr.Kind, Group: p.probeGroup(), Name: name, Pos: pr.Pos, End: pr.End,
-			Line: strings.TrimSpace(letter + ":" + p.probeGroup() + "/" + name + " " + place + " " + strings.Join(args, " "))}
+			Line: letter + ":" + p.probeGroup() + "/" + name + " " + where}
 		p.probes.byDef[def] = probe
 		p.probes.byName[name] = probe
 		*out = append(*out, probe)
