@@ -51,6 +51,14 @@ fault events/sched/sched_waking/trigger 'hist:keys=common_pid:sqlhist_exec_ts_us
 fault events/sched/sched_switch/trigger 'hist:keys=next_pid:sqlhist_exec_lat=next_prio' $T 3 '!hist:keys=next_pid:sqlhist_exec_lat=next_prio'
 snap > /tmp/s2
 echo "@@diff-end"; diff /tmp/s0 /tmp/s2
+# -e -B: a missing instance is created with the rest; --teardown leaves it.
+/work/sqlhist -e -B sqlhist_eb -n sqlhist_eb "$Q" 2> /tmp/err; echo "@@instance-apply $?"
+echo "@@instance-trigger"; grep -c sqlhist_eb $T/instances/sqlhist_eb/events/sched/sched_switch/trigger
+/work/sqlhist -e --teardown -B sqlhist_eb -n sqlhist_eb "$Q"; echo "@@instance-teardown $?"
+echo "@@instance-left"; grep -v '^#' $T/instances/sqlhist_eb/events/sched/sched_switch/trigger; ls -d $T/instances/sqlhist_eb
+rmdir $T/instances/sqlhist_eb
+snap > /tmp/s3
+echo "@@diff-instance"; diff /tmp/s0 /tmp/s3
 P='SELECT TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, dfd=$arg1:s32) AS start
 JOIN kretprobe(sqlhist_no_such_function, ret=$retval:s64) AS end ON start.common_pid = end.common_pid'
 snap > /tmp/s4
@@ -71,11 +79,14 @@ func TestExecuteInKernels(t *testing.T) {
 			res := boot(t, kname, vm.Guest{Script: executeScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
 			sec := sections(res.Stdout)
-			wantLines(t, res.Stdout, "@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@done")
+			wantLines(t, res.Stdout, "@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@instance-apply 0", "@@instance-teardown 0", "@@done")
 			if a := sec["active"]; !strings.Contains(a, "dynamic_events:1") || !strings.Contains(a, "trigger:1") {
 				t.Errorf("after -e the synthetic event and end trigger are not there:\n%s", a)
 			}
-			for _, d := range []string{"diff-teardown", "diff-fault1", "diff-fault2", "diff-fault3", "diff-end"} {
+			if sec["instance-trigger"] != "1" || sec["instance-left"] != "/sys/kernel/tracing/instances/sqlhist_eb" {
+				t.Errorf("-e -B: trigger in the instance %q, after --teardown %q (want only the instance left)", sec["instance-trigger"], sec["instance-left"])
+			}
+			for _, d := range []string{"diff-teardown", "diff-fault1", "diff-fault2", "diff-fault3", "diff-end", "diff-instance"} {
 				if sec[d] != "" {
 					t.Errorf("%s: tracefs is not as before (not all or nothing):\n%s", d, sec[d])
 				}
