@@ -299,7 +299,7 @@ func (c *converter) expr(e tidbast.ExprNode) Expr {
 		// predicate, while SQL would bind it to the field.
 		if op.IsCompare() {
 			if u, ok := l.(*Unary); ok && u.Op == OpNot {
-				return &Unary{Op: OpNot, X: NewBinary(op, u.X, r, opPos, opEnd), Pos: u.Pos}
+				return NewUnary(OpNot, NewBinary(op, u.X, r, opPos, opEnd), u.Pos)
 			}
 		}
 		return NewBinary(op, l, r, opPos, opEnd)
@@ -309,7 +309,7 @@ func (c *converter) expr(e tidbast.ExprNode) Expr {
 		opPos, opEnd := c.opBefore(p)
 		switch x.Op {
 		case opcode.Not, opcode.Not2:
-			return &Unary{Op: OpNot, X: inner, Pos: opPos}
+			return NewUnary(OpNot, inner, opPos)
 		case opcode.Minus:
 			if n, ok := inner.(*Number); ok && !n.Neg {
 				n.Neg = true
@@ -317,7 +317,7 @@ func (c *converter) expr(e tidbast.ExprNode) Expr {
 				n.Text = "-" + n.Text
 				return n
 			}
-			return &Unary{Op: OpSub, X: inner, Pos: opPos}
+			return NewUnary(OpSub, inner, opPos)
 		}
 		c.errorf(opPos, opEnd, "unsupported operator %q", c.srcText(opPos, opEnd))
 		return inner

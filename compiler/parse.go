@@ -13,10 +13,16 @@ import (
 // Parse reads a script of one or more statements. It is the only way into
 // the tidb parser. On failure the error is a [Diags] with positions in src.
 func Parse(src *Source) (*Script, error) {
+	if d := checkSize(src); d != nil {
+		return nil, d
+	}
 	toks, diags := lex(src)
 	if err := diags.Err(); err != nil {
 		diags.Sort()
 		return nil, diags
+	}
+	if d := checkNesting(toks); d != nil {
+		return nil, d
 	}
 	if len(toks) == 1 {
 		var d Diags
