@@ -26,6 +26,15 @@ import (
 // maxOps is how many operators the kernel evaluates in one expression.
 const maxOps = 3
 
+// maxOperands bounds the operands of one expression that is regrouped.
+// Distributing products over sums copies factors: (a+b+…)*c*d*… costs the
+// product of the sum's and the product's sizes, so 16,000 operands took
+// 22 s before this bound. At 64 the worst shape costs well under a
+// millisecond (BenchmarkRegroupWorst), and no expression the kernel can
+// evaluate comes near it: after regrouping it has at most maxOps+1
+// operands, and only constants fold together.
+const maxOperands = 64
+
 // factor is a leaf of a flat expression.
 type factor struct {
 	text  string // as written on the trigger that evaluates it
@@ -104,6 +113,12 @@ func (js *joinState) lower(e compiler.Expr) (operand, bool) {
 		p.diags.Add(x.Pos, x.End, "a string constant cannot be a synthetic event field")
 		return operand{}, false
 	}
+	if n := countOperands(e); n > maxOperands {
+		pos, end := e.Span()
+		x := p.diags.Add(pos, end, "this expression has %d operands; sqlhist regroups at most %d, and the kernel evaluates at most %d operators in one expression", n, maxOperands, maxOps)
+		x.Hint = "compute less in one item: the kernel's expressions take a few fields and constants"
+		return operand{}, false
+	}
 	sum, ok := js.sumOf(e, arithCtx{local: 1, offload: true})
 	if !ok {
 		return operand{}, false
@@ -116,6 +131,19 @@ func (js *joinState) lower(e compiler.Expr) (operand, bool) {
 	v := js.names.take(js.name + "_" + js.label)
 	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: text})
 	return operand{text: "$" + v, typ: typ}, true
+}
+
+// countOperands counts the leaves of e (fields, numbers, strings).
+func countOperands(e compiler.Expr) int {
+	switch x := e.(type) {
+	case *compiler.Paren:
+		return countOperands(x.X)
+	case *compiler.Unary:
+		return countOperands(x.X)
+	case *compiler.Binary:
+		return countOperands(x.X) + countOperands(x.Y)
+	}
+	return 1
 }
 
 // checkUnits refuses expressions that mix ns and µs timestamps.

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -218,5 +220,50 @@ func TestKeySize(t *testing.T) {
 		if got := keySize(tt.typ); got != tt.want {
 			t.Errorf("keySize(%+v) = %d, want %d", tt.typ, got, tt.want)
 		}
+	}
+}
+
+// regroupWorst is the costliest shape of n operands for regrouping: a sum
+// of n/2 fields multiplied by n/2 constants, one at a time, so each
+// product is distributed over the whole sum.
+func regroupWorst(n int) string {
+	sum := strings.Repeat("end.next_pid + ", n/2-1) + "end.prev_pid"
+	return "SELECT start.pid, ((" + sum + ")" + strings.Repeat(" * 2", n-n/2) + ") AS x " +
+		"FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
+}
+
+// At the bound, the worst shape is regrouped and then refused for the
+// kernel's operator limit; one operand past it, it is refused before any
+// regrouping, at the expression.
+func TestRegroupBound(t *testing.T) {
+	cat := embedded(t, "6.1")
+	_, diags := build(t, cat, regroupWorst(maxOperands), Options{Name: "worst"})
+	if len(diags) != 1 || !strings.Contains(diags[0].Msg, "operators; the kernel evaluates at most 3") {
+		t.Fatalf("%d operands: %v, want the operator limit", maxOperands, diags)
+	}
+	sql := regroupWorst(maxOperands + 1)
+	_, diags = build(t, cat, sql, Options{Name: "worst"})
+	want := fmt.Sprintf("this expression has %d operands; sqlhist regroups at most %d", maxOperands+1, maxOperands)
+	if len(diags) != 1 || !strings.Contains(diags[0].Msg, want) {
+		t.Fatalf("%d operands: %v, want %q", maxOperands+1, diags, want)
+	}
+	if got := diags[0].Pos.Offset(); got != strings.Index(sql, "((")+1 {
+		t.Errorf("error at offset %d, want the expression's '(' at %d", got, strings.Index(sql, "((")+1)
+	}
+}
+
+// BenchmarkRegroupWorst plans the worst shape at the bound.
+func BenchmarkRegroupWorst(b *testing.B) {
+	fsys, err := tracefs.Embedded("6.1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat := tracefs.Open(fsys)
+	script, err := compiler.Parse(compiler.NewSource("q.sql", regroupWorst(maxOperands)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		Build(script, cat, Options{Name: "worst"})
 	}
 }

@@ -33,6 +33,7 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 	var items []*histItem
 	labels := map[string]compiler.Expr{}
 	keySize := 0
+	keys := map[string]bool{}
 	for _, it := range q.Select {
 		hi := p.histItem(it.Expr)
 		if hi == nil {
@@ -48,11 +49,10 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 		case hi.value:
 			h.Vals = append(h.Vals, hi.text)
 		default:
-			for _, k := range h.Keys {
-				if k == hi.text {
-					p.diags.Add(hi.pos, hi.end, "duplicate key %q", hi.text)
-				}
+			if keys[hi.text] {
+				p.diags.Add(hi.pos, hi.end, "duplicate key %q", hi.text)
 			}
+			keys[hi.text] = true
 			h.Keys = append(h.Keys, hi.text)
 			keySize += keySizeOf(hi)
 		}

@@ -71,17 +71,17 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 	js.keys()
 	labels := map[string]compiler.Expr{}
 	var params []string
+	outputs := map[string]bool{}
 	for _, it := range q.Select {
 		f, param := js.item(it)
 		if f == nil {
 			continue
 		}
-		for _, prev := range synth.Fields {
-			if prev.Name == f.Name {
-				x := p.diags.Add(f.Pos, f.End, "duplicate output name %q", f.Name)
-				x.Hint = "give one of them another name with AS"
-			}
+		if outputs[f.Name] {
+			x := p.diags.Add(f.Pos, f.End, "duplicate output name %q", f.Name)
+			x.Hint = "give one of them another name with AS"
 		}
+		outputs[f.Name] = true
 		if strings.HasPrefix(f.Name, "common_") {
 			x := p.diags.Add(f.Pos, f.End, "output name %q clashes with the synthetic event's own common fields", f.Name)
 			x.Hint = "rename it with AS"

@@ -232,10 +232,11 @@ func (p *planner) note(format string, args ...any) {
 // from the field names of the events involved and from hist keywords.
 type varNames struct {
 	used map[string]bool
+	next map[string]int // per base, the first candidate that may be free
 }
 
 func newVarNames(evs ...*tracefs.Event) *varNames {
-	v := &varNames{used: map[string]bool{}}
+	v := &varNames{used: map[string]bool{}, next: map[string]int{}}
 	for _, ev := range evs {
 		for _, f := range ev.Fields {
 			v.used[f.Name] = true
@@ -250,10 +251,20 @@ func (v *varNames) take(base string) string {
 	if strings.HasPrefix(base, "common_") {
 		base = "v_" + base
 	}
-	name := base
-	for i := 2; v.used[name] || histKeywords[name]; i++ {
-		name = fmt.Sprintf("%s_%d", base, i)
+	// Candidates are base, base_2, base_3…; those before v.next[base]
+	// are all taken, so a base taken n times costs n tries, not n².
+	cand := func(i int) string {
+		if i == 1 {
+			return base
+		}
+		return fmt.Sprintf("%s_%d", base, i)
 	}
+	i := max(1, v.next[base])
+	for v.used[cand(i)] || histKeywords[cand(i)] {
+		i++
+	}
+	name := cand(i)
+	v.next[base] = i + 1
 	v.used[name] = true
 	return name
 }

@@ -29,8 +29,9 @@ type Catalog struct {
 	index     map[string][]string // event name → systems holding it, sorted (for suggestions)
 	indexErr  error
 
-	events  map[string]*Event // "system/event" → parsed event
-	defined map[string]*Event // events added with Define
+	events  map[string]*Event   // "system/event" → parsed event
+	defined map[string]*Event   // events added with Define
+	holders map[string][]string // event name → systems whose format files were found (looked up once)
 
 	featOnce sync.Once
 	feat     Features
@@ -38,7 +39,7 @@ type Catalog struct {
 
 // Open returns a catalog reading from fsys. Nothing is read until needed.
 func Open(fsys fs.FS) *Catalog {
-	return &Catalog{fsys: fsys, events: map[string]*Event{}, defined: map[string]*Event{}}
+	return &Catalog{fsys: fsys, events: map[string]*Event{}, defined: map[string]*Event{}, holders: map[string][]string{}}
 }
 
 // FS returns the file system the catalog reads from.
@@ -97,17 +98,23 @@ func (c *Catalog) systemList() ([]string, error) {
 
 // Systems returns the sorted systems that hold an event with the given name,
 // including events added with [Catalog.Define]. It looks for the event's
-// format file in each system rather than listing every system's events.
+// format file in each system rather than listing every system's events,
+// and remembers the systems it found, so a script naming one event in each
+// of its statements looks once (a look is a stat in each of about a
+// hundred systems). The catalog is a snapshot: an event created in the
+// tracefs after the first look is not seen.
 func (c *Catalog) Systems(event string) ([]string, error) {
 	systems, err := c.systemList()
-	var out []string
-	if err == nil && IsIdent(event) {
+	found, looked := c.holders[event]
+	if !looked && err == nil && IsIdent(event) {
 		for _, s := range systems {
 			if _, serr := fs.Stat(c.fsys, path.Join("events", s, event, "format")); serr == nil {
-				out = append(out, s)
+				found = append(found, s)
 			}
 		}
+		c.holders[event] = found
 	}
+	out := slices.Clone(found)
 	for _, d := range c.defined {
 		if d.Name == event && !slices.Contains(out, d.System) {
 			out = append(out, d.System)
