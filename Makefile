@@ -10,25 +10,36 @@ build:
 test: unit kernels
 
 # The fast part: vet, every unit and golden test in random order twice,
-# and short fuzz runs of the parser, the whole command and shell quoting.
+# and short fuzz runs of the parser, the whole command, shell quoting and
+# the readers of hist and trace output. Each fuzz run goes through
+# tools/fuzzcheck, which fails it when its execs counter stops for 6 s or
+# a worker outlives it; each target bounds one input to a second
+# (internal/fuzzguard) and crashes, saving the input, past that.
+FUZZCHECK = $(GO) run ./tools/fuzzcheck
+
 unit:
 	$(GO) vet ./...
 	$(GO) test -shuffle=on -count=2 ./...
-	$(GO) test ./compiler -run '^$$' -fuzz FuzzParse -fuzztime 20s
-	$(GO) test ./cmd/sqlhist -run '^$$' -fuzz FuzzCompile -fuzztime 20s
-	$(GO) test ./emit -run '^$$' -fuzz FuzzQuote -fuzztime 10s
+	$(FUZZCHECK) -time 20s ./compiler FuzzParse
+	$(FUZZCHECK) -time 20s ./cmd/sqlhist FuzzCompile
+	$(FUZZCHECK) -time 10s ./emit FuzzQuote
+	$(FUZZCHECK) -time 10s ./tracefs FuzzParseHist
+	$(FUZZCHECK) -time 10s ./tracefs FuzzParseTraceLine
 
 # Rewrite the want/ sections of testdata/queries/*.txtar.
 golden:
 	$(GO) test ./cmd/sqlhist -run TestGolden -update
 
+# Five minutes of each of the two query fuzz targets, two workers each.
 fuzz:
-	$(GO) test ./compiler -run '^$$' -fuzz FuzzParse -fuzztime 5m
+	$(FUZZCHECK) -time 5m -parallel 2 ./compiler FuzzParse
+	$(FUZZCHECK) -time 5m -parallel 2 ./cmd/sqlhist FuzzCompile
 
 # Figures, not assertions: compile time against a full catalog and a
-# two-event directory.
+# two-event directory, and the worst inputs found for the parser and the
+# whole compile (each should stay well under 100 ms).
 bench:
-	$(GO) test ./cmd/sqlhist -run '^$$' -bench . -benchmem
+	$(GO) test ./compiler ./planner ./cmd/sqlhist -run '^$$' -bench . -benchmem
 
 # Targets for the e2e harness (e2e/, tools/).
 

@@ -25,7 +25,7 @@ func isCharPointer(ev *tracefs.Event, f *tracefs.Field) bool {
 // suggests --deref.
 func (p *planner) derefRewrite(q *compiler.Query) {
 	tables := []*compiler.TableRef{q.From, q.Join}
-	r := &resolver{cat: p.cat, feat: p.feat, diags: &compiler.Diags{}}
+	r := &resolver{cat: p.cat, feat: p.feat, diags: &compiler.Diags{}, quiet: true}
 	evs := make([]*tracefs.Event, 2)
 	for i, t := range tables {
 		if t == nil {

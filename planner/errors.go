@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
@@ -48,10 +47,8 @@ func nearest(s string, candidates []string) string {
 	if len(s) > 64 {
 		return "" // no event or field name is that long
 	}
-	sorted := append([]string(nil), candidates...)
-	sort.Strings(sorted)
 	ls := strings.ToLower(s)
-	for _, c := range sorted {
+	for _, c := range candidates {
 		// Compare bare event names too: "sched_wakeing" vs "sched/sched_waking".
 		cmp := strings.ToLower(c)
 		if i := strings.LastIndexAny(cmp, "/."); i >= 0 && !strings.ContainsAny(ls, "/.") {
@@ -60,8 +57,8 @@ func nearest(s string, candidates []string) string {
 		if diff := len(ls) - len(cmp); diff > limit || -diff > limit {
 			continue // the lengths alone put it too far away
 		}
-		d := levenshtein(ls, cmp)
-		if d < bestD {
+		// Of equally near names, the first in sorted order.
+		if d := levenshtein(ls, cmp); d < bestD || d == bestD && c < best {
 			best, bestD = c, d
 		}
 	}

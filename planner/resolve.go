@@ -71,6 +71,7 @@ type resolver struct {
 	feat  tracefs.Features
 	diags *compiler.Diags
 	sides []*side
+	quiet bool // errors are thrown away: skip the work of suggestions
 }
 
 // event resolves a FROM or JOIN name to an event.
@@ -188,7 +189,10 @@ func (r *resolver) fieldIn(i int, rest []*compiler.Ident, n *compiler.Name) *ref
 	fname := rest[0]
 	out := lookupField(s.ev, fname.Name)
 	if out == nil {
-		cands := append(s.ev.FieldNames(), "TIMESTAMP", "TIMESTAMP_USECS", "STACKTRACE", "common_cpu")
+		var cands []string
+		if !r.quiet {
+			cands = append(s.ev.FieldNames(), "TIMESTAMP", "TIMESTAMP_USECS", "STACKTRACE", "common_cpu")
+		}
 		errUnknownField(r.diags, fname.Pos, fname.End, fname.Name, s.ev.FullName(), cands)
 		return nil
 	}
@@ -320,7 +324,9 @@ func (p *planner) quietly(fn func()) {
 	var d compiler.Diags
 	saved := p.diags
 	p.diags, p.r.diags = &d, &d
-	defer func() { p.diags, p.r.diags = saved, saved }()
+	quiet := p.r.quiet
+	p.r.quiet = true
+	defer func() { p.diags, p.r.diags, p.r.quiet = saved, saved, quiet }()
 	fn()
 }
 

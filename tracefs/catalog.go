@@ -10,6 +10,11 @@ import (
 	"sync"
 )
 
+// statLookups is how many event names Systems looks for with stats before
+// it reads every system's listing instead: a listing costs about as much
+// as one name's stats, and is needed anyway for suggestions.
+const statLookups = 8
+
 // ErrNoEvents is returned when a file system has no events/ directory.
 var ErrNoEvents = errors.New("no events directory")
 
@@ -97,19 +102,27 @@ func (c *Catalog) systemList() ([]string, error) {
 }
 
 // Systems returns the sorted systems that hold an event with the given name,
-// including events added with [Catalog.Define]. It looks for the event's
-// format file in each system rather than listing every system's events,
-// and remembers the systems it found, so a script naming one event in each
-// of its statements looks once (a look is a stat in each of about a
-// hundred systems). The catalog is a snapshot: an event created in the
-// tracefs after the first look is not seen.
+// including events added with [Catalog.Define]. The first few names are
+// looked for as format files in each system (a stat in each of about a
+// hundred systems); from then on, and for every name once the systems'
+// listings are read, it reads the listing of every system once (about a
+// hundred reads) and answers from it, so a script of many statements costs
+// no more than a listing. Answers are remembered: the catalog is a
+// snapshot, and an event created in the tracefs after it was looked for is
+// not seen.
 func (c *Catalog) Systems(event string) ([]string, error) {
 	systems, err := c.systemList()
 	found, looked := c.holders[event]
 	if !looked && err == nil && IsIdent(event) {
-		for _, s := range systems {
-			if _, serr := fs.Stat(c.fsys, path.Join("events", s, event, "format")); serr == nil {
-				found = append(found, s)
+		if len(c.holders) >= statLookups {
+			if c.ensureIndex() == nil {
+				found = slices.Clone(c.index[event])
+			}
+		} else {
+			for _, s := range systems {
+				if _, serr := fs.Stat(c.fsys, path.Join("events", s, event, "format")); serr == nil {
+					found = append(found, s)
+				}
 			}
 		}
 		c.holders[event] = found

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -114,4 +115,81 @@ func BenchmarkCompileFullCatalog(b *testing.B) {
 func BenchmarkCompileTwoEvents(b *testing.B) {
 	full, _ := fullCatalog(b)
 	benchCompile(b, twoEvents(full))
+}
+
+// fill repeats unit between head and tail up to the longest script sqlhist
+// reads.
+func fill(head, unit, tail string) string {
+	n := (compiler.MaxSourceBytes - len(head) - len(tail)) / len(unit)
+	return head + strings.Repeat(unit, n) + tail
+}
+
+// fillN writes unit(0), unit(1), … while they fit in the longest script.
+func fillN(unit func(i int) string) string {
+	var b strings.Builder
+	for i := 0; ; i++ {
+		u := unit(i)
+		if b.Len()+len(u) > compiler.MaxSourceBytes {
+			return b.String()
+		}
+		b.WriteString(u)
+	}
+}
+
+const worstJoin = "SELECT start.pid, end.next_pid FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
+
+// worstCompiles are the slowest whole compiles found. Each fills the size
+// limit with one shape; every shape was timed, the slowest profiled, and
+// what grew faster than the input fixed, until each cost was linear:
+// select_list_hist took 99 s (each duplicate key compared with every
+// earlier one, a diagnostic per pair), select_list_join 23 s (variable
+// names tried base, base_2, … from the start each time), regroup 23 s
+// (products distributed over sums of thousands of terms), statements
+// 260 ms (a stat in each of ~100 systems per statement to find the event).
+var worstCompiles = []struct{ name, text string }{
+	{"select_list_hist", fill("SELECT ", "pid, ", "pid FROM sched_waking")},
+	{"select_list_join", fill("SELECT ", "start.pid, ", "start.pid FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid")},
+	{"regroup", fill("SELECT start.pid, ((end.next_pid + end.prev_pid + end.next_prio + end.prev_prio)", " * 2", ") AS x FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid")},
+	{"regroup_64", "SELECT start.pid, ((" + strings.Repeat("end.next_pid + ", 31) + "end.prev_pid)" + strings.Repeat(" * 2", 32) + ") AS x FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"},
+	{"product_chain", fill("SELECT start.pid, (", "end.next_pid * ", "1) AS x FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid")},
+	{"constants", fill("SELECT start.pid, (end.next_pid", " + 1", ") AS x FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid")},
+	{"statements_hist", fill("", "SELECT pid FROM sched_waking;", "")},
+	{"statements_join", fillN(func(i int) string { return "CREATE VIEW lat_" + itoa(i) + " AS " + worstJoin + ";" })},
+	{"view_chain", fillN(func(i int) string {
+		if i == 0 {
+			return "CREATE VIEW lat_0 AS " + worstJoin + ";"
+		}
+		return "CREATE VIEW lat_" + itoa(i) + " AS SELECT start.pid, end.pid AS p FROM lat_" + itoa(i-1) + " AS start JOIN sched_waking AS end ON start.pid = end.pid;"
+	})},
+	{"where_or", fill("SELECT pid FROM sched_waking WHERE ", "pid == 1 || ", "pid == 2")},
+	{"where_and_join", fill(worstJoin+" WHERE ", "start.pid == 1 AND end.next_pid == 1 AND ", "end.next_pid == 2")},
+	{"on_pairs", fill("SELECT start.pid FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid", " AND start.pid = end.next_pid", "")},
+	{"group_by", fill("SELECT pid FROM sched_waking GROUP BY ", "pid, ", "pid")},
+	{"unknown_fields", fill("SELECT ", "nope, ", "nope FROM sched_waking")},
+	{"nested_100_per_statement", fill("", "SELECT pid FROM sched_waking WHERE "+strings.Repeat("(", 99)+"pid == 1"+strings.Repeat(")", 99)+";", "")},
+	{"probes", fill("", "SELECT a FROM kprobe(do_sys_openat2, a=+0(+0(+0($arg2))):u32);", "")},
+}
+
+// BenchmarkWorstCompile runs the whole command (parse, plan, print) on
+// each worst input against a tracefs of 2,000+ events on disk; each should
+// stay well under 100 ms.
+func BenchmarkWorstCompile(b *testing.B) {
+	full, _ := fullCatalog(b)
+	fsys := onDisk(b, full)
+	e := env{
+		stdout: io.Discard, stderr: io.Discard,
+		dir:      func(string) (fs.FS, error) { return fsys, nil },
+		readFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
+	}
+	for _, w := range worstCompiles {
+		b.Run(w.name, func(b *testing.B) {
+			b.SetBytes(int64(len(w.text)))
+			for b.Loop() {
+				e.stdin = strings.NewReader(w.text)
+				if code := run([]string{"--formats", "tracefs", "-f", "-"}, e); code != exitOK && code != exitQuery {
+					b.Fatalf("exit %d", code)
+				}
+			}
+		})
+	}
 }
