@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	"golang.org/x/tools/txtar"
+
+	"github.com/sqlhist/sqlhist/internal/fuzzguard"
 )
 
 // FuzzParse checks that any input gives either a script or diagnostics
 // whose positions lie inside the source, never a panic, and that parsing
-// is deterministic. It is seeded with every golden query.
+// is deterministic, all within fuzzguard.Limit. It is seeded with every
+// golden query.
 func FuzzParse(f *testing.F) {
 	paths, _ := filepath.Glob("../testdata/queries/*.txtar")
 	for _, p := range paths {
@@ -25,27 +28,32 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		src := NewSource("fuzz.sql", text)
-		s1, err1 := Parse(src)
-		s2, err2 := Parse(NewSource("fuzz.sql", text))
-		if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
-			t.Fatalf("nondeterministic: %v vs %v", err1, err2)
-		}
-		if err1 == nil {
-			if !reflect.DeepEqual(s1, s2) {
-				t.Fatalf("nondeterministic parse of %q", text)
-			}
-			return
-		}
-		d, ok := err1.(Diags)
-		if !ok {
-			t.Fatalf("error is %T, want Diags", err1)
-		}
-		for _, x := range d {
-			if x.Pos.IsValid() && x.Pos.Offset() > len(text) || x.End.IsValid() && x.End.Offset() > len(text) {
-				t.Fatalf("diagnostic %q at %d..%d outside a %d-byte source", x.Msg, x.Pos, x.End, len(text))
-			}
-		}
-		_ = d.Render(src)
+		fuzzguard.Run(fuzzguard.Limit, text, func() { checkParse(t, text) })
 	})
+}
+
+// checkParse is FuzzParse's check of one input.
+func checkParse(t *testing.T, text string) {
+	src := NewSource("fuzz.sql", text)
+	s1, err1 := Parse(src)
+	s2, err2 := Parse(NewSource("fuzz.sql", text))
+	if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
+		t.Fatalf("nondeterministic: %v vs %v", err1, err2)
+	}
+	if err1 == nil {
+		if !reflect.DeepEqual(s1, s2) {
+			t.Fatalf("nondeterministic parse of %q", text)
+		}
+		return
+	}
+	d, ok := err1.(Diags)
+	if !ok {
+		t.Fatalf("error is %T, want Diags", err1)
+	}
+	for _, x := range d {
+		if x.Pos.IsValid() && x.Pos.Offset() > len(text) || x.End.IsValid() && x.End.Offset() > len(text) {
+			t.Fatalf("diagnostic %q at %d..%d outside a %d-byte source", x.Msg, x.Pos, x.End, len(text))
+		}
+	}
+	_ = d.Render(src)
 }

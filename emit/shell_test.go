@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/sqlhist/sqlhist/internal/fuzzguard"
 )
 
 var hostile = []string{
@@ -41,7 +43,10 @@ func FuzzQuote(f *testing.F) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return // a shell word cannot hold NUL
 		}
-		if got := shellRoundTrip(t, s); got != s {
+		// Each input starts a shell: a bound ten times the others'.
+		var got string
+		fuzzguard.Run(10*fuzzguard.Limit, s, func() { got = shellRoundTrip(t, s) })
+		if got != s {
 			t.Errorf("Quote(%q) came back from sh as %q", s, got)
 		}
 	})

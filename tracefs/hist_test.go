@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sqlhist/sqlhist/internal/fuzzguard"
 )
 
 func readTestdata(t testing.TB, name string) string {
@@ -282,30 +284,35 @@ func FuzzParseHist(f *testing.F) {
 		f.Add(readTestdata(f, filepath.Base(file)))
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		hs, err := ParseHist(text)
-		if err != nil {
-			return
-		}
-		// Every histogram starts at a header line and every entry at a "{"
-		// line; an extra trailing newline changes nothing.
-		if n := strings.Count("\n"+text, "\n# event histogram"); len(hs) > n {
-			t.Fatalf("%d histograms from %d headers", len(hs), n)
-		}
-		entries := 0
-		for _, h := range hs {
-			if h.TriggerInfo == "" {
-				t.Fatal("histogram without trigger info")
-			}
-			entries += len(h.Entries)
-		}
-		if n := strings.Count("\n"+text, "\n{"); entries > n {
-			t.Fatalf("%d entries from %d lines", entries, n)
-		}
-		again, err := ParseHist(text + "\n")
-		if err != nil || !cmp.Equal(hs, again) {
-			t.Fatalf("trailing newline changed the result: %v", err)
-		}
+		fuzzguard.Run(fuzzguard.Limit, text, func() { checkHistText(t, text) })
 	})
+}
+
+// checkHistText is FuzzParseHist's check of one text.
+func checkHistText(t *testing.T, text string) {
+	hs, err := ParseHist(text)
+	if err != nil {
+		return
+	}
+	// Every histogram starts at a header line and every entry at a "{"
+	// line; an extra trailing newline changes nothing.
+	if n := strings.Count("\n"+text, "\n# event histogram"); len(hs) > n {
+		t.Fatalf("%d histograms from %d headers", len(hs), n)
+	}
+	entries := 0
+	for _, h := range hs {
+		if h.TriggerInfo == "" {
+			t.Fatal("histogram without trigger info")
+		}
+		entries += len(h.Entries)
+	}
+	if n := strings.Count("\n"+text, "\n{"); entries > n {
+		t.Fatalf("%d entries from %d lines", entries, n)
+	}
+	again, err := ParseHist(text + "\n")
+	if err != nil || !cmp.Equal(hs, again) {
+		t.Fatalf("trailing newline changed the result: %v", err)
+	}
 }
 
 func TestHistogramKeyFields(t *testing.T) {

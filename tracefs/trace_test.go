@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sqlhist/sqlhist/internal/fuzzguard"
 )
 
 func traceSampleLines(t testing.TB) []string {
@@ -184,32 +186,37 @@ func FuzzParseTraceLine(f *testing.F) {
 		f.Add(line)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		r, ok := ParseTraceLine(line)
-		if !ok {
-			return
-		}
-		if !strings.Contains(line, r.Comm+"-") || r.PID < 0 || r.CPU < 0 {
-			t.Fatalf("comm/pid/cpu %q %d %d not from %q", r.Comm, r.PID, r.CPU, line)
-		}
-		sec, _, _ := strings.Cut(r.Timestamp, ".")
-		if strconv.FormatInt(r.Micros/1e6, 10) != strings.TrimLeft(sec, "0") && r.Micros >= 1e6 {
-			t.Fatalf("micros %d from %q", r.Micros, r.Timestamp)
-		}
-		if r.Fields == nil {
-			return
-		}
-		// The heuristic split loses nothing, and splitting by the names it
-		// found gives the same fields.
-		if joinFields(r.Fields) != r.Body {
-			t.Fatalf("fields %q do not join to %q", r.Fields, r.Body)
-		}
-		names := make([]string, len(r.Fields))
-		for i, fl := range r.Fields {
-			names[i] = fl.Name
-		}
-		byName, err := ParseFields(r.Body, names)
-		if err != nil || !cmp.Equal(byName, r.Fields) {
-			t.Fatalf("by names %q: %q, %v; heuristic %q", names, byName, err, r.Fields)
-		}
+		fuzzguard.Run(fuzzguard.Limit, line, func() { checkTraceLine(t, line) })
 	})
+}
+
+// checkTraceLine is FuzzParseTraceLine's check of one line.
+func checkTraceLine(t *testing.T, line string) {
+	r, ok := ParseTraceLine(line)
+	if !ok {
+		return
+	}
+	if !strings.Contains(line, r.Comm+"-") || r.PID < 0 || r.CPU < 0 {
+		t.Fatalf("comm/pid/cpu %q %d %d not from %q", r.Comm, r.PID, r.CPU, line)
+	}
+	sec, _, _ := strings.Cut(r.Timestamp, ".")
+	if strconv.FormatInt(r.Micros/1e6, 10) != strings.TrimLeft(sec, "0") && r.Micros >= 1e6 {
+		t.Fatalf("micros %d from %q", r.Micros, r.Timestamp)
+	}
+	if r.Fields == nil {
+		return
+	}
+	// The heuristic split loses nothing, and splitting by the names it
+	// found gives the same fields.
+	if joinFields(r.Fields) != r.Body {
+		t.Fatalf("fields %q do not join to %q", r.Fields, r.Body)
+	}
+	names := make([]string, len(r.Fields))
+	for i, fl := range r.Fields {
+		names[i] = fl.Name
+	}
+	byName, err := ParseFields(r.Body, names)
+	if err != nil || !cmp.Equal(byName, r.Fields) {
+		t.Fatalf("by names %q: %q, %v; heuristic %q", names, byName, err, r.Fields)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/tools/txtar"
+
+	"github.com/sqlhist/sqlhist/internal/fuzzguard"
 )
 
 // scriptLine is the output contract: every stdout line is a comment, an
@@ -43,7 +45,9 @@ func FuzzCompile(f *testing.F) {
 			code := run([]string{"--kernel", "6.1", "-f", "-"}, e)
 			return caseResult{stdout.String(), stderr.String(), code}
 		}
-		r1, r2 := once(), once()
+		var r1, r2 caseResult
+		// The bound covers two compiles.
+		fuzzguard.Run(fuzzguard.Limit, sql, func() { r1, r2 = once(), once() })
 		if r1 != r2 {
 			t.Fatalf("nondeterministic:\n%+v\n%+v", r1, r2)
 		}

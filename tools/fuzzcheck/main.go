@@ -1,0 +1,187 @@
+// Command fuzzcheck runs one fuzz target and fails when the run stalls,
+// which `go test -fuzz` alone does not do.
+//
+//	go run ./tools/fuzzcheck [-time 20s] [-parallel N] PKG TARGET
+//
+// Go's fuzzer has no per-input time limit and reports its progress only as
+// "execs: N (R/sec)" lines every three seconds: an input that runs for
+// minutes, or a worker minimizing a large input for the default minute,
+// shows as a counter that stops while the step still passes. fuzzcheck
+// streams those lines and ends the run with an error when the counter has
+// not moved for -stall (6 s: two reports). It passes -fuzzminimizetime
+// (1 s) so that shrinking a new corpus entry pauses a worker for a second,
+// not a minute; the per-input bound itself is each target's, through
+// internal/fuzzguard. After the run it looks for fuzz workers of the
+// target that outlived it, kills them and fails.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	fuzztime := flag.Duration("time", 20*time.Second, "how long to fuzz (-fuzztime)")
+	parallel := flag.Int("parallel", 0, "fuzz workers (-parallel; 0: go test's default, GOMAXPROCS)")
+	minimize := flag.Duration("minimize", time.Second, "time to minimize one input (-fuzzminimizetime)")
+	stall := flag.Duration("stall", 6*time.Second, "fail when the execs counter stays still this long")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: fuzzcheck [flags] PKG TARGET")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 2 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	pkg, target := flag.Arg(0), flag.Arg(1)
+	args := []string{"test", pkg, "-run", "^$", "-fuzz", "^" + target + "$",
+		"-fuzztime", fuzztime.String(), "-fuzzminimizetime", minimize.String()}
+	if *parallel > 0 {
+		args = append(args, "-parallel", strconv.Itoa(*parallel))
+	}
+	// The build comes first and is not fuzzing: the deadline allows for it.
+	err := run(args, target, *stall, *fuzztime+3*time.Minute, os.Stdout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fuzzcheck %s %s: %v\n", pkg, target, err)
+		os.Exit(1)
+	}
+}
+
+// run runs go with args, streaming its output to out, and checks the
+// progress lines as they come.
+func run(args []string, target string, stall, deadline time.Duration, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	// A group of its own, so the coordinator and its workers can be ended
+	// together.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		waited <- err
+	}()
+
+	p := &progress{stall: stall}
+	var verdict error
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(out, line)
+		if err := p.line(line); err != nil && verdict == nil {
+			verdict = err
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	io.Copy(io.Discard, pr)
+	werr := <-waited
+	// Workers that survived their coordinator (they were seen to spin at
+	// 100% CPU after a run ended) are found by their command line.
+	if left := leftoverWorkers(target); len(left) > 0 {
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if verdict == nil {
+			verdict = fmt.Errorf("%d fuzz worker(s) outlived the run (pids %v); killed them", len(left), left)
+		}
+	}
+	switch {
+	case verdict != nil:
+		return verdict
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("the run did not end within %v", deadline)
+	case werr != nil:
+		return fmt.Errorf("go test failed: %v", werr)
+	}
+	return p.done()
+}
+
+// statusRE matches the fuzzer's progress report, e.g.
+// "fuzz: elapsed: 9s, execs: 9048 (0/sec), new interesting: 16 (total: 114)".
+var statusRE = regexp.MustCompile(`^fuzz: elapsed: (\S+), execs: (\d+) \(`)
+
+// progress follows the execs counter through the status lines.
+type progress struct {
+	stall   time.Duration
+	started bool          // a status line with execs was seen
+	execs   uint64        // the counter at the last status line
+	since   time.Duration // elapsed time when the counter last moved
+	last    time.Duration // elapsed time of the last status line
+}
+
+// line reads one line of output and returns an error when the counter has
+// been still for the stall duration.
+func (p *progress) line(s string) error {
+	m := statusRE.FindStringSubmatch(s)
+	if m == nil {
+		return nil
+	}
+	elapsed, err := time.ParseDuration(m[1])
+	if err != nil {
+		return nil
+	}
+	execs, _ := strconv.ParseUint(m[2], 10, 64)
+	p.last = elapsed
+	if !p.started || execs != p.execs {
+		p.started, p.execs, p.since = true, execs, elapsed
+		return nil
+	}
+	if still := elapsed - p.since; still >= p.stall {
+		return fmt.Errorf("stalled: execs stayed at %d from %v to %v (a worker is stuck on one input, or minimizing one for longer than -minimize)", execs, p.since, elapsed)
+	}
+	return nil
+}
+
+// done checks the run as a whole once it has ended.
+func (p *progress) done() error {
+	if !p.started || p.execs == 0 {
+		return errors.New("no progress: the fuzzer never reported an execution")
+	}
+	return nil
+}
+
+// leftoverWorkers returns the pids of fuzz workers of the target that are
+// still running.
+func leftoverWorkers(target string) []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(data), "\x00")
+		worker, ours := false, false
+		for _, a := range args {
+			worker = worker || a == "-test.fuzzworker"
+			ours = ours || a == "-test.fuzz=^"+target+"$"
+		}
+		if worker && ours {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
