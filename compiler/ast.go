@@ -1,6 +1,10 @@
 package compiler
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sqlhist/sqlhist/source"
+)
 
 // Script is a parsed input: one or more statements.
 type Script struct {
@@ -12,12 +16,12 @@ type Script struct {
 // With Join set it describes a synthetic event fed by two events; without
 // it, a histogram on one event.
 type Query struct {
-	Pos, End Pos
+	Pos, End source.Pos
 	View     *Ident // CREATE VIEW name AS SELECT …: the synthetic event's name
 	Select   []*SelectItem
 	From     *TableRef
-	Join     *TableRef // nil in histogram mode
-	JoinPos  Pos       // position of the JOIN keyword
+	Join     *TableRef  // nil in histogram mode
+	JoinPos  source.Pos // position of the JOIN keyword
 	On       []*Match
 	Where    Expr
 	GroupBy  []Expr
@@ -28,14 +32,14 @@ type Query struct {
 // Ident is a simple name with its position.
 type Ident struct {
 	Name     string
-	Pos, End Pos
+	Pos, End source.Pos
 }
 
 // Name is a possibly dotted name as written: "start.pid",
 // "sched.sched_waking", "call_site.sym-offset".
 type Name struct {
 	Parts    []*Ident
-	Pos, End Pos
+	Pos, End source.Pos
 }
 
 // String returns the parts joined by dots.
@@ -65,7 +69,7 @@ type SelectItem struct {
 // Match is one "a = b" pair of the ON clause.
 type Match struct {
 	Left, Right *Field
-	OpPos       Pos
+	OpPos       source.Pos
 }
 
 // OrderItem is one ORDER BY item.
@@ -76,7 +80,7 @@ type OrderItem struct {
 
 // Expr is an expression node.
 type Expr interface {
-	Span() (pos, end Pos)
+	Span() (pos, end source.Pos)
 }
 
 // Field is a reference to an event field (or a pseudo-field such as
@@ -89,13 +93,13 @@ type Number struct {
 	Value    uint64
 	Neg      bool
 	Text     string
-	Pos, End Pos
+	Pos, End source.Pos
 }
 
 // String is a quoted string literal; Value is the text between the quotes.
 type String struct {
 	Value    string
-	Pos, End Pos
+	Pos, End source.Pos
 }
 
 // Op is an operator.
@@ -136,15 +140,15 @@ func (o Op) IsArith() bool { return o <= OpDiv }
 type Binary struct {
 	Op    Op
 	X, Y  Expr
-	OpPos Pos
-	OpEnd Pos
+	OpPos source.Pos
+	OpEnd source.Pos
 
-	pos, end Pos // the span, cached by NewBinary
+	pos, end source.Pos // the span, cached by NewBinary
 }
 
 // NewBinary returns X Op Y with its span computed once: spans of long
 // operator chains would otherwise cost time proportional to their depth.
-func NewBinary(op Op, x, y Expr, opPos, opEnd Pos) *Binary {
+func NewBinary(op Op, x, y Expr, opPos, opEnd source.Pos) *Binary {
 	b := &Binary{Op: op, X: x, Y: y, OpPos: opPos, OpEnd: opEnd}
 	b.pos, _ = x.Span()
 	_, b.end = y.Span()
@@ -155,15 +159,15 @@ func NewBinary(op Op, x, y Expr, opPos, opEnd Pos) *Binary {
 type Unary struct {
 	Op  Op
 	X   Expr
-	Pos Pos
+	Pos source.Pos
 
-	end Pos // the end of X, cached by NewUnary
+	end source.Pos // the end of X, cached by NewUnary
 }
 
 // NewUnary returns Op X with its span computed once. Computing it on each
 // call walked the whole chain, so converting "!!!…!a" cost time quadratic
 // in its length (16,000 "-" took half a second, 56,000 stalled the fuzzer).
-func NewUnary(op Op, x Expr, pos Pos) *Unary {
+func NewUnary(op Op, x Expr, pos source.Pos) *Unary {
 	u := &Unary{Op: op, X: x, Pos: pos}
 	_, u.end = x.Span()
 	return u
@@ -172,7 +176,7 @@ func NewUnary(op Op, x Expr, pos Pos) *Unary {
 // Paren is an expression in parentheses.
 type Paren struct {
 	X        Expr
-	Pos, End Pos
+	Pos, End source.Pos
 }
 
 // Cast is CAST(X AS Target). Target is upper-cased; Arg holds the N of
@@ -182,8 +186,8 @@ type Cast struct {
 	Target               string
 	Arg                  uint64
 	HasArg               bool
-	Pos, End             Pos
-	TargetPos, TargetEnd Pos
+	Pos, End             source.Pos
+	TargetPos, TargetEnd source.Pos
 }
 
 // Call is an aggregate call: COUNT(*), SUM(x), …
@@ -191,14 +195,14 @@ type Call struct {
 	Func     string // upper case
 	Args     []Expr
 	Star     bool
-	Pos, End Pos
+	Pos, End source.Pos
 }
 
 // Span implements Expr.
-func (f *Field) Span() (Pos, Pos)  { return f.Name.Pos, f.Name.End }
-func (n *Number) Span() (Pos, Pos) { return n.Pos, n.End }
-func (s *String) Span() (Pos, Pos) { return s.Pos, s.End }
-func (b *Binary) Span() (Pos, Pos) {
+func (f *Field) Span() (source.Pos, source.Pos)  { return f.Name.Pos, f.Name.End }
+func (n *Number) Span() (source.Pos, source.Pos) { return n.Pos, n.End }
+func (s *String) Span() (source.Pos, source.Pos) { return s.Pos, s.End }
+func (b *Binary) Span() (source.Pos, source.Pos) {
 	if b.pos.IsValid() {
 		return b.pos, b.end
 	}
@@ -206,16 +210,16 @@ func (b *Binary) Span() (Pos, Pos) {
 	_, e := b.Y.Span()
 	return p, e
 }
-func (u *Unary) Span() (Pos, Pos) {
+func (u *Unary) Span() (source.Pos, source.Pos) {
 	if u.end.IsValid() {
 		return u.Pos, u.end
 	}
 	_, e := u.X.Span()
 	return u.Pos, e
 }
-func (p *Paren) Span() (Pos, Pos) { return p.Pos, p.End }
-func (c *Cast) Span() (Pos, Pos)  { return c.Pos, c.End }
-func (c *Call) Span() (Pos, Pos)  { return c.Pos, c.End }
+func (p *Paren) Span() (source.Pos, source.Pos) { return p.Pos, p.End }
+func (c *Cast) Span() (source.Pos, source.Pos)  { return c.Pos, c.End }
+func (c *Call) Span() (source.Pos, source.Pos)  { return c.Pos, c.End }
 
 // Unparen strips any parentheses around e.
 func Unparen(e Expr) Expr {

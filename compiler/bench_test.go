@@ -3,6 +3,8 @@ package compiler
 import (
 	"strings"
 	"testing"
+
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // fill repeats unit between head and tail up to MaxSourceBytes: the
@@ -40,7 +42,7 @@ func BenchmarkWorstParse(b *testing.B) {
 		b.Run(w.name, func(b *testing.B) {
 			b.SetBytes(int64(len(w.text)))
 			for b.Loop() {
-				Parse(NewSource("worst.sql", w.text))
+				Parse(source.NewSource("worst.sql", w.text))
 			}
 		})
 	}
@@ -51,6 +53,6 @@ func BenchmarkWorstParse(b *testing.B) {
 func BenchmarkOversized(b *testing.B) {
 	text := strings.Repeat("-", MaxSourceBytes+1)
 	for b.Loop() {
-		Parse(NewSource("big.sql", text))
+		Parse(source.NewSource("big.sql", text))
 	}
 }

@@ -6,18 +6,20 @@ import (
 
 	tidbast "github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
+
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // converter turns tidb's AST into the query model, mapping every leaf back
 // to its source token through the placeholders.
 type converter struct {
 	rw    *rewritten
-	src   *Source
-	diags Diags
+	src   *source.Source
+	diags source.Diags
 	toks  []*token // tokens of the current statement
 }
 
-func (c *converter) errorf(pos, end Pos, format string, args ...any) *Diag {
+func (c *converter) errorf(pos, end source.Pos, format string, args ...any) *source.Diag {
 	return c.diags.Add(pos, end, format, args...)
 }
 
@@ -250,7 +252,7 @@ func (c *converter) ident(ph string) *Ident {
 }
 
 // opBetween finds the operator token between two positions.
-func (c *converter) opBetween(from, to Pos) (Pos, Pos) {
+func (c *converter) opBetween(from, to source.Pos) (source.Pos, source.Pos) {
 	toks := c.rw.toks
 	// Tokens are in source order: start at the first one at or after from.
 	i := sort.Search(len(toks), func(i int) bool { return toks[i].pos >= from })
@@ -350,7 +352,7 @@ func (c *converter) bad(e tidbast.ExprNode, msg string) Expr {
 	return &Number{Pos: t.pos, End: t.end}
 }
 
-func (c *converter) srcText(p, e Pos) string {
+func (c *converter) srcText(p, e source.Pos) string {
 	if !p.IsValid() || !e.IsValid() || e < p {
 		return ""
 	}
@@ -358,13 +360,13 @@ func (c *converter) srcText(p, e Pos) string {
 }
 
 // tokenIndex returns the index of the first token at or after p.
-func (c *converter) tokenIndex(p Pos) int {
+func (c *converter) tokenIndex(p source.Pos) int {
 	toks := c.rw.toks
 	return sort.Search(len(toks), func(i int) bool { return toks[i].pos >= p })
 }
 
 // openBefore returns the position of the "(" just before p, or p.
-func (c *converter) openBefore(p Pos) Pos {
+func (c *converter) openBefore(p source.Pos) source.Pos {
 	if i := c.tokenIndex(p); i > 0 {
 		if t := c.rw.toks[i-1]; t.kind == tOp && t.text == "(" {
 			return t.pos
@@ -374,7 +376,7 @@ func (c *converter) openBefore(p Pos) Pos {
 }
 
 // closeAfter returns the end of the ")" just after e, or e.
-func (c *converter) closeAfter(e Pos) Pos {
+func (c *converter) closeAfter(e source.Pos) source.Pos {
 	if i := c.tokenIndex(e); i < len(c.rw.toks) {
 		if t := c.rw.toks[i]; t.kind == tOp && t.text == ")" {
 			return t.end
@@ -384,7 +386,7 @@ func (c *converter) closeAfter(e Pos) Pos {
 }
 
 // opBefore finds the operator token just before p.
-func (c *converter) opBefore(p Pos) (Pos, Pos) {
+func (c *converter) opBefore(p source.Pos) (source.Pos, source.Pos) {
 	i := c.tokenIndex(p)
 	if i == 0 {
 		return p, p
@@ -458,7 +460,7 @@ func (c *converter) call(x *tidbast.FuncCallExpr) Expr {
 }
 
 // closeAfterArgs returns the end of the ")" closing the call that starts at t.
-func (c *converter) closeAfterArgs(t *token) Pos {
+func (c *converter) closeAfterArgs(t *token) source.Pos {
 	depth := 0
 	for _, x := range c.rw.toks[c.tokenIndex(t.end):] {
 		if x.kind != tOp {

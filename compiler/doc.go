@@ -1,7 +1,6 @@
 // Package compiler turns sqlhist's SQL dialect into a checked query model
-// ([Script], [Query]) with exact source positions, and defines the
-// positions and diagnostics ([Pos], [Source], [Diag], [Diags]) that the
-// later stages share.
+// ([Script], [Query]) with exact positions in the source (package
+// source's [source.Pos]), reporting what it refuses as [source.Diags].
 //
 // It is the only package that imports the tidb SQL parser. A small
 // pre-lexer first reads the dialect the parser does not know (==, ~,

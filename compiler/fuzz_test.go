@@ -8,6 +8,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/sqlhist/sqlhist/internal/fuzzguard"
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // FuzzParse checks that any input gives either a script or diagnostics
@@ -34,9 +35,9 @@ func FuzzParse(f *testing.F) {
 
 // checkParse is FuzzParse's check of one input.
 func checkParse(t *testing.T, text string) {
-	src := NewSource("fuzz.sql", text)
+	src := source.NewSource("fuzz.sql", text)
 	s1, err1 := Parse(src)
-	s2, err2 := Parse(NewSource("fuzz.sql", text))
+	s2, err2 := Parse(source.NewSource("fuzz.sql", text))
 	if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
 		t.Fatalf("nondeterministic: %v vs %v", err1, err2)
 	}
@@ -46,7 +47,7 @@ func checkParse(t *testing.T, text string) {
 		}
 		return
 	}
-	d, ok := err1.(Diags)
+	d, ok := err1.(source.Diags)
 	if !ok {
 		t.Fatalf("error is %T, want Diags", err1)
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // The pre-lexer reads sqlhist's dialect (==, ~, CAST(x AS HEX), \from,
@@ -30,7 +32,7 @@ const (
 type token struct {
 	kind     tokKind
 	text     string // source text (keywords upper-cased)
-	pos, end Pos
+	pos, end source.Pos
 	name     *Name      // tName
 	str      string     // tString: the value between the quotes
 	num      uint64     // tNumber
@@ -59,15 +61,15 @@ var keywords = map[string]bool{
 var aggregates = map[string]bool{"COUNT": true, "SUM": true, "MIN": true, "MAX": true, "AVG": true}
 
 type lexer struct {
-	src   *Source
+	src   *source.Source
 	s     string
 	i     int
 	toks  []*token
-	diags Diags
+	diags source.Diags
 }
 
 func (lx *lexer) errorf(pos, end int, format string, args ...any) {
-	lx.diags.Add(PosOf(pos), PosOf(end), format, args...)
+	lx.diags.Add(source.PosOf(pos), source.PosOf(end), format, args...)
 }
 
 func isLetter(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
@@ -77,11 +79,11 @@ func isWordByte(c byte) bool {
 }
 
 // lex tokenizes the whole source.
-func lex(src *Source) ([]*token, Diags) {
+func lex(src *source.Source) ([]*token, source.Diags) {
 	lx := &lexer{src: src, s: src.Text}
 	for lx.next() {
 	}
-	lx.toks = append(lx.toks, &token{kind: tEOF, pos: PosOf(len(lx.s)), end: PosOf(len(lx.s))})
+	lx.toks = append(lx.toks, &token{kind: tEOF, pos: source.PosOf(len(lx.s)), end: source.PosOf(len(lx.s))})
 	return lx.toks, lx.diags
 }
 
@@ -152,10 +154,10 @@ func (lx *lexer) identPart(afterDot bool) (*Ident, bool) {
 		if end < 0 {
 			lx.errorf(start, len(lx.s), "backquoted name is not closed")
 			lx.i = len(lx.s)
-			return &Ident{Name: lx.s[start+1:], Pos: PosOf(start), End: PosOf(len(lx.s))}, true
+			return &Ident{Name: lx.s[start+1:], Pos: source.PosOf(start), End: source.PosOf(len(lx.s))}, true
 		}
 		lx.i += end + 2
-		return &Ident{Name: lx.s[start+1 : lx.i-1], Pos: PosOf(start), End: PosOf(lx.i)}, true
+		return &Ident{Name: lx.s[start+1 : lx.i-1], Pos: source.PosOf(start), End: source.PosOf(lx.i)}, true
 	case c == '\\':
 		lx.i++
 		if lx.i >= len(lx.s) || !isLetter(lx.s[lx.i]) {
@@ -165,7 +167,7 @@ func (lx *lexer) identPart(afterDot bool) (*Ident, bool) {
 		for lx.i < len(lx.s) && isWordByte(lx.s[lx.i]) {
 			lx.i++
 		}
-		return &Ident{Name: lx.s[start+1 : lx.i], Pos: PosOf(start), End: PosOf(lx.i)}, true
+		return &Ident{Name: lx.s[start+1 : lx.i], Pos: source.PosOf(start), End: source.PosOf(lx.i)}, true
 	case isLetter(c) || afterDot && isDigit(c):
 		for lx.i < len(lx.s) && isWordByte(lx.s[lx.i]) {
 			lx.i++
@@ -188,7 +190,7 @@ func (lx *lexer) identPart(afterDot bool) (*Ident, bool) {
 				}
 			}
 		}
-		return &Ident{Name: word, Pos: PosOf(start), End: PosOf(lx.i)}, true
+		return &Ident{Name: word, Pos: source.PosOf(start), End: source.PosOf(lx.i)}, true
 	}
 	return nil, false
 }
@@ -221,12 +223,12 @@ func (lx *lexer) word() {
 	if plain && len(parts) == 1 {
 		up := strings.ToUpper(first.Name)
 		if keywords[up] && (!aggregates[up] || lx.peekByte() == '(') {
-			lx.emit(&token{kind: tKeyword, text: up, pos: PosOf(start), end: PosOf(end)})
+			lx.emit(&token{kind: tKeyword, text: up, pos: source.PosOf(start), end: source.PosOf(end)})
 			return
 		}
 	}
-	lx.emit(&token{kind: tName, text: lx.s[start:end], pos: PosOf(start), end: PosOf(end),
-		name: &Name{Parts: parts, Pos: PosOf(start), End: PosOf(end)}})
+	lx.emit(&token{kind: tName, text: lx.s[start:end], pos: source.PosOf(start), end: source.PosOf(end),
+		name: &Name{Parts: parts, Pos: source.PosOf(start), End: source.PosOf(end)}})
 }
 
 // peekByte returns the next non-blank byte, or 0.
@@ -249,7 +251,7 @@ func (lx *lexer) number() {
 		lx.i++
 	}
 	text := lx.s[start:lx.i]
-	t := &token{kind: tNumber, text: text, pos: PosOf(start), end: PosOf(lx.i)}
+	t := &token{kind: tNumber, text: text, pos: source.PosOf(start), end: source.PosOf(lx.i)}
 	v, err := parseNumber(text)
 	if err != nil {
 		t.numErr = err.Error()
@@ -305,7 +307,7 @@ func (lx *lexer) str(q byte) {
 		b.WriteByte(c)
 		lx.i++
 	}
-	lx.emit(&token{kind: tString, text: lx.s[start:lx.i], str: b.String(), pos: PosOf(start), end: PosOf(lx.i)})
+	lx.emit(&token{kind: tString, text: lx.s[start:lx.i], str: b.String(), pos: source.PosOf(start), end: source.PosOf(lx.i)})
 }
 
 var operators = []string{"==", "!=", "<>", "<=", ">=", "&&", "||", "!~", "<<", ">>",
@@ -316,7 +318,7 @@ func (lx *lexer) op() {
 	for _, o := range operators {
 		if strings.HasPrefix(lx.s[lx.i:], o) {
 			lx.i += len(o)
-			lx.emit(&token{kind: tOp, text: o, pos: PosOf(start), end: PosOf(lx.i)})
+			lx.emit(&token{kind: tOp, text: o, pos: source.PosOf(start), end: source.PosOf(lx.i)})
 			return
 		}
 	}

@@ -1,6 +1,10 @@
 package compiler
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/sqlhist/sqlhist/source"
+)
 
 // Limits on the input. Each keeps the cost of compiling any input small
 // (well under 100 ms; see BenchmarkWorstInputs) and far above what a
@@ -24,10 +28,10 @@ const (
 
 // checkSize refuses a script longer than MaxSourceBytes, at the first
 // byte past the limit.
-func checkSize(src *Source) Diags {
-	var d Diags
+func checkSize(src *source.Source) source.Diags {
+	var d source.Diags
 	if n := len(src.Text); n > MaxSourceBytes {
-		x := d.Add(PosOf(MaxSourceBytes), PosOf(MaxSourceBytes+1),
+		x := d.Add(source.PosOf(MaxSourceBytes), source.PosOf(MaxSourceBytes+1),
 			"the script is %d bytes; sqlhist reads at most %d", n, MaxSourceBytes)
 		x.Hint = "split it into several scripts"
 	}
@@ -38,8 +42,8 @@ func checkSize(src *Source) Diags {
 // deeper than MaxNesting: each "(" opens a level (plus one for each prefix
 // operator before it), and a run of prefix operators adds as many. Only
 // the first place past the limit is reported.
-func checkNesting(toks []*token) Diags {
-	var d Diags
+func checkNesting(toks []*token) source.Diags {
+	var d source.Diags
 	depth, run := 0, 0
 	var open []int // the depth to return to at each ")"
 	for i, t := range toks {

@@ -3,16 +3,18 @@ package compiler
 import (
 	"strings"
 	"testing"
+
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // parseErr parses text and returns its diagnostics (nil when it parsed).
-func parseErr(t *testing.T, text string) Diags {
+func parseErr(t *testing.T, text string) source.Diags {
 	t.Helper()
-	_, err := Parse(NewSource("q.sql", text))
+	_, err := Parse(source.NewSource("q.sql", text))
 	if err == nil {
 		return nil
 	}
-	d, ok := err.(Diags)
+	d, ok := err.(source.Diags)
 	if !ok {
 		t.Fatalf("error is %T, want Diags", err)
 	}
@@ -73,14 +75,14 @@ func TestNestingCountsOnlyNesting(t *testing.T) {
 func TestSizeLimit(t *testing.T) {
 	const q = "SELECT pid FROM sched_waking\n-- "
 	pad := func(n int) string { return q + strings.Repeat("x", n-len(q)) }
-	if _, err := Parse(NewSource("q.sql", pad(MaxSourceBytes))); err != nil {
+	if _, err := Parse(source.NewSource("q.sql", pad(MaxSourceBytes))); err != nil {
 		t.Fatalf("a %d-byte script: %v", MaxSourceBytes, err)
 	}
 	d := parseErr(t, pad(MaxSourceBytes+1))
 	if len(d) != 1 || d[0].Msg != "the script is 65537 bytes; sqlhist reads at most 65536" {
 		t.Fatalf("got %v", d)
 	}
-	if p := NewSource("q.sql", pad(MaxSourceBytes+1)).Position(d[0].Pos); p.Line != 2 || p.Col != MaxSourceBytes+1-len("SELECT pid FROM sched_waking\n") {
+	if p := source.NewSource("q.sql", pad(MaxSourceBytes+1)).Position(d[0].Pos); p.Line != 2 || p.Col != MaxSourceBytes+1-len("SELECT pid FROM sched_waking\n") {
 		t.Fatalf("at %v, want line 2 at the byte past the limit", p)
 	}
 }

@@ -8,11 +8,13 @@ import (
 	tidb "github.com/pingcap/tidb/pkg/parser"
 	tidbast "github.com/pingcap/tidb/pkg/parser/ast"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
+
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // Parse reads a script of one or more statements. It is the only way into
 // the tidb parser. On failure the error is a [Diags] with positions in src.
-func Parse(src *Source) (*Script, error) {
+func Parse(src *source.Source) (*Script, error) {
 	if d := checkSize(src); d != nil {
 		return nil, d
 	}
@@ -25,8 +27,8 @@ func Parse(src *Source) (*Script, error) {
 		return nil, d
 	}
 	if len(toks) == 1 {
-		var d Diags
-		d.Add(NoPos, NoPos, "empty query: expected a SELECT statement")
+		var d source.Diags
+		d.Add(source.NoPos, source.NoPos, "empty query: expected a SELECT statement")
 		return nil, d
 	}
 	rw := rewrite(toks)
@@ -52,8 +54,8 @@ func Parse(src *Source) (*Script, error) {
 	}
 	if len(script.Stmts) == 0 {
 		// Only semicolons (and comments): nothing to compile.
-		var d Diags
-		d.Add(NoPos, NoPos, "empty query: expected a SELECT statement")
+		var d source.Diags
+		d.Add(source.NoPos, source.NoPos, "empty query: expected a SELECT statement")
 		return nil, d
 	}
 	return script, nil
@@ -82,7 +84,7 @@ var totalRE = regexp.MustCompile(`\(total length (\d+)\)\s*$`)
 // syntaxError turns a tidb error into a positioned diagnostic. tidb's own
 // line and column are not used: the offset is recovered from the length of
 // the text it quotes after "near".
-func syntaxError(rw *rewritten, err error) Diags {
+func syntaxError(rw *rewritten, err error) source.Diags {
 	msg := err.Error()
 	off := len(rw.text)
 	if m := totalRE.FindStringSubmatch(msg); m != nil {
@@ -93,7 +95,7 @@ func syntaxError(rw *rewritten, err error) Diags {
 		off = len(rw.text) - len(m[1])
 	}
 	t := rw.tokenAt(off)
-	var d Diags
+	var d source.Diags
 	if t.kind == tEOF {
 		d.Add(t.pos, t.end, "syntax error: unexpected end of query")
 		return d

@@ -3,6 +3,8 @@ package compiler
 import (
 	"strconv"
 	"strings"
+
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // ProbeKind is the kind of a dynamic probe named in FROM or JOIN.
@@ -35,7 +37,7 @@ func (k ProbeKind) String() string {
 // types, names and lengths).
 type Probe struct {
 	Kind     ProbeKind
-	Pos, End Pos // the whole call
+	Pos, End source.Pos // the whole call
 	// Return is set for kretprobe, uretprobe and SYMBOL%return.
 	Return bool
 	// Module and Symbol name a kprobe's function; Offset is SYMBOL+OFFS.
@@ -50,19 +52,19 @@ type Probe struct {
 	Event *Name
 	// TargetPos, TargetEnd span the first argument; SymPos, SymEnd the
 	// function (a kprobe's SYMBOL, a uprobe's second argument).
-	TargetPos, TargetEnd Pos
-	SymPos, SymEnd       Pos
+	TargetPos, TargetEnd source.Pos
+	SymPos, SymEnd       source.Pos
 	Args                 []*ProbeArg
 }
 
 // ProbeArg is one NAME=FETCHARG[:TYPE] argument of a probe.
 type ProbeArg struct {
 	Name     string
-	Fetch    string // the fetch argument as the kernel reads it
-	Type     string // "" when none was given
-	Pos, End Pos    // the whole argument
+	Fetch    string     // the fetch argument as the kernel reads it
+	Type     string     // "" when none was given
+	Pos, End source.Pos // the whole argument
 	// FetchPos is where Fetch starts.
-	FetchPos Pos
+	FetchPos source.Pos
 	// Fields are the $FIELD references of an eprobe argument.
 	Fields []*Ident
 	// Retval is set when the argument reads $retval.
@@ -148,8 +150,8 @@ func (lx *lexer) probeCall(start int, kind ProbeKind) {
 				args = nil
 			}
 			text := lx.s[start:lx.i]
-			lx.emit(&token{kind: tName, text: text, pos: PosOf(start), end: PosOf(lx.i),
-				name:  &Name{Parts: []*Ident{{Name: text, Pos: PosOf(start), End: PosOf(lx.i)}}, Pos: PosOf(start), End: PosOf(lx.i)},
+			lx.emit(&token{kind: tName, text: text, pos: source.PosOf(start), end: source.PosOf(lx.i),
+				name:  &Name{Parts: []*Ident{{Name: text, Pos: source.PosOf(start), End: source.PosOf(lx.i)}}, Pos: source.PosOf(start), End: source.PosOf(lx.i)},
 				probe: &probeCall{kind: kind, args: args}})
 			return
 		case c == ',' && depth == 0:
@@ -166,16 +168,16 @@ func isSpace(c byte) bool {
 
 // probeParser checks one probe call, reporting into diags.
 type probeParser struct {
-	diags *Diags
+	diags *source.Diags
 	p     *Probe
 }
 
-func (pp *probeParser) errorf(pos, end int, format string, args ...any) *Diag {
-	return pp.diags.Add(PosOf(pos), PosOf(end), format, args...)
+func (pp *probeParser) errorf(pos, end int, format string, args ...any) *source.Diag {
+	return pp.diags.Add(source.PosOf(pos), source.PosOf(end), format, args...)
 }
 
 // parseProbe turns a captured probe call into a checked Probe.
-func parseProbe(t *token, diags *Diags) *Probe {
+func parseProbe(t *token, diags *source.Diags) *Probe {
 	call := t.probe
 	p := &Probe{Kind: call.kind, Pos: t.pos, End: t.end}
 	pp := &probeParser{diags: diags, p: p}
@@ -202,7 +204,7 @@ func parseProbe(t *token, diags *Diags) *Probe {
 	if len(diags.Errors()) > before {
 		return nil
 	}
-	p.TargetPos, p.TargetEnd = PosOf(args[0].pos), PosOf(args[0].end)
+	p.TargetPos, p.TargetEnd = source.PosOf(args[0].pos), source.PosOf(args[0].end)
 	switch p.Kind {
 	case KProbe, KRetProbe:
 		pp.kernelTarget(args[0])
@@ -289,7 +291,7 @@ func (pp *probeParser) kernelTarget(a rawArg) {
 		pp.errorf(a.pos, a.end, "a return probe must be on the function's entry: drop +%d", p.Offset)
 	}
 	p.Symbol = s
-	p.SymPos, p.SymEnd = PosOf(a.pos), PosOf(a.end)
+	p.SymPos, p.SymEnd = source.PosOf(a.pos), source.PosOf(a.end)
 }
 
 // userTarget reads a uprobe's 'PATH' and SYMBOL or OFFSET.
@@ -306,7 +308,7 @@ func (pp *probeParser) userTarget(path, target rawArg) {
 		return
 	}
 	p.Path = v
-	p.SymPos, p.SymEnd = PosOf(target.pos), PosOf(target.end)
+	p.SymPos, p.SymEnd = source.PosOf(target.pos), source.PosOf(target.end)
 	t := target.text
 	if t != "" && isDigit(t[0]) {
 		n, err := strconv.ParseUint(t, 0, 64)
@@ -334,14 +336,14 @@ func (pp *probeParser) eventTarget(a rawArg) {
 		pp.errorf(a.pos, a.end, "%q is not an event name: write EVENT or SYSTEM.EVENT", a.text)
 		return
 	}
-	n := &Name{Pos: PosOf(a.pos), End: PosOf(a.end)}
+	n := &Name{Pos: source.PosOf(a.pos), End: source.PosOf(a.end)}
 	off := a.pos
 	for _, part := range parts {
 		if !tracefsIdent(part) {
 			pp.errorf(a.pos, a.end, "%q is not an event name: write EVENT or SYSTEM.EVENT", a.text)
 			return
 		}
-		n.Parts = append(n.Parts, &Ident{Name: part, Pos: PosOf(off), End: PosOf(off + len(part))})
+		n.Parts = append(n.Parts, &Ident{Name: part, Pos: source.PosOf(off), End: source.PosOf(off + len(part))})
 		off += len(part) + 1
 	}
 	pp.p.Event = n
@@ -375,7 +377,7 @@ func (pp *probeParser) arg(a rawArg, names map[string]bool) *ProbeArg {
 		return nil
 	}
 	name := strings.TrimSpace(a.text[:eq])
-	x := &ProbeArg{Name: name, Pos: PosOf(a.pos), End: PosOf(a.end)}
+	x := &ProbeArg{Name: name, Pos: source.PosOf(a.pos), End: source.PosOf(a.end)}
 	body := strings.TrimLeft(a.text[eq+1:], " \t\r\n")
 	bodyOff := a.end - len(body)
 	nameEnd := a.pos + len(name)
@@ -407,7 +409,7 @@ func (pp *probeParser) arg(a rawArg, names map[string]bool) *ProbeArg {
 	}
 	fetch, typ, typeOff := splitType(body)
 	x.Fetch, x.Type = fetch, typ
-	x.FetchPos = PosOf(bodyOff)
+	x.FetchPos = source.PosOf(bodyOff)
 	if len(body) > MaxArgStrLen {
 		pp.errorf(bodyOff, a.end, "argument %q is %d characters after %s=; the kernel takes at most %d (MAX_ARGSTR_LEN)", name, len(body), name, MaxArgStrLen)
 		return nil
@@ -593,7 +595,7 @@ func (f *fetchParser) variable(i, j int, entry bool) fetchKind {
 		if !tracefsIdent(v) {
 			return f.errorf(i, j, "%q is not a field reference: write $FIELD", "$"+v)
 		}
-		f.arg.Fields = append(f.arg.Fields, &Ident{Name: v, Pos: PosOf(f.base + i + 1), End: PosOf(f.base + j)})
+		f.arg.Fields = append(f.arg.Fields, &Ident{Name: v, Pos: source.PosOf(f.base + i + 1), End: source.PosOf(f.base + j)})
 		return fetchValue
 	case v == "retval":
 		if !p.Return {

@@ -1,8 +1,8 @@
 package emit
 
 import (
-	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // Kind says what a command creates.
@@ -28,8 +28,8 @@ type Command struct {
 	File     string
 	Line     string
 	Undo     string
-	What     string       // for messages: "synthetic event wakeup_lat", "start trigger on sched/sched_waking"
-	Pos, End compiler.Pos // the SQL that produced the command
+	What     string     // for messages: "synthetic event wakeup_lat", "start trigger on sched/sched_waking"
+	Pos, End source.Pos // the SQL that produced the command
 	// Marker is text that only what this command creates shows in File's
 	// listing (a variable or synthetic event name, unique to the query);
 	// empty when there is none.

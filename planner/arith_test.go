@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -259,7 +261,7 @@ func BenchmarkRegroupWorst(b *testing.B) {
 		b.Fatal(err)
 	}
 	cat := tracefs.Open(fsys)
-	script, err := compiler.Parse(compiler.NewSource("q.sql", regroupWorst(maxOperands)))
+	script, err := compiler.Parse(source.NewSource("q.sql", regroupWorst(maxOperands)))
 	if err != nil {
 		b.Fatal(err)
 	}

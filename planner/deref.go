@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -25,7 +26,7 @@ func isCharPointer(ev *tracefs.Event, f *tracefs.Field) bool {
 // suggests --deref.
 func (p *planner) derefRewrite(q *compiler.Query) {
 	tables := []*compiler.TableRef{q.From, q.Join}
-	r := &resolver{cat: p.cat, feat: p.feat, diags: &compiler.Diags{}, quiet: true}
+	r := &resolver{cat: p.cat, feat: p.feat, diags: &source.Diags{}, quiet: true}
 	evs := make([]*tracefs.Event, 2)
 	for i, t := range tables {
 		if t == nil {
@@ -116,7 +117,7 @@ func orderExprs(q *compiler.Query) []compiler.Expr {
 // derefProbe builds the eprobe on ev that carries the fields a query
 // uses: char * fields as strings (user strings for system calls), integer
 // fields copied with their size and sign.
-func derefProbe(ev *tracefs.Event, fields []*tracefs.Field, pos, end compiler.Pos) (*compiler.Probe, bool) {
+func derefProbe(ev *tracefs.Event, fields []*tracefs.Field, pos, end source.Pos) (*compiler.Probe, bool) {
 	pr := &compiler.Probe{Kind: compiler.EProbe, Pos: pos, End: end, TargetPos: pos, TargetEnd: end,
 		Event: &compiler.Name{Pos: pos, End: end, Parts: []*compiler.Ident{
 			{Name: ev.System, Pos: pos, End: end}, {Name: ev.Name, Pos: pos, End: end}}}}

@@ -5,6 +5,7 @@ import (
 	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 

@@ -5,19 +5,20 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // Message constructors: every diagnostic text the planner produces about
 // names lives here, in one voice (lower case, no period, %q names).
 
-func errUnknownEvent(d *compiler.Diags, n *compiler.Name, candidates []string) {
+func errUnknownEvent(d *source.Diags, n *compiler.Name, candidates []string) {
 	x := d.Add(n.Pos, n.End, "unknown event %q", n.String())
 	if s := nearest(n.String(), candidates); s != "" {
 		x.Msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 }
 
-func errAmbiguousEvent(d *compiler.Diags, n *compiler.Name, systems []string) {
+func errAmbiguousEvent(d *source.Diags, n *compiler.Name, systems []string) {
 	q := make([]string, len(systems))
 	for i, s := range systems {
 		q[i] = s + "." + n.String()
@@ -26,7 +27,7 @@ func errAmbiguousEvent(d *compiler.Diags, n *compiler.Name, systems []string) {
 	x.Hint = "name the system: " + strings.Join(q, " or ")
 }
 
-func errUnknownField(d *compiler.Diags, pos, end compiler.Pos, field, event string, candidates []string) {
+func errUnknownField(d *source.Diags, pos, end source.Pos, field, event string, candidates []string) {
 	x := d.Add(pos, end, "unknown field %q in event %s", field, event)
 	if s := nearest(field, candidates); s != "" {
 		x.Msg += fmt.Sprintf("; did you mean %q?", s)

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sqlhist/sqlhist/compiler"
+
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // TestErrorPositions checks that a diagnostic covers exactly the offending
@@ -77,8 +78,8 @@ func TestErrorPositions(t *testing.T) {
 				if d.Msg != tt.msg {
 					continue
 				}
-				got := [2]compiler.Pos{d.Pos, d.End}
-				want := [2]compiler.Pos{compiler.PosOf(i), compiler.PosOf(i + len(tt.at))}
+				got := [2]source.Pos{d.Pos, d.End}
+				want := [2]source.Pos{source.PosOf(i), source.PosOf(i + len(tt.at))}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("position of %q: got %q (-want +got):\n%s", tt.msg, span(tt.sql, d), diff)
 				}
@@ -89,14 +90,14 @@ func TestErrorPositions(t *testing.T) {
 	}
 }
 
-func span(src string, d *compiler.Diag) string {
+func span(src string, d *source.Diag) string {
 	if !d.Pos.IsValid() || !d.End.IsValid() || d.End.Offset() > len(src) || d.Pos > d.End {
 		return "<invalid>"
 	}
 	return src[d.Pos.Offset():d.End.Offset()]
 }
 
-func dump(src string, diags compiler.Diags) string {
+func dump(src string, diags source.Diags) string {
 	var b strings.Builder
 	for _, d := range diags {
 		b.WriteString("  " + d.Msg + " at " + span(src, d) + "\n")

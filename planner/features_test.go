@@ -6,6 +6,7 @@ import (
 	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -160,7 +161,7 @@ func conjuncts(e compiler.Expr) []compiler.Expr {
 }
 
 // mixPoint returns the position of the operator that joins the two events.
-func mixPoint(e compiler.Expr) (compiler.Pos, compiler.Pos) {
+func mixPoint(e compiler.Expr) (source.Pos, source.Pos) {
 	switch x := compiler.Unparen(e).(type) {
 	case *compiler.Binary:
 		if x.Op == compiler.OpOr || x.Op == compiler.OpAnd {

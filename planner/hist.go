@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -16,8 +17,8 @@ type histItem struct {
 	typ   vtype
 	label string
 	field string // resolved field name, for GROUP BY
-	pos   compiler.Pos
-	end   compiler.Pos
+	pos   source.Pos
+	end   source.Pos
 }
 
 // histogram lowers a statement without JOIN into one hist trigger.
@@ -215,7 +216,7 @@ func (p *planner) stackKey(r *ref) bool {
 	return true
 }
 
-func (p *planner) valueItem(r *ref, pos, end compiler.Pos) *histItem {
+func (p *planner) valueItem(r *ref, pos, end source.Pos) *histItem {
 	if !r.typ.isNumeric() {
 		p.diags.Add(pos, end, "%s is a %s; only numbers can be summed", r.name, r.typ.Kind)
 		return nil

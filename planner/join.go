@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -317,7 +318,7 @@ func (js *joinState) actions(s *Synth, params []string) {
 	handler, hvar := "", ""
 	switch {
 	case o.OnMax != "" && o.OnChange != "":
-		p.diags.Add(compiler.NoPos, compiler.NoPos, "-m and -c cannot be used together")
+		p.diags.Add(source.NoPos, source.NoPos, "-m and -c cannot be used together")
 		return
 	case o.OnMax != "":
 		handler, hvar = "onmax", o.OnMax
@@ -339,7 +340,7 @@ func (js *joinState) actions(s *Synth, params []string) {
 		for i, f := range s.Fields {
 			names[i] = f.Name
 		}
-		p.diags.Add(compiler.NoPos, compiler.NoPos, "-%c %s: the synthetic event has no field %q (its fields: %s)", handler[2], hvar, hvar, strings.Join(names, ", "))
+		p.diags.Add(source.NoPos, source.NoPos, "-%c %s: the synthetic event has no field %q (its fields: %s)", handler[2], hvar, hvar, strings.Join(names, ", "))
 		return
 	}
 	if !s.Fields[idx].isNumber() {
@@ -365,7 +366,7 @@ func (js *joinState) actions(s *Synth, params []string) {
 		end := p.r.sides[1].ev
 		for _, f := range o.Save {
 			if end.Field(f) == nil {
-				errUnknownField(p.diags, compiler.NoPos, compiler.NoPos, f, end.FullName()+" (-S)", end.FieldNames())
+				errUnknownField(p.diags, source.NoPos, source.NoPos, f, end.FullName()+" (-S)", end.FieldNames())
 			}
 		}
 		js.end.Actions = append(js.end.Actions, h+"save("+strings.Join(o.Save, ",")+")")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // Plan is the lowered form of a script: one unit per statement, in order.
@@ -43,7 +44,7 @@ type ResultOrder struct {
 type Synth struct {
 	Name     string
 	Fields   []*SynthField
-	Pos, End compiler.Pos
+	Pos, End source.Pos
 }
 
 // SynthField is one field of a synthetic event.
@@ -54,7 +55,7 @@ type SynthField struct {
 	// Unit is "ns" or "us" when the field is a latency (a difference of
 	// the two events' timestamps), else "".
 	Unit     string
-	Pos, End compiler.Pos
+	Pos, End source.Pos
 }
 
 // Decl returns the field declaration as the kernel reads it: "char comm[16]".
@@ -92,7 +93,7 @@ type Hist struct {
 	// Limit is the number of entries shown (LIMIT, applied on read); 0
 	// shows all.
 	Limit    int
-	Pos, End compiler.Pos // the clause that produced the trigger
+	Pos, End source.Pos // the clause that produced the trigger
 }
 
 // ColumnKind says where a shown column comes from in a hist entry.

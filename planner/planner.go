@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -60,19 +61,19 @@ type planner struct {
 	cat    *tracefs.Catalog
 	feat   tracefs.Features
 	opt    Options
-	diags  *compiler.Diags
+	diags  *source.Diags
 	r      *resolver
 	plan   *Plan
 	probes probeState
 }
 
 // Build plans a script against an event catalog.
-func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, compiler.Diags) {
-	var diags compiler.Diags
+func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, source.Diags) {
+	var diags source.Diags
 	p := &planner{cat: cat, feat: cat.Features(), opt: opt, diags: &diags, plan: &Plan{},
 		probes: probeState{byDef: map[string]*Probe{}, byName: map[string]*Probe{}}}
 	if !p.feat.HistTriggers {
-		diags.Add(compiler.NoPos, compiler.NoPos, "the kernel behind this catalog has no hist triggers (CONFIG_HIST_TRIGGERS): sqlhist cannot run there")
+		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers (CONFIG_HIST_TRIGGERS): sqlhist cannot run there")
 		return nil, diags
 	}
 	joins := 0
@@ -82,10 +83,10 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, c
 		}
 	}
 	if opt.Name != "" && joins != 1 {
-		diags.Add(compiler.NoPos, compiler.NoPos, "-n names the synthetic event of a JOIN; the script has %d JOIN statements (name each with CREATE VIEW name AS SELECT …)", joins)
+		diags.Add(source.NoPos, source.NoPos, "-n names the synthetic event of a JOIN; the script has %d JOIN statements (name each with CREATE VIEW name AS SELECT …)", joins)
 	}
 	if (opt.OnMax != "" || opt.OnChange != "") && joins != 1 {
-		diags.Add(compiler.NoPos, compiler.NoPos, "-m and -c act on the synthetic event of a JOIN; the script has %d JOIN statements", joins)
+		diags.Add(source.NoPos, source.NoPos, "-m and -c act on the synthetic event of a JOIN; the script has %d JOIN statements", joins)
 	}
 	if opt.TaskNote != "" {
 		p.note("%s", opt.TaskNote)
@@ -191,7 +192,7 @@ func (p *planner) checkSizes(u *Unit) {
 
 // synthName picks the synthetic event's name: CREATE VIEW, -n, or one
 // derived from the two events.
-func (p *planner) synthName(q *compiler.Query, from, join *tracefs.Event) (string, compiler.Pos, compiler.Pos) {
+func (p *planner) synthName(q *compiler.Query, from, join *tracefs.Event) (string, source.Pos, source.Pos) {
 	name, pos, end := from.Name+"_to_"+join.Name, q.JoinPos, q.JoinPos
 	if q.View != nil {
 		name, pos, end = q.View.Name, q.View.Pos, q.View.End
@@ -211,7 +212,7 @@ func (p *planner) synthName(q *compiler.Query, from, join *tracefs.Event) (strin
 }
 
 // checkName validates a name the kernel will see (synthetic event, field).
-func (p *planner) checkName(kind, name string, pos, end compiler.Pos) bool {
+func (p *planner) checkName(kind, name string, pos, end source.Pos) bool {
 	switch {
 	case !tracefs.IsIdent(name):
 		p.diags.Add(pos, end, "%s %q is not a valid name: use letters, digits and _, not starting with a digit", kind, name)

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -21,9 +23,9 @@ func embedded(t *testing.T, kernel string) *tracefs.Catalog {
 }
 
 // build parses sql and plans it against cat. A parse error fails the test.
-func build(t *testing.T, cat *tracefs.Catalog, sql string, opt Options) (*Plan, compiler.Diags) {
+func build(t *testing.T, cat *tracefs.Catalog, sql string, opt Options) (*Plan, source.Diags) {
 	t.Helper()
-	script, err := compiler.Parse(compiler.NewSource("q.sql", sql))
+	script, err := compiler.Parse(source.NewSource("q.sql", sql))
 	if err != nil {
 		t.Fatalf("Parse(%q): %v", sql, err)
 	}

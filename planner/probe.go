@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -31,7 +32,7 @@ type Probe struct {
 	Group    string // the event group: ProbeGroup, or ProbeGroup_<Suffix> for a --run
 	Name     string // the event name in Group
 	Line     string // the dynamic_events definition: "p:sqlhist/NAME PLACE ARGS"
-	Pos, End compiler.Pos
+	Pos, End source.Pos
 }
 
 // binary is a uprobe binary as read for this compile: once per path,

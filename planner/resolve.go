@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -33,7 +34,7 @@ type ref struct {
 	mod      string // modifier: "usecs", "hex", "buckets=10", …
 	typ      vtype
 	pseudo   bool
-	pos, end compiler.Pos
+	pos, end source.Pos
 }
 
 // text returns the field as written in a hist trigger: "common_timestamp.usecs".
@@ -69,7 +70,7 @@ type side struct {
 type resolver struct {
 	cat   *tracefs.Catalog
 	feat  tracefs.Features
-	diags *compiler.Diags
+	diags *source.Diags
 	sides []*side
 	quiet bool // errors are thrown away: skip the work of suggestions
 }
@@ -247,7 +248,7 @@ func (r *ref) isStack() bool {
 }
 
 // setModifier checks and sets a modifier written as field.mod or by CAST.
-func (r *resolver) setModifier(f *ref, mod string, pos, end compiler.Pos) bool {
+func (r *resolver) setModifier(f *ref, mod string, pos, end source.Pos) bool {
 	m := strings.ToLower(mod)
 	arg := ""
 	if k, v, ok := strings.Cut(m, "="); ok {
@@ -321,7 +322,7 @@ func castModifier(c *compiler.Cast) (mod string, counter bool, ok bool) {
 // quietly runs fn with diagnostics discarded: for probing a name whose
 // errors are reported where it is lowered.
 func (p *planner) quietly(fn func()) {
-	var d compiler.Diags
+	var d source.Diags
 	saved := p.diags
 	p.diags, p.r.diags = &d, &d
 	quiet := p.r.quiet

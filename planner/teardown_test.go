@@ -7,6 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -30,7 +31,7 @@ func TestTeardownOfExistingSynthetic(t *testing.T) {
 	}
 	q := "SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
 	for _, teardown := range []bool{false, true} {
-		src := compiler.NewSource("q", q)
+		src := source.NewSource("q", q)
 		script, err := compiler.Parse(src)
 		if err != nil {
 			t.Fatal(err)

@@ -3,7 +3,7 @@ package planner
 import (
 	"strconv"
 
-	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -22,7 +22,7 @@ var synthScalars = map[string]bool{
 // field's, so a type the synthetic parser knows (pid_t, int, u64 …) is kept
 // as it is; other integer types (size_t, pointers …) become the fixed-width
 // type of the same size and signedness.
-func (p *planner) synthField(name string, t vtype, pos, end compiler.Pos) *SynthField {
+func (p *planner) synthField(name string, t vtype, pos, end source.Pos) *SynthField {
 	f := &SynthField{Name: name, Pos: pos, End: end}
 	switch t.Kind {
 	case tracefs.KindString:

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -84,7 +84,7 @@ type liveRun struct {
 	e        env
 	root     string // the tracefs
 	instance string // the instance everything is in
-	src      *compiler.Source
+	src      *source.Source
 	plan     *planner.Plan
 	cmds     []Command
 	opt      *liveOptions

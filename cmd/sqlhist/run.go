@@ -19,6 +19,7 @@ import (
 	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -237,7 +238,7 @@ func run(args []string, e env) int {
 
 // compile parses and plans the SQL against the catalog, printing the
 // diagnostics (warnings too).
-func compile(e env, src *compiler.Source, cat *tracefs.Catalog, popt planner.Options) (*planner.Plan, int) {
+func compile(e env, src *source.Source, cat *tracefs.Catalog, popt planner.Options) (*planner.Plan, int) {
 	script, err := compiler.Parse(src)
 	if err != nil {
 		return nil, report(e, src, err)
@@ -252,8 +253,8 @@ func compile(e env, src *compiler.Source, cat *tracefs.Catalog, popt planner.Opt
 	return plan, exitOK
 }
 
-func report(e env, src *compiler.Source, err error) int {
-	var d compiler.Diags
+func report(e env, src *source.Source, err error) int {
+	var d source.Diags
 	if errors.As(err, &d) {
 		io.WriteString(e.stderr, d.Render(src))
 	} else {
@@ -299,7 +300,7 @@ func (o *options) plannerOptions(e env) (planner.Options, int) {
 }
 
 // source reads the SQL: the arguments joined by spaces, or -f FILE.
-func (o *options) source(args []string, e env) (*compiler.Source, int) {
+func (o *options) source(args []string, e env) (*source.Source, int) {
 	switch {
 	case o.file != "" && len(args) > 0:
 		return nil, usageError(e, "give the SQL either as arguments or with -f, not both")
@@ -308,18 +309,18 @@ func (o *options) source(args []string, e env) (*compiler.Source, int) {
 		if err != nil {
 			return nil, usageError(e, "reading stdin: %v", err)
 		}
-		return compiler.NewSource("<stdin>", string(b)), exitOK
+		return source.NewSource("<stdin>", string(b)), exitOK
 	case o.file != "":
 		b, err := e.readFile(o.file)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
 			return nil, exitQuery
 		}
-		return compiler.NewSource(o.file, string(b)), exitOK
+		return source.NewSource(o.file, string(b)), exitOK
 	case len(args) == 0:
 		return nil, usageError(e, "no SQL given")
 	}
-	return compiler.NewSource("<args>", strings.Join(args, " ")), exitOK
+	return source.NewSource("<args>", strings.Join(args, " ")), exitOK
 }
 
 // catalog picks where event formats come from: --formats, --kernel, the -t
@@ -359,7 +360,7 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 // reports the kernel's reason: the error_log entries that write added, at
 // the SQL that produced the command. A teardown goes on past removals of
 // what is not there (so it can be repeated) and reports other failures.
-func apply(e env, root string, src *compiler.Source, cmds []Command, teardown bool) int {
+func apply(e env, root string, src *source.Source, cmds []Command, teardown bool) int {
 	w := e.writer(root)
 	logs, _ := e.dir(root)
 	failed := false
@@ -445,8 +446,8 @@ func readErrorLog(fsys fs.FS) []tracefs.ErrorLogEntry {
 
 // reportWrite explains a failed write at the SQL position of its command,
 // with the kernel's own words when the write left them in error_log.
-func reportWrite(e env, src *compiler.Source, root string, c Command, err error, kernel []tracefs.ErrorLogEntry) {
-	var d compiler.Diags
+func reportWrite(e env, src *source.Source, root string, c Command, err error, kernel []tracefs.ErrorLogEntry) {
+	var d source.Diags
 	x := d.Add(c.Pos, c.End, "the kernel refused the %s: %v", c.What, errnoText(err))
 	if len(kernel) > 0 {
 		k := kernel[len(kernel)-1]

@@ -7,13 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/sqlhist/sqlhist/emit"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sqlhist/sqlhist/emit"
 )
 
 // Guest describes what to run in the VM.

@@ -1,4 +1,11 @@
-package compiler
+// Package source holds what every stage of sqlhist says about the query
+// text: positions in it ([Pos], [Source], [Position]) and diagnostics
+// ([Diag], [Diags]) with the one renderer that prints them as
+// "file:line:col: message", the source line and a caret. It is a leaf, as
+// go/token is for go/parser and go/printer: the compiler makes positions,
+// the planner and emit carry them, and none of them reaches upward for
+// them.
+package source
 
 import (
 	"fmt"
