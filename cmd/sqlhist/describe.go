@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -152,7 +153,7 @@ func describe(e env, cat *tracefs.Catalog, name string) int {
 		rows[i] = []string{f.Name, f.Decl, size, offset, yesNo(f.Signed)}
 	}
 	io.WriteString(e.stdout, b.String())
-	if err := writeTable(e.stdout, []string{"FIELD", "TYPE", "SIZE", "OFFSET", "SIGNED"}, rows); err != nil {
+	if err := live.WriteTable(e.stdout, []string{"FIELD", "TYPE", "SIZE", "OFFSET", "SIGNED"}, rows); err != nil {
 		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
 		return exitQuery
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -50,12 +52,13 @@ type env struct {
 	// after is time.After: the end of --run's -d.
 	after func(time.Duration) <-chan time.Time
 	// pipe opens trace_pipe for --events: reads wait for data, Close ends
-	// a waiting read.
+	// a waiting read; nil opens the machine's.
 	pipe func(path string) (io.ReadCloser, error)
 	// pid makes --run's names and instance unique to this process.
 	pid int
-	// writable reports why a file cannot be written (nil when it can), so
-	// that -e and -r refuse before the first write; nil skips the check.
+	// writable is the check that -e and -r can write to the tracefs,
+	// made before the first write: live.Writable's access function (nil
+	// there is access(2); nil here skips the check).
 	writable func(path string) error
 }
 
@@ -81,14 +84,9 @@ func osEnv() env {
 			return ch, func() { signal.Stop(ch) }
 		},
 		after: time.After,
-		pipe:  osPipe,
 		pid:   os.Getpid(),
-		writable: func(p string) error {
-			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
-				return &fs.PathError{Op: "access", Path: p, Err: err}
-			}
-			return nil
-		},
+		// nil pipe: the Target's own.
+		writable: live.Access,
 	}
 }
 
@@ -186,13 +184,8 @@ func run(args []string, e env) int {
 		}
 	}
 	if o.run {
-		popt.Run, popt.Size = true, o.live.size
-		if o.name == "" {
-			popt.Suffix = strconv.Itoa(e.pid)
-		}
-		if popt.Instance == "" {
-			popt.Instance = "sqlhist_" + strconv.Itoa(e.pid)
-		}
+		popt = live.Prepare(popt, e.pid)
+		popt.Size = o.live.size
 	}
 	cat, code := o.catalog(e)
 	if code != exitOK {
@@ -202,29 +195,23 @@ func run(args []string, e env) int {
 	if code != exitOK {
 		return code
 	}
-	feat := cat.Features()
-	eopt := emit.Options{SyntheticEventsFile: !feat.DynamicEvents}
 	if o.run {
-		inst := popt.Instance
-		created := !o.instanceExists(e, inst)
-		if created && !cat.HasFile("instances") {
-			fmt.Fprintf(e.stderr, "sqlhist: %s has no instances/ directory: this kernel cannot keep a run apart from other tracing\n", o.tracefsDir)
-			return exitQuery
-		}
-		cmds := emit.RunCommands(plan, eopt, emit.RunOptions{Instance: inst, CreateInstance: created, Enable: o.live.events})
-		r := &liveRun{e: e, root: o.tracefsDir, instance: inst, src: src, plan: plan, cmds: cmds, opt: &o.live, duration: duration}
-		return r.run()
+		return o.runLive(e, src, plan, duration)
 	}
-	cmds := emit.Commands(plan, eopt)
+	cmds := emit.Commands(plan, emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents})
 	if o.teardown {
 		cmds = emit.Teardown(cmds)
 	}
 	if o.execute {
-		if o.instance != "" && !o.teardown && !o.instanceExists(e, o.instance) {
-			fmt.Fprintf(e.stderr, "sqlhist: creating instance %s; it stays after --teardown (rmdir %s when done)\n", o.instance, emit.Quote(filepath.Join(o.tracefsDir, "instances", o.instance)))
-			cmds = append([]Command{emit.Instance(o.instance)}, cmds...)
+		t := e.target(o.tracefsDir)
+		if o.teardown {
+			return report(e, src, live.Teardown(t, cmds))
 		}
-		return apply(e, o.tracefsDir, src, cmds, o.teardown)
+		if o.instance != "" && !t.HasInstance(o.instance) {
+			fmt.Fprintf(e.stderr, "sqlhist: creating instance %s; it stays after --teardown (rmdir %s when done)\n", o.instance, emit.Quote(filepath.Join(o.tracefsDir, "instances", o.instance)))
+			cmds = append([]emit.Command{emit.Instance(o.instance)}, cmds...)
+		}
+		return report(e, src, live.Apply(t, cmds))
 	}
 	notes := plan.Notes
 	if o.instance != "" && !o.teardown {
@@ -253,14 +240,81 @@ func compile(e env, src *source.Source, cat *tracefs.Catalog, popt planner.Optio
 	return plan, exitOK
 }
 
+// report prints an error: diagnostics and refused writes at their SQL,
+// anything else as it is. It returns the exit code (0 for no error).
 func report(e env, src *source.Source, err error) int {
+	if err == nil {
+		return exitOK
+	}
 	var d source.Diags
-	if errors.As(err, &d) {
+	var ae *live.ApplyError
+	switch {
+	case errors.As(err, &d):
 		io.WriteString(e.stderr, d.Render(src))
-	} else {
+	case errors.As(err, &ae):
+		io.WriteString(e.stderr, source.Diags{ae.Diag()}.Render(src))
+		for _, u := range ae.Undo {
+			fmt.Fprintf(e.stderr, "sqlhist: %v\n", u)
+		}
+	default:
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				report(e, src, x)
+			}
+			return exitQuery
+		}
 		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
 	}
 	return exitQuery
+}
+
+// target is the tracefs at root as this environment reaches it.
+func (e env) target(root string) *live.Target {
+	fsys, _ := e.dir(root)
+	return &live.Target{Root: root, FS: fsys, W: e.writer(root), OpenPipe: e.pipe}
+}
+
+// runLive runs the plan with -r: collect until -d or a signal, then print
+// the results (or, with --events, what was streamed).
+func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.Duration) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs, stop := e.signals()
+	defer stop()
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(errors.New(s.String()))
+		case <-ctx.Done():
+		}
+	}()
+	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid)}
+	if o.live.events {
+		opt.Events, opt.Format = e.stdout, o.live.output
+	}
+	rep, err := live.Run(ctx, e.target(o.tracefsDir), plan, opt)
+	code := report(e, src, err)
+	if rep == nil {
+		return code
+	}
+	for _, res := range rep.Results {
+		res.WriteWarnings(e.stderr)
+	}
+	if o.live.events {
+		rep.WriteStreamSummary(e.stderr)
+		return code
+	}
+	if err := live.Write(e.stdout, rep.Results, o.live.output); err != nil {
+		return report(e, src, err)
+	}
+	if o.live.output == "csv" {
+		// CSV has no place for them; the table and JSON carry them.
+		for _, res := range rep.Results {
+			t := res.Totals()
+			fmt.Fprintf(e.stderr, "sqlhist: %s: hits %d, entries %d, dropped %d\n", res.Title, t.Hits, t.Entries, t.Dropped)
+		}
+	}
+	return code
 }
 
 func usageError(e env, format string, args ...any) int {
@@ -345,7 +399,8 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 		}
 		return tracefs.Open(fsys), exitOK
 	}
-	if fsys := tracefsAt(e, o.tracefsDir); fsys != nil {
+	if live.HasEvents(e.dir, o.tracefsDir) {
+		fsys, _ := e.dir(o.tracefsDir)
 		return tracefs.Open(fsys), exitOK
 	}
 	fsys, err := tracefs.Embedded("")
@@ -353,127 +408,6 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 		return nil, usageError(e, "no event catalog: %v", err)
 	}
 	return tracefs.Open(fsys), exitOK
-}
-
-// apply writes the commands in order. On the first failure it undoes the
-// writes already made, in reverse, so tracefs is left as it was, and
-// reports the kernel's reason: the error_log entries that write added, at
-// the SQL that produced the command. A teardown goes on past removals of
-// what is not there (so it can be repeated) and reports other failures.
-func apply(e env, root string, src *source.Source, cmds []Command, teardown bool) int {
-	w := e.writer(root)
-	logs, _ := e.dir(root)
-	failed := false
-	// A write that succeeds adds nothing to error_log: read it once, and
-	// again only after a failure, to find that failure's entries.
-	before := readErrorLog(logs)
-	for i, c := range cmds {
-		err := write(w, c.Kind, c.File, c.Line)
-		if err == nil {
-			continue
-		}
-		if teardown && (errors.Is(err, fs.ErrNotExist) || gone(logs, c)) {
-			continue // already gone
-		}
-		after := readErrorLog(logs)
-		reportWrite(e, src, root, c, err, tracefs.NewEntries(before, after))
-		before = after
-		if teardown {
-			failed = true
-			continue
-		}
-		for j := i - 1; j >= 0; j-- {
-			if uerr := write(w, cmds[j].Kind, cmds[j].File, cmds[j].Undo); uerr != nil {
-				fmt.Fprintf(e.stderr, "sqlhist: undoing the %s: %v\n", cmds[j].What, uerr)
-			}
-		}
-		return exitQuery
-	}
-	if failed {
-		return exitQuery
-	}
-	return exitOK
-}
-
-// instanceExists reports whether the tracefs has the instance name.
-func (o *options) instanceExists(e env, name string) bool {
-	fsys, err := e.dir(o.tracefsDir)
-	if err != nil {
-		return false
-	}
-	_, err = fs.Stat(fsys, "instances/"+name)
-	return err == nil
-}
-
-// write makes one command's write: an append, or an instance's mkdir or
-// rmdir.
-func write(w tracefs.Writer, k emit.Kind, file, line string) error {
-	if k == emit.KindDir {
-		if line == "mkdir" {
-			return w.Mkdir(file)
-		}
-		return w.Rmdir(file)
-	}
-	return w.Append(file, line)
-}
-
-// gone reports whether what a removal command removes is no longer listed
-// in its file. Removing a join trigger whose variables are already gone
-// fails while parsing (EINVAL), not with ENOENT, so teardown asks the
-// listing instead.
-func gone(logs fs.FS, c Command) bool {
-	if logs == nil || c.Marker == "" {
-		return false
-	}
-	data, err := fs.ReadFile(logs, c.File)
-	if err != nil {
-		return false // cannot tell: report the failure
-	}
-	return !strings.Contains(string(data), c.Marker)
-}
-
-// readErrorLog reads the kernel's error_log, if there is one.
-func readErrorLog(fsys fs.FS) []tracefs.ErrorLogEntry {
-	if fsys == nil {
-		return nil
-	}
-	data, err := fs.ReadFile(fsys, "error_log")
-	if err != nil {
-		return nil
-	}
-	return tracefs.ParseErrorLog(string(data))
-}
-
-// reportWrite explains a failed write at the SQL position of its command,
-// with the kernel's own words when the write left them in error_log.
-func reportWrite(e env, src *source.Source, root string, c Command, err error, kernel []tracefs.ErrorLogEntry) {
-	var d source.Diags
-	x := d.Add(c.Pos, c.End, "the kernel refused the %s: %v", c.What, errnoText(err))
-	if len(kernel) > 0 {
-		k := kernel[len(kernel)-1]
-		x.Msg = fmt.Sprintf("the kernel refused the %s: %s", c.What, k.Error)
-		var b strings.Builder
-		b.WriteString("the kernel's error_log:")
-		for _, k := range kernel {
-			fmt.Fprintf(&b, "\n  %s: error: %s\n    Command: %s", k.Location, k.Error, k.Command)
-			if k.Offset >= 0 {
-				fmt.Fprintf(&b, "\n             %s^", strings.Repeat(" ", k.Offset))
-			}
-		}
-		x.Hint = b.String()
-	} else {
-		x.Hint = fmt.Sprintf("writing %s to %s", emit.Quote(c.Line), filepath.Join(root, c.File))
-	}
-	io.WriteString(e.stderr, d.Render(src))
-}
-
-// errnoText is the system's message for a failed write, without the path.
-func errnoText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 // executeTarget checks, before anything is written, that the tracefs to
@@ -484,70 +418,18 @@ func (o *options) executeTarget(e env, explicit bool) int {
 	if o.formats != "" || o.kernel != "" {
 		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats and --kernel")
 	}
-	found := tracefsAt(e, o.tracefsDir) != nil
-	if !found && !explicit {
-		if m := tracefsMount(e); m != "" && tracefsAt(e, m) != nil {
-			o.tracefsDir, found = m, true
-		}
+	var mounts []byte
+	if e.mounts != nil {
+		mounts, _ = e.mounts()
 	}
-	if found {
-		o.formats = o.tracefsDir
-		return o.checkWritable(e)
+	root, err := live.Find(o.tracefsDir, !explicit, string(mounts), e.dir)
+	if err == nil && e.writable != nil {
+		err = live.Writable(root, e.writable)
 	}
-	fmt.Fprintf(e.stderr, "sqlhist: no tracefs at %s (sqlhist does not mount it); as root: mount -t tracefs nodev %s\n", o.tracefsDir, o.tracefsDir)
-	return exitQuery
-}
-
-// checkWritable refuses, before anything is written, a tracefs this
-// process cannot write to (not root, a read-only mount).
-func (o *options) checkWritable(e env) int {
-	if e.writable == nil {
-		return exitOK
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
+		return exitQuery
 	}
-	for _, f := range []string{"dynamic_events", "synthetic_events"} {
-		p := filepath.Join(o.tracefsDir, f)
-		err := e.writable(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			fmt.Fprintf(e.stderr, "sqlhist: cannot write to the tracefs at %s: %v (run as root)\n", o.tracefsDir, errnoText(err))
-			return exitQuery
-		}
-		return exitOK
-	}
+	o.tracefsDir, o.formats = root, root
 	return exitOK
 }
-
-// tracefsAt returns dir as a file system when it holds events/, else nil.
-func tracefsAt(e env, dir string) fs.FS {
-	fsys, err := e.dir(dir)
-	if err != nil {
-		return nil
-	}
-	if _, err := fs.Stat(fsys, "events"); err != nil {
-		return nil
-	}
-	return fsys
-}
-
-// tracefsMount returns the first tracefs mount point in /proc/mounts.
-func tracefsMount(e env) string {
-	if e.mounts == nil {
-		return ""
-	}
-	data, err := e.mounts()
-	if err != nil {
-		return ""
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 3 && f[2] == "tracefs" {
-			return f[1]
-		}
-	}
-	return ""
-}
-
-// Command is emit's command type, named here for apply's signature.
-type Command = emit.Command

@@ -1,4 +1,4 @@
-package main
+package live
 
 import (
 	"bytes"
@@ -11,12 +11,12 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// writeTable prints rows under a header as a plain-text table: columns
+// WriteTable prints rows under a header as a plain-text table: columns
 // padded with spaces, a rule of dashes under the header, no borders, no
 // trailing blanks. Every table for people goes through here, so the
 // tablewriter API (which changes between major versions) is used in one
 // place only.
-func writeTable(w io.Writer, header []string, rows [][]string) error {
+func WriteTable(w io.Writer, header []string, rows [][]string) error {
 	var buf bytes.Buffer
 	align := alignments(len(header), rows)
 	t := tablewriter.NewTable(&buf,

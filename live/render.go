@@ -1,0 +1,247 @@
+package live
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// WriteWarnings reports what the results leave out: events with a negative
+// latency, and entries the kernel could not store, with the --size that
+// would have held them.
+func (res *Result) WriteWarnings(w io.Writer) {
+	if res.Negative > 0 {
+		fmt.Fprintf(w, "sqlhist: warning: %s: %d events had a negative %s (the end stamped before the start: clock skew between CPUs); they are not in the results\n",
+			res.Title, res.Negative, res.Latency.Label)
+	}
+	t := res.Read.Totals
+	if t.Dropped == 0 {
+		return
+	}
+	size := res.Hist.Size
+	if size == 0 {
+		size = 2048
+	}
+	need := uint64(size) * 2
+	for need < t.Entries+t.Dropped && need < 131072 {
+		need *= 2
+	}
+	fmt.Fprintf(w, "sqlhist: warning: %s: the kernel dropped %d events: its map of %d entries was full; run again with --size %d\n",
+		res.Title, t.Dropped, size, min(need, 131072))
+}
+
+// Formats are the formats Write takes.
+var Formats = []string{"table", "json", "csv"}
+
+// Write prints the results as tables (one per statement, with its Totals
+// and the latency's distribution), as one JSON document, or as CSV (a
+// header and rows per statement; the Totals are not in it).
+func Write(w io.Writer, results []*Result, format string) error {
+	switch format {
+	case "json":
+		return renderJSON(w, results)
+	case "csv":
+		return renderCSV(w, results)
+	}
+	return renderTables(w, results)
+}
+
+// header returns the column titles: a latency is three columns.
+func (res *Result) header() []string {
+	var h []string
+	for _, c := range res.Hist.Columns {
+		if c.Kind == planner.ColLatency {
+			h = append(h, "min "+c.Label+" ("+c.Unit+")", "avg "+c.Label, "max "+c.Label)
+			continue
+		}
+		h = append(h, c.Label)
+	}
+	return h
+}
+
+// texts returns a row's texts in header order.
+func (res *Result) texts(r Row) []string {
+	var out []string
+	for j, c := range res.Hist.Columns {
+		if c.Kind == planner.ColLatency {
+			s := r.Stats
+			out = append(out, strconv.FormatUint(s.Min, 10), strconv.FormatFloat(r.Avg(), 'f', 1, 64), strconv.FormatUint(s.Max, 10))
+			continue
+		}
+		out = append(out, r.At(c, j).Text)
+	}
+	return out
+}
+
+func renderTables(w io.Writer, results []*Result) error {
+	for i, res := range results {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s\n", res.Title)
+		rows := make([][]string, len(res.Rows))
+		for j, r := range res.Rows {
+			rows[j] = res.texts(r)
+		}
+		if err := WriteTable(w, res.header(), rows); err != nil {
+			return err
+		}
+		t := res.Read.Totals
+		fmt.Fprintf(w, "Totals: hits %d, entries %d, dropped %d", t.Hits, t.Entries, t.Dropped)
+		if res.Negative > 0 {
+			fmt.Fprintf(w, ", negative %d", res.Negative)
+		}
+		fmt.Fprintln(w)
+		if res.Latency != nil && len(res.Distribution) > 0 {
+			fmt.Fprintf(w, "\n%s (%s):\n", res.Latency.Label, res.Latency.Unit)
+			writeDistribution(w, res.Distribution)
+		}
+	}
+	return nil
+}
+
+// writeDistribution draws the latency distribution as bpftrace's hist():
+//
+//	[4, 8)       12 |@@@@@@@@@@                                          |
+func writeDistribution(w io.Writer, dist []Bucket) {
+	const width = 52
+	var most uint64
+	labels := make([]string, len(dist))
+	lw := 0
+	for i, b := range dist {
+		most = max(most, b.Count)
+		labels[i] = bucketText(b.Low, b.High)
+		lw = max(lw, len(labels[i]))
+	}
+	for i, b := range dist {
+		n := 0
+		if most > 0 {
+			n = int(b.Count * width / most)
+		}
+		fmt.Fprintf(w, "%-*s %8d |%s%s|\n", lw, labels[i], b.Count, strings.Repeat("@", n), strings.Repeat(" ", width-n))
+	}
+}
+
+// jsonResult is the JSON form of one statement's results.
+type jsonResult struct {
+	Event        string           `json:"event"`
+	Columns      []string         `json:"columns"`
+	Rows         []map[string]any `json:"rows"`
+	Totals       jsonTotals       `json:"totals"`
+	Unit         string           `json:"unit,omitempty"`
+	Distribution []jsonBucket     `json:"distribution,omitempty"`
+}
+
+type jsonTotals struct {
+	Hits    uint64 `json:"hits"`
+	Entries uint64 `json:"entries"`
+	Dropped uint64 `json:"dropped"`
+	// Negative counts the events left out for a negative latency.
+	Negative uint64 `json:"negative,omitempty"`
+}
+
+type jsonBucket struct {
+	Low   uint64 `json:"low"`
+	High  uint64 `json:"high"`
+	Count uint64 `json:"count"`
+}
+
+type jsonLatency struct {
+	Min uint64  `json:"min"`
+	Avg float64 `json:"avg"`
+	Max uint64  `json:"max"`
+}
+
+func renderJSON(w io.Writer, results []*Result) error {
+	out := struct {
+		Results []jsonResult `json:"results"`
+	}{Results: []jsonResult{}}
+	for _, res := range results {
+		t := res.Read.Totals
+		jr := jsonResult{Event: res.Title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits, t.Entries, t.Dropped, res.Negative}}
+		for _, c := range res.Hist.Columns {
+			jr.Columns = append(jr.Columns, c.Label)
+		}
+		if res.Latency != nil {
+			jr.Unit = res.Latency.Unit
+			for _, b := range res.Distribution {
+				jr.Distribution = append(jr.Distribution, jsonBucket{b.Low, b.High, b.Count})
+			}
+		}
+		for _, r := range res.Rows {
+			m := map[string]any{}
+			for j, c := range res.Hist.Columns {
+				switch {
+				case c.Kind == planner.ColLatency:
+					m[c.Label] = jsonLatency{r.Stats.Min, math.Round(r.Avg()*10) / 10, r.Stats.Max}
+				case r.At(c, j).IsNum:
+					m[c.Label] = r.At(c, j).Num
+				default:
+					m[c.Label] = r.At(c, j).Text
+				}
+			}
+			jr.Rows = append(jr.Rows, m)
+		}
+		out.Results = append(out.Results, jr)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// renderCSV writes one header and the rows per statement, with a blank
+// line between statements.
+func renderCSV(w io.Writer, results []*Result) error {
+	for i, res := range results {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		var h []string
+		for _, c := range res.Hist.Columns {
+			if c.Kind == planner.ColLatency {
+				h = append(h, c.Label+"_min", c.Label+"_avg", c.Label+"_max")
+				continue
+			}
+			h = append(h, c.Label)
+		}
+		writeCSV(w, h)
+		for _, r := range res.Rows {
+			writeCSV(w, res.texts(r))
+		}
+	}
+	return nil
+}
+
+func writeCSV(w io.Writer, rec []string) {
+	cw := csv.NewWriter(w)
+	cw.Write(rec)
+	cw.Flush()
+}
+
+// writeEventJSON writes one streamed event as a line of JSON.
+func writeEventJSON(w io.Writer, rec *tracefs.TraceRecord, fields []tracefs.TraceField) {
+	fm := map[string]any{}
+	for _, f := range fields {
+		if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil {
+			fm[f.Name] = n
+		} else {
+			fm[f.Name] = f.Value
+		}
+	}
+	b, _ := json.Marshal(struct {
+		Event     string         `json:"event"`
+		Timestamp string         `json:"timestamp"`
+		CPU       int            `json:"cpu"`
+		Task      string         `json:"task"`
+		PID       int            `json:"pid"`
+		Fields    map[string]any `json:"fields"`
+	}{rec.Event, rec.Timestamp, rec.CPU, rec.Comm, rec.PID, fm})
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,273 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// InstancePrefix starts the name of the private instance of a run, and of
+// its probe group: sqlhist_<id>.
+const InstancePrefix = "sqlhist_"
+
+// Prepare returns opt set up for a run identified by id (the process id
+// for sqlhist): derived synthetic event names and the probe group get the
+// suffix _<id>, so runs at once do not collide, and the triggers go into
+// the private instance sqlhist_<id> unless opt.Instance names one.
+func Prepare(opt planner.Options, id int) planner.Options {
+	opt.Run = true
+	if opt.Name == "" {
+		opt.Suffix = strconv.Itoa(id)
+	}
+	if opt.Instance == "" {
+		opt.Instance = InstancePrefix + strconv.Itoa(id)
+	}
+	return opt
+}
+
+// Options control a [Run].
+type Options struct {
+	// Duration ends the collection; zero collects until ctx is done.
+	Duration time.Duration
+	// Events, when set, receives the synthetic events' lines as the kernel
+	// records them, in Format: "table" (the kernel's lines), "json" (an
+	// object per line) or "csv".
+	Events io.Writer
+	Format string
+	// Log receives progress and warnings ("sqlhist: collecting for 2s in
+	// instance …"); nil discards them.
+	Log io.Writer
+	// Marker is written to the instance's trace_marker once the sources
+	// stopped, to end the stream; default "sqlhist-end-<instance>".
+	Marker string
+	// After replaces time.After (for tests).
+	After func(time.Duration) <-chan time.Time
+}
+
+// Report is what a [Run] read.
+type Report struct {
+	Results []*Result
+	// Streamed counts the events streamed to Options.Events, by synthetic
+	// event; Lost the events the kernel reported lost before they were
+	// read.
+	Streamed map[string]int
+	Lost     int
+}
+
+// Run applies a plan prepared for a run (see [Prepare]) in its instance,
+// creating the instance when it is missing; collects for opt.Duration or
+// until ctx is done; stops the sources so that what is read is final;
+// reads each statement's histogram; and removes everything it created, on
+// every way out once the apply succeeded. The context's cause, when it
+// ends the collection, is logged. A refused write is an *ApplyError, and
+// nothing is left behind.
+func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Report, error) {
+	r := &runState{t: t, plan: plan, opt: opt, log: opt.Log}
+	if r.log == nil {
+		r.log = io.Discard
+	}
+	r.instance = instanceOf(plan)
+	if t.FS == nil || r.instance == "" {
+		return nil, errors.New("live.Run needs a Target with an FS and a plan made with Prepare's options")
+	}
+	created := !t.HasInstance(r.instance)
+	cat := tracefs.Open(t.FS)
+	if created && !cat.HasFile("instances") {
+		return nil, fmt.Errorf("%s has no instances/ directory: this kernel cannot keep a run apart from other tracing", t.Root)
+	}
+	eopt := emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents}
+	r.cmds = emit.RunCommands(plan, eopt, emit.RunOptions{Instance: r.instance, CreateInstance: created, Enable: opt.Events != nil})
+	return r.run(ctx)
+}
+
+// instanceOf is the instance a plan's triggers are in.
+func instanceOf(plan *planner.Plan) string {
+	for _, u := range plan.Units {
+		if u.Start != nil {
+			return u.Start.Instance
+		}
+	}
+	return ""
+}
+
+// runState is one run in progress.
+type runState struct {
+	t        *Target
+	plan     *planner.Plan
+	opt      Options
+	log      io.Writer
+	instance string
+	cmds     []emit.Command
+}
+
+func (r *runState) instanceDir() string { return "instances/" + r.instance }
+
+func (r *runState) run(ctx context.Context) (*Report, error) {
+	if err := Apply(r.t, r.cmds); err != nil {
+		return nil, err
+	}
+	// The teardown runs in two steps: first the end triggers are removed,
+	// which stops the synthetic events at their source, so that what is
+	// read afterwards is final; then the rest, after reading.
+	var first, rest []emit.Command
+	for _, c := range emit.Teardown(r.cmds) {
+		if c.Role == "end" {
+			first = append(first, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	var errs []error
+	stopped, tornDown := false, false
+	stopSources := func() {
+		if !stopped {
+			stopped = true
+			// The end triggers first: then no synthetic event fires, and
+			// pausing the histograms stops the rest.
+			errs = append(errs, Teardown(r.t, first))
+			r.pauseHistograms()
+		}
+	}
+	teardown := func() {
+		stopSources()
+		if !tornDown {
+			tornDown = true
+			errs = append(errs, Teardown(r.t, rest))
+		}
+	}
+	defer teardown()
+
+	until := "until Ctrl-C"
+	var timeout <-chan time.Time
+	if d := r.opt.Duration; d > 0 {
+		until = "for " + d.String()
+		after := r.opt.After
+		if after == nil {
+			after = time.After
+		}
+		timeout = after(d)
+	}
+	fmt.Fprintf(r.log, "sqlhist: collecting %s in instance %s; Ctrl-C to stop\n", until, r.instance)
+
+	var st *streamer
+	if r.opt.Events != nil {
+		p, err := r.t.openPipe(path.Join(r.t.Root, r.instanceDir(), "trace_pipe"))
+		if err != nil {
+			teardown()
+			return nil, errors.Join(append([]error{err}, errs...)...)
+		}
+		st = newStreamer(r.opt.Events, r.plan, r.opt.Format)
+		st.marker = r.opt.Marker
+		if st.marker == "" {
+			st.marker = "sqlhist-end-" + r.instance
+		}
+		st.pipe = p
+		defer p.Close()
+		go st.copy(p)
+	}
+	select {
+	case <-timeout:
+	case <-ctx.Done():
+		fmt.Fprintf(r.log, "sqlhist: %v: reading what was collected and cleaning up\n", context.Cause(ctx))
+	case <-st.doneChan():
+		fmt.Fprintln(r.log, "sqlhist: trace_pipe ended; reading what was collected and cleaning up")
+	}
+	// Stop the synthetic events at their source, let trace_pipe hand over
+	// what is left, then read: the kernel's count and the lines streamed
+	// cover the same events.
+	stopSources()
+	if st != nil {
+		// A marker written after the sources stopped comes out of
+		// trace_pipe after every event before it: once the streamer has
+		// seen it, everything was streamed.
+		if err := r.t.W.Append(r.instanceDir()+"/trace_marker", st.marker); err != nil {
+			fmt.Fprintf(r.log, "sqlhist: writing the end marker: %v\n", err)
+		}
+		st.wait(5 * time.Second)
+	}
+	results, rerr := r.read()
+	rep := &Report{Results: results}
+	if st != nil {
+		st.stop()
+		st.mu.Lock()
+		rep.Streamed, rep.Lost = maps.Clone(st.counts), st.lost
+		st.mu.Unlock()
+	}
+	teardown()
+	if rerr != nil {
+		errs = append(errs, fmt.Errorf("reading the results: %w", rerr))
+	}
+	return rep, errors.Join(errs...)
+}
+
+// pauseHistograms pauses the trigger of each histogram query, so that the
+// entries and the Totals read from its hist file count the same events
+// (the kernel prints them one after the other while events keep coming).
+// A JOIN's results need no pause: removing the end triggers stops them.
+// A trigger with variables could not be paused this way (the kernel parses
+// the spec as a new trigger first and finds them defined); a histogram
+// has none.
+func (r *runState) pauseHistograms() {
+	for _, u := range r.plan.Units {
+		h := u.Start
+		if u.End != nil || h == nil || len(h.Vars) > 0 {
+			continue
+		}
+		if err := r.t.W.Append(h.TriggerFile(), h.PauseSpec()); err != nil {
+			fmt.Fprintf(r.log, "sqlhist: warning: pausing the histogram on %s/%s: %v (its counts may differ slightly from its Totals)\n", h.System, h.Event, errnoText(err))
+		}
+	}
+}
+
+// read reads the histogram of each unit: a JOIN's results histogram or a
+// histogram query's own.
+func (r *runState) read() ([]*Result, error) {
+	var out []*Result
+	for _, u := range r.plan.Units {
+		h := u.Results
+		if h == nil {
+			h = u.Start
+		}
+		file := h.HistFile()
+		data, err := fs.ReadFile(r.t.FS, file)
+		if err != nil {
+			return nil, err
+		}
+		hs, err := tracefs.ParseHist(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", file, err)
+		}
+		got := findHist(hs, h)
+		if got == nil {
+			return nil, fmt.Errorf("%s: no histogram keyed by %s", file, strings.Join(h.Keys, ","))
+		}
+		out = append(out, newResult(u, h, got))
+	}
+	return out, nil
+}
+
+// findHist picks, among the histograms of a hist file, the one of the
+// trigger sqlhist wrote: the one keyed as it is (other tools may have
+// triggers on the same event when -B names a shared instance).
+func findHist(hs []*tracefs.Histogram, h *planner.Hist) *tracefs.Histogram {
+	for _, got := range hs {
+		if strings.Join(got.KeyFields(), ",") == strings.Join(h.Keys, ",") {
+			return got
+		}
+	}
+	if len(hs) == 1 {
+		return hs[0]
+	}
+	return nil
+}

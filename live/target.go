@@ -1,0 +1,123 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// Target is a tracefs to apply commands to and read results from.
+type Target struct {
+	// Root is the tracefs mount point, for trace_pipe and for messages.
+	Root string
+	// FS reads the tracefs (error_log, hist files, instances/, the event
+	// formats); W writes to it.
+	FS fs.FS
+	W  tracefs.Writer
+	// OpenPipe opens a trace_pipe (a path under Root) for blocking reads;
+	// Close must end a read that waits. Nil means the machine's.
+	OpenPipe func(path string) (io.ReadCloser, error)
+}
+
+// Dir returns the tracefs mounted at root on this machine. It does not
+// check that one is there: see [Find].
+func Dir(root string) *Target {
+	return &Target{Root: root, FS: os.DirFS(root), W: tracefs.DirWriter{Root: root}}
+}
+
+// ErrNoTracefs is returned by Find when there is no tracefs to use.
+var ErrNoTracefs = errors.New("no tracefs")
+
+// Find returns the tracefs at root, or, when root holds none and
+// searchMounts is set, the first tracefs that mounts (the text of
+// /proc/mounts) lists. sqlhist never mounts one. dir opens a directory of
+// the machine (os.DirFS for the real one).
+func Find(root string, searchMounts bool, mounts string, dir func(string) (fs.FS, error)) (string, error) {
+	if HasEvents(dir, root) {
+		return root, nil
+	}
+	if searchMounts {
+		for _, l := range strings.Split(mounts, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[2] == "tracefs" && HasEvents(dir, f[1]) {
+				return f[1], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w at %s (sqlhist does not mount it); as root: mount -t tracefs nodev %s", ErrNoTracefs, root, root)
+}
+
+// HasEvents reports whether dir opens a directory holding events/.
+func HasEvents(dir func(string) (fs.FS, error), root string) bool {
+	fsys, err := dir(root)
+	if err != nil {
+		return false
+	}
+	_, err = fs.Stat(fsys, "events")
+	return err == nil
+}
+
+// Access reports whether this process may write to the file at p, with
+// access(2).
+func Access(p string) error {
+	if err := syscall.Access(p, 2 /* W_OK */); err != nil {
+		return &fs.PathError{Op: "access", Path: p, Err: err}
+	}
+	return nil
+}
+
+// Writable reports why this process cannot write to the tracefs at root
+// (not root, a read-only mount), or nil, before anything is written. It
+// asks access (nil: [Access]) about the file that defines events.
+func Writable(root string, access func(path string) error) error {
+	if access == nil {
+		access = Access
+	}
+	for _, f := range []string{"dynamic_events", "synthetic_events"} {
+		err := access(filepath.Join(root, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cannot write to the tracefs at %s: %v (run as root)", root, errnoText(err))
+		}
+		return nil
+	}
+	return nil
+}
+
+// HasInstance reports whether the tracefs has the instance name.
+func (t *Target) HasInstance(name string) bool {
+	if t.FS == nil {
+		return false
+	}
+	_, err := fs.Stat(t.FS, path.Join("instances", name))
+	return err == nil
+}
+
+// openPipe opens trace_pipe with OpenPipe, or the machine's.
+func (t *Target) openPipe(p string) (io.ReadCloser, error) {
+	if t.OpenPipe != nil {
+		return t.OpenPipe(p)
+	}
+	return osPipe(p)
+}
+
+// osPipe opens trace_pipe for blocking reads. Not through os.OpenFile:
+// that registers the file with the runtime poller, and trace_pipe's poll
+// only reports data once the buffer is buffer_percent full, so the last
+// events would never be read.
+func osPipe(p string) (io.ReadCloser, error) {
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}
