@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
@@ -226,11 +225,7 @@ func run(args []string, e env) int {
 // compile parses and plans the SQL against the catalog, printing the
 // diagnostics (warnings too).
 func compile(e env, src *source.Source, cat *tracefs.Catalog, popt planner.Options) (*planner.Plan, int) {
-	script, err := compiler.Parse(src)
-	if err != nil {
-		return nil, report(e, src, err)
-	}
-	plan, diags := planner.Build(script, cat, popt)
+	plan, diags := live.Compile(src, cat, popt)
 	if len(diags) > 0 {
 		io.WriteString(e.stderr, diags.Render(src))
 	}
