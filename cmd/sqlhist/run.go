@@ -289,8 +289,8 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 	}
 	rep, err := live.Run(ctx, e.target(o.tracefsDir), plan, opt)
 	code := report(e, src, err)
-	if rep == nil {
-		return code
+	if rep == nil || rep.Results == nil && err != nil {
+		return code // nothing was read
 	}
 	for _, res := range rep.Results {
 		res.WriteWarnings(e.stderr)
