@@ -1,0 +1,149 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// CatalogError is a refusal about the event catalog, with a hint. Usage
+// marks a name that cannot be an event at all (a usage error for the
+// command, exit 2), as opposed to one the catalog does not have.
+type CatalogError struct {
+	Msg, Hint string
+	Usage     bool
+}
+
+func (e *CatalogError) Error() string { return e.Msg }
+
+// EventPath turns "system.event" into "system/event"; other text is kept.
+// Event and system names never hold a dot.
+func EventPath(s string) string {
+	if !strings.Contains(s, "/") {
+		s = strings.Replace(s, ".", "/", 1)
+	}
+	return s
+}
+
+// ListEvents writes the catalog's events that match any of the globs (all
+// of them without a glob), one "system/event" per line, sorted. A glob
+// (path.Match syntax, checked by the caller) matches the whole
+// "system/event" name or the event name alone. No match is an error.
+func ListEvents(w io.Writer, cat *tracefs.Catalog, globs []string) error {
+	names, err := cat.Names()
+	if err != nil {
+		return fmt.Errorf("cannot list the events: %v", err)
+	}
+	var b strings.Builder
+	for _, name := range names {
+		if matchesAny(globs, name) {
+			b.WriteString(name + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		q := make([]string, len(globs))
+		for i, g := range globs {
+			q[i] = strconv.Quote(g)
+		}
+		return fmt.Errorf("no event matches %s", strings.Join(q, " or "))
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func matchesAny(globs []string, name string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	_, event, _ := strings.Cut(name, "/")
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+		if ok, _ := path.Match(g, event); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// DescribeEvent writes one event: its name, system, ID and print format,
+// then its fields as a table (name, type, size, offset, signed), like the
+// kprobe tool's -v. An event the catalog only has from a query (Define)
+// has no ID, size or offset yet.
+func DescribeEvent(w io.Writer, cat *tracefs.Catalog, ev *tracefs.Event) error {
+	defined := cat.Defined(ev.System, ev.Name)
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nsystem: %s\n", ev.Name, ev.System)
+	if defined {
+		b.WriteString("ID: none yet (the query defines this event; the kernel numbers it and lays out its fields when the script creates it)\n")
+	} else {
+		fmt.Fprintf(&b, "ID: %d\n", ev.ID)
+	}
+	if ev.PrintFmt != "" {
+		fmt.Fprintf(&b, "print fmt: %s\n", ev.PrintFmt)
+	}
+	b.WriteString("\n")
+	rows := make([][]string, len(ev.Fields))
+	for i, f := range ev.Fields {
+		size, offset := strconv.Itoa(f.Size), strconv.Itoa(f.Offset)
+		if defined {
+			size, offset = "-", "-"
+		}
+		signed := "no"
+		if f.Signed {
+			signed = "yes"
+		}
+		rows[i] = []string{f.Name, f.Decl, size, offset, signed}
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	return WriteTable(w, []string{"FIELD", "TYPE", "SIZE", "OFFSET", "SIGNED"}, rows)
+}
+
+// FindEvent resolves "event", "system.event" or "system/event" in the
+// catalog. An unknown name is a *CatalogError with the nearest name, as
+// in a query; so is an ambiguous one, with the qualified names.
+func FindEvent(cat *tracefs.Catalog, name string) (*tracefs.Event, error) {
+	system, event, qualified := strings.Cut(EventPath(name), "/")
+	if !qualified {
+		system, event = "", system
+	}
+	if !tracefs.IsIdent(event) || qualified && !tracefs.IsIdent(system) {
+		return nil, &CatalogError{Msg: fmt.Sprintf("%q: write event, system.event or system/event", name), Usage: true}
+	}
+	ev, err := cat.Lookup(system, event)
+	var amb *tracefs.AmbiguousError
+	switch {
+	case err == nil:
+		return ev, nil
+	case errors.Is(err, fs.ErrNotExist):
+		key := event
+		if qualified {
+			key = system + "/" + event
+		}
+		msg := fmt.Sprintf("unknown event %q", name)
+		if all, _ := cat.Names(); len(all) > 0 {
+			if s := planner.Suggest(key, all); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+		}
+		return nil, &CatalogError{Msg: msg, Hint: "sqlhist --list-events 'GLOB' lists the events"}
+	case errors.As(err, &amb):
+		q := make([]string, len(amb.Systems))
+		for i, s := range amb.Systems {
+			q[i] = s + "/" + event
+		}
+		return nil, &CatalogError{Msg: fmt.Sprintf("event %q is ambiguous: it exists in systems %s", event, strings.Join(amb.Systems, ", ")),
+			Hint: "name the system: " + strings.Join(q, " or ")}
+	}
+	return nil, fmt.Errorf("cannot read event %s: %v", name, err)
+}
