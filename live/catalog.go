@@ -13,6 +13,39 @@ import (
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
+// OpenCatalog picks where event formats come from: the directory formats
+// (a tracefs or a copy of one), else the embedded catalog of kernel, else
+// the tracefs at root when it holds events/, else the newest embedded
+// catalog. dir opens a directory of the machine.
+func OpenCatalog(formats, kernel, root string, dir func(string) (fs.FS, error)) (*tracefs.Catalog, error) {
+	switch {
+	case formats != "":
+		fsys, err := dir(formats)
+		if err != nil {
+			return nil, fmt.Errorf("--formats: %v", err)
+		}
+		if _, err := fs.Stat(fsys, "events"); err != nil {
+			return nil, fmt.Errorf("--formats %s: no events/ directory there", formats)
+		}
+		return tracefs.Open(fsys), nil
+	case kernel != "":
+		fsys, err := tracefs.Embedded(kernel)
+		if err != nil {
+			return nil, fmt.Errorf("--kernel: %v", err)
+		}
+		return tracefs.Open(fsys), nil
+	}
+	if HasEvents(dir, root) {
+		fsys, _ := dir(root)
+		return tracefs.Open(fsys), nil
+	}
+	fsys, err := tracefs.Embedded("")
+	if err != nil {
+		return nil, fmt.Errorf("no event catalog: %v", err)
+	}
+	return tracefs.Open(fsys), nil
+}
+
 // CatalogError is a refusal about the event catalog, with a hint. Usage
 // marks a name that cannot be an event at all (a usage error for the
 // command, exit 2), as opposed to one the catalog does not have.

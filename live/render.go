@@ -3,6 +3,7 @@ package live
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -35,6 +37,33 @@ func (res *Result) WriteWarnings(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sqlhist: warning: %s: the kernel dropped %d events: its map of %d entries was full; run again with --size %d\n",
 		res.Title, t.Dropped, size, min(need, 131072))
+}
+
+// WriteError prints err as sqlhist does: diagnostics and refused writes
+// at their place in src (file:line:col, the line, a caret, the kernel's
+// error_log as the hint), the failures of undoing and any other error as
+// "sqlhist: …" lines. Joined errors are written one after the other.
+func WriteError(w io.Writer, src *source.Source, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, x := range j.Unwrap() {
+			WriteError(w, src, x)
+		}
+		return
+	}
+	var d source.Diags
+	var ae *ApplyError
+	switch {
+	case err == nil:
+	case errors.As(err, &d):
+		io.WriteString(w, d.Render(src))
+	case errors.As(err, &ae):
+		io.WriteString(w, source.Diags{ae.Diag()}.Render(src))
+		for _, u := range ae.Undo {
+			fmt.Fprintf(w, "sqlhist: %v\n", u)
+		}
+	default:
+		fmt.Fprintf(w, "sqlhist: %v\n", err)
+	}
 }
 
 // Formats are the formats Write takes.

@@ -36,6 +36,25 @@ func Prepare(opt planner.Options, id int) planner.Options {
 	return opt
 }
 
+// ParseDuration reads a collection time as sqlhist's -d takes it: a
+// number of seconds ("10", "0.5"), as the kprobe tool's -d, or a Go
+// duration ("1m30s").
+func ParseDuration(s string) (time.Duration, error) {
+	var d time.Duration
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f > 1e9 {
+			return 0, fmt.Errorf("-d %s: too long", s)
+		}
+		d = time.Duration(f * float64(time.Second))
+	} else if d, err = time.ParseDuration(s); err != nil {
+		return 0, fmt.Errorf("-d %q: give seconds (10, 0.5) or a duration (1m30s, 500ms)", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("-d %s: the duration must be positive", s)
+	}
+	return d, nil
+}
+
 // Options control a [Run].
 type Options struct {
 	// Duration ends the collection; zero collects until ctx is done.

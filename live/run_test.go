@@ -3,9 +3,11 @@ package live_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 
+	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
@@ -78,5 +80,19 @@ func TestRunApplyRefused(t *testing.T) {
 	w := f.Writes
 	if len(w)%2 != 0 || w[0] != "mkdir: instances/sqlhist_9" || w[len(w)-1] != "rmdir: instances/sqlhist_9" {
 		t.Errorf("writes:\n%s", f.String())
+	}
+}
+
+// Every error of a joined error is written, each refused write at its SQL.
+func TestWriteErrorJoined(t *testing.T) {
+	src := source.NewSource("q.sql", "SELECT a FROM b")
+	e1 := &live.ApplyError{Command: emit.Command{What: "start trigger", Pos: source.PosOf(0), End: source.PosOf(6)}, Err: fs.ErrInvalid}
+	e2 := &live.ApplyError{Command: emit.Command{What: "end trigger", Pos: source.PosOf(9), End: source.PosOf(13)}, Err: fs.ErrInvalid}
+	var b strings.Builder
+	live.WriteError(&b, src, errors.Join(e1, errors.New("reading the results: gone"), e2))
+	for _, want := range []string{"q.sql:1:1: the kernel refused the start trigger", "sqlhist: reading the results: gone", "q.sql:1:10: the kernel refused the end trigger"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/sqlhist/sqlhist/live"
 )
 
 // liveOptions are the flags of --run.
@@ -12,24 +12,6 @@ type liveOptions struct {
 	events   bool   // --events: stream the synthetic events' trace lines
 	output   string // -o: table, json or csv
 	size     int    // --size: entries of the histograms read
-}
-
-// parseDuration reads -d: a number of seconds, as the kprobe tool's -d,
-// or a Go duration.
-func parseDuration(s string) (time.Duration, error) {
-	var d time.Duration
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f > 1e9 {
-			return 0, fmt.Errorf("-d %s: too long", s)
-		}
-		d = time.Duration(f * float64(time.Second))
-	} else if d, err = time.ParseDuration(s); err != nil {
-		return 0, fmt.Errorf("-d %q: give seconds (10, 0.5) or a duration (1m30s, 500ms)", s)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("-d %s: the duration must be positive", s)
-	}
-	return d, nil
 }
 
 // checkLive validates the --run flags against the others.
@@ -56,7 +38,7 @@ func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 	if o.live.duration == "" {
 		return 0, exitOK
 	}
-	d, err := parseDuration(o.live.duration)
+	d, err := live.ParseDuration(o.live.duration)
 	if err != nil {
 		return 0, usageError(e, "%v", err)
 	}

@@ -353,14 +353,6 @@ func TestRunUsage(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"10": 10 * time.Second, "0.5": 500 * time.Millisecond, "1m30s": 90 * time.Second, "250ms": 250 * time.Millisecond} {
-		if got, err := parseDuration(in); err != nil || got != want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-}
-
 // TestRunProbes: a --run of a probe query creates its probes first, in a
 // group of its own (two runs at once must not collide), and removes them
 // last.

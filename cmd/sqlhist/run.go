@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -216,9 +215,7 @@ func run(args []string, e env) int {
 	if o.instance != "" && !o.teardown {
 		notes = append(notes, "the instance must exist: mkdir "+emit.Quote(o.tracefsDir+"/instances/"+o.instance))
 	}
-	var out bytes.Buffer
-	emit.Print(&out, cmds, emit.PrintOptions{Root: o.tracefsDir, Notes: notes})
-	e.stdout.Write(out.Bytes())
+	emit.Print(e.stdout, cmds, emit.PrintOptions{Root: o.tracefsDir, Notes: notes})
 	return exitOK
 }
 
@@ -235,31 +232,13 @@ func compile(e env, src *source.Source, cat *tracefs.Catalog, popt planner.Optio
 	return plan, exitOK
 }
 
-// report prints an error: diagnostics and refused writes at their SQL,
-// anything else as it is. It returns the exit code (0 for no error).
+// report prints an error as live.WriteError does and returns the exit
+// code (0 for no error).
 func report(e env, src *source.Source, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	var d source.Diags
-	var ae *live.ApplyError
-	switch {
-	case errors.As(err, &d):
-		io.WriteString(e.stderr, d.Render(src))
-	case errors.As(err, &ae):
-		io.WriteString(e.stderr, source.Diags{ae.Diag()}.Render(src))
-		for _, u := range ae.Undo {
-			fmt.Fprintf(e.stderr, "sqlhist: %v\n", u)
-		}
-	default:
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, x := range j.Unwrap() {
-				report(e, src, x)
-			}
-			return exitQuery
-		}
-		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
-	}
+	live.WriteError(e.stderr, src, err)
 	return exitQuery
 }
 
@@ -375,34 +354,14 @@ func (o *options) source(args []string, e env) (*source.Source, int) {
 // catalog picks where event formats come from: --formats, --kernel, the -t
 // directory when it holds events/, else the newest embedded catalog.
 func (o *options) catalog(e env) (*tracefs.Catalog, int) {
-	switch {
-	case o.formats != "" && o.kernel != "":
+	if o.formats != "" && o.kernel != "" {
 		return nil, usageError(e, "--formats and --kernel both choose the event catalog: give one")
-	case o.formats != "":
-		fsys, err := e.dir(o.formats)
-		if err != nil {
-			return nil, usageError(e, "--formats: %v", err)
-		}
-		if _, err := fs.Stat(fsys, "events"); err != nil {
-			return nil, usageError(e, "--formats %s: no events/ directory there", o.formats)
-		}
-		return tracefs.Open(fsys), exitOK
-	case o.kernel != "":
-		fsys, err := tracefs.Embedded(o.kernel)
-		if err != nil {
-			return nil, usageError(e, "--kernel: %v", err)
-		}
-		return tracefs.Open(fsys), exitOK
 	}
-	if live.HasEvents(e.dir, o.tracefsDir) {
-		fsys, _ := e.dir(o.tracefsDir)
-		return tracefs.Open(fsys), exitOK
-	}
-	fsys, err := tracefs.Embedded("")
+	cat, err := live.OpenCatalog(o.formats, o.kernel, o.tracefsDir, e.dir)
 	if err != nil {
-		return nil, usageError(e, "no event catalog: %v", err)
+		return nil, usageError(e, "%v", err)
 	}
-	return tracefs.Open(fsys), exitOK
+	return cat, exitOK
 }
 
 // executeTarget checks, before anything is written, that the tracefs to
