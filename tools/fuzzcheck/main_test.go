@@ -85,3 +85,26 @@ func TestLeftoverWorkersFound(t *testing.T) {
 		t.Fatalf("leftoverWorkers = %v; want %d and not %d", left, mine.Process.Pid, other.Process.Pid)
 	}
 }
+
+// A run that Go's coordinator failed at the end of -fuzztime with nothing
+// but "context deadline exceeded" (golang/go#75804) is told apart from one
+// that wrote a failing input.
+func TestCoordinatorRace(t *testing.T) {
+	data, err := os.ReadFile("testdata/deadline.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &progress{stall: 6 * time.Second}
+	for _, l := range strings.Split(string(data), "\n") {
+		if err := p.line(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !p.coordinatorRace() {
+		t.Fatal("the recorded deadline failure is not recognized")
+	}
+	p.line("    Failing input written to testdata/fuzz/FuzzParse/4b3389f562ec3dd4")
+	if p.coordinatorRace() {
+		t.Fatal("a failure that wrote an input passed as the race")
+	}
+}
