@@ -85,6 +85,30 @@ mkdir $T/instances/sqlhist_keep
 /work/sqlhist -r -d 1 -B sqlhist_keep -o csv "$H LIMIT 3" > /dev/null 2>&1; echo "@@keep-exit $?"
 echo "@@instances"; ls $T/instances
 rmdir $T/instances/sqlhist_keep
+# Two runs killed with SIGKILL mid-collection (a JOIN, a kprobe JOIN) beside
+# a live one; --cleanup removes what the dead left and not the live run's.
+/work/sqlhist -r -d 12 -o json "$J" > /tmp/live 2> /tmp/liveerr &
+L=$!
+/work/sqlhist -r -o json "$K" > /dev/null 2> /tmp/k1err &
+K1=$!
+/work/sqlhist -r -o json "$J" > /dev/null 2> /tmp/k2err &
+K2=$!
+i=0; while [ $i -lt 300 ] && ! { grep -q collecting /tmp/k1err && grep -q collecting /tmp/k2err && grep -q collecting /tmp/liveerr; }; do sleep 0.05; i=$((i + 1)); done
+sleep 1
+kill -KILL $K1 $K2
+wait $K1; wait $K2
+echo "@@killed"; ls $T/instances; cat $T/dynamic_events
+/work/sqlhist -r -d 0.5 -o csv "$H LIMIT 1" > /dev/null 2> /tmp/err; echo "@@notice"; cat /tmp/err
+/work/sqlhist --cleanup --dry-run > /tmp/out 2>&1; echo "@@dry-exit $?"
+echo "@@dry"; cat /tmp/out
+/work/sqlhist --cleanup > /tmp/out 2> /tmp/err; echo "@@cleanup-exit $?"
+echo "@@cleanup-out"; cat /tmp/out
+echo "@@cleanup-stderr"; cat /tmp/err
+/work/sqlhist --cleanup > /tmp/out 2> /tmp/err; echo "@@cleanup2-exit $?"
+echo "@@cleanup2-stderr"; cat /tmp/err
+wait $L; echo "@@live-exit $?"
+echo "@@live-json"; cat /tmp/live
+echo "@@live-stderr"; cat /tmp/liveerr
 kill $W
 wait $W
 gstate > /tmp/g1
@@ -120,7 +144,26 @@ func TestRunInKernels(t *testing.T) {
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
 			sec := sections(res.Stdout)
 			wantLines(t, res.Stdout, "@@join-exit 0", "@@table-exit 0", "@@events-exit 0", "@@hist-exit 0", "@@limit-exit 0", "@@sigint-exit 0",
-				"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0", "@@done")
+				"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0",
+				"@@dry-exit 0", "@@cleanup-exit 0", "@@cleanup2-exit 0", "@@live-exit 0", "@@done")
+			// SIGKILL, then --cleanup: the dead runs' instances and probes
+			// are listed, then removed (gdiff below: tracefs as before), a
+			// second --cleanup finds nothing, and the run that was live all
+			// along has its results.
+			if n := len(regexp.MustCompile(`(?m)^# left by run \d+$`).FindAllString(sec["dry"], -1)); n != 2 {
+				t.Errorf("--cleanup --dry-run found %d dead runs, want 2:\n%s\nafter the kills:\n%s", n, sec["dry"], sec["killed"])
+			}
+			if !strings.Contains(sec["cleanup-out"], "rmdir") && !strings.Contains(sec["cleanup-out"], "-:sqlhist_") {
+				t.Errorf("--cleanup removed:\n%s\nstderr:\n%s", sec["cleanup-out"], sec["cleanup-stderr"])
+			}
+			if !strings.Contains(sec["notice"], "left tracing behind; sqlhist --cleanup removes it") {
+				t.Errorf("a run after the kills does not point to --cleanup:\n%s", sec["notice"])
+			}
+			if !strings.Contains(sec["cleanup2-stderr"], "nothing left by killed runs") {
+				t.Errorf("a second --cleanup: %s", sec["cleanup2-stderr"])
+			}
+			checkJoin(t, "beside --cleanup", sec["live-json"])
+			t.Logf("%s: --cleanup after two SIGKILLed runs:\n%s%s", kname, sec["cleanup-out"], sec["cleanup-stderr"])
 			// A kprobe/kretprobe pair: opens of the workload's files, with
 			// their latency, and the probes gone afterwards (gdiff).
 			checkJoinRows(t, "probe", sec["probe-json"], "filename", "/proc/version")

@@ -146,6 +146,30 @@ func lostEvents(l string) (int, bool) {
 	return n, true
 }
 
+// Write prints a report as sqlhist -r does: warnings on errw; then, when
+// the events were streamed, how many against the kernel's count (on errw),
+// else the results on w in format (see [Write]), with the Totals on errw
+// for CSV, which has no place for them.
+func (rep *Report) Write(w, errw io.Writer, format string) error {
+	for _, res := range rep.Results {
+		res.WriteWarnings(errw)
+	}
+	if rep.Streamed != nil {
+		rep.WriteStreamSummary(errw)
+		return nil
+	}
+	if err := Write(w, rep.Results, format); err != nil {
+		return err
+	}
+	if format == "csv" {
+		for _, res := range rep.Results {
+			t := res.Totals()
+			fmt.Fprintf(errw, "sqlhist: %s: hits %d, entries %d, dropped %d\n", res.Title, t.Hits, t.Entries, t.Dropped)
+		}
+	}
+	return nil
+}
+
 // WriteStreamSummary tells, after streaming, how many events were streamed
 // and what the kernel counted, which should agree.
 func (rep *Report) WriteStreamSummary(w io.Writer) {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,6 +9,38 @@ import (
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
+
+// ParseSave reads -S: comma-separated field names ("" gives none).
+func ParseSave(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if !tracefs.IsIdent(f) {
+			return nil, fmt.Errorf("-S %q: %q is not a field name", s, f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Check refuses options that cannot go together or names the kernel
+// would refuse, in the words of sqlhist's flags.
+func (o Options) Check() error {
+	switch {
+	case o.OnMax != "" && o.OnChange != "":
+		return errors.New("-m and -c cannot be used together")
+	case (o.Snapshot || o.Trace || len(o.Save) > 0) && o.OnMax == "" && o.OnChange == "":
+		return errors.New("-s, -S and -T act on a handler: add -m VAR or -c VAR")
+	case o.Name != "" && !tracefs.IsIdent(o.Name):
+		return fmt.Errorf("-n %q: a synthetic event name uses letters, digits and _, not starting with a digit", o.Name)
+	case o.Instance != "" && (strings.ContainsAny(o.Instance, "/\x00") || o.Instance == "." || o.Instance == ".."):
+		return fmt.Errorf("-B %q is not a valid instance name", o.Instance)
+	}
+	return nil
+}
 
 // Options are the command-line choices that shape a plan. The zero value
 // plans with no handler and in the top-level instance.

@@ -403,3 +403,28 @@ func TestRunNegativeLatency(t *testing.T) {
 		t.Errorf("stderr: %s", stderr)
 	}
 }
+
+func TestCleanupUsage(t *testing.T) {
+	for _, args := range [][]string{{"--dry-run"}, {"--cleanup", wakeupSQL}, {"--cleanup", "-r"}} {
+		f := newLiveFake(t, 0)
+		e, _, stderr := liveEnv(f)
+		if code := run(args, e); code != exitUsage || !strings.Contains(stderr.String(), "--cleanup [--dry-run] takes no SQL") {
+			t.Errorf("%q: exit %d, stderr %s", args, code, stderr)
+		}
+		if len(f.Writes) != 0 {
+			t.Errorf("%q wrote %q", args, f.Writes)
+		}
+	}
+}
+
+// With nothing left by killed runs, --cleanup says so and writes nothing.
+func TestCleanupNothing(t *testing.T) {
+	f := newLiveFake(t, 0)
+	e, stdout, stderr := liveEnv(f)
+	if code := run([]string{"--cleanup"}, e); code != exitOK || stdout.Len() != 0 || !strings.Contains(stderr.String(), "nothing left by killed runs") {
+		t.Errorf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	if len(f.Writes) != 0 {
+		t.Errorf("wrote %q", f.Writes)
+	}
+}

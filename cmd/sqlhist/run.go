@@ -30,34 +30,21 @@ const (
 	exitUsage = 2
 )
 
-// env is everything run touches outside itself.
+// env is everything run touches outside itself; tests replace each part.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// dir opens a directory of the machine as a file system (tracefs,
-	// --formats, /proc/PID/task for -p). Tests serve directories from a
-	// txtar archive.
-	dir func(path string) (fs.FS, error)
-	// readFile reads -f FILE.
-	readFile func(path string) ([]byte, error)
-	// writer applies commands under the tracefs root (for --execute).
-	writer func(root string) tracefs.Writer
-	// mounts reads /proc/mounts, to find tracefs for --execute.
-	mounts func() ([]byte, error)
-	// signals delivers SIGINT and SIGTERM while --run collects; the
+	dir            func(path string) (fs.FS, error)  // a directory: tracefs, --formats, /proc/PID
+	readFile       func(path string) ([]byte, error) // -f FILE
+	writer         func(root string) tracefs.Writer  // writes under a tracefs (-e, -r, --cleanup)
+	mounts         func() ([]byte, error)            // /proc/mounts, to find tracefs
+	// signals delivers SIGINT, SIGTERM and SIGHUP while -r collects; the
 	// function it returns stops the delivery.
-	signals func() (<-chan os.Signal, func())
-	// after is time.After: the end of --run's -d.
-	after func(time.Duration) <-chan time.Time
-	// pipe opens trace_pipe for --events: reads wait for data, Close ends
-	// a waiting read; nil opens the machine's.
-	pipe func(path string) (io.ReadCloser, error)
-	// pid makes --run's names and instance unique to this process.
-	pid int
-	// writable is the check that -e and -r can write to the tracefs,
-	// made before the first write: live.Writable's access function (nil
-	// there is access(2); nil here skips the check).
-	writable func(path string) error
+	signals  func() (<-chan os.Signal, func())
+	after    func(time.Duration) <-chan time.Time     // time.After, for -d
+	pipe     func(path string) (io.ReadCloser, error) // trace_pipe for --events; nil: the machine's
+	pid      int                                      // makes -r's names and instance unique
+	writable func(path string) error                  // live.Writable's access check; nil skips it
 }
 
 func osEnv() env {
@@ -100,6 +87,7 @@ type options struct {
 	describe                                string   // --describe EVENT
 	listEvents                              bool     // --list-events [GLOB …]
 	pids, tids                              []string // -p, -L as given
+	cleanup, dryRun                         bool     // --cleanup [--dry-run]
 }
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]
@@ -144,6 +132,8 @@ func run(args []string, e env) int {
 	fl.StringVar(&o.describe, "describe", "", "print the fields of `EVENT` (event, system.event or system/event) as a table; with SQL, after the query defines its events")
 	fl.BoolVar(&o.listEvents, "list-events", false, "list the events (system/event) matching the GLOB arguments, or all")
 	fl.BoolVar(&o.deref, "deref", false, "read char * fields a query selects through an eprobe that dereferences them to strings")
+	fl.BoolVar(&o.cleanup, "cleanup", false, "remove what killed --run processes left in the tracefs (their instances, triggers, synthetic events, probes)")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "with --cleanup: print what it would remove, remove nothing")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
 	fl.Usage = func() {
 		fmt.Fprint(e.stderr, usageHead)
@@ -164,6 +154,9 @@ func run(args []string, e env) int {
 	if o.describe != "" || o.listEvents {
 		return o.inspect(fl.Args(), e)
 	}
+	if o.cleanup || o.dryRun {
+		return o.cleanupRuns(e, fl)
+	}
 	popt, code := o.plannerOptions(e)
 	if code != exitOK {
 		return code
@@ -177,7 +170,7 @@ func run(args []string, e env) int {
 		return code
 	}
 	if o.execute || o.run {
-		if code := o.executeTarget(e, fl.Changed("tracefs")); code != exitOK {
+		if code := o.executeTarget(e, fl.Changed("tracefs"), false); code != exitOK {
 			return code
 		}
 	}
@@ -266,27 +259,17 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 	if o.live.events {
 		opt.Events, opt.Format = e.stdout, o.live.output
 	}
-	rep, err := live.Run(ctx, e.target(o.tracefsDir), plan, opt)
+	t := e.target(o.tracefsDir)
+	if dead := live.DeadRuns(t, e.alive); len(dead) > 0 {
+		fmt.Fprintf(e.stderr, "sqlhist: note: killed runs (pids %v) left tracing behind; sqlhist --cleanup removes it\n", dead)
+	}
+	rep, err := live.Run(ctx, t, plan, opt)
 	code := report(e, src, err)
 	if rep == nil || rep.Results == nil && err != nil {
 		return code // nothing was read
 	}
-	for _, res := range rep.Results {
-		res.WriteWarnings(e.stderr)
-	}
-	if o.live.events {
-		rep.WriteStreamSummary(e.stderr)
-		return code
-	}
-	if err := live.Write(e.stdout, rep.Results, o.live.output); err != nil {
+	if err := rep.Write(e.stdout, e.stderr, o.live.output); err != nil {
 		return report(e, src, err)
-	}
-	if o.live.output == "csv" {
-		// CSV has no place for them; the table and JSON carry them.
-		for _, res := range rep.Results {
-			t := res.Totals()
-			fmt.Fprintf(e.stderr, "sqlhist: %s: hits %d, entries %d, dropped %d\n", res.Title, t.Hits, t.Entries, t.Dropped)
-		}
 	}
 	return code
 }
@@ -301,26 +284,12 @@ func (o *options) plannerOptions(e env) (planner.Options, int) {
 	p := planner.Options{Name: o.name, OnMax: o.onmax, OnChange: o.onchange,
 		Snapshot: o.snapshot, Trace: o.trace, Instance: o.instance, Teardown: o.teardown,
 		ReadFile: e.readFile, Deref: o.deref}
-	if o.save != "" {
-		for _, f := range strings.Split(o.save, ",") {
-			f = strings.TrimSpace(f)
-			if !tracefs.IsIdent(f) {
-				return p, usageError(e, "-S %q: %q is not a field name", o.save, f)
-			}
-			p.Save = append(p.Save, f)
-		}
+	var err error
+	if p.Save, err = planner.ParseSave(o.save); err == nil {
+		err = p.Check()
 	}
-	if o.onmax != "" && o.onchange != "" {
-		return p, usageError(e, "-m and -c cannot be used together")
-	}
-	if (o.snapshot || o.trace || o.save != "") && o.onmax == "" && o.onchange == "" {
-		return p, usageError(e, "-s, -S and -T act on a handler: add -m VAR or -c VAR")
-	}
-	if o.name != "" && !tracefs.IsIdent(o.name) {
-		return p, usageError(e, "-n %q: a synthetic event name uses letters, digits and _, not starting with a digit", o.name)
-	}
-	if o.instance != "" && (strings.ContainsAny(o.instance, "/\x00") || o.instance == "." || o.instance == "..") {
-		return p, usageError(e, "-B %q is not a valid instance name", o.instance)
+	if err != nil {
+		return p, usageError(e, "%v", err)
 	}
 	var code int
 	p.Tasks, p.TaskFlag, p.TaskNote, code = o.tasks(e)
@@ -368,7 +337,7 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 // write to is there: the -t directory, or (when -t was not given) where
 // /proc/mounts says tracefs is mounted. sqlhist never mounts it. The event
 // catalog is then that tracefs, the kernel that will run the commands.
-func (o *options) executeTarget(e env, explicit bool) int {
+func (o *options) executeTarget(e env, explicit, readOnly bool) int {
 	if o.formats != "" || o.kernel != "" {
 		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats and --kernel")
 	}
@@ -377,7 +346,7 @@ func (o *options) executeTarget(e env, explicit bool) int {
 		mounts, _ = e.mounts()
 	}
 	root, err := live.Find(o.tracefsDir, !explicit, string(mounts), e.dir)
-	if err == nil && e.writable != nil {
+	if err == nil && e.writable != nil && !readOnly {
 		err = live.Writable(root, e.writable)
 	}
 	if err != nil {

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/source"
+)
+
+// cleanupRuns runs --cleanup [--dry-run] (live.Cleanup): what --run
+// processes that no longer exist left in the tracefs.
+func (o *options) cleanupRuns(e env, fl *pflag.FlagSet) int {
+	if !o.cleanup || fl.NArg() > 0 || o.file != "" || o.execute || o.run || o.teardown {
+		return usageError(e, "--cleanup [--dry-run] takes no SQL and no -e, -r or --teardown: it finds what killed runs left")
+	}
+	if code := o.executeTarget(e, fl.Changed("tracefs"), o.dryRun); code != exitOK {
+		return code
+	}
+	n, err := live.Cleanup(e.target(o.tracefsDir), e.alive, e.stdout, o.dryRun)
+	if n == 0 {
+		fmt.Fprintln(e.stderr, "sqlhist: nothing left by killed runs")
+	}
+	return report(e, source.NewSource("<cleanup>", ""), err)
+}
+
+// alive reports whether process pid exists on this machine.
+func (e env) alive(pid int) bool {
+	_, err := e.dir(fmt.Sprintf("/proc/%d", pid))
+	return err == nil || pid == e.pid
+}

@@ -1,0 +1,283 @@
+package live
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/emit"
+)
+
+// Leftover is what a run that did not end cleanly (SIGKILL, the OOM
+// killer) left in a tracefs.
+type Leftover struct {
+	PID int
+	// Commands remove it in the order the kernel requires: triggers with
+	// actions (they read the others' variables), the other triggers, the
+	// enables of its synthetic events, the synthetic events, its probes,
+	// then its instance.
+	Commands []emit.Command
+}
+
+// runName matches what a run names after its process id: its instance and
+// its probe group, sqlhist_<pid>.
+var runName = regexp.MustCompile(`^` + InstancePrefix + `([0-9]+)$`)
+
+// DeadRuns returns the process ids of the runs that left an instance or a
+// probe group sqlhist_<pid> behind and are no longer running: alive
+// reports whether a process exists. It reads two listings, so a run can
+// check at its start.
+func DeadRuns(t *Target, alive func(pid int) bool) []int {
+	var pids []int
+	add := func(name string) {
+		if m := runName.FindStringSubmatch(name); m != nil {
+			if pid, err := strconv.Atoi(m[1]); err == nil && !alive(pid) && !slices.Contains(pids, pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	ents, _ := fs.ReadDir(t.FS, "instances")
+	for _, e := range ents {
+		add(e.Name())
+	}
+	for _, d := range dynamicEvents(t) {
+		add(d.group)
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// FindLeftovers lists what each dead run (see DeadRuns) left: its
+// instance and every trigger in it, its probes, and its synthetic events
+// (the ones named with its _<pid> suffix and the ones its triggers fire or
+// are on: a run refuses synthetic events that exist, so all it refers to
+// are its own), with the triggers elsewhere that refer to them (a run
+// given -B NAME puts its triggers in that instance). Objects of live runs
+// and of other tools are not touched.
+func FindLeftovers(t *Target, alive func(pid int) bool) []Leftover {
+	var out []Leftover
+	for _, pid := range DeadRuns(t, alive) {
+		out = append(out, leftoverOf(t, pid))
+	}
+	return out
+}
+
+// trigger is one active trigger read from a trigger file.
+type trigger struct {
+	file, spec string
+}
+
+func leftoverOf(t *Target, pid int) Leftover {
+	name := InstancePrefix + strconv.Itoa(pid)
+	inst := "instances/" + name
+	hasInst := t.HasInstance(name)
+	dyn := dynamicEvents(t)
+	synth := map[string]bool{}
+	suffix := "_" + strconv.Itoa(pid)
+	for _, d := range dyn {
+		if d.kind == 's' && strings.HasSuffix(d.event, suffix) {
+			synth[d.event] = true
+		}
+	}
+	var own []trigger // the triggers in the run's instance
+	if hasInst {
+		own = triggersUnder(t, inst)
+		for _, tr := range own {
+			if sys, ev := eventOf(tr.file, inst); sys == "synthetic" {
+				synth[ev] = true
+			}
+			for _, s := range fired(tr.spec) {
+				synth[s] = true
+			}
+		}
+	}
+	// Triggers elsewhere that refer to the run's synthetic events.
+	var other []trigger
+	for _, dir := range triggerRoots(t) {
+		if dir == inst {
+			continue
+		}
+		for _, tr := range triggersUnder(t, dir) {
+			sys, ev := eventOf(tr.file, dir)
+			refers := sys == "synthetic" && synth[ev]
+			for _, s := range fired(tr.spec) {
+				refers = refers || synth[s]
+			}
+			// A start trigger names its variables after the synthetic
+			// event: a name with the run's suffix is distinctive enough to
+			// look for inside a spec; a view's or -n's name is not.
+			for s := range synth {
+				refers = refers || strings.HasSuffix(s, suffix) && strings.Contains(tr.spec, s)
+			}
+			if refers {
+				other = append(other, tr)
+			}
+		}
+	}
+	all := append(own, other...)
+	var cmds []emit.Command
+	for _, actions := range []bool{true, false} {
+		for _, tr := range all {
+			if hasActions(tr.spec) == actions {
+				cmds = append(cmds, emit.Command{Kind: emit.KindTrigger, File: tr.file, Line: "!" + tr.spec,
+					What: "trigger on " + strings.TrimSuffix(tr.file, "/trigger"), Marker: tr.spec})
+			}
+		}
+	}
+	names := sortedKeys(synth)
+	if hasInst {
+		for _, s := range names {
+			f := inst + "/events/synthetic/" + s + "/enable"
+			if data, err := fs.ReadFile(t.FS, f); err == nil && strings.TrimSpace(string(data)) == "1" {
+				cmds = append(cmds, emit.Command{Kind: emit.KindEnable, File: f, Line: "0", What: "enable of synthetic event " + s})
+			}
+		}
+	}
+	for _, s := range names {
+		cmds = append(cmds, emit.Command{Kind: emit.KindSynth, File: "dynamic_events", Line: "-:" + s, What: "synthetic event " + s, Marker: "/" + s + "\t"})
+	}
+	for _, d := range dyn {
+		if d.group == name {
+			id := d.group + "/" + d.event
+			cmds = append(cmds, emit.Command{Kind: emit.KindProbe, File: "dynamic_events", Line: "-:" + id, What: "probe " + id, Marker: ":" + id + " "})
+		}
+	}
+	if hasInst {
+		cmds = append(cmds, emit.Command{Kind: emit.KindDir, File: inst, Line: "rmdir", What: "instance " + name})
+	}
+	return Leftover{PID: pid, Commands: cmds}
+}
+
+// dynEvent is one line of dynamic_events: "p:group/event …",
+// "r16:group/event …", "s:synthetic/name …".
+type dynEvent struct {
+	kind         byte
+	group, event string
+}
+
+func dynamicEvents(t *Target) []dynEvent {
+	data, err := fs.ReadFile(t.FS, "dynamic_events")
+	if err != nil {
+		return nil
+	}
+	var out []dynEvent
+	for _, l := range strings.Split(string(data), "\n") {
+		// "p:", "s:", and "r16:" for a kretprobe with its maxactive.
+		kind, rest, ok := strings.Cut(l, ":")
+		if !ok || kind == "" || strings.Trim(kind[1:], "0123456789") != "" {
+			continue
+		}
+		id, _, _ := strings.Cut(rest, " ")
+		id, _, _ = strings.Cut(id, "\t")
+		group, event, ok := strings.Cut(id, "/")
+		if ok {
+			out = append(out, dynEvent{kind: kind[0], group: group, event: event})
+		}
+	}
+	return out
+}
+
+// triggerRoots are the top level and every instance.
+func triggerRoots(t *Target) []string {
+	roots := []string{"."}
+	ents, _ := fs.ReadDir(t.FS, "instances")
+	for _, e := range ents {
+		roots = append(roots, "instances/"+e.Name())
+	}
+	return roots
+}
+
+// triggersUnder reads the active triggers of every event under root.
+func triggersUnder(t *Target, root string) []trigger {
+	var out []trigger
+	systems, _ := fs.ReadDir(t.FS, path.Join(root, "events"))
+	for _, s := range systems {
+		if !s.IsDir() {
+			continue
+		}
+		evs, _ := fs.ReadDir(t.FS, path.Join(root, "events", s.Name()))
+		for _, e := range evs {
+			if !e.IsDir() {
+				continue
+			}
+			f := path.Join(root, "events", s.Name(), e.Name(), "trigger")
+			data, err := fs.ReadFile(t.FS, f)
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(data), "\n") {
+				if !strings.HasPrefix(l, "hist:") {
+					continue // comments, and the other kinds of trigger
+				}
+				l = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(l, " [active]"), " [paused]"), " [inactive]")
+				out = append(out, trigger{file: f, spec: l})
+			}
+		}
+	}
+	return out
+}
+
+// eventOf returns the system and event of a trigger file under root.
+func eventOf(file, root string) (string, string) {
+	rel := strings.TrimPrefix(file, path.Join(root, "events")+"/")
+	parts := strings.Split(rel, "/")
+	if len(parts) < 3 {
+		return "", ""
+	}
+	return parts[0], parts[1]
+}
+
+// traceRE and oldRE find the synthetic events a trigger's actions fire:
+// trace(name,…), and the older onmatch(…).name(…).
+var (
+	traceRE = regexp.MustCompile(`\.trace\(([A-Za-z0-9_]+)`)
+	oldRE   = regexp.MustCompile(`\)\.([A-Za-z0-9_]+)\(`)
+)
+
+func fired(spec string) []string {
+	var out []string
+	for _, m := range traceRE.FindAllStringSubmatch(spec, -1) {
+		out = append(out, m[1])
+	}
+	for _, m := range oldRE.FindAllStringSubmatch(spec, -1) {
+		if name := m[1]; name != "trace" && name != "save" && name != "snapshot" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func hasActions(spec string) bool {
+	return strings.Contains(spec, ":onmatch(") || strings.Contains(spec, ":onmax(") || strings.Contains(spec, ":onchange(")
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Cleanup removes what dead runs left (see FindLeftovers), or with dryRun
+// only says what it would remove: either way it writes the removals to w
+// as a script for the tracefs at t.Root, one "# left by run PID" comment
+// per run. It returns how many dead runs it found and the refused
+// removals, joined.
+func Cleanup(t *Target, alive func(pid int) bool, w io.Writer, dryRun bool) (int, error) {
+	left := FindLeftovers(t, alive)
+	var errs []error
+	for _, l := range left {
+		emit.Print(w, l.Commands, emit.PrintOptions{Root: t.Root, Notes: []string{"left by run " + strconv.Itoa(l.PID)}})
+		if !dryRun {
+			errs = append(errs, Teardown(t, l.Commands))
+		}
+	}
+	return len(left), errors.Join(errs...)
+}
