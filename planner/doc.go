@@ -3,7 +3,7 @@
 // variables, values, filters and actions, and the synthetic events the
 // joins fire. It resolves every name against the event catalog, checks
 // types and kernel limits, and reports problems as positioned
-// [compiler.Diags].
+// [source.Diags].
 //
 // # Lowering a JOIN
 //
