@@ -13,8 +13,8 @@ type Script struct {
 
 // Query is one statement: a SELECT, optionally named by CREATE VIEW.
 //
-// With Join set it describes a synthetic event fed by two events; without
-// it, a histogram on one event.
+// With Join set it describes a synthetic event fed by two events (or, with
+// More, a chain of them); without it, a histogram on one event.
 type Query struct {
 	Pos, End source.Pos
 	View     *Ident // CREATE VIEW name AS SELECT …: the synthetic event's name
@@ -23,10 +23,21 @@ type Query struct {
 	Join     *TableRef  // nil in histogram mode
 	JoinPos  source.Pos // position of the JOIN keyword
 	On       []*Match
-	Where    Expr
-	GroupBy  []Expr
-	OrderBy  []*OrderItem
-	Limit    *Number
+	// More holds the third and later events of a chain (FROM a JOIN b
+	// ON … JOIN c ON …), in order; each step's ON pairs the new event
+	// with the events before it.
+	More    []*JoinStep
+	Where   Expr
+	GroupBy []Expr
+	OrderBy []*OrderItem
+	Limit   *Number
+}
+
+// JoinStep is one JOIN after the first in a chain.
+type JoinStep struct {
+	Table   *TableRef
+	JoinPos source.Pos // position of its JOIN keyword
+	On      []*Match
 }
 
 // Ident is a simple name with its position.

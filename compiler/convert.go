@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -136,47 +137,101 @@ func (c *converter) firstOp(text string) *token {
 
 func (c *converter) from(q *Query, j *tidbast.Join) {
 	if j.Right == nil {
+		if inner, ok := j.Left.(*tidbast.Join); ok {
+			c.from(q, inner)
+			return
+		}
 		q.From = c.tableSource(j.Left)
 		return
 	}
-	if _, nested := j.Left.(*tidbast.Join); nested {
-		t := c.keywordTok("JOIN")
-		c.errorf(t.pos, t.end, "unsupported: more than one JOIN; a synthetic event joins exactly two events (chain queries with CREATE VIEW instead)")
-		return
+	// tidb nests "a JOIN b ON … JOIN c ON …" to the left: collect the
+	// joins from the innermost (a JOIN b) outwards.
+	var joins []*tidbast.Join
+	for x := j; x != nil; {
+		joins = append(joins, x)
+		left, ok := x.Left.(*tidbast.Join)
+		for ok && left.Right == nil {
+			left, ok = left.Left.(*tidbast.Join)
+		}
+		if !ok {
+			break
+		}
+		x = left
 	}
-	q.From = c.tableSource(j.Left)
-	q.Join = c.tableSource(j.Right)
-	jt := c.keywordTok("JOIN")
-	q.JoinPos = jt.pos
+	slices.Reverse(joins)
+	first := joins[0].Left
+	for {
+		inner, ok := first.(*tidbast.Join)
+		if !ok {
+			break
+		}
+		first = inner.Left
+	}
+	q.From = c.tableSource(first)
+	toks := c.keywordToks("JOIN")
+	for i, jn := range joins {
+		jt := c.keywordTok("JOIN")
+		if i < len(toks) {
+			jt = toks[i]
+		}
+		table := c.tableSource(jn.Right)
+		var on []*Match
+		if !c.joinKind(jn, jt) {
+			return
+		}
+		c.onClause(&on, jn.On.Expr)
+		if i == 0 {
+			q.Join, q.JoinPos, q.On = table, jt.pos, on
+			continue
+		}
+		q.More = append(q.More, &JoinStep{Table: table, JoinPos: jt.pos, On: on})
+	}
+}
+
+// keywordToks returns every keyword token with the given text in the
+// current statement, in order.
+func (c *converter) keywordToks(text string) []*token {
+	var out []*token
+	for _, t := range c.toks {
+		if t.kind == tKeyword && t.text == text {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// joinKind refuses the joins the kernel cannot do: it pairs events as an
+// inner join on equal keys.
+func (c *converter) joinKind(j *tidbast.Join, jt *token) bool {
 	switch {
 	case j.Tp == tidbast.LeftJoin || j.Tp == tidbast.RightJoin:
 		c.errorf(jt.pos, jt.end, "unsupported: outer joins; the kernel pairs events as an inner join")
-		return
+		return false
 	case j.NaturalJoin || j.StraightJoin:
 		c.errorf(jt.pos, jt.end, "unsupported: this kind of JOIN; write JOIN … ON a.x = b.y")
-		return
+		return false
 	case len(j.Using) > 0:
 		c.unsupported("USING", "JOIN … USING; write ON a.x = b.y")
-		return
+		return false
 	case j.On == nil:
 		if jt.text == "JOIN" {
 			c.errorf(jt.pos, jt.end, "JOIN needs ON: say which fields of the two events must be equal")
 		} else {
 			c.errorf(jt.pos, jt.end, "a comma between events is not supported: write JOIN … ON")
 		}
-		return
+		return false
 	}
-	c.onClause(q, j.On.Expr)
+	return true
 }
 
 // onClause flattens "a = b AND c = d" into match pairs.
-func (c *converter) onClause(q *Query, e tidbast.ExprNode) {
+func (c *converter) onClause(on *[]*Match, e tidbast.ExprNode) {
 	switch x := e.(type) {
 	case *tidbast.BinaryOperationExpr:
 		switch x.Op {
 		case opcode.LogicAnd:
-			c.onClause(q, x.L)
-			c.onClause(q, x.R)
+			c.onClause(on, x.L)
+			c.onClause(on, x.R)
 			return
 		case opcode.EQ:
 			l, r := c.expr(x.L), c.expr(x.R)
@@ -195,11 +250,11 @@ func (c *converter) onClause(q *Query, e tidbast.ExprNode) {
 				c.errorf(p, e, "ON compares fields only: each side of = must be a field of one of the two events")
 				return
 			}
-			q.On = append(q.On, m)
+			*on = append(*on, m)
 			return
 		}
 	case *tidbast.ParenthesesExpr:
-		c.onClause(q, x.Expr)
+		c.onClause(on, x.Expr)
 		return
 	}
 	ex := c.expr(e)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -37,7 +38,12 @@ func OpenCatalog(formats, kernel, root string, dir func(string) (fs.FS, error)) 
 	}
 	if HasEvents(dir, root) {
 		fsys, _ := dir(root)
-		return tracefs.Open(fsys), nil
+		cat := tracefs.Open(fsys)
+		// The tracefs of this machine: its kernel is the running one.
+		if rel, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+			cat.SetRelease(string(rel))
+		}
+		return cat, nil
 	}
 	fsys, err := tracefs.Embedded("")
 	if err != nil {

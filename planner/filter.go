@@ -222,6 +222,9 @@ func (p *planner) quietSide(f *compiler.Field) (side int, ok bool) {
 func (p *planner) filterField(f *compiler.Field) *ref {
 	last := f.Name.Parts[len(f.Name.Parts)-1]
 	up := strings.ToUpper(last.Name)
+	if up == "COMMON_COMM" {
+		up = "COMM" // the filter's own name for it
+	}
 	if up == "COMM" || up == "CPU" {
 		// Qualified or not, find the side and use the kernel's pseudo-field
 		// unless the event has a real field of that name.

@@ -35,9 +35,11 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 	labels := map[string]compiler.Expr{}
 	keySize := 0
 	keys := map[string]bool{}
+	failed := false
 	for _, it := range q.Select {
 		hi := p.histItem(it.Expr)
 		if hi == nil {
+			failed = true
 			continue
 		}
 		if it.Label != nil {
@@ -61,7 +63,7 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 	if len(items) == 0 {
 		return
 	}
-	if len(h.Keys) == 0 {
+	if len(h.Keys) == 0 && !failed {
 		x := p.diags.Add(q.Pos, q.End, "a histogram needs at least one key: every item is a count or a sum")
 		x.Hint = "select a field to group by, e.g. SELECT common_pid, COUNT(*) FROM …"
 		return

@@ -104,7 +104,9 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 		js.forceMatch()
 	}
 	js.actions(synth, params)
-	p.results(q, u)
+	if !p.cur.feeds {
+		p.results(q, u)
+	}
 	for _, h := range []*Hist{js.start, js.end} {
 		if len(h.Vars) > maxVars {
 			p.diags.Add(h.Pos, h.End, "the trigger on %s/%s needs %d variables; the kernel allows %d", h.System, h.Event, len(h.Vars), maxVars)
@@ -245,6 +247,9 @@ func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 	}
 	f := p.synthField(label, op.typ, pos, end)
 	f.Unit = js.latencyUnit(e)
+	if p.cur.units != nil {
+		f.Unit = p.cur.units[label]
+	}
 	return f, op.text
 }
 
@@ -308,6 +313,9 @@ func (js *joinState) forceMatch() {
 func (js *joinState) actions(s *Synth, params []string) {
 	p := js.p
 	o := p.opt
+	if p.cur.middle {
+		o = Options{} // -m/-c act on the statement's last synthetic event
+	}
 	call := func() string {
 		if p.feat.TraceAction {
 			return "trace(" + s.Name + "," + strings.Join(params, ",") + ")"

@@ -31,6 +31,10 @@ type Unit struct {
 	Results *Hist
 	// Order is, for --run, how a JOIN's results rows are sorted.
 	Order []ResultOrder
+	// Feeds is set when the unit's synthetic event only feeds a later unit
+	// of the same statement (a step of a chain, or a JOIN whose aggregates
+	// a histogram computes): it has no results of its own to read.
+	Feeds bool
 }
 
 // ResultOrder is one ORDER BY item of a JOIN's results: a column label of

@@ -98,6 +98,7 @@ type planner struct {
 	r      *resolver
 	plan   *Plan
 	probes probeState
+	cur    *step // the step of a statement being planned
 }
 
 // Build plans a script against an event catalog.
@@ -115,7 +116,12 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 			joins++
 		}
 	}
-	if opt.Name != "" && joins != 1 {
+	if opt.Name != "" && joins == 0 {
+		// libtracefs's sqlhist ignores -n without a JOIN, and scripts
+		// pass it to every query: accept it, and say so.
+		x := diags.Add(source.NoPos, source.NoPos, "-n %s has no effect: the script has no JOIN, so no synthetic event to name", opt.Name)
+		x.Warning = true
+	} else if opt.Name != "" && joins != 1 {
 		diags.Add(source.NoPos, source.NoPos, "-n names the synthetic event of a JOIN; the script has %d JOIN statements (name each with CREATE VIEW name AS SELECT …)", joins)
 	}
 	if (opt.OnMax != "" || opt.OnChange != "") && joins != 1 {
@@ -126,8 +132,15 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 	}
 	names := map[string]bool{}
 	for _, q := range script.Stmts {
-		u := p.statement(q, names)
-		if u != nil {
+		for _, st := range p.expand(q) {
+			p.cur = st
+			u := p.statement(st.q, names)
+			p.cur = nil
+			if u == nil {
+				break
+			}
+			u.Probes = append(st.probes, u.Probes...)
+			u.Feeds = st.feeds
 			p.plan.Units = append(p.plan.Units, u)
 		}
 	}
@@ -172,7 +185,7 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 	if len(p.diags.Errors()) > before {
 		return nil
 	}
-	if len(p.opt.Tasks) > 0 {
+	if len(p.opt.Tasks) > 0 && p.cur.first {
 		p.filterTasks(q, u, names)
 	}
 	p.checkSizes(u)
@@ -227,6 +240,9 @@ func (p *planner) checkSizes(u *Unit) {
 // derived from the two events.
 func (p *planner) synthName(q *compiler.Query, from, join *tracefs.Event) (string, source.Pos, source.Pos) {
 	name, pos, end := from.Name+"_to_"+join.Name, q.JoinPos, q.JoinPos
+	if p.cur.name != "" {
+		return p.cur.name, pos, end
+	}
 	if q.View != nil {
 		name, pos, end = q.View.Name, q.View.Pos, q.View.End
 		if p.opt.Name != "" && p.opt.Name != name {
@@ -234,12 +250,8 @@ func (p *planner) synthName(q *compiler.Query, from, join *tracefs.Event) (strin
 		}
 	} else if p.opt.Name != "" {
 		name = p.opt.Name
-	} else if p.opt.Suffix != "" {
-		tail := "_" + p.opt.Suffix
-		if len(name)+len(tail) > 63 {
-			name = name[:63-len(tail)]
-		}
-		name += tail
+	} else {
+		name = p.suffixed(name)
 	}
 	return name, pos, end
 }

@@ -212,6 +212,11 @@ func (r *resolver) fieldIn(i int, rest []*compiler.Ident, n *compiler.Name) *ref
 	if out.name == "common_stacktrace" && !r.feat.CommonStacktrace {
 		out.name = "stacktrace"
 	}
+	if out.name == "common_comm" && !r.feat.CommonComm {
+		x := r.diags.Add(n.Pos, n.End, "%s (the task's name, common_comm) in a hist trigger needs Linux 6.16; %s", fname.Name, r.feat.Target())
+		x.Hint = "CAST(common_pid AS EXECNAME) keys by the task's name on any kernel"
+		return nil
+	}
 	return out
 }
 
@@ -232,6 +237,8 @@ func lookupField(ev *tracefs.Event, name string) *ref {
 		return &ref{ev: ev, name: "common_stacktrace", typ: vtype{Kernel: "unsigned long[]", Size: 8, Kind: tracefs.KindDynArray}, pseudo: true}
 	case "CPU", "COMMON_CPU":
 		return &ref{ev: ev, name: "common_cpu", typ: vtype{Kernel: "unsigned int", Size: 4, Kind: tracefs.KindInt}, pseudo: true}
+	case "COMM", "COMMON_COMM":
+		return &ref{ev: ev, name: "common_comm", typ: vtype{Kernel: "char[16]", Size: 16, Kind: tracefs.KindString}, pseudo: true}
 	}
 	return nil
 }

@@ -40,7 +40,13 @@ type Catalog struct {
 
 	featOnce sync.Once
 	feat     Features
+	release  string // the running kernel's release, for a live tracefs
 }
+
+// SetRelease records the release of the kernel behind the catalog
+// ("6.1.0-56-cloud-amd64") when the catalog has no VERSION file: a live
+// tracefs, read on the machine it belongs to. Call it before Features.
+func (c *Catalog) SetRelease(release string) { c.release = strings.TrimSpace(release) }
 
 // Open returns a catalog reading from fsys. Nothing is read until needed.
 func Open(fsys fs.FS) *Catalog {

@@ -1,6 +1,7 @@
 package tracefs
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 )
@@ -28,6 +29,10 @@ type Features struct {
 	ErrorLog         bool // error_log (5.2)
 	Eprobes          bool // e: event probes in dynamic_events (5.15)
 	RetprobeArgs     bool // $argN in kernel return probes (6.9)
+	// CommonComm is the task's name as a hist key or variable, common_comm
+	// (6.16). The README does not list it: it is read from the kernel
+	// release (VERSION of a catalog, or the running kernel's).
+	CommonComm bool
 }
 
 // Features reports the kernel features of the catalog, read once.
@@ -48,7 +53,10 @@ func (c *Catalog) readFeatures() Features {
 	f.ErrorLog = c.HasFile("error_log")
 	if v, err := fs.ReadFile(c.fsys, "VERSION"); err == nil {
 		f.Kernel = strings.TrimSpace(strings.SplitN(string(v), "\n", 2)[0])
+	} else if c.release != "" {
+		f.Kernel = c.release
 	}
+	f.CommonComm = f.CommonComm || ReleaseAtLeast(f.Kernel, 6, 16)
 	return f
 }
 
@@ -57,7 +65,7 @@ func allFeatures() Features {
 		HistTriggers: true, SyntheticEvents: true, DynamicEvents: true,
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
-		ErrorLog: true, Eprobes: true, RetprobeArgs: true,
+		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true,
 	}
 }
 
@@ -74,6 +82,7 @@ func FeaturesFromREADME(readme string) Features {
 	f.CommonStacktrace = has("common_stacktrace")
 	f.Eprobes = has("e[:[<group>/][<event>]]")
 	f.RetprobeArgs = has("kernel return probes support: $retval, $arg<N>")
+	f.CommonComm = has("common_comm")
 	f.StacktraceVars = f.CommonStacktrace
 	// '*', '/' and constants arrived in 5.16, after .buckets (5.15) and
 	// before any README marker of their own; treat kernels that list
@@ -82,4 +91,37 @@ func FeaturesFromREADME(readme string) Features {
 	// Dynamic strings in synthetic events (5.10) predate .buckets (5.15).
 	f.DynStrings = f.Buckets || f.CommonCPU
 	return f
+}
+
+// ReleaseAtLeast reports whether a kernel release ("6.16.3-arch1",
+// "7.2.13+deb14-cloud-amd64") is major.minor or later; false when it
+// cannot be read.
+func ReleaseAtLeast(release string, major, minor int) bool {
+	var ma, mi int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &ma, &mi); n != 2 {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
+// Release returns the kernel's version, "6.1", from the release of the
+// catalog ("" when unknown).
+func (f Features) Release() string {
+	var ma, mi int
+	if n, _ := fmt.Sscanf(f.Kernel, "%d.%d", &ma, &mi); n != 2 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", ma, mi)
+}
+
+// Target describes the kernel for refusals: "this target is Linux 6.1
+// (6.1.0-56-cloud-amd64)", or what is known of it.
+func (f Features) Target() string {
+	switch {
+	case f.Release() != "":
+		return "this target is Linux " + f.Release() + " (" + f.Kernel + ")"
+	case f.FromREADME:
+		return "this target's kernel release is unknown (its tracefs README does not list it)"
+	}
+	return "this target's kernel is unknown"
 }

@@ -34,7 +34,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
-			Eprobes: true, RetprobeArgs: true,
+			Eprobes: true, RetprobeArgs: true, CommonComm: true, // from its release: the README does not say
 		}},
 	}
 	for _, tt := range tests {
@@ -68,7 +68,7 @@ func TestFeaturesWithoutREADME(t *testing.T) {
 		HistTriggers: true, SyntheticEvents: true, DynamicEvents: true,
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
-		ErrorLog: true, Eprobes: true, RetprobeArgs: true,
+		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true,
 	}
 	noDynamic := all
 	noDynamic.DynamicEvents = false
@@ -156,5 +156,30 @@ func TestFeaturesFromREADME(t *testing.T) {
 				t.Errorf("FeaturesFromREADME(%q) (-want +got):\n%s", tt.readme, diff)
 			}
 		})
+	}
+}
+
+func TestReleaseAtLeast(t *testing.T) {
+	for _, tt := range []struct {
+		rel  string
+		want bool
+	}{
+		{"6.16.0", true}, {"6.16", true}, {"6.15.9-arch1", false}, {"7.2.13+deb14-cloud-amd64", true},
+		{"6.1.0-56-cloud-amd64", false}, {"5.10.262", false}, {"10.0", true}, {"", false}, {"six", false},
+	} {
+		if got := ReleaseAtLeast(tt.rel, 6, 16); got != tt.want {
+			t.Errorf("ReleaseAtLeast(%q, 6, 16) = %v, want %v", tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestSetReleaseGivesCommonComm(t *testing.T) {
+	readme := &fstest.MapFile{Data: []byte("hist:keys=\ncommon_cpu\n.buckets\n")}
+	for rel, want := range map[string]bool{"6.16.1\n": true, "6.15.0": false, "": false} {
+		c := Open(fstest.MapFS{"events/s/e/format": {Data: []byte("name: e\nID: 1\n")}, "README": readme})
+		c.SetRelease(rel)
+		if got := c.Features().CommonComm; got != want {
+			t.Errorf("release %q: CommonComm = %v, want %v", rel, got, want)
+		}
 	}
 }
