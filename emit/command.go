@@ -176,7 +176,7 @@ func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
 			c.What = "results histogram on synthetic/" + u.Synth.Name
 			out = append(out, c)
 		}
-		if run.Enable && u.Synth != nil {
+		if run.Enable && u.Synth != nil && !u.Intermediate {
 			f := "events/synthetic/" + u.Synth.Name + "/enable"
 			if run.Instance != "" {
 				f = "instances/" + run.Instance + "/" + f

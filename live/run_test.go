@@ -96,3 +96,74 @@ func TestWriteErrorJoined(t *testing.T) {
 		}
 	}
 }
+
+const aggregateJoin = `SELECT end.next_comm AS comm, CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*)
+FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid
+GROUP BY comm, lat ORDER BY COUNT(*) DESC`
+
+// An aggregate over a JOIN is read from its histogram, which replaces the
+// results histogram: the rows are the histogram's, the synthetic event
+// gets no other trigger, and the histogram is written before the JOIN's
+// triggers (so it counts every event) and removed after them.
+func TestRunAggregateOverJoin(t *testing.T) {
+	fsys, err := tracefs.Embedded("6.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := source.NewSource("agg.sql", aggregateJoin)
+	plan, diags := live.Compile(src, tracefs.Open(fsys), live.Prepare(planner.Options{}, 7))
+	if plan == nil {
+		t.Fatal(diags.Render(src))
+	}
+	f := newFake()
+	f.Files["instances/sqlhist_7/events/synthetic/sched_waking_to_sched_switch_7/hist"] = `# event histogram
+#
+# trigger info: hist:keys=comm,lat.log2:vals=hitcount:sort=hitcount.descending:size=2048 [active]
+#
+
+{ comm: kworker/0:1                                       , lat: ~ 2^5        } hitcount:          5
+{ comm: sh                                                , lat: ~ 2^3        } hitcount:          2
+
+Totals:
+    Hits: 7
+    Entries: 2
+    Dropped: 0
+`
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, err := live.Run(ctx, &live.Target{Root: "/t", FS: f, W: f}, plan, live.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 {
+		t.Fatalf("%d results, want the histogram's only", len(rep.Results))
+	}
+	var out strings.Builder
+	if err := live.Write(&out, rep.Results, "csv"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "comm,lat,count\nkworker/0:1,\"[32, 64)\",5\nsh,\"[8, 16)\",2\n"; out.String() != want {
+		t.Errorf("rows:\n%s\nwant:\n%s", out.String(), want)
+	}
+	var hist, end, histGone, endGone = -1, -1, -1, -1
+	for i, w := range f.Writes {
+		switch {
+		case strings.HasSuffix(w, "synthetic/sched_waking_to_sched_switch_7/trigger: hist:keys=comm,lat.log2:sort=hitcount.descending"):
+			hist = i
+		case strings.Contains(w, "synthetic/sched_waking_to_sched_switch_7/trigger: !hist:keys=comm,lat.log2"):
+			histGone = i
+		case strings.Contains(w, "sched_switch/trigger: hist:"):
+			end = i
+		case strings.Contains(w, "sched_switch/trigger: !hist:"):
+			endGone = i
+		}
+		if strings.Contains(w, "synthetic/") && strings.Contains(w, "lat,") && !strings.Contains(w, "lat.log2") {
+			t.Errorf("a results histogram was written: %s", w)
+		}
+	}
+	// The run stops the synthetic event at its source (the end trigger)
+	// before it reads and removes the histogram.
+	if hist < 0 || end < 0 || hist > end || endGone < 0 || histGone < endGone {
+		t.Errorf("order of writes (histogram %d, end trigger %d; removed %d, %d):\n%s", hist, end, histGone, endGone, f.String())
+	}
+}

@@ -33,7 +33,7 @@ func newStreamer(w io.Writer, plan *planner.Plan, format string) *streamer {
 	s := &streamer{w: w, format: format, fields: map[string][]string{}, done: make(chan struct{}), counts: map[string]int{}}
 	seen := map[string]bool{}
 	for _, u := range plan.Units {
-		if u.Synth == nil {
+		if u.Synth == nil || u.Intermediate {
 			continue
 		}
 		var names []string
@@ -45,6 +45,7 @@ func newStreamer(w io.Writer, plan *planner.Plan, format string) *streamer {
 			}
 		}
 		s.fields[u.Synth.Name] = names
+		s.counts[u.Synth.Name] = 0
 	}
 	return s
 }
@@ -174,12 +175,22 @@ func (rep *Report) Write(w, errw io.Writer, format string) error {
 // and what the kernel counted, which should agree.
 func (rep *Report) WriteStreamSummary(w io.Writer) {
 	for _, res := range rep.Results {
-		if res.Unit.Synth == nil {
+		name := ""
+		switch u := res.Unit; {
+		case u.Synth != nil:
+			name = u.Synth.Name
+		case u.Start != nil && u.Start.System == "synthetic":
+			// a histogram on a synthetic event: it counts every one
+			if _, ok := rep.Streamed[u.Start.Event]; ok {
+				name = u.Start.Event
+			}
+		}
+		if name == "" {
 			continue
 		}
 		t := res.Read.Totals
 		fmt.Fprintf(w, "sqlhist: synthetic/%s: %d events streamed; the kernel counted %d (entries %d, dropped %d)\n",
-			res.Unit.Synth.Name, rep.Streamed[res.Unit.Synth.Name], t.Hits, t.Entries, t.Dropped)
+			name, rep.Streamed[name], t.Hits, t.Entries, t.Dropped)
 	}
 	if rep.Lost > 0 {
 		fmt.Fprintf(w, "sqlhist: warning: the kernel lost %d events before they were read (the buffer was full): enlarge instances/<name>/buffer_size_kb\n", rep.Lost)

@@ -94,6 +94,9 @@ func (js *joinState) lower(e compiler.Expr) (operand, bool) {
 		if r == nil {
 			return operand{}, false
 		}
+		if r.mod == "execname" {
+			return js.execname(r)
+		}
 		if r.mod != "" && r.mod != "usecs" {
 			p.diags.Add(r.pos, r.end, "the .%s modifier does not apply to a synthetic event field", r.mod)
 			return operand{}, false
@@ -567,4 +570,23 @@ func (js *joinState) saveStart(base, expr string) string {
 	js.start.Vars = append(js.start.Vars, Var{Name: v, Expr: expr})
 	js.startReads++
 	return v
+}
+
+// execname lowers common_pid.execname, the task's name, into a string
+// variable of the trigger of its side (Linux 5.15 made execname a string
+// a variable can hold).
+func (js *joinState) execname(r *ref) (operand, bool) {
+	p := js.p
+	if !p.feat.Buckets {
+		p.diags.Add(r.pos, r.end, "a task name from common_pid.execname in a synthetic event needs Linux 5.15; %s", p.feat.Target())
+		return operand{}, false
+	}
+	typ := vtype{Kernel: "char[16]", Size: 16, Kind: tracefs.KindString}
+	if r.side == 0 {
+		v := js.saveStart(js.name+"_"+js.label, r.text())
+		return operand{text: "$" + v, typ: typ}, true
+	}
+	v := js.names.take(js.name + "_" + js.label)
+	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: r.text()})
+	return operand{text: "$" + v, typ: typ}, true
 }

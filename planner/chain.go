@@ -88,7 +88,8 @@ func aggregated(q *compiler.Query) bool {
 
 // displayModifier returns the last part of a dotted field when it is a
 // modifier that shapes a histogram key (hex, log2, …; not usecs, which
-// picks the timestamp's unit, nor stacktrace).
+// picks the timestamp's unit, execname, which a synthetic field can hold,
+// nor stacktrace).
 func displayModifier(f *compiler.Field) *compiler.Ident {
 	parts := f.Name.Parts
 	if len(parts) < 2 {
@@ -97,7 +98,7 @@ func displayModifier(f *compiler.Field) *compiler.Ident {
 	last := parts[len(parts)-1]
 	m, _, _ := strings.Cut(strings.ToLower(last.Name), "=")
 	switch m {
-	case "hex", "sym", "sym-offset", "syscall", "execname", "log2", "log", "buckets", "bucket":
+	case "hex", "sym", "sym-offset", "syscall", "log2", "log", "buckets", "bucket":
 		return last
 	}
 	return nil
@@ -248,11 +249,22 @@ func (c *splitter) qualLen(side int, f *compiler.Field) int {
 type carried struct {
 	side  int    // the event it comes from
 	field string // the kernel's field name
-	usecs bool   // a timestamp in microseconds
-	name  string // the synthetic field's name
+	// mod is a modifier that changes the value, kept with it: "usecs" on
+	// a timestamp, "execname" on common_pid; else "".
+	mod  string
+	name string // the synthetic field's name
 }
 
-func (k carried) key() string { return fmt.Sprintf("%d/%s/%t", k.side, k.field, k.usecs) }
+func (k carried) key() string { return fmt.Sprintf("%d/%s/%s", k.side, k.field, k.mod) }
+
+// carriedOf is the value a resolved field stands for.
+func carriedOf(r *ref) carried {
+	k := carried{side: r.side, field: r.name}
+	if r.mod == "usecs" || r.mod == "execname" {
+		k.mod = r.mod
+	}
+	return k
+}
 
 // chainItem is one SELECT item of the final JOIN.
 type chainItem struct {
@@ -320,7 +332,7 @@ func (c *splitter) steps() []*step {
 	for s := 2; s <= n; s++ {
 		for _, f := range uses[s] {
 			r := c.refs[f]
-			k := carried{side: r.side, field: r.name, usecs: r.name == "common_timestamp" && r.mod == "usecs"}
+			k := carriedOf(r)
 			if named[k.key()] == "" {
 				named[k.key()] = names.take(c.carriedName(k))
 			}
@@ -480,8 +492,11 @@ func (c *splitter) carriedName(k carried) string {
 		q = s.table.Alias.Name
 	}
 	short := (&ref{name: k.field}).short()
-	if k.usecs {
+	switch k.mod {
+	case "usecs":
 		short = "ts_us"
+	case "execname":
+		short = "execname"
 	}
 	return q + "_" + short
 }
@@ -556,11 +571,11 @@ func (c *splitter) rewriteField(f *compiler.Field, s int, names []string) *compi
 	if r == nil {
 		return f
 	}
-	k := carried{side: r.side, field: r.name, usecs: r.name == "common_timestamp" && r.mod == "usecs"}
+	k := carriedOf(r)
 	parts := f.Name.Parts[c.quals[f]:]
 	var mod []*compiler.Ident
-	if len(parts) == 2 && !(k.usecs && strings.EqualFold(parts[1].Name, "usecs")) {
-		mod = parts[1:]
+	if len(parts) == 2 && k.mod == "" {
+		mod = parts[1:] // a display modifier: the step applies it
 	}
 	if r.side < s && s > 1 {
 		k.name = c.named[k.key()] // the previous step carries it
@@ -583,7 +598,7 @@ func (c *splitter) carriedRef(k carried, s int, names []string, pos, end source.
 		}
 		name := k.field
 		switch {
-		case k.field == "common_timestamp" && k.usecs:
+		case k.field == "common_timestamp" && k.mod == "usecs":
 			name = "TIMESTAMP_USECS"
 		case k.field == "common_timestamp":
 			name = "TIMESTAMP"
@@ -591,6 +606,9 @@ func (c *splitter) carriedRef(k carried, s int, names []string, pos, end source.
 			name = "STACKTRACE"
 		}
 		parts = append(parts, id(name))
+		if k.mod == "execname" {
+			parts = append(parts, id("execname"))
+		}
 	} else {
 		parts = []*compiler.Ident{id(names[s-1]), id(k.name)}
 	}
@@ -660,12 +678,31 @@ func (c *splitter) aggregate() ([]chainItem, *compiler.Query) {
 				}
 			}
 		case *compiler.Cast:
+			if f, isField := compiler.Unparen(x.X).(*compiler.Field); isField && (x.Target == "EXECNAME" || x.Target == "COMM") && c.refs[f] != nil {
+				// The task's name travels as a string: the histogram keys
+				// by it as it is.
+				named := c.withModifier(f, "execname", x.TargetPos, x.TargetEnd)
+				if named == nil {
+					ok = false
+					break
+				}
+				if id := add(named, it.Label); id != nil {
+					out = field(id)
+				}
+				break
+			}
 			if id := add(x.X, it.Label); id != nil {
 				cp := *x
 				cp.X = field(id)
 				out = &cp
 			}
 		case *compiler.Field:
+			if r := c.refs[x]; r != nil && r.mod == "execname" {
+				if id := add(x, it.Label); id != nil {
+					out = field(id)
+				}
+				break
+			}
 			if m := displayModifier(x); m != nil {
 				bare := &compiler.Field{Name: &compiler.Name{Parts: x.Name.Parts[:len(x.Name.Parts)-1], Pos: x.Name.Pos, End: x.Name.End}}
 				c.refs[bare], c.quals[bare] = c.refs[x], c.quals[x]
@@ -886,4 +923,22 @@ func mapFields(e compiler.Expr, fn func(*compiler.Field) compiler.Expr) compiler
 		return &cp
 	}
 	return e
+}
+
+// withModifier returns f with a value modifier added (common_pid →
+// common_pid.execname), resolved; nil when the field does not take it.
+func (c *splitter) withModifier(f *compiler.Field, mod string, pos, end source.Pos) *compiler.Field {
+	r := c.refs[f]
+	if r.mod != "" {
+		c.p.diags.Add(pos, end, "%s already carries the modifier .%s; the kernel takes one modifier per field", r.name, r.mod)
+		return nil
+	}
+	parts := append(append([]*compiler.Ident{}, f.Name.Parts...), &compiler.Ident{Name: mod, Pos: pos, End: end})
+	g := &compiler.Field{Name: &compiler.Name{Parts: parts, Pos: f.Name.Pos, End: f.Name.End}}
+	cp := *r
+	if !c.r.setModifier(&cp, mod, pos, end) {
+		return nil
+	}
+	c.refs[g], c.quals[g] = &cp, c.quals[f]
+	return g
 }

@@ -216,18 +216,13 @@ func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 			}
 		}
 	}
-	if c, ok := e.(*compiler.Cast); ok {
-		x := p.diags.Add(c.TargetPos, c.TargetEnd, "CAST(… AS %s) does not apply to a synthetic event field", c.Target)
-		x.Hint = "modifiers shape histogram keys: define the join with CREATE VIEW and aggregate it with a histogram query"
-		return nil, ""
-	}
 	if f, ok := e.(*compiler.Field); ok && label == "" {
 		r := p.r.field(f)
 		if r == nil {
 			return nil, ""
 		}
 		label = r.short()
-		if r.mod != "" && r.mod != "usecs" {
+		if r.mod != "" && r.mod != "usecs" && r.mod != "execname" {
 			p.diags.Add(r.pos, r.end, "the .%s modifier does not apply to a synthetic event field", r.mod)
 			return nil, ""
 		}

@@ -35,6 +35,10 @@ type Unit struct {
 	// of the same statement (a step of a chain, or a JOIN whose aggregates
 	// a histogram computes): it has no results of its own to read.
 	Feeds bool
+	// Intermediate is set on the steps of a chain before its last JOIN:
+	// their synthetic events carry values between steps, and --events
+	// streams only the last one's.
+	Intermediate bool
 }
 
 // ResultOrder is one ORDER BY item of a JOIN's results: a column label of

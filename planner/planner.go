@@ -140,7 +140,7 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 				break
 			}
 			u.Probes = append(st.probes, u.Probes...)
-			u.Feeds = st.feeds
+			u.Feeds, u.Intermediate = st.feeds, st.middle
 			p.plan.Units = append(p.plan.Units, u)
 		}
 	}

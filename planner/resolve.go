@@ -56,6 +56,8 @@ func (r *ref) short() string {
 		return "stack"
 	case r.name == "common_cpu":
 		return "cpu"
+	case r.mod == "execname":
+		return "comm"
 	}
 	return r.name
 }
