@@ -31,6 +31,8 @@ type kernelCase struct {
 	nofire string            // why the case cannot fire in the VM, if it cannot
 	skip   string            // why the case is not run in kernels at all, if it is not
 	wants  [][2]string       // field, value: some synthetic event line must carry field=value
+	sums   [][]string        // total, parts...: on every line that has them, total = sum of parts
+	hitsum bool              // each histogram on a synthetic event: its rows' counts add up to its hits
 	golden map[string]string // kernel → expected script (want/K/commands.sh, else want/commands.sh)
 	exit   map[string]int    // kernel → expected exit code
 }
@@ -95,6 +97,10 @@ func loadCases(t *testing.T) []kernelCase {
 						c.skip = strings.Join(w[1:], " ")
 					case len(w) == 3 && w[0] == "want":
 						c.wants = append(c.wants, [2]string{w[1], w[2]})
+					case len(w) >= 4 && w[0] == "sum":
+						c.sums = append(c.sums, w[1:])
+					case len(w) == 1 && w[0] == "hitsum":
+						c.hitsum = true
 					}
 				}
 			}
@@ -354,6 +360,10 @@ func verdict(c kernelCase, r *caseResult) (problems, outliers []string, accepted
 			problems = append(problems, fmt.Sprintf("no synthetic event line has %s=%s", w[0], w[1]))
 		}
 	}
+	problems = append(problems, checkSums(c, r.trace, synths)...)
+	if c.hitsum {
+		problems = append(problems, checkHitSums(r.commands, r.hists)...)
+	}
 	if !fired && c.nofire == "" {
 		problems = append(problems, fmt.Sprintf("did not fire: synthetic lines %v, hists:\n%s", seen, histSummary(r.hists)))
 	}
@@ -556,4 +566,84 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// checkSums checks the case's "sum total a b" lines: on every synthetic
+// event line that carries the fields, total equals a + b exactly (a chain's
+// end-to-end latency against its steps').
+func checkSums(c kernelCase, trace []string, synths map[string]bool) []string {
+	var problems []string
+	for _, sum := range c.sums {
+		checked := 0
+		for _, l := range trace {
+			m := synthLineRE.FindStringSubmatch(l)
+			if m == nil || !synths[m[1]] {
+				continue
+			}
+			vals := map[string]uint64{}
+			for _, f := range fieldRE.FindAllStringSubmatch(m[2], -1) {
+				if v, err := strconv.ParseUint(f[2], 10, 64); err == nil {
+					vals[f[1]] = v
+				}
+			}
+			total, ok := vals[sum[0]]
+			var parts uint64
+			for _, p := range sum[1:] {
+				v, has := vals[p]
+				ok = ok && has
+				parts += v
+			}
+			if !ok {
+				continue
+			}
+			checked++
+			if total != parts {
+				problems = append(problems, fmt.Sprintf("%s=%d but %s add up to %d: %q", sum[0], total, strings.Join(sum[1:], "+"), parts, l))
+				break
+			}
+		}
+		if checked == 0 {
+			problems = append(problems, fmt.Sprintf("sum %s: no synthetic event line has all of these fields", strings.Join(sum, " ")))
+		}
+	}
+	return problems
+}
+
+var hitcountRE = regexp.MustCompile(`hitcount:\s+(\d+)`)
+
+// checkHitSums checks each histogram the script puts on a synthetic event
+// (an aggregate over a JOIN): the counts of its rows add up to its hits,
+// which is every event the JOIN fired, none dropped, and there is at least
+// one.
+func checkHitSums(commands string, hists map[string]string) []string {
+	var problems []string
+	found := false
+	for _, path := range histogramTriggers(commands) {
+		if !strings.Contains(path, "/events/synthetic/") {
+			continue
+		}
+		found = true
+		text := hists[strings.TrimSuffix(path, "trigger")+"hist"]
+		var rows uint64
+		for _, m := range hitcountRE.FindAllStringSubmatch(text, -1) {
+			n, _ := strconv.ParseUint(m[1], 10, 64)
+			rows += n
+		}
+		hits := hitsRE.FindStringSubmatch(text)
+		dropped := regexp.MustCompile(`(?m)^\s*Dropped: (\d+)`).FindStringSubmatch(text)
+		switch {
+		case hits == nil:
+			problems = append(problems, fmt.Sprintf("%s: no Totals in the hist file:\n%s", path, text))
+		case hits[1] == "0":
+			problems = append(problems, fmt.Sprintf("%s: the histogram counted no event", path))
+		case strconv.FormatUint(rows, 10) != hits[1]:
+			problems = append(problems, fmt.Sprintf("%s: rows count %d events, the histogram's hits are %s", path, rows, hits[1]))
+		case dropped == nil || dropped[1] != "0":
+			problems = append(problems, fmt.Sprintf("%s: entries dropped:\n%s", path, text))
+		}
+	}
+	if !found {
+		problems = append(problems, "hitsum: the script puts no histogram on a synthetic event")
+	}
+	return problems
 }

@@ -71,6 +71,34 @@ K='SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat
 /work/sqlhist -r -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
 echo "@@probe-json"; cat /tmp/out
 echo "@@probe-stderr"; cat /tmp/err
+A='SELECT end.next_comm AS comm, CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY comm, lat ORDER BY n DESC'
+/work/sqlhist -r -d 2 -o json "$A" > /tmp/out 2> /tmp/err; echo "@@agg-exit $?"
+echo "@@agg-json"; cat /tmp/out
+echo "@@agg-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 --events -o json "$A" > /tmp/out 2> /tmp/err; echo "@@aggev-exit $?"
+echo "@@aggev-count $(wc -l < /tmp/out)"
+echo "@@aggev-stderr"; cat /tmp/err
+C3='SELECT sw.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid'
+/work/sqlhist -r -d 2 -o json "$C3" > /tmp/out 2> /tmp/err; echo "@@chain3-exit $?"
+echo "@@chain3-json"; cat /tmp/out
+echo "@@chain3-stderr"; cat /tmp/err
+C3S='SELECT w.pid, wk.TIMESTAMP - w.TIMESTAMP AS wake, sw.TIMESTAMP - wk.TIMESTAMP AS queue, TIMESTAMP_DELTA AS total FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid'
+/work/sqlhist -r -d 2 --events -o json "$C3S" > /tmp/chainev 2> /tmp/err; echo "@@chainev-exit $?"
+echo "@@chainev-stderr"; cat /tmp/err
+echo "@@chainev"; cat /tmp/chainev
+# libtracefs-style: -n on every query, histograms included, applied with
+# -e and removed with --teardown -e.
+D1='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking start JOIN sched_switch end ON start.pid = end.next_pid'
+D2='SELECT common_pid, CAST(bytes_req AS LOG2) FROM kmalloc'
+D3='SELECT CAST(id AS SYSCALL) FROM sys_enter'
+: > /tmp/dropin
+for q in "$D1" "$D2" "$D3"; do
+	/work/sqlhist -e -n dropin "$q" >> /tmp/dropin 2>&1; echo "@@dropin-exit $?"
+done
+for q in "$D1" "$D2" "$D3"; do
+	/work/sqlhist --teardown -e -n dropin "$q" >> /tmp/dropin 2>&1; echo "@@dropout-exit $?"
+done
+echo "@@dropin"; cat /tmp/dropin
 /work/sqlhist -r -d 2 -o json "$J" > /tmp/c1 2> /tmp/c1err &
 A=$!
 /work/sqlhist -r -d 2 -o json "$J" > /tmp/c2 2> /tmp/c2err &
@@ -145,7 +173,26 @@ func TestRunInKernels(t *testing.T) {
 			sec := sections(res.Stdout)
 			wantLines(t, res.Stdout, "@@join-exit 0", "@@table-exit 0", "@@events-exit 0", "@@hist-exit 0", "@@limit-exit 0", "@@sigint-exit 0",
 				"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0",
-				"@@dry-exit 0", "@@cleanup-exit 0", "@@cleanup2-exit 0", "@@live-exit 0", "@@done")
+				"@@dry-exit 0", "@@cleanup-exit 0", "@@cleanup2-exit 0", "@@live-exit 0", "@@done",
+				"@@agg-exit 0", "@@aggev-exit 0", "@@chain3-exit 0", "@@chainev-exit 0")
+			// Aggregates over a JOIN: rows per task and log2 bucket whose
+			// counts add up to the histogram's hits; streaming the
+			// synthetic event gives as many lines as the histogram counted.
+			checkAggregate(t, sec["agg-json"])
+			aggCount := regexp.MustCompile(`@@aggev-count (\d+)`).FindStringSubmatch(res.Stdout)
+			if m := streamedRE.FindStringSubmatch(sec["aggev-stderr"]); m == nil || aggCount == nil || m[1] != aggCount[1] || m[1] != m[2] || m[1] == "0" {
+				t.Errorf("aggregate --events: %v lines; stderr:\n%s", aggCount, sec["aggev-stderr"])
+			}
+			// A three-event chain: its results, and on every streamed event
+			// the end-to-end latency is the sum of the two steps'.
+			checkJoin(t, "chain of three", sec["chain3-json"])
+			checkChainEvents(t, sec["chainev"], sec["chainev-stderr"])
+			// libtracefs-style scripts pass -n to every query.
+			if n := strings.Count(res.Stdout, "@@dropin-exit 0") + strings.Count(res.Stdout, "@@dropout-exit 0"); n != 6 ||
+				strings.Count(sec["dropin"], "-n dropin has no effect") != 4 {
+				t.Errorf("-n on every query (-e, then --teardown -e): %d of 6 commands passed; output:\n%s", n, sec["dropin"])
+			}
+			t.Logf("%s: aggregate over a JOIN (JSON):\n%s", kname, sec["agg-json"])
 			// SIGKILL, then --cleanup: the dead runs' instances and probes
 			// are listed, then removed (gdiff below: tracefs as before), a
 			// second --cleanup finds nothing, and the run that was live all
@@ -347,5 +394,68 @@ func checkEvents(t *testing.T, count, stderr, head string) {
 	}
 	if !strings.Contains(head, `"fields":{"comm":`) {
 		t.Errorf("--events: lines are not the synthetic event's:\n%s", head)
+	}
+}
+
+// checkAggregate: the histogram of an aggregated JOIN has rows of a task
+// name and a log2 bucket, sorted by count, adding up to its hits.
+func checkAggregate(t *testing.T, out string) {
+	t.Helper()
+	r, ok := parseResults(t, "aggregate", out, 1)
+	if !ok {
+		return
+	}
+	res := r[0]
+	if !strings.HasPrefix(res.Event, "synthetic/sched_waking_to_sched_switch_") || len(res.Rows) == 0 {
+		t.Errorf("aggregate: results of %s with %d rows:\n%s", res.Event, len(res.Rows), out)
+		return
+	}
+	prev := uint64(1 << 63)
+	for _, row := range res.Rows {
+		comm, _ := row["comm"].(string)
+		n, _ := row["n"].(float64)
+		if comm == "" || row["lat"] == nil || uint64(n) > prev {
+			t.Errorf("aggregate: row %v (after a count of %d)", row, prev)
+		}
+		prev = uint64(n)
+	}
+	if sum := res.sum("n"); sum != res.Totals.Hits || res.Totals.Dropped != 0 {
+		t.Errorf("aggregate: rows count %d, hits %d, dropped %d", sum, res.Totals.Hits, res.Totals.Dropped)
+	}
+}
+
+// checkChainEvents: each streamed event of the three-event chain has
+// total = wake + queue exactly, with plausible values, and as many were
+// streamed as the kernel counted.
+func checkChainEvents(t *testing.T, lines, stderr string) {
+	t.Helper()
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
+		var ev struct {
+			Fields map[string]any
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Errorf("chain --events: %v: %q", err, l)
+			return
+		}
+		// Numbers come as JSON numbers, or as text past int64 (a negative
+		// latency from clock skew, which must add up all the same).
+		f := map[string]uint64{}
+		for k, v := range ev.Fields {
+			switch v := v.(type) {
+			case float64:
+				f[k] = uint64(v)
+			case string:
+				f[k], _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+		if f["total"] != f["wake"]+f["queue"] || f["pid"] == 0 {
+			t.Errorf("chain --events: total %d, wake %d + queue %d (pid %d)", f["total"], f["wake"], f["queue"], f["pid"])
+		}
+		n++
+	}
+	m := streamedRE.FindStringSubmatch(stderr)
+	if n == 0 || m == nil || m[1] != strconv.Itoa(n) || m[1] != m[2] {
+		t.Errorf("chain --events: %d lines; stderr:\n%s", n, stderr)
 	}
 }

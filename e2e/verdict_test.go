@@ -81,3 +81,55 @@ func TestMaskDemo(t *testing.T) {
 		t.Errorf("maskDemo:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestVerdictSums: a chain's total must equal the sum of its steps on
+// every line; a line that breaks it, or no line with the fields, fails.
+func TestVerdictSums(t *testing.T) {
+	c := kernelCase{name: "x", sums: [][]string{{"total", "wake", "queue"}}}
+	mk := func(lines ...string) *caseResult {
+		return &caseResult{commands: "echo 's:ch u64 wake; u64 queue; u64 total' >> /sys/kernel/tracing/dynamic_events\n",
+			hists: map[string]string{}, trace: lines}
+	}
+	for _, tt := range []struct {
+		lines []string
+		fail  string
+	}{
+		{[]string{"sh-1 [000] d..4. 1.0: ch: wake=10 queue=5 total=15", "sh-1 [000] d..4. 1.1: ch: wake=1 queue=2 total=3"}, ""},
+		{[]string{"sh-1 [000] d..4. 1.0: ch: wake=10 queue=5 total=15", "sh-1 [000] d..4. 1.1: ch: wake=1 queue=2 total=4"}, "total=4 but wake+queue add up to 3"},
+		{[]string{"sh-1 [000] d..4. 1.0: ch: wake=10 total=15"}, "no synthetic event line has all of these fields"},
+	} {
+		problems, _, _, _, _ := verdict(c, mk(tt.lines...))
+		got := strings.Join(problems, "\n")
+		if tt.fail == "" && got != "" || tt.fail != "" && !strings.Contains(got, tt.fail) {
+			t.Errorf("lines %q: problems %q, want %q", tt.lines, got, tt.fail)
+		}
+	}
+}
+
+// TestVerdictHitSums: the rows of a histogram on a synthetic event must
+// add up to its hits, with nothing dropped.
+func TestVerdictHitSums(t *testing.T) {
+	commands := "echo 's:ag u64 lat' >> /sys/kernel/tracing/dynamic_events\n" +
+		"echo 'hist:keys=lat.log2' >> /sys/kernel/tracing/events/synthetic/ag/trigger\n"
+	hist := func(rows string, hits, dropped int) map[string]string {
+		return map[string]string{"/sys/kernel/tracing/events/synthetic/ag/hist": fmt.Sprintf("# event histogram\n%s\nTotals:\n    Hits: %d\n    Entries: 2\n    Dropped: %d\n", rows, hits, dropped)}
+	}
+	rows := "{ lat: ~ 2^3 } hitcount:          2\n{ lat: ~ 2^5 } hitcount:          5\n"
+	for _, tt := range []struct {
+		hists map[string]string
+		fail  string
+	}{
+		{hist(rows, 7, 0), ""},
+		{hist(rows, 9, 0), "rows count 7 events, the histogram's hits are 9"},
+		{hist(rows, 7, 3), "entries dropped"},
+		{hist("", 0, 0), "counted no event"},
+	} {
+		c := kernelCase{name: "x", hitsum: true, nofire: "not the point here"}
+		r := &caseResult{commands: commands, hists: tt.hists, trace: []string{"sh-1 [000] d..4. 1.0: ag: lat=3"}}
+		problems, _, _, _, _ := verdict(c, r)
+		got := strings.Join(problems, "\n")
+		if tt.fail == "" && got != "" || tt.fail != "" && !strings.Contains(got, tt.fail) {
+			t.Errorf("problems %q, want %q", got, tt.fail)
+		}
+	}
+}

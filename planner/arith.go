@@ -574,14 +574,16 @@ func (js *joinState) saveStart(base, expr string) string {
 
 // execname lowers common_pid.execname, the task's name, into a string
 // variable of the trigger of its side (Linux 5.15 made execname a string
-// a variable can hold).
+// a variable can hold). The kernel types that variable char[] and passes it
+// only to a dynamic string field (a char[16] field is refused with "Param
+// type doesn't match": seen on 6.1 and 7.2).
 func (js *joinState) execname(r *ref) (operand, bool) {
 	p := js.p
 	if !p.feat.Buckets {
 		p.diags.Add(r.pos, r.end, "a task name from common_pid.execname in a synthetic event needs Linux 5.15; %s", p.feat.Target())
 		return operand{}, false
 	}
-	typ := vtype{Kernel: "char[16]", Size: 16, Kind: tracefs.KindString}
+	typ := vtype{Kernel: "char[]", Size: 256, Kind: tracefs.KindDynString}
 	if r.side == 0 {
 		v := js.saveStart(js.name+"_"+js.label, r.text())
 		return operand{text: "$" + v, typ: typ}, true

@@ -611,6 +611,14 @@ func (c *splitter) carriedRef(k carried, s int, names []string, pos, end source.
 		}
 	} else {
 		parts = []*compiler.Ident{id(names[s-1]), id(k.name)}
+		if k.mod == "usecs" {
+			// The kernel refuses to subtract a plain number from a µs
+			// timestamp ("Timestamp units in expression don't match", 6.1
+			// and 7.2); the usecs modifier on the carried field gives it
+			// the unit, and leaves its value as it is.
+			parts = append(parts, id("usecs"))
+			c.p.usecs["synthetic/"+names[s-1]+"/"+k.name] = true
+		}
 	}
 	return &compiler.Field{Name: &compiler.Name{Parts: parts, Pos: pos, End: end}}
 }

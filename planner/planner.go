@@ -99,13 +99,16 @@ type planner struct {
 	plan   *Plan
 	probes probeState
 	cur    *step // the step of a statement being planned
+	// usecs are the synthetic fields that carry a µs timestamp between the
+	// steps of a chain ("synthetic/<event>/<field>").
+	usecs map[string]bool
 }
 
 // Build plans a script against an event catalog.
 func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, source.Diags) {
 	var diags source.Diags
 	p := &planner{cat: cat, feat: cat.Features(), opt: opt, diags: &diags, plan: &Plan{},
-		probes: probeState{byDef: map[string]*Probe{}, byName: map[string]*Probe{}}}
+		probes: probeState{byDef: map[string]*Probe{}, byName: map[string]*Probe{}}, usecs: map[string]bool{}}
 	if !p.feat.HistTriggers {
 		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers (CONFIG_HIST_TRIGGERS): sqlhist cannot run there")
 		return nil, diags
@@ -160,7 +163,7 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 			return nil
 		}
 	}
-	p.r = &resolver{cat: p.cat, feat: p.feat, diags: p.diags}
+	p.r = &resolver{cat: p.cat, feat: p.feat, diags: p.diags, usecs: p.usecs}
 	from := p.r.event(q.From.Name)
 	var join *tracefs.Event
 	if q.Join != nil {

@@ -75,6 +75,10 @@ type resolver struct {
 	diags *source.Diags
 	sides []*side
 	quiet bool // errors are thrown away: skip the work of suggestions
+	// usecs holds the fields ("system/event/field") that carry a timestamp
+	// in microseconds from an earlier step of a chain: they take the usecs
+	// modifier, which gives them the kernel's µs unit (see splitter).
+	usecs map[string]bool
 }
 
 // event resolves a FROM or JOIN name to an event.
@@ -279,7 +283,7 @@ func (r *resolver) setModifier(f *ref, mod string, pos, end source.Pos) bool {
 		return false
 	case m == "stacktrace" && f.pseudo:
 		return true // STACKTRACE is a stack trace key as it is
-	case m == "usecs" && f.name != "common_timestamp":
+	case m == "usecs" && f.name != "common_timestamp" && !r.usecs[f.ev.System+"/"+f.ev.Name+"/"+f.name]:
 		r.diags.Add(pos, end, "the usecs modifier only applies to TIMESTAMP (common_timestamp)")
 		return false
 	case m == "execname" && f.name != "common_pid":
