@@ -32,6 +32,7 @@ type kernelCase struct {
 	skip   string            // why the case is not run in kernels at all, if it is not
 	wants  [][2]string       // field, value: some synthetic event line must carry field=value
 	sums   [][]string        // total, parts...: on every line that has them, total = sum of parts
+	sames  [][2]string       // a, b: on every line that has them, field a = field b
 	hitsum bool              // each histogram on a synthetic event: its rows' counts add up to its hits
 	golden map[string]string // kernel → expected script (want/K/commands.sh, else want/commands.sh)
 	exit   map[string]int    // kernel → expected exit code
@@ -99,6 +100,8 @@ func loadCases(t *testing.T) []kernelCase {
 						c.wants = append(c.wants, [2]string{w[1], w[2]})
 					case len(w) >= 4 && w[0] == "sum":
 						c.sums = append(c.sums, w[1:])
+					case len(w) == 3 && w[0] == "same":
+						c.sames = append(c.sames, [2]string{w[1], w[2]})
 					case len(w) == 1 && w[0] == "hitsum":
 						c.hitsum = true
 					}
@@ -361,6 +364,7 @@ func verdict(c kernelCase, r *caseResult) (problems, outliers []string, accepted
 		}
 	}
 	problems = append(problems, checkSums(c, r.trace, synths)...)
+	problems = append(problems, checkSames(c, r.trace, synths)...)
 	if c.hitsum {
 		problems = append(problems, checkHitSums(r.commands, r.hists)...)
 	}
@@ -604,6 +608,40 @@ func checkSums(c kernelCase, trace []string, synths map[string]bool) []string {
 		}
 		if checked == 0 {
 			problems = append(problems, fmt.Sprintf("sum %s: no synthetic event line has all of these fields", strings.Join(sum, " ")))
+		}
+	}
+	return problems
+}
+
+// checkSames checks the case's "same a b" lines: every synthetic event
+// line that carries both fields has the same value in them (COMM at
+// sched_switch is the task switched out, prev_comm).
+func checkSames(c kernelCase, trace []string, synths map[string]bool) []string {
+	var problems []string
+	for _, pair := range c.sames {
+		checked := 0
+		for _, l := range trace {
+			m := synthLineRE.FindStringSubmatch(l)
+			if m == nil || !synths[m[1]] {
+				continue
+			}
+			vals := map[string]string{}
+			for _, f := range fieldRE.FindAllStringSubmatch(m[2], -1) {
+				vals[f[1]] = f[2]
+			}
+			a, okA := vals[pair[0]]
+			b, okB := vals[pair[1]]
+			if !okA || !okB {
+				continue
+			}
+			checked++
+			if a != b {
+				problems = append(problems, fmt.Sprintf("%s=%s but %s=%s: %q", pair[0], a, pair[1], b, l))
+				break
+			}
+		}
+		if checked == 0 {
+			problems = append(problems, fmt.Sprintf("same %s %s: no synthetic event line has both fields", pair[0], pair[1]))
 		}
 	}
 	return problems

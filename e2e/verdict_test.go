@@ -133,3 +133,18 @@ func TestVerdictHitSums(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictSames: two fields that must agree on every line.
+func TestVerdictSames(t *testing.T) {
+	c := kernelCase{name: "x", sames: [][2]string{{"prev", "prevc"}}}
+	r := func(lines ...string) *caseResult {
+		return &caseResult{commands: "echo 's:cm char prev[16]; char prevc[16]' >> /sys/kernel/tracing/dynamic_events\n",
+			hists: map[string]string{}, trace: lines}
+	}
+	if p, _, _, _, _ := verdict(c, r("sh-1 [000] d..4. 1.0: cm: prev=sh prevc=sh")); len(p) != 0 {
+		t.Errorf("equal fields: %v", p)
+	}
+	if p, _, _, _, _ := verdict(c, r("sh-1 [000] d..4. 1.0: cm: prev=sh prevc=sh", "sh-1 [000] d..4. 1.1: cm: prev=(efault) prevc=ls")); len(p) != 1 || !strings.Contains(p[0], "prev=(efault) but prevc=ls") {
+		t.Errorf("different fields: %v", p)
+	}
+}

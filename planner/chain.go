@@ -406,7 +406,21 @@ func (c *splitter) steps() []*step {
 		}
 		out = append(out, st)
 	}
+	if n > 1 {
+		var parts []string
+		for s := 1; s <= n; s++ {
+			joined := c.qualName(s)
+			if s == 1 {
+				joined = c.qualName(0) + " -> " + joined
+			} else {
+				joined = "… -> " + joined
+			}
+			parts = append(parts, stepNames[s]+" ("+joined+")")
+		}
+		p.note("%s: a chain of %d events as %d synthetic events, each JOIN starting from the one before: %s", final, n+1, n, strings.Join(parts, ", "))
+	}
 	if hist != nil {
+		p.note("%s: the aggregates are a histogram on synthetic/%s", final, final)
 		at := q.JoinPos
 		hist.From = &compiler.TableRef{Name: &compiler.Name{Pos: at, End: at, Parts: []*compiler.Ident{
 			{Name: "synthetic", Pos: at, End: at}, {Name: final, Pos: at, End: at}}}}
@@ -949,4 +963,13 @@ func (c *splitter) withModifier(f *compiler.Field, mod string, pos, end source.P
 	}
 	c.refs[g], c.quals[g] = &cp, c.quals[f]
 	return g
+}
+
+// qualName is how the statement names an event: its alias, or its name.
+func (c *splitter) qualName(i int) string {
+	s := c.r.sides[i]
+	if s.table.Alias != nil {
+		return s.table.Alias.Name
+	}
+	return s.ev.Name
 }
