@@ -413,7 +413,7 @@ func (c *splitter) steps() []*step {
 			if s == 1 {
 				joined = c.qualName(0) + " -> " + joined
 			} else {
-				joined = "… -> " + joined
+				joined = "... -> " + joined
 			}
 			parts = append(parts, stepNames[s]+" ("+joined+")")
 		}
