@@ -97,6 +97,14 @@ func (js *joinState) lower(e compiler.Expr) (operand, bool) {
 		if r.mod == "execname" {
 			return js.execname(r)
 		}
+		if r.name == "common_comm" {
+			// Like execname, a common_comm variable is a char[] that only
+			// a dynamic string field takes (7.2: "Param type doesn't
+			// match" for char[16]).
+			cp := *r
+			cp.typ = vtype{Kernel: "char[]", Size: 256, Kind: tracefs.KindDynString}
+			r = &cp
+		}
 		if r.mod != "" && r.mod != "usecs" {
 			p.diags.Add(r.pos, r.end, "the .%s modifier does not apply to a synthetic event field", r.mod)
 			return operand{}, false
