@@ -203,7 +203,9 @@ func keyCell(ent *tracefs.HistEntry, i int) Cell {
 	case tracefs.HistExecname:
 		return Cell{Text: fmt.Sprintf("%s [%d]", v.Text, v.Num), Num: v.Num}
 	case tracefs.HistLog2:
-		return Cell{Text: bucketText(pow2(v.Num), pow2(v.Num+1)), Num: v.Num, IsNum: true}
+		// The number (JSON's value) is the bucket's lower bound, in the
+		// field's unit, not the kernel's exponent.
+		return Cell{Text: bucketText(pow2(v.Num), pow2(v.Num+1)), Num: pow2(v.Num), IsNum: true}
 	case tracefs.HistBuckets:
 		return Cell{Text: fmt.Sprintf("%d-%d", v.Num, v.High), Num: v.Num, IsNum: true}
 	case tracefs.HistStacktrace:

@@ -145,6 +145,14 @@ Totals:
 	if want := "comm,lat,count\nkworker/0:1,\"[32, 64)\",5\nsh,\"[8, 16)\",2\n"; out.String() != want {
 		t.Errorf("rows:\n%s\nwant:\n%s", out.String(), want)
 	}
+	// In JSON a log2 bucket is its lower bound, not the kernel's exponent.
+	var js strings.Builder
+	if err := live.Write(&js, rep.Results, "json"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"lat": 32`) || !strings.Contains(js.String(), `"lat": 8`) {
+		t.Errorf("JSON:\n%s", js.String())
+	}
 	var hist, end, histGone, endGone = -1, -1, -1, -1
 	for i, w := range f.Writes {
 		switch {

@@ -109,7 +109,7 @@ func run(args []string, e env) int {
 	fl := pflag.NewFlagSet("sqlhist", pflag.ContinueOnError)
 	fl.SetOutput(e.stderr)
 	fl.SortFlags = false
-	fl.StringVarP(&o.name, "name", "n", "", "synthetic event name (default: derived from the two events)")
+	fl.StringVarP(&o.name, "name", "n", "", "synthetic event name of the JOIN (default: <first>_to_<last> event; no effect, with a warning, without a JOIN)")
 	fl.StringVarP(&o.file, "file", "f", "", "read SQL from `FILE` ('-' for stdin)")
 	fl.StringVarP(&o.tracefsDir, "tracefs", "t", "/sys/kernel/tracing", "tracefs on the target: used in printed paths and by --execute")
 	fl.StringVar(&o.formats, "formats", "", "read event formats from `DIR` (a tracefs or a copy); default: the -t dir when it holds events/, else the embedded catalog")
