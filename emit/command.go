@@ -176,6 +176,11 @@ func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
 			c.What = "results histogram on synthetic/" + u.Synth.Name
 			out = append(out, c)
 		}
+		if u.Negatives != nil {
+			c := triggerCommand(u.Negatives)
+			c.What = "negative-latency counter on synthetic/" + u.Synth.Name
+			out = append(out, c)
+		}
 		if run.Enable && u.Synth != nil && !u.Intermediate {
 			f := "events/synthetic/" + u.Synth.Name + "/enable"
 			if run.Instance != "" {

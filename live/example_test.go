@@ -70,15 +70,16 @@ func ExampleRun() {
 	for _, res := range rep.Results {
 		fmt.Println(res.Title, "hits:", res.Totals().Hits)
 		for _, row := range res.Rows {
-			fmt.Printf("%-12s %d events, %d to %d µs, avg %.1f\n", row.Cells[0].Text, row.Count, row.Stats.Min, row.Stats.Max, row.Avg())
+			p50 := row.Percentile(50)
+			fmt.Printf("%-12s %d events, avg %.1f µs, max %d, p50 ~%.0f in (%d, %d]\n", row.Cells[0].Text, row.Count, row.Avg(), row.Stats.Max, p50.Value, p50.Low, p50.High)
 		}
 	}
 	fmt.Println(len(t.Writes), "writes, the last:", t.Writes[len(t.Writes)-1])
 	// Output:
 	// synthetic/sched_waking_to_sched_switch_7 hits: 6
-	// sh           4 events, 12 to 100 µs, avg 34.0
-	// kworker/0:1  2 events, 5 to 5 µs, avg 5.0
-	// 10 writes, the last: rmdir: instances/sqlhist_7
+	// sh           4 events, avg 34.0 µs, max 100, p50 ~12 in (8, 16]
+	// kworker/0:1  2 events, avg 5.0 µs, max 5, p50 ~5 in (4, 5]
+	// 12 writes, the last: rmdir: instances/sqlhist_7
 }
 
 // A refused write undoes the writes before it and says why, with the

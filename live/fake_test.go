@@ -46,18 +46,34 @@ func (f *fakeTracefs) Mkdir(dir string) error { return f.Append("mkdir", dir) }
 func (f *fakeTracefs) Rmdir(dir string) error { return f.Append("rmdir", dir) }
 
 // wakeupHist is what the kernel shows for the results histogram of the
-// wakeup-latency JOIN: the wakee's name and its exact latency in µs.
+// wakeup-latency JOIN (the wakee's name, its latency's log2 bucket and sum
+// in µs, and the maximum under each entry), then for the counter of
+// negative latencies, which counted none.
 const wakeupHist = `# event histogram
 #
-# trigger info: hist:keys=comm,lat:vals=hitcount:sort=hitcount:size=8192 [active]
+# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:sched_waking_to_sched_switch_7_max=lat:sort=hitcount:size=8192:onmax($sched_waking_to_sched_switch_7_max).save(lat) if lat < 9223372036854775808 [active]
 #
 
-{ comm: sh                                                 , lat:         12 } hitcount:          3
-{ comm: kworker/0:1                                        , lat:          5 } hitcount:          2
-{ comm: sh                                                 , lat:        100 } hitcount:          1
+{ comm: sh                                                 , lat: ~ 2^4  } hitcount:          3  lat:         36
+	max:         12  lat:         12
+{ comm: kworker/0:1                                        , lat: ~ 2^3  } hitcount:          2  lat:         10
+	max:          5  lat:          5
+{ comm: sh                                                 , lat: ~ 2^7  } hitcount:          1  lat:        100
+	max:        100  lat:        100
 
 Totals:
     Hits: 6
     Entries: 3
+    Dropped: 0
+
+# event histogram
+#
+# trigger info: hist:keys=common_cpu:vals=hitcount:sort=hitcount:size=2048 if lat >= 9223372036854775808 [active]
+#
+
+
+Totals:
+    Hits: 0
+    Entries: 0
     Dropped: 0
 `

@@ -82,12 +82,17 @@ func Write(w io.Writer, results []*Result, format string) error {
 	return renderTables(w, results)
 }
 
-// header returns the column titles: a latency is three columns.
+// header returns the column titles: a latency is five columns, its
+// average, percentiles and maximum.
 func (res *Result) header() []string {
 	var h []string
 	for _, c := range res.Hist.Columns {
 		if c.Kind == planner.ColLatency {
-			h = append(h, "min "+c.Label+" ("+c.Unit+")", "avg "+c.Label, "max "+c.Label)
+			h = append(h, "avg "+c.Label+" ("+c.Unit+")")
+			for _, p := range Percentiles {
+				h = append(h, fmt.Sprintf("p%g", p))
+			}
+			h = append(h, "max "+c.Label)
 			continue
 		}
 		h = append(h, c.Label)
@@ -95,13 +100,21 @@ func (res *Result) header() []string {
 	return h
 }
 
-// texts returns a row's texts in header order.
-func (res *Result) texts(r Row) []string {
+// texts returns a row's texts in header order. In a table a percentile
+// is written with "~": it is read from a log2 bucket.
+func (res *Result) texts(r Row) []string { return res.cells(r, "~") }
+
+// cells returns a row's texts in header order, percentiles prefixed by
+// approx.
+func (res *Result) cells(r Row, approx string) []string {
 	var out []string
 	for j, c := range res.Hist.Columns {
 		if c.Kind == planner.ColLatency {
-			s := r.Stats
-			out = append(out, strconv.FormatUint(s.Min, 10), strconv.FormatFloat(r.Avg(), 'f', 1, 64), strconv.FormatUint(s.Max, 10))
+			out = append(out, strconv.FormatFloat(r.Avg(), 'f', 1, 64))
+			for _, p := range Percentiles {
+				out = append(out, approx+strconv.FormatFloat(r.Percentile(p).Value, 'f', 0, 64))
+			}
+			out = append(out, strconv.FormatUint(r.Stats.Max, 10))
 			continue
 		}
 		out = append(out, r.At(c, j).Text)
@@ -129,6 +142,7 @@ func renderTables(w io.Writer, results []*Result) error {
 		}
 		fmt.Fprintln(w)
 		if res.Latency != nil && len(res.Distribution) > 0 {
+			fmt.Fprintf(w, "count, avg and max are exact; p50, p90 and p99 are interpolated in their log2 bucket (the true value is within it: up to a factor of 2)\n")
 			fmt.Fprintf(w, "\n%s (%s):\n", res.Latency.Label, res.Latency.Unit)
 			writeDistribution(w, res.Distribution)
 		}
@@ -182,10 +196,26 @@ type jsonBucket struct {
 	Count uint64 `json:"count"`
 }
 
+// jsonLatency is a row's latency: average and maximum (exact) and the
+// percentiles, each with the bucket that holds it.
 type jsonLatency struct {
-	Min uint64  `json:"min"`
-	Avg float64 `json:"avg"`
-	Max uint64  `json:"max"`
+	Avg float64        `json:"avg"`
+	Max uint64         `json:"max"`
+	P50 jsonPercentile `json:"p50"`
+	P90 jsonPercentile `json:"p90"`
+	P99 jsonPercentile `json:"p99"`
+}
+
+// jsonPercentile is a percentile interpolated in the log2 bucket (low,
+// high] that holds it.
+type jsonPercentile struct {
+	Value float64 `json:"value"`
+	Low   uint64  `json:"low"`
+	High  uint64  `json:"high"`
+}
+
+func newJSONPercentile(p Percentile) jsonPercentile {
+	return jsonPercentile{math.Round(p.Value*10) / 10, p.Low, p.High}
 }
 
 func renderJSON(w io.Writer, results []*Result) error {
@@ -209,7 +239,8 @@ func renderJSON(w io.Writer, results []*Result) error {
 			for j, c := range res.Hist.Columns {
 				switch {
 				case c.Kind == planner.ColLatency:
-					m[c.Label] = jsonLatency{r.Stats.Min, math.Round(r.Avg()*10) / 10, r.Stats.Max}
+					m[c.Label] = jsonLatency{Avg: math.Round(r.Avg()*10) / 10, Max: r.Stats.Max,
+						P50: newJSONPercentile(r.Percentile(50)), P90: newJSONPercentile(r.Percentile(90)), P99: newJSONPercentile(r.Percentile(99))}
 				case r.At(c, j).IsNum:
 					m[c.Label] = r.At(c, j).Num
 				default:
@@ -235,14 +266,14 @@ func renderCSV(w io.Writer, results []*Result) error {
 		var h []string
 		for _, c := range res.Hist.Columns {
 			if c.Kind == planner.ColLatency {
-				h = append(h, c.Label+"_min", c.Label+"_avg", c.Label+"_max")
+				h = append(h, c.Label+"_avg", c.Label+"_p50", c.Label+"_p90", c.Label+"_p99", c.Label+"_max")
 				continue
 			}
 			h = append(h, c.Label)
 		}
 		writeCSV(w, h)
 		for _, r := range res.Rows {
-			writeCSV(w, res.texts(r))
+			writeCSV(w, res.cells(r, ""))
 		}
 	}
 	return nil

@@ -4,8 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"math/bits"
-	"sort"
+		"sort"
 	"strconv"
 	"strings"
 
@@ -62,23 +61,89 @@ type Cell struct {
 	IsNum bool
 }
 
-// LatencyStats are the exact statistics of a latency over one row's
-// events.
+// LatencyStats are the statistics of a latency over one row's events:
+// the sum (so the average) and the maximum are exact, the distribution is
+// by the kernel's log2 buckets.
 type LatencyStats struct {
-	Sum      float64
-	Min, Max uint64
+	Sum float64
+	Max uint64
+	// Dist counts the row's events per log2 bucket: exponent e holds the
+	// values in (2^(e-1), 2^e], e = 0 the values 0 and 1.
+	Dist map[int]uint64
 }
 
-// Bucket is one power-of-two range of the latency distribution:
-// [Low, High), or [0, 1) for zero.
+// Percentile is a percentile of a row's latency, read from its log2
+// distribution: the true value lies in (Low, High] (the bucket that holds
+// it, clipped to the row's maximum), and Value is interpolated in it.
+type Percentile struct {
+	Value     float64
+	Low, High uint64
+}
+
+// Percentiles are the percentiles shown: p50, p90, p99.
+var Percentiles = []float64{50, 90, 99}
+
+// Percentile computes the p-th percentile (0 < p <= 100) of the row's
+// latency from its distribution: the bucket holding the rank, and a
+// linear interpolation inside it.
+func (r *Row) Percentile(p float64) Percentile {
+	s := r.Stats
+	if s == nil || r.Count == 0 {
+		return Percentile{}
+	}
+	rank := uint64(math.Ceil(p / 100 * float64(r.Count)))
+	rank = max(rank, 1)
+	if rank >= r.Count {
+		// The last event is the maximum, which is exact.
+		return Percentile{Value: float64(s.Max), Low: s.Max, High: s.Max}
+	}
+	exps := make([]int, 0, len(s.Dist))
+	for e := range s.Dist {
+		exps = append(exps, e)
+	}
+	sort.Ints(exps)
+	var seen uint64
+	for _, e := range exps {
+		n := s.Dist[e]
+		if seen+n < rank {
+			seen += n
+			continue
+		}
+		lo, hi := bucketRange(e)
+		hi = min(hi, s.Max)
+		lo = min(lo, hi)
+		// The bucket's integers are lo+1 … hi (0 … 1 for the first):
+		// spread its events evenly over them.
+		first := float64(lo + 1)
+		if e <= 0 || lo == hi {
+			first = float64(lo)
+		}
+		frac := (float64(rank-seen) - 0.5) / float64(n)
+		return Percentile{Value: first + frac*(float64(hi)-first), Low: lo, High: hi}
+	}
+	return Percentile{Value: float64(s.Max), Low: s.Max, High: s.Max}
+}
+
+// bucketRange is the range (lo, hi] of the kernel's log2 bucket e; for
+// e = 0, [0, 1].
+func bucketRange(e int) (lo, hi uint64) {
+	if e <= 0 {
+		return 0, 1
+	}
+	return pow2(uint64(e - 1)), pow2(uint64(e))
+}
+
+// Bucket is one power-of-two range of the latency distribution: the
+// values in (Low, High], or [0, 1] for the first.
 type Bucket struct {
 	Low, High uint64
 	Count     uint64
 }
 
 // newResult turns a parsed histogram into rows. For a JOIN, the results
-// histogram is keyed by the exact latency: entries that differ only in the
-// latency are folded into one Row with the latency's statistics.
+// histogram is keyed by the latency's log2 bucket, sums the latency and
+// tracks its maximum: entries that differ only in the bucket are folded
+// into one Row with the latency's statistics.
 func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result {
 	res := &Result{Unit: u, Hist: h, Read: got, Title: h.System + "/" + h.Event}
 	for i := range h.Columns {
@@ -115,26 +180,28 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 			res.Rows = append(res.Rows, r)
 			continue
 		}
-		v := keyCell(ent, res.Latency.Index).Num
-		if v >= 1<<63 {
+		e, sum, mx := latencyOf(ent, res.Latency)
+		if e >= 63 {
+			// A u64 latency at or above 2^62 is a negative one wrapped
+			// around (the end stamped before the start).
 			res.Negative += hits
 			continue
 		}
-		dist[bits.Len64(v)] += hits // 0 for 0, else 1 + floor(log2 v)
+		dist[e] += hits
 		k := strings.Join(key, "\x00")
 		i, seen := byKey[k]
 		if !seen {
 			i = len(res.Rows)
 			byKey[k] = i
-			r.Stats = &LatencyStats{Min: v, Max: v}
+			r.Stats = &LatencyStats{Dist: map[int]uint64{}}
 			r.Count = 0
 			res.Rows = append(res.Rows, r)
 		}
 		agg := &res.Rows[i]
 		agg.Count += hits
-		agg.Stats.Sum += float64(v) * float64(hits)
-		agg.Stats.Min = min(agg.Stats.Min, v)
-		agg.Stats.Max = max(agg.Stats.Max, v)
+		agg.Stats.Sum += float64(sum)
+		agg.Stats.Max = max(agg.Stats.Max, mx)
+		agg.Stats.Dist[e] += hits
 	}
 	if res.Latency != nil {
 		res.Distribution = buckets(dist)
@@ -144,6 +211,26 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 		res.Rows = res.Rows[:h.Limit]
 	}
 	return res
+}
+
+// latencyOf reads an entry of a results histogram: the latency's log2
+// exponent (its key), its sum over the entry's events (the value of the
+// same name) and their maximum (the onmax line under the entry).
+func latencyOf(ent *tracefs.HistEntry, c *planner.Column) (exp int, sum, mx uint64) {
+	if c.Index < len(ent.Keys) {
+		exp = int(min(ent.Keys[c.Index].Num, 64))
+	}
+	for _, v := range ent.Values[min(1, len(ent.Values)):] {
+		if v.Name == c.Label {
+			sum = v.Num
+		}
+	}
+	for _, t := range ent.Tracked {
+		if t.Handler == "max" {
+			mx = t.Value
+		}
+	}
+	return exp, sum, mx
 }
 
 // sortRows orders a JOIN's rows: by the ORDER BY columns, else by count,
@@ -203,9 +290,11 @@ func keyCell(ent *tracefs.HistEntry, i int) Cell {
 	case tracefs.HistExecname:
 		return Cell{Text: fmt.Sprintf("%s [%d]", v.Text, v.Num), Num: v.Num}
 	case tracefs.HistLog2:
-		// The number (JSON's value) is the bucket's lower bound, in the
-		// field's unit, not the kernel's exponent.
-		return Cell{Text: bucketText(pow2(v.Num), pow2(v.Num+1)), Num: pow2(v.Num), IsNum: true}
+		// The kernel's "~ 2^e" holds the values in (2^(e-1), 2^e]. The
+		// number (JSON's value) is 2^e, in the field's unit, not the
+		// exponent.
+		lo, hi := bucketRange(int(v.Num))
+		return Cell{Text: bucketText(lo, hi), Num: hi, IsNum: true}
 	case tracefs.HistBuckets:
 		return Cell{Text: fmt.Sprintf("%d-%d", v.Num, v.High), Num: v.Num, IsNum: true}
 	case tracefs.HistStacktrace:
@@ -241,24 +330,18 @@ func buckets(dist map[int]uint64) []Bucket {
 	}
 	var out []Bucket
 	for b := lo; b <= hi; b++ {
-		bk := Bucket{Count: dist[b]}
-		if b > 0 {
-			bk.Low, bk.High = pow2(uint64(b-1)), pow2(uint64(b))
-		} else {
-			bk.High = 1
-		}
-		out = append(out, bk)
+		l, h := bucketRange(b)
+		out = append(out, Bucket{Low: l, High: h, Count: dist[b]})
 	}
 	return out
 }
 
-// bucketText writes a range as bpftrace does: "[0]", "[1]", "[2, 4)",
-// "[1K, 2K)".
+// bucketText writes a log2 bucket: "[0, 1]", "(1, 2]", "(512, 1K]".
 func bucketText(low, high uint64) string {
-	if high-low == 1 {
-		return "[" + short(low) + "]"
+	if low == 0 {
+		return "[0, " + short(high) + "]"
 	}
-	return "[" + short(low) + ", " + short(high) + ")"
+	return "(" + short(low) + ", " + short(high) + "]"
 }
 
 // short writes a power of two with K, M, G suffixes when it divides.

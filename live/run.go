@@ -274,9 +274,36 @@ func (r *runState) read() ([]*Result, error) {
 		if got == nil {
 			return nil, fmt.Errorf("%s: no histogram keyed by %s", file, strings.Join(h.Keys, ","))
 		}
-		out = append(out, newResult(u, h, got))
+		res := newResult(u, h, got)
+		if u.Negatives != nil {
+			n, err := r.countNegatives(u.Negatives)
+			if err != nil {
+				return nil, err
+			}
+			res.Negative += n
+		}
+		out = append(out, res)
 	}
 	return out, nil
+}
+
+// countNegatives reads the counter of a JOIN's negative latencies.
+func (r *runState) countNegatives(h *planner.Hist) (uint64, error) {
+	file := h.HistFile()
+	data, err := fs.ReadFile(r.t.FS, file)
+	if err != nil {
+		return 0, err
+	}
+	hs, err := tracefs.ParseHist(string(data))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", file, err)
+	}
+	for _, got := range hs {
+		if strings.Join(got.KeyFields(), ",") == strings.Join(h.Keys, ",") {
+			return got.Totals.Hits, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no histogram keyed by %s", file, strings.Join(h.Keys, ","))
 }
 
 // findHist picks, among the histograms of a hist file, the one of the

@@ -46,7 +46,7 @@ func TestRunEndsWithTheContext(t *testing.T) {
 	if !strings.Contains(log.String(), "collecting until Ctrl-C in instance sqlhist_9") || !strings.Contains(log.String(), "terminated: reading what was collected") {
 		t.Errorf("log: %s", log.String())
 	}
-	if n := len(f.Writes); n != 10 || f.Writes[0] != "mkdir: instances/sqlhist_9" || f.Writes[n-1] != "rmdir: instances/sqlhist_9" {
+	if n := len(f.Writes); n != 12 || f.Writes[0] != "mkdir: instances/sqlhist_9" || f.Writes[n-1] != "rmdir: instances/sqlhist_9" {
 		t.Errorf("writes:\n%s", f.String())
 	}
 }
@@ -61,7 +61,7 @@ func TestRunTearsDownWhenTheReadFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "reading the results") || rep == nil || rep.Results != nil {
 		t.Fatalf("rep %v, err %v", rep, err)
 	}
-	if n := len(f.Writes); n != 10 || f.Writes[n-1] != "rmdir: instances/sqlhist_9" {
+	if n := len(f.Writes); n != 12 || f.Writes[n-1] != "rmdir: instances/sqlhist_9" {
 		t.Errorf("writes:\n%s", f.String())
 	}
 }
@@ -142,7 +142,7 @@ Totals:
 	if err := live.Write(&out, rep.Results, "csv"); err != nil {
 		t.Fatal(err)
 	}
-	if want := "comm,lat,count\nkworker/0:1,\"[32, 64)\",5\nsh,\"[8, 16)\",2\n"; out.String() != want {
+	if want := "comm,lat,count\nkworker/0:1,\"(16, 32]\",5\nsh,\"(4, 8]\",2\n"; out.String() != want {
 		t.Errorf("rows:\n%s\nwant:\n%s", out.String(), want)
 	}
 	// In JSON a log2 bucket is its lower bound, not the kernel's exponent.

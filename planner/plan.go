@@ -29,6 +29,9 @@ type Unit struct {
 	// latency as an exact key (so count, min, average, maximum and the
 	// distribution can all be read from it).
 	Results *Hist
+	// Negatives is, for --run, the histogram that counts the events of a
+	// JOIN's results whose latency is negative (left out of Results).
+	Negatives *Hist
 	// Order is, for --run, how a JOIN's results rows are sorted.
 	Order []ResultOrder
 	// Feeds is set when the unit's synthetic event only feeds a later unit
@@ -88,7 +91,7 @@ type Var struct {
 type Hist struct {
 	System, Event string
 	Instance      string // "" for the top-level instance
-	Role          string // "start", "end", "histogram" or (for --run) "results"
+	Role          string // "start", "end", "histogram" or (for --run) "results" and "negatives"
 	Keys          []string
 	Vals          []string
 	Vars          []Var

@@ -6,14 +6,22 @@ import (
 	"github.com/sqlhist/sqlhist/compiler"
 )
 
-// DefaultResultsSize is the size= of a JOIN's results histogram: it is
-// keyed by the exact latency, so it needs more entries than the kernel's
-// default 2048.
+// DefaultResultsSize is the size= of a JOIN's results histogram. Its
+// entries are the rows times the latency's log2 buckets (at most 64, a few
+// dozen in practice), so it needs more entries than the kernel's default
+// 2048 for a few hundred rows.
 const DefaultResultsSize = 8192
 
+// negativeFrom is 2^63: a u64 latency at or above it is a negative one.
+const negativeFrom = "9223372036854775808"
+
 // results plans what --run reads for a JOIN: a histogram on the synthetic
-// event keyed by the fields that are not the latency and by the latency
-// itself, and the order of the rows. Without --run, the clauses that only
+// event keyed by the fields that are not the latency and by the latency's
+// log2 bucket, summing the latency and tracking its maximum per entry
+// (onmax), and the order of the rows. Its entries grow with the rows the
+// user asked for, not with the number of distinct latencies: count, sum,
+// average and maximum are exact, the distribution (and so the
+// percentiles) is by power of two. Without --run, the clauses that only
 // make sense for read results are refused.
 func (p *planner) results(q *compiler.Query, u *Unit) {
 	if len(q.GroupBy) > 0 {
@@ -66,7 +74,23 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 	h.Columns = append(h.Columns, Column{Label: "count", Kind: ColCount})
 	if lat != nil {
 		h.Columns = append(h.Columns, Column{Label: lat.Name, Kind: ColLatency, Index: len(h.Keys), Unit: lat.Unit})
-		h.Keys = append(h.Keys, lat.Name)
+		h.Keys = append(h.Keys, lat.Name+".log2")
+		h.Vals = append(h.Vals, lat.Name)
+		// The variable's name is unique on the synthetic event, whatever
+		// other triggers the script puts on it.
+		v := newVarNames(synthEvent(s, nil)).take(s.Name + "_max")
+		h.Vars = append(h.Vars, Var{Name: v, Expr: lat.Name})
+		h.Actions = append(h.Actions, "onmax($"+v+").save("+lat.Name+")")
+		// A negative latency (the end stamped before the start: clock skew
+		// between CPUs) wraps around as a u64, and its log2 bucket is
+		// meaningless: such events are kept out and counted apart.
+		h.Filter = lat.Name + " < " + negativeFrom
+		cpu := "common_cpu"
+		if !p.feat.CommonCPU {
+			cpu = "cpu"
+		}
+		u.Negatives = &Hist{System: "synthetic", Event: s.Name, Role: "negatives", Instance: p.opt.Instance,
+			Keys: []string{cpu}, Filter: lat.Name + " >= " + negativeFrom, Pos: s.Pos, End: s.End}
 	}
 	u.Results = h
 	for _, o := range q.OrderBy {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -67,15 +68,19 @@ const (
 	runInst  = "instances/sqlhist_4242/"
 	runSynth = "sched_waking_to_sched_switch_4242"
 	// What the kernel shows for the results histogram of wakeupSQL.
-	runHist = `# event histogram
+	runHistOnly = `# event histogram
 #
-# trigger info: hist:keys=comm,lat:vals=hitcount:sort=hitcount:size=8192 [active]
+# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:sched_waking_to_sched_switch_4242_max=lat:sort=hitcount:size=8192:onmax($sched_waking_to_sched_switch_4242_max).save(lat) if lat < 9223372036854775808 [active]
 #
 
-{ comm: sh                                                 , lat:         12 } hitcount:          3
-{ comm: kworker/0:1                                        , lat:          5 } hitcount:          2
-{ comm: sh                                                 , lat:        100 } hitcount:          1
-{ comm: rcu_preempt                                        , lat:       1500 } hitcount:          2
+{ comm: sh                                                 , lat: ~ 2^4  } hitcount:          3  lat:         36
+	max:         12  lat:         12
+{ comm: kworker/0:1                                        , lat: ~ 2^3  } hitcount:          2  lat:         10
+	max:          5  lat:          5
+{ comm: sh                                                 , lat: ~ 2^7  } hitcount:          1  lat:        100
+	max:        100  lat:        100
+{ comm: rcu_preempt                                        , lat: ~ 2^11 } hitcount:          2  lat:       3000
+	max:       1500  lat:       1500
 
 Totals:
     Hits: 8
@@ -83,6 +88,31 @@ Totals:
     Dropped: 0
 `
 )
+
+// runHist is what the kernel shows for the results of wakeupSQL: the
+// results histogram and the counter of negative latencies.
+var runHist = runHistOnly + negHist(0)
+
+// negHist is the counter of negative latencies of the results, with n
+// events counted on CPU 1.
+func negHist(n int) string {
+	entries, rows := "", 0
+	if n > 0 {
+		entries, rows = fmt.Sprintf("{ common_cpu:          1 } hitcount:          %d\n", n), 1
+	}
+	return fmt.Sprintf(`
+# event histogram
+#
+# trigger info: hist:keys=common_cpu:vals=hitcount:sort=hitcount:size=2048 if lat >= 9223372036854775808 [active]
+#
+
+%s
+Totals:
+    Hits: %d
+    Entries: %d
+    Dropped: 0
+`, entries, n, rows)
+}
 
 // TestRunJoin: --run creates a private instance, applies the query with a
 // results histogram on the synthetic event, reads it, removes everything
@@ -99,7 +129,8 @@ func TestRunJoin(t *testing.T) {
 	create := []string{
 		"mkdir: instances/sqlhist_4242",
 		"dynamic_events: s:" + runSynth + " char comm[16]; u64 lat",
-		runInst + "events/synthetic/" + runSynth + "/trigger: hist:keys=comm,lat:size=8192",
+		runInst + "events/synthetic/" + runSynth + "/trigger: hist:keys=comm,lat.log2:vals=lat:" + runSynth + "_max=lat:size=8192:onmax($" + runSynth + "_max).save(lat) if lat < 9223372036854775808",
+		runInst + "events/synthetic/" + runSynth + "/trigger: hist:keys=common_cpu if lat >= 9223372036854775808",
 		runInst + "events/sched/sched_waking/trigger: hist:keys=pid:" + runSynth + "_ts_us=common_timestamp.usecs",
 		runInst + "events/sched/sched_switch/trigger: hist:keys=next_pid:" + runSynth + "_lat=common_timestamp.usecs-$" + runSynth + "_ts_us:onmatch(sched.sched_waking).trace(" + runSynth + ",next_comm,$" + runSynth + "_lat)",
 	}
@@ -125,15 +156,17 @@ func TestRunJoin(t *testing.T) {
 	for _, s := range []string{
 		"synthetic/" + runSynth,
 		"Totals: hits 8, entries 4, dropped 0",
-		"[1K, 2K)", // 1500 us
+		"(1K, 2K]", // 1500 us
+		"p50    p90    p99",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
 	}
-	// sh: 4 events, 12 us three times and 100 us once.
-	if !rowMatches(out, "sh", "4", "12", "34.0", "100") {
-		t.Errorf("no row sh | 4 | 12 | 34.0 | 100 in:\n%s", out)
+	// sh: 4 events, 12 us three times and 100 us once: p50 in (8, 16],
+	// p90 and p99 the last event, the maximum.
+	if !rowMatches(out, "sh", "4", "34.0", "~12", "~100", "~100", "100") {
+		t.Errorf("no row sh | 4 | 34.0 | ~12 | ~100 | ~100 | 100 in:\n%s", out)
 	}
 	// Rows by count, most first: sh (4), then kworker/0:1 and rcu_preempt
 	// (2 each) by name.
@@ -198,7 +231,8 @@ func TestRunJSONTotals(t *testing.T) {
 		t.Errorf("rows %d, distribution %d, hits %d, unit %q", rows, dist, r.Totals.Hits, r.Unit)
 	}
 	lat := r.Rows[0]["lat"].(map[string]any)
-	if lat["min"] != 12.0 || lat["max"] != 100.0 || lat["avg"] != 34.0 {
+	p50, _ := lat["p50"].(map[string]any)
+	if lat["max"] != 100.0 || lat["avg"] != 34.0 || p50["low"] != 8.0 || p50["high"] != 16.0 || p50["value"] != 12.5 {
 		t.Errorf("first row latency %v", lat)
 	}
 }
@@ -219,7 +253,7 @@ func TestRunInterrupted(t *testing.T) {
 	if !strings.Contains(stdout.String(), "Totals: hits 8") {
 		t.Errorf("no results after the signal: %s", stdout)
 	}
-	if n := len(f.Writes); n != 10 || f.Writes[n-1] != "rmdir: instances/sqlhist_4242" {
+	if n := len(f.Writes); n != 12 || f.Writes[n-1] != "rmdir: instances/sqlhist_4242" {
 		t.Errorf("not torn down: %q", f.Writes)
 	}
 }
@@ -325,7 +359,7 @@ func TestRunEvents(t *testing.T) {
 	if !strings.Contains(f.String(), runInst+"trace_marker: sqlhist-end-4242") {
 		t.Errorf("no end marker written: %q", f.Writes)
 	}
-	if f.Writes[3] != runInst+"events/synthetic/"+runSynth+"/enable: 1" {
+	if f.Writes[4] != runInst+"events/synthetic/"+runSynth+"/enable: 1" {
 		t.Errorf("the synthetic event is not enabled: %q", f.Writes)
 	}
 }
@@ -359,8 +393,8 @@ func TestRunUsage(t *testing.T) {
 func TestRunProbes(t *testing.T) {
 	f := newLiveFake(t, 0)
 	synth := "do_sys_openat2_to_do_sys_openat2__return_4242"
-	f.files[runInst+"events/synthetic/"+synth+"/hist"] = "# event histogram\n#\n# trigger info: hist:keys=filename,lat:vals=hitcount:sort=hitcount:size=8192 [active]\n#\n\n" +
-		"{ filename: /etc/passwd                                        , lat:         20 } hitcount:          2\n\nTotals:\n    Hits: 2\n    Entries: 1\n    Dropped: 0\n"
+	f.files[runInst+"events/synthetic/"+synth+"/hist"] = "# event histogram\n#\n# trigger info: hist:keys=filename,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) if lat < 9223372036854775808 [active]\n#\n\n" +
+		"{ filename: /etc/passwd                                        , lat: ~ 2^5  } hitcount:          2  lat:         40\n\tmax:         20  lat:         20\n\nTotals:\n    Hits: 2\n    Entries: 1\n    Dropped: 0\n" + negHist(0)
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
 	q := `SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start
@@ -369,34 +403,32 @@ func TestRunProbes(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	w := f.Writes
-	if len(w) != 14 || w[1] != "dynamic_events: p:sqlhist_4242/do_sys_openat2 do_sys_openat2 filename=+0($arg2):string" ||
+	if len(w) != 16 || w[1] != "dynamic_events: p:sqlhist_4242/do_sys_openat2 do_sys_openat2 filename=+0($arg2):string" ||
 		w[2] != "dynamic_events: r:sqlhist_4242/do_sys_openat2__return do_sys_openat2 ret=$retval:s32" ||
-		w[12] != "dynamic_events: -:sqlhist_4242/do_sys_openat2" || w[13] != "rmdir: instances/sqlhist_4242" {
+		w[14] != "dynamic_events: -:sqlhist_4242/do_sys_openat2" || w[15] != "rmdir: instances/sqlhist_4242" {
 		t.Errorf("writes:\n%s", strings.Join(w, "\n"))
 	}
-	if !strings.Contains(w[6], "onmatch(sqlhist_4242.do_sys_openat2)") {
-		t.Errorf("end trigger %q does not match on the run's probe", w[6])
+	if !strings.Contains(w[7], "onmatch(sqlhist_4242.do_sys_openat2)") {
+		t.Errorf("end trigger %q does not match on the run's probe", w[7])
 	}
-	if !rowMatches(stdout.String(), "/etc/passwd", "2", "20", "20.0", "20") {
+	if !rowMatches(stdout.String(), "/etc/passwd", "2", "20.0", "~18", "~20", "~20", "20") {
 		t.Errorf("output:\n%s", stdout)
 	}
 }
 
 // A negative latency (the end stamped before the start) wraps around in
-// the kernel's u64: it is counted apart, with a warning, not shown as a
-// latency of 584,000 years.
+// the kernel's u64: the results histogram leaves it out and a counter
+// counts it apart; it is reported with a warning, not shown as a latency
+// of 584,000 years.
 func TestRunNegativeLatency(t *testing.T) {
 	f := newLiveFake(t, 0)
-	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = strings.Replace(runHist, "Hits: 8", "Hits: 9", 1) +
-		""
-	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = strings.Replace(f.files[runInst+"events/synthetic/"+runSynth+"/hist"],
-		"\nTotals:", "{ comm: sh                                                 , lat: 18446744073709542328 } hitcount:          1\n\nTotals:", 1)
+	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHistOnly + negHist(1)
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
 	if code := run([]string{"-r", "-d", "1", wakeupSQL}, e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !rowMatches(stdout.String(), "sh", "4", "12", "34.0", "100") || !strings.Contains(stdout.String(), "Totals: hits 9, entries 4, dropped 0, negative 1") {
+	if !rowMatches(stdout.String(), "sh", "4", "34.0", "~12", "~100", "~100", "100") || !strings.Contains(stdout.String(), "Totals: hits 8, entries 4, dropped 0, negative 1") {
 		t.Errorf("output:\n%s", stdout)
 	}
 	if !strings.Contains(stderr.String(), "1 events had a negative lat") {
