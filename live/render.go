@@ -35,8 +35,27 @@ func (res *Result) WriteWarnings(w io.Writer) {
 	for need < t.Entries+t.Dropped && need < 131072 {
 		need *= 2
 	}
-	fmt.Fprintf(w, "sqlhist: warning: %s: the kernel dropped %d events: its map of %d entries was full; run again with --size %d\n",
-		res.Title, t.Dropped, size, min(need, 131072))
+	var keys []string
+	for _, c := range res.Hist.Columns {
+		if c.Kind == planner.ColKey {
+			keys = append(keys, c.Label)
+		}
+	}
+	what := "its keys"
+	if len(keys) > 0 {
+		what = strings.Join(keys, ", ")
+	}
+	if res.Latency != nil {
+		what += " and the log2 bucket of " + res.Latency.Label
+	}
+	fmt.Fprintf(w, "sqlhist: warning: %s: the rows are incomplete: %d events found the map of %d entries full (%s take more); the totals still count every event\n",
+		res.Title, t.Dropped, size, what)
+	switch {
+	case need <= 131072 && size < 131072:
+		fmt.Fprintf(w, "sqlhist: key by fewer or coarser fields (a name rather than a pid), or run again with --size %d\n", need)
+	default:
+		fmt.Fprintf(w, "sqlhist: no --size holds them (131072 at most): key by fewer or coarser fields (a name rather than a pid), or filter with WHERE\n")
+	}
 }
 
 // WriteError prints err as sqlhist does: diagnostics and refused writes

@@ -84,6 +84,15 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 	h.Limit = p.limit(q)
 	h.Size = p.opt.Size
 	h.Columns = histColumns(items)
+	if !hasAggregate(items) {
+		// Without COUNT(*) or a sum, the kernel's hit count is still the
+		// answer people look for: show it, most first unless ORDER BY
+		// says otherwise.
+		h.Columns = append(h.Columns, Column{Label: "count", Kind: ColCount})
+		if len(q.OrderBy) == 0 {
+			h.Sort = []string{"hitcount.descending"}
+		}
+	}
 	h.Filter = p.where(q.Where, labels)[0]
 }
 
@@ -133,6 +142,16 @@ func histColumns(items []*histItem) []Column {
 		cols = append(cols, c)
 	}
 	return cols
+}
+
+// hasAggregate reports whether an item is COUNT(*) or a summed value.
+func hasAggregate(items []*histItem) bool {
+	for _, it := range items {
+		if it.count || it.value {
+			return true
+		}
+	}
+	return false
 }
 
 func itemsOf(items []*histItem, values bool) []*histItem {

@@ -195,7 +195,7 @@ func TestHistogram(t *testing.T) {
 		wantFile        string
 	}{
 		{"modifiers", `SELECT call_site.hex, bytes_req.log2, common_pid.execname FROM kmalloc`,
-			"hist:keys=call_site.hex,bytes_req.log2,common_pid.execname", "events/kmem/kmalloc/trigger"},
+			"hist:keys=call_site.hex,bytes_req.log2,common_pid.execname:sort=hitcount.descending", "events/kmem/kmalloc/trigger"},
 		{"CAST modifiers, SUM, ORDER BY COUNT(*)",
 			`SELECT CAST(call_site AS SYM-OFFSET), bytes_req.buckets=64, SUM(bytes_alloc), COUNT(*) FROM kmalloc WHERE gfp_flags & 1 ORDER BY COUNT(*) DESC`,
 			"hist:keys=call_site.sym-offset,bytes_req.buckets=64:vals=bytes_alloc:sort=hitcount.descending if gfp_flags & 1", "events/kmem/kmalloc/trigger"},
