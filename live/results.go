@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-		"sort"
+	"sort"
 	"strconv"
 	"strings"
 
