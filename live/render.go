@@ -133,7 +133,11 @@ func (res *Result) cells(r Row, approx string) []string {
 			for _, p := range Percentiles {
 				out = append(out, approx+strconv.FormatFloat(r.Percentile(p).Value, 'f', 0, 64))
 			}
-			out = append(out, strconv.FormatUint(r.Stats.Max, 10))
+			mx := strconv.FormatUint(r.Stats.Max, 10)
+			if r.Stats.MaxBound {
+				mx = "<=" + mx
+			}
+			out = append(out, mx)
 			continue
 		}
 		out = append(out, r.At(c, j).Text)
@@ -218,11 +222,13 @@ type jsonBucket struct {
 // jsonLatency is a row's latency: average and maximum (exact) and the
 // percentiles, each with the bucket that holds it.
 type jsonLatency struct {
-	Avg float64        `json:"avg"`
-	Max uint64         `json:"max"`
-	P50 jsonPercentile `json:"p50"`
-	P90 jsonPercentile `json:"p90"`
-	P99 jsonPercentile `json:"p99"`
+	Avg float64 `json:"avg"`
+	Max uint64  `json:"max"`
+	// MaxBound: in an interval without a new maximum, max is a bound.
+	MaxBound bool           `json:"max_is_bound,omitempty"`
+	P50      jsonPercentile `json:"p50"`
+	P90      jsonPercentile `json:"p90"`
+	P99      jsonPercentile `json:"p99"`
 }
 
 // jsonPercentile is a percentile interpolated in the log2 bucket (low,
@@ -240,7 +246,15 @@ func newJSONPercentile(p Percentile) jsonPercentile {
 func renderJSON(w io.Writer, results []*Result) error {
 	out := struct {
 		Results []jsonResult `json:"results"`
-	}{Results: []jsonResult{}}
+	}{Results: jsonResults(results)}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// jsonResults is the JSON form of results.
+func jsonResults(results []*Result) []jsonResult {
+	out := []jsonResult{}
 	for _, res := range results {
 		t := res.Read.Totals
 		jr := jsonResult{Event: res.Title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits, t.Entries, t.Dropped, res.Negative}}
@@ -258,7 +272,7 @@ func renderJSON(w io.Writer, results []*Result) error {
 			for j, c := range res.Hist.Columns {
 				switch {
 				case c.Kind == planner.ColLatency:
-					m[c.Label] = jsonLatency{Avg: math.Round(r.Avg()*10) / 10, Max: r.Stats.Max,
+					m[c.Label] = jsonLatency{Avg: math.Round(r.Avg()*10) / 10, Max: r.Stats.Max, MaxBound: r.Stats.MaxBound,
 						P50: newJSONPercentile(r.Percentile(50)), P90: newJSONPercentile(r.Percentile(90)), P99: newJSONPercentile(r.Percentile(99))}
 				case r.At(c, j).IsNum:
 					m[c.Label] = r.At(c, j).Num
@@ -268,21 +282,28 @@ func renderJSON(w io.Writer, results []*Result) error {
 			}
 			jr.Rows = append(jr.Rows, m)
 		}
-		out.Results = append(out.Results, jr)
+		out = append(out, jr)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
 }
 
 // renderCSV writes one header and the rows per statement, with a blank
 // line between statements.
 func renderCSV(w io.Writer, results []*Result) error {
+	return renderCSVPrefixed(w, results, "", "")
+}
+
+// renderCSVPrefixed writes CSV as renderCSV does, with a first column
+// (title, its value on every row) when title is not "".
+func renderCSVPrefixed(w io.Writer, results []*Result, title, value string) error {
 	for i, res := range results {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
 		var h []string
+		if title != "" {
+			h = append(h, title)
+		}
 		for _, c := range res.Hist.Columns {
 			if c.Kind == planner.ColLatency {
 				h = append(h, c.Label+"_avg", c.Label+"_p50", c.Label+"_p90", c.Label+"_p99", c.Label+"_max")
@@ -292,7 +313,11 @@ func renderCSV(w io.Writer, results []*Result) error {
 		}
 		writeCSV(w, h)
 		for _, r := range res.Rows {
-			writeCSV(w, res.cells(r, ""))
+			row := res.cells(r, "")
+			if title != "" {
+				row = append([]string{value}, row...)
+			}
+			writeCSV(w, row)
 		}
 	}
 	return nil
@@ -323,4 +348,54 @@ func writeEventJSON(w io.Writer, rec *tracefs.TraceRecord, fields []tracefs.Trac
 		Fields    map[string]any `json:"fields"`
 	}{rec.Event, rec.Timestamp, rec.CPU, rec.Comm, rec.PID, fm})
 	w.Write(append(b, '\n'))
+}
+
+// Write prints one interval: in a table, a title line and the tables of
+// its results; in JSON, one line {"interval": N, "start": s, "end": s,
+// "partial": …, "results": […]}; in CSV, its rows with the interval's
+// number as the first column.
+func (iv *Interval) Write(w io.Writer, format string) error {
+	switch format {
+	case "json":
+		return writeJSONLine(w, map[string]any{"interval": iv.N, "start": iv.Start.Seconds(), "end": iv.End.Seconds(),
+			"partial": iv.Partial, "results": jsonResults(iv.Results)})
+	case "csv":
+		return renderCSVPrefixed(w, iv.Results, "interval", strconv.Itoa(iv.N))
+	}
+	partial := ""
+	if iv.Partial {
+		partial = ", partial"
+	}
+	fmt.Fprintf(w, "=== interval %d: %.1f s to %.1f s%s\n", iv.N, iv.Start.Seconds(), iv.End.Seconds(), partial)
+	if err := renderTables(w, iv.Results); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// WriteTotal prints, after the intervals, the results of the whole run:
+// a titled table, a JSON line {"total": true, "results": […]}, or CSV rows
+// with "total" as the first column.
+func (rep *Report) WriteTotal(w, errw io.Writer, format string) error {
+	for _, res := range rep.Results {
+		res.WriteWarnings(errw)
+	}
+	switch format {
+	case "json":
+		return writeJSONLine(w, map[string]any{"total": true, "results": jsonResults(rep.Results)})
+	case "csv":
+		return renderCSVPrefixed(w, rep.Results, "interval", "total")
+	}
+	fmt.Fprintln(w, "=== total")
+	return renderTables(w, rep.Results)
+}
+
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

@@ -67,6 +67,9 @@ type Cell struct {
 type LatencyStats struct {
 	Sum float64
 	Max uint64
+	// MaxBound is set, in an interval, when no new maximum arrived: Max is
+	// then a bound (the maximum so far, or the top of the bucket).
+	MaxBound bool
 	// Dist counts the row's events per log2 bucket: exponent e holds the
 	// values in (2^(e-1), 2^e], e = 0 the values 0 and 1.
 	Dist map[int]uint64
@@ -180,7 +183,7 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 			res.Rows = append(res.Rows, r)
 			continue
 		}
-		e, sum, mx := latencyOf(ent, res.Latency)
+		e, sum, mx, bound := latencyOf(ent, res.Latency)
 		if e >= 63 {
 			// A u64 latency at or above 2^62 is a negative one wrapped
 			// around (the end stamped before the start).
@@ -200,7 +203,12 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 		agg := &res.Rows[i]
 		agg.Count += hits
 		agg.Stats.Sum += float64(sum)
-		agg.Stats.Max = max(agg.Stats.Max, mx)
+		switch {
+		case mx > agg.Stats.Max:
+			agg.Stats.Max, agg.Stats.MaxBound = mx, bound
+		case mx == agg.Stats.Max && !bound:
+			agg.Stats.MaxBound = false
+		}
 		agg.Stats.Dist[e] += hits
 	}
 	if res.Latency != nil {
@@ -215,8 +223,9 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 
 // latencyOf reads an entry of a results histogram: the latency's log2
 // exponent (its key), its sum over the entry's events (the value of the
-// same name) and their maximum (the onmax line under the entry).
-func latencyOf(ent *tracefs.HistEntry, c *planner.Column) (exp int, sum, mx uint64) {
+// same name) and their maximum (the onmax line under the entry), which is
+// only a bound in an interval that saw no new maximum.
+func latencyOf(ent *tracefs.HistEntry, c *planner.Column) (exp int, sum, mx uint64, bound bool) {
 	if c.Index < len(ent.Keys) {
 		exp = int(min(ent.Keys[c.Index].Num, 64))
 	}
@@ -226,11 +235,15 @@ func latencyOf(ent *tracefs.HistEntry, c *planner.Column) (exp int, sum, mx uint
 		}
 	}
 	for _, t := range ent.Tracked {
-		if t.Handler == "max" {
+		switch t.Handler {
+		case "max":
 			mx = t.Value
+		case "max<=":
+			_, hi := bucketRange(exp)
+			mx, bound = min(t.Value, hi), true
 		}
 	}
-	return exp, sum, mx
+	return exp, sum, mx, bound
 }
 
 // sortRows orders a JOIN's rows: by the ORDER BY columns, else by count,

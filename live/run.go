@@ -72,6 +72,14 @@ type Options struct {
 	Marker string
 	// After replaces time.After (for tests).
 	After func(time.Duration) <-chan time.Time
+	// Interval, when positive, reads the results every Interval and
+	// passes what each interval alone collected to OnInterval; the last,
+	// partial one when the collection ends.
+	Interval   time.Duration
+	OnInterval func(*Interval)
+	// Tick replaces time.NewTicker for the intervals (for tests): it
+	// returns the ticks and a stop function.
+	Tick func(time.Duration) (<-chan time.Time, func())
 }
 
 // Report is what a [Run] read.
@@ -195,12 +203,24 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 		defer p.Close()
 		go st.copy(p)
 	}
-	select {
-	case <-timeout:
-	case <-ctx.Done():
-		fmt.Fprintf(r.log, "sqlhist: %v: reading what was collected and cleaning up\n", context.Cause(ctx))
-	case <-st.doneChan():
-		fmt.Fprintln(r.log, "sqlhist: trace_pipe ended; reading what was collected and cleaning up")
+	iv := r.newIntervals()
+	defer iv.stop()
+wait:
+	for {
+		select {
+		case <-timeout:
+			break wait
+		case <-ctx.Done():
+			fmt.Fprintf(r.log, "sqlhist: %v: reading what was collected and cleaning up\n", context.Cause(ctx))
+			break wait
+		case <-st.doneChan():
+			fmt.Fprintln(r.log, "sqlhist: trace_pipe ended; reading what was collected and cleaning up")
+			break wait
+		case <-iv.ticks:
+			if err := iv.take(false); err != nil {
+				fmt.Fprintf(r.log, "sqlhist: reading interval %d: %v\n", iv.n+1, err)
+			}
+		}
 	}
 	// Stop the synthetic events at their source, let trace_pipe hand over
 	// what is left, then read: the kernel's count and the lines streamed
@@ -216,6 +236,9 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 		st.wait(5 * time.Second)
 	}
 	results, rerr := r.read()
+	if rerr == nil && iv.ticks != nil {
+		iv.last(results)
+	}
 	rep := &Report{Results: results}
 	if st != nil {
 		st.stop()
@@ -252,7 +275,24 @@ func (r *runState) pauseHistograms() {
 // read reads the histogram of each unit: a JOIN's results histogram or a
 // histogram query's own.
 func (r *runState) read() ([]*Result, error) {
-	var out []*Result
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snap.results(), nil
+}
+
+// snapshot is the histograms of a run as read at one moment.
+type snapshot struct {
+	units []*planner.Unit
+	hists []*planner.Hist
+	got   []*tracefs.Histogram
+	neg   []uint64
+}
+
+// snapshot reads the histogram each unit shows.
+func (r *runState) snapshot() (*snapshot, error) {
+	snap := &snapshot{}
 	for _, u := range r.plan.Units {
 		if u.Feeds {
 			continue // a later unit shows what it computes
@@ -274,17 +314,27 @@ func (r *runState) read() ([]*Result, error) {
 		if got == nil {
 			return nil, fmt.Errorf("%s: no histogram keyed by %s", file, strings.Join(h.Keys, ","))
 		}
-		res := newResult(u, h, got)
+		var neg uint64
 		if u.Negatives != nil {
-			n, err := r.countNegatives(u.Negatives)
-			if err != nil {
+			if neg, err = r.countNegatives(u.Negatives); err != nil {
 				return nil, err
 			}
-			res.Negative += n
 		}
+		snap.units, snap.hists = append(snap.units, u), append(snap.hists, h)
+		snap.got, snap.neg = append(snap.got, got), append(snap.neg, neg)
+	}
+	return snap, nil
+}
+
+// results turns a snapshot into results.
+func (s *snapshot) results() []*Result {
+	var out []*Result
+	for i, u := range s.units {
+		res := newResult(u, s.hists[i], s.got[i])
+		res.Negative += s.neg[i]
 		out = append(out, res)
 	}
-	return out, nil
+	return out
 }
 
 // countNegatives reads the counter of a JOIN's negative latencies.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/sqlhist/sqlhist/live"
@@ -12,12 +13,14 @@ type liveOptions struct {
 	events   bool   // --events: stream the synthetic events' trace lines
 	output   string // -o: table, json or csv
 	size     int    // --size: entries of the histograms read
+	interval string // -i: print each interval alone
+	every    time.Duration
 }
 
 // checkLive validates the --run flags against the others.
 func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 	if !o.run {
-		for _, f := range []string{"duration", "events", "output", "size"} {
+		for _, f := range []string{"duration", "events", "output", "size", "interval"} {
 			if fl(f) {
 				return 0, usageError(e, "--%s goes with --run (-r)", f)
 			}
@@ -34,6 +37,16 @@ func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 	}
 	if fl("size") && (o.live.size < 128 || o.live.size > 131072) {
 		return 0, usageError(e, "--size %d: the kernel takes 128 to 131072 entries", o.live.size)
+	}
+	if o.live.interval != "" {
+		if o.live.events {
+			return 0, usageError(e, "-i prints results per interval; --events streams every event: use one of them")
+		}
+		iv, err := live.ParseDuration(o.live.interval)
+		if err != nil {
+			return 0, usageError(e, "-i: %v", strings.TrimPrefix(err.Error(), "-d "))
+		}
+		o.live.every = iv
 	}
 	if o.live.duration == "" {
 		return 0, exitOK

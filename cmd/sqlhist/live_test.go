@@ -23,12 +23,22 @@ import (
 type liveFake struct {
 	*fakeTracefs
 	files map[string]string
+	// versions are successive contents of a file: each open reads the
+	// next, the last one stays.
+	versions map[string][]string
 	sigs  chan os.Signal
 	pipe  string
 	timer chan time.Time
 }
 
 func (f *liveFake) Open(name string) (fs.File, error) {
+	if v := f.versions[name]; len(v) > 0 {
+		data := v[0]
+		if len(v) > 1 {
+			f.versions[name] = v[1:]
+		}
+		return fstest.MapFS{name: &fstest.MapFile{Data: []byte(data)}}.Open(name)
+	}
 	if data, ok := f.files[name]; ok {
 		return fstest.MapFS{name: &fstest.MapFile{Data: []byte(data)}}.Open(name)
 	}
@@ -523,5 +533,81 @@ Totals: hits 153, entries 3, dropped 0
 				t.Errorf("output (-want +got):\n%s\ngot:\n%s", diff, stdout)
 			}
 		})
+	}
+}
+
+// syscallHist is the hist file of a histogram of syscalls with these
+// counts of read and close.
+func syscallHist(reads, closes int) string {
+	return fmt.Sprintf(`# event histogram
+#
+# trigger info: hist:keys=id.syscall:vals=hitcount:sort=hitcount.descending:size=2048 [active]
+#
+
+{ id: sys_read                      [  0] } hitcount: %10d
+{ id: sys_close                     [  3] } hitcount: %10d
+
+Totals:
+    Hits: %d
+    Entries: 2
+    Dropped: 0
+`, reads, closes, reads+closes)
+}
+
+// TestRunIntervals: -i 2 -d 7 prints three whole intervals and a partial
+// one, each with only its own events (a row without any is left out),
+// then the total, which they add up to.
+func TestRunIntervals(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.versions = map[string][]string{runInst + "events/raw_syscalls/sys_enter/hist": {
+		syscallHist(10, 1), syscallHist(25, 1), syscallHist(40, 3), syscallHist(47, 5)}}
+	ticks := make(chan time.Time)
+	e, stdout, stderr := liveEnv(f)
+	e.tick = func(d time.Duration) (<-chan time.Time, func()) {
+		if d != 2*time.Second {
+			t.Errorf("ticks every %v, want 2s", d)
+		}
+		return ticks, func() {}
+	}
+	go func() {
+		for i := 0; i < 3; i++ {
+			ticks <- time.Time{}
+		}
+		f.timer <- time.Time{}
+	}()
+	if code := run([]string{"-r", "-i", "2", "-d", "7", "-o", "csv", "SELECT CAST(id AS SYSCALL) AS call FROM sys_enter"}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := `interval,call,count
+1,sys_read,10
+1,sys_close,1
+interval,call,count
+2,sys_read,15
+interval,call,count
+3,sys_read,15
+3,sys_close,2
+interval,call,count
+4,sys_read,7
+4,sys_close,2
+interval,call,count
+total,sys_read,47
+total,sys_close,5
+`
+	if diff := cmp.Diff(want, stdout.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	// The table form says which interval is partial.
+	f = newLiveFake(t, 0)
+	f.versions = map[string][]string{runInst + "events/raw_syscalls/sys_enter/hist": {syscallHist(10, 1), syscallHist(12, 1)}}
+	e, stdout, stderr = liveEnv(f)
+	e.tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+	go func() { ticks <- time.Time{}; f.timer <- time.Time{} }()
+	if code := run([]string{"-r", "-i", "2", "-d", "3", "SELECT CAST(id AS SYSCALL) AS call FROM sys_enter"}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, s := range []string{"=== interval 1: 0.0 s to 2.0 s\n", "=== interval 2: 2.0 s to ", ", partial\n", "=== total\n", "Totals: hits 2, entries 1, dropped 0"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("no %q in:\n%s", s, stdout)
+		}
 	}
 }

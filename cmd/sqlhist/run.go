@@ -41,10 +41,11 @@ type env struct {
 	// signals delivers SIGINT, SIGTERM and SIGHUP while -r collects; the
 	// function it returns stops the delivery.
 	signals  func() (<-chan os.Signal, func())
-	after    func(time.Duration) <-chan time.Time     // time.After, for -d
-	pipe     func(path string) (io.ReadCloser, error) // trace_pipe for --events; nil: the machine's
-	pid      int                                      // makes -r's names and instance unique
-	writable func(path string) error                  // live.Writable's access check; nil skips it
+	after    func(time.Duration) <-chan time.Time           // time.After, for -d
+	tick     func(time.Duration) (<-chan time.Time, func()) // a ticker for -i; nil: time.NewTicker
+	pipe     func(path string) (io.ReadCloser, error)       // trace_pipe for --events; nil: the machine's
+	pid      int                                            // makes -r's names and instance unique
+	writable func(path string) error                        // live.Writable's access check; nil skips it
 }
 
 func osEnv() env {
@@ -118,6 +119,7 @@ func run(args []string, e env) int {
 	fl.BoolVar(&o.teardown, "teardown", false, "print (or with -e apply) the commands that remove what the query creates")
 	fl.BoolVarP(&o.run, "run", "r", false, "apply, collect, print the results, then remove everything (in a private instance unless -B)")
 	fl.StringVarP(&o.live.duration, "duration", "d", "", "with -r: collect for `D` seconds (10, 0.5) or a duration (1m30s); default until Ctrl-C")
+	fl.StringVarP(&o.live.interval, "interval", "i", "", "with -r: print the results of each `I` seconds (or a duration) alone, then the total")
 	fl.BoolVar(&o.live.events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
 	fl.StringVarP(&o.live.output, "output", "o", "table", "with -r: results as `FORMAT` table, json or csv")
 	fl.IntVar(&o.live.size, "size", 0, "with -r: entries of the histograms read (`N`, 128 to 131072; default 2048, 8192 for a JOIN's results)")
@@ -259,6 +261,15 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 	if o.live.events {
 		opt.Events, opt.Format = e.stdout, o.live.output
 	}
+	var ivErr error
+	if o.live.every > 0 {
+		opt.Interval, opt.Tick = o.live.every, e.tick
+		opt.OnInterval = func(iv *live.Interval) {
+			if err := iv.Write(e.stdout, o.live.output); err != nil && ivErr == nil {
+				ivErr = err
+			}
+		}
+	}
 	t := e.target(o.tracefsDir)
 	if dead := live.DeadRuns(t, e.alive); len(dead) > 0 {
 		fmt.Fprintf(e.stderr, "sqlhist: note: killed runs (pids %v) left tracing behind; sqlhist --cleanup removes it\n", dead)
@@ -268,7 +279,15 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 	if rep == nil || rep.Results == nil && err != nil {
 		return code // nothing was read
 	}
-	if err := rep.Write(e.stdout, e.stderr, o.live.output); err != nil {
+	if ivErr != nil {
+		return report(e, src, ivErr)
+	}
+	if o.live.every > 0 {
+		err = rep.WriteTotal(e.stdout, e.stderr, o.live.output)
+	} else {
+		err = rep.Write(e.stdout, e.stderr, o.live.output)
+	}
+	if err != nil {
 		return report(e, src, err)
 	}
 	return code

@@ -1,0 +1,51 @@
+package live
+
+import (
+	"testing"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// An interval's rows are the difference of two readings: counts and sums
+// exactly, the maximum exact when a new one arrived, else a bound (the
+// maximum so far, clipped to the bucket).
+func TestIntervalDifference(t *testing.T) {
+	read := func(text string) *tracefs.Histogram {
+		hs, err := tracefs.ParseHist(text)
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("%v: %q", err, text)
+		}
+		return hs[0]
+	}
+	const head = "# event histogram\n#\n# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) [active]\n#\n\n"
+	before := read(head +
+		"{ comm: sh, lat: ~ 2^4 } hitcount:          3  lat:         36\n\tmax:         12  lat:         12\n" +
+		"{ comm: ls, lat: ~ 2^7 } hitcount:          1  lat:        100\n\tmax:        100  lat:        100\n" +
+		"\nTotals:\n    Hits: 4\n    Entries: 2\n    Dropped: 0\n")
+	after := read(head +
+		"{ comm: sh, lat: ~ 2^4 } hitcount:          5  lat:         66\n\tmax:         16  lat:         16\n" +
+		"{ comm: ls, lat: ~ 2^7 } hitcount:          2  lat:        170\n\tmax:        100  lat:        100\n" +
+		"{ comm: ls, lat: ~ 2^3 } hitcount:          1  lat:          7\n\tmax:          7  lat:          7\n" +
+		"\nTotals:\n    Hits: 8\n    Entries: 3\n    Dropped: 0\n")
+	d := histMinus(after, before)
+	if d.Totals.Hits != 4 || len(d.Entries) != 3 {
+		t.Fatalf("difference: hits %d, %d entries", d.Totals.Hits, len(d.Entries))
+	}
+	h := &planner.Hist{System: "synthetic", Event: "wl", Keys: []string{"comm", "lat.log2"},
+		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
+	res := newResult(&planner.Unit{}, h, d)
+	got := map[string]Row{}
+	for _, r := range res.Rows {
+		got[r.Cells[0].Text] = r
+	}
+	sh, ls := got["sh"], got["ls"]
+	if sh.Count != 2 || sh.Stats.Sum != 30 || sh.Stats.Max != 16 || sh.Stats.MaxBound {
+		t.Errorf("sh: count %d, sum %v, max %d (bound %v); want 2, 30, 16 exact", sh.Count, sh.Stats.Sum, sh.Stats.Max, sh.Stats.MaxBound)
+	}
+	// ls: one event of 70 in (64, 128] (no new maximum: at most 100) and
+	// one of 7.
+	if ls.Count != 2 || ls.Stats.Sum != 77 || ls.Stats.Max != 100 || !ls.Stats.MaxBound {
+		t.Errorf("ls: count %d, sum %v, max %d (bound %v); want 2, 77, <=100", ls.Count, ls.Stats.Sum, ls.Stats.Max, ls.Stats.MaxBound)
+	}
+}
