@@ -26,9 +26,9 @@ type liveFake struct {
 	// versions are successive contents of a file: each open reads the
 	// next, the last one stays.
 	versions map[string][]string
-	sigs  chan os.Signal
-	pipe  string
-	timer chan time.Time
+	sigs     chan os.Signal
+	pipe     string
+	timer    chan time.Time
 }
 
 func (f *liveFake) Open(name string) (fs.File, error) {
