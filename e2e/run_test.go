@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -86,6 +87,31 @@ C3S='SELECT w.pid, wk.TIMESTAMP - w.TIMESTAMP AS wake, sw.TIMESTAMP - wk.TIMESTA
 /work/sqlhist -r -d 2 --events -o json "$C3S" > /tmp/chainev 2> /tmp/err; echo "@@chainev-exit $?"
 echo "@@chainev-stderr"; cat /tmp/err
 echo "@@chainev"; cat /tmp/chainev
+# Intervals: -i 2 -d 7 gives three whole intervals, a partial one and the
+# total, as JSON lines.
+/work/sqlhist -r -i 2 -d 7 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@iv-exit $?"
+echo "@@iv"; cat /tmp/out
+echo "@@iv-stderr"; cat /tmp/err
+# A histogram that names no aggregate shows its count, most first.
+/work/sqlhist -r -d 1 'SELECT CAST(id AS SYSCALL) AS call FROM sys_enter' > /tmp/out 2> /tmp/err; echo "@@count-exit $?"
+echo "@@count"; cat /tmp/out
+# Keyed by pid over thousands of short-lived processes, in a small map:
+# the rows are incomplete, the warning says so, the totals count all.
+( i=0; while [ $i -lt 1500 ]; do /bin/busybox true; i=$((i + 1)); done ) &
+F=$!
+/work/sqlhist -r -d 6 --size 128 -o json 'SELECT start.pid, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid' > /tmp/out 2> /tmp/err; echo "@@pids-exit $?"
+wait $F
+echo "@@pids"; cat /tmp/out
+echo "@@pids-stderr"; cat /tmp/err
+# The longest run: the wakeup JOIN for 120 s under the heaviest load the
+# guest makes (forks, pipes, syscalls and sleeps on both CPUs).
+heavy() { while :; do /bin/busybox true; dd if=/dev/zero bs=512 count=200 2>/dev/null | cat > /dev/null; sleep 0.001; done; }
+heavy > /dev/null 2>&1 & H1=$!
+heavy > /dev/null 2>&1 & H2=$!
+/work/sqlhist -r -d 120 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@long-exit $?"
+kill $H1 $H2; wait $H1 $H2 2>/dev/null
+echo "@@long"; cat /tmp/out
+echo "@@long-stderr"; cat /tmp/err
 # libtracefs-style: -n on every query, histograms included, applied with
 # -e and removed with --teardown -e.
 D1='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking start JOIN sched_switch end ON start.pid = end.next_pid'
@@ -168,13 +194,24 @@ func TestRunInKernels(t *testing.T) {
 	bin := buildStatic(t)
 	for _, kname := range kernelNames() {
 		t.Run(kname, func(t *testing.T) {
-			res := boot(t, kname, vm.Guest{Script: runScript, CombinedOutput: true, Timeout: 4 * time.Minute,
+			res := boot(t, kname, vm.Guest{Script: runScript, CombinedOutput: true, Timeout: 9 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
 			sec := sections(res.Stdout)
 			wantLines(t, res.Stdout, "@@join-exit 0", "@@table-exit 0", "@@events-exit 0", "@@hist-exit 0", "@@limit-exit 0", "@@sigint-exit 0",
 				"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0",
 				"@@dry-exit 0", "@@cleanup-exit 0", "@@cleanup2-exit 0", "@@live-exit 0", "@@done",
-				"@@agg-exit 0", "@@aggev-exit 0", "@@chain3-exit 0", "@@chainev-exit 0")
+				"@@agg-exit 0", "@@aggev-exit 0", "@@chain3-exit 0", "@@chainev-exit 0",
+				"@@iv-exit 0", "@@count-exit 0", "@@pids-exit 0", "@@long-exit 0")
+			checkIntervals(t, sec["iv"])
+			checkDefaultCount(t, sec["count"])
+			checkPidKeyed(t, sec["pids"], sec["pids-stderr"])
+			// Two minutes under load: complete, nothing dropped.
+			checkJoin(t, "120 s under load", sec["long"])
+			if r, ok := parseResults(t, "120 s", sec["long"], 1); ok {
+				t.Logf("%s: 120 s of the wakeup JOIN under load: %d events in %d rows (%d entries), dropped %d, negative %d",
+					kname, r[0].Totals.Hits, len(r[0].Rows), r[0].Totals.Entries, r[0].Totals.Dropped, r[0].Totals.Negative)
+			}
+			t.Logf("%s: a histogram without aggregates (default count):\n%s", kname, sec["count"])
 			// Aggregates over a JOIN: rows per task and log2 bucket whose
 			// counts add up to the histogram's hits; streaming the
 			// synthetic event gives as many lines as the histogram counted.
@@ -471,5 +508,87 @@ func checkChainEvents(t *testing.T, lines, stderr string) {
 	m := streamedRE.FindStringSubmatch(stderr)
 	if n == 0 || m == nil || m[1] != strconv.Itoa(n) || m[1] != m[2] {
 		t.Errorf("chain --events: %d lines; stderr:\n%s", n, stderr)
+	}
+}
+
+// checkIntervals: -i 2 -d 7 -o json gives four interval lines (the last
+// partial) and the total; the intervals' counts add up to the total's.
+func checkIntervals(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 {
+		t.Errorf("-i 2 -d 7: %d lines, want 4 intervals and the total:\n%s", len(lines), out)
+		return
+	}
+	var sum, total uint64
+	for i, l := range lines {
+		var v struct {
+			Interval int
+			Partial  bool
+			Total    bool
+			Results  []runResult
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil || len(v.Results) != 1 {
+			t.Errorf("-i: line %d: %v: %s", i+1, err, l)
+			return
+		}
+		n := v.Results[0].sum("count")
+		if i < 4 {
+			if v.Interval != i+1 || v.Partial != (i == 3) {
+				t.Errorf("-i: line %d is interval %d (partial %v)", i+1, v.Interval, v.Partial)
+			}
+			sum += n
+			continue
+		}
+		if !v.Total {
+			t.Errorf("-i: the last line is not the total: %s", l)
+		}
+		total = n
+	}
+	if sum != total || total == 0 {
+		t.Errorf("-i: the intervals count %d events, the total %d", sum, total)
+	}
+}
+
+// checkDefaultCount: a histogram without COUNT(*) has a count column,
+// most first.
+func checkDefaultCount(t *testing.T, table string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) < 5 || !strings.HasPrefix(lines[1], "call") || !strings.HasSuffix(strings.TrimSpace(lines[1]), "count") {
+		t.Errorf("no count column:\n%s", table)
+		return
+	}
+	prev := uint64(1 << 63)
+	for _, l := range lines[3:] {
+		if strings.HasPrefix(l, "Totals:") {
+			break
+		}
+		f := strings.Fields(l)
+		n, err := strconv.ParseUint(f[len(f)-1], 10, 64)
+		if err != nil || n > prev {
+			t.Errorf("counts not most first at %q:\n%s", l, table)
+			return
+		}
+		prev = n
+	}
+}
+
+// checkPidKeyed: a run keyed by pid over many short-lived processes in a
+// map of 128 entries drops entries, says so with what to change, and
+// still counts every event in its totals.
+func checkPidKeyed(t *testing.T, out, stderr string) {
+	t.Helper()
+	r, ok := parseResults(t, "pids", out, 1)
+	if !ok {
+		return
+	}
+	res := r[0]
+	if res.Totals.Dropped == 0 || res.sum("count") != res.Totals.Hits || len(res.Rows) < 20 {
+		t.Errorf("pids: %d rows counting %d, hits %d, dropped %d:\n%s", len(res.Rows), res.sum("count"), res.Totals.Hits, res.Totals.Dropped, stderr)
+	}
+	if !strings.Contains(stderr, "the rows are incomplete") || !strings.Contains(stderr, "key by fewer or coarser fields") ||
+		!strings.Contains(stderr, fmt.Sprintf("of the %d events", res.Totals.Hits+res.Totals.Dropped+res.Totals.Negative)) {
+		t.Errorf("pids: the warning does not say what happened and what to change:\n%s", stderr)
 	}
 }

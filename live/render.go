@@ -48,8 +48,8 @@ func (res *Result) WriteWarnings(w io.Writer) {
 	if res.Latency != nil {
 		what += " and the log2 bucket of " + res.Latency.Label
 	}
-	fmt.Fprintf(w, "sqlhist: warning: %s: the rows are incomplete: %d events found the map of %d entries full (%s take more); the totals still count every event\n",
-		res.Title, t.Dropped, size, what)
+	fmt.Fprintf(w, "sqlhist: warning: %s: the rows are incomplete: %d of the %d events found the map of %d entries full (%s take more); the totals count every event\n",
+		res.Title, t.Dropped, t.Hits+t.Dropped+res.Negative, size, what)
 	switch {
 	case need <= 131072 && size < 131072:
 		fmt.Fprintf(w, "sqlhist: key by fewer or coarser fields (a name rather than a pid), or run again with --size %d\n", need)
@@ -206,6 +206,9 @@ type jsonResult struct {
 }
 
 type jsonTotals struct {
+	// Events is every event the histogram saw: Hits (in the rows),
+	// Dropped (the map was full) and Negative.
+	Events  uint64 `json:"events"`
 	Hits    uint64 `json:"hits"`
 	Entries uint64 `json:"entries"`
 	Dropped uint64 `json:"dropped"`
@@ -257,7 +260,7 @@ func jsonResults(results []*Result) []jsonResult {
 	out := []jsonResult{}
 	for _, res := range results {
 		t := res.Read.Totals
-		jr := jsonResult{Event: res.Title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits, t.Entries, t.Dropped, res.Negative}}
+		jr := jsonResult{Event: res.Title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits + t.Dropped + res.Negative, t.Hits, t.Entries, t.Dropped, res.Negative}}
 		for _, c := range res.Hist.Columns {
 			jr.Columns = append(jr.Columns, c.Label)
 		}
