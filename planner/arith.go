@@ -109,6 +109,11 @@ func (js *joinState) lower(e compiler.Expr) (operand, bool) {
 			p.diags.Add(r.pos, r.end, "the .%s modifier does not apply to a synthetic event field", r.mod)
 			return operand{}, false
 		}
+		if r.side == 0 && r.mod == "" && js.keyTwin[r.name] != nil {
+			// A join key: the matching end event carries the same value in
+			// its own key field (one variable less on every start event).
+			return operand{text: js.keyTwin[r.name].text(), typ: r.typ}, true
+		}
 		if r.side == 0 {
 			v := js.saveStart(js.name+"_"+js.label, r.text())
 			return operand{text: "$" + v, typ: r.typ}, true

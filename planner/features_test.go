@@ -98,8 +98,8 @@ func TestFeaturesShapeOutput(t *testing.T) {
 	}{
 		{"action without trace()",
 			`SELECT b.pid FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`,
-			"hist:keys=next_pid:onmatch(test.begin).lat($lat_pid)",
-			"hist:keys=next_pid:onmatch(test.begin).trace(lat,$lat_pid)"},
+			"hist:keys=next_pid:lat_match=$lat_matched:onmatch(test.begin).lat(next_pid)",
+			"hist:keys=next_pid:lat_match=$lat_matched:onmatch(test.begin).trace(lat,next_pid)"},
 		{"common_cpu in a filter",
 			`SELECT pid FROM begin WHERE common_cpu == 1`,
 			"hist:keys=pid:sort=hitcount.descending if CPU == 1",

@@ -26,6 +26,10 @@ type joinState struct {
 	label      string // label of the item being lowered
 	memo       map[compiler.Expr]exprInfo
 	startReads int // how many start variables the end trigger reads
+	// keyTwin maps a start key field to the end field it is joined with,
+	// when both have the same type: the end trigger has the same value in
+	// its own field, so the start trigger need not save it.
+	keyTwin map[string]*ref
 }
 
 // operand is a lowered value: what a trace() parameter says ("$var" or a
@@ -141,6 +145,12 @@ func (js *joinState) keys() {
 		}
 		js.start.Keys = append(js.start.Keys, l.text())
 		js.end.Keys = append(js.end.Keys, r.text())
+		if l.mod == "" && r.mod == "" && !l.pseudo && !r.pseudo && l.typ == r.typ {
+			if js.keyTwin == nil {
+				js.keyTwin = map[string]*ref{}
+			}
+			js.keyTwin[l.name] = r
+		}
 		size += keySize(l.typ)
 	}
 	if n := len(js.q.On); n > maxKeys {

@@ -47,9 +47,9 @@ func TestVarNamesAvoidFields(t *testing.T) {
 		wantStart, wantEnd string
 	}{{
 		name:      "fields named like the variables",
-		sql:       `SELECT b.pid, TIMESTAMP_DELTA_USECS AS lat FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`,
-		wantStart: "hist:keys=pid:lat_pid_3=pid,lat_ts_us_2=common_timestamp.usecs",
-		wantEnd:   "hist:keys=next_pid:lat_lat_2=common_timestamp.usecs-$lat_ts_us_2:onmatch(test.begin).trace(lat,$lat_pid_3,$lat_lat_2)",
+		sql:       `SELECT b.prio, TIMESTAMP_DELTA_USECS AS lat FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`,
+		wantStart: "hist:keys=pid:lat_prio_2=prio,lat_ts_us_2=common_timestamp.usecs",
+		wantEnd:   "hist:keys=next_pid:lat_lat_2=common_timestamp.usecs-$lat_ts_us_2:onmatch(test.begin).trace(lat,$lat_prio_2,$lat_lat_2)",
 	}, {
 		name:      "forced match variables",
 		sql:       `SELECT f.lat_lat FROM begin AS b JOIN finish AS f ON b.pid = f.next_pid`,

@@ -71,8 +71,8 @@ func TestJoin(t *testing.T) {
 		      FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`,
 		want: joinOut{
 			Def:       "wakeup_lat char name[16]; pid_t pid; u64 latency",
-			Start:     "hist:keys=pid:wakeup_lat_pid=pid,wakeup_lat_ts_us=common_timestamp.usecs",
-			End:       "hist:keys=next_pid:wakeup_lat_latency=common_timestamp.usecs-$wakeup_lat_ts_us:onmatch(sched.sched_waking).trace(wakeup_lat,next_comm,$wakeup_lat_pid,$wakeup_lat_latency)",
+			Start:     "hist:keys=pid:wakeup_lat_ts_us=common_timestamp.usecs",
+			End:       "hist:keys=next_pid:wakeup_lat_latency=common_timestamp.usecs-$wakeup_lat_ts_us:onmatch(sched.sched_waking).trace(wakeup_lat,next_comm,next_pid,$wakeup_lat_latency)",
 			StartFile: wk, EndFile: sw,
 		},
 	}, {
@@ -105,8 +105,8 @@ func TestJoin(t *testing.T) {
 		      WHERE start.vec < 10 AND end.vec != 3 AND start.common_pid == 0`,
 		want: joinOut{
 			Def:       "sirq unsigned int vec; u64 lat",
-			Start:     "hist:keys=vec,common_cpu:sirq_vec=vec,sirq_ts=common_timestamp if vec < 10 && common_pid == 0",
-			End:       "hist:keys=vec,common_cpu:sirq_lat=common_timestamp-$sirq_ts:onmatch(irq.softirq_entry).trace(sirq,$sirq_vec,$sirq_lat) if vec != 3",
+			Start:     "hist:keys=vec,common_cpu:sirq_ts=common_timestamp if vec < 10 && common_pid == 0",
+			End:       "hist:keys=vec,common_cpu:sirq_lat=common_timestamp-$sirq_ts:onmatch(irq.softirq_entry).trace(sirq,vec,$sirq_lat) if vec != 3",
 			StartFile: "events/irq/softirq_entry/trigger", EndFile: "events/irq/softirq_exit/trigger",
 		},
 	}, {
@@ -116,8 +116,8 @@ func TestJoin(t *testing.T) {
 		      WHERE (start.comm ~ "ba*" OR start.prio > 100) AND end.prev_comm != 'swapper/0' AND NOT end.next_prio < 0`,
 		want: joinOut{
 			Def:       "fo pid_t pid",
-			Start:     `hist:keys=pid:fo_pid=pid if comm ~ "ba*" || prio > 100`,
-			End:       `hist:keys=next_pid:onmatch(sched.sched_waking).trace(fo,$fo_pid) if prev_comm != "swapper/0" && !(next_prio < 0)`,
+			Start:     `hist:keys=pid:fo_matched=pid if comm ~ "ba*" || prio > 100`,
+			End:       `hist:keys=next_pid:fo_match=$fo_matched:onmatch(sched.sched_waking).trace(fo,next_pid) if prev_comm != "swapper/0" && !(next_prio < 0)`,
 			StartFile: wk, EndFile: sw,
 		},
 	}, {
@@ -161,8 +161,8 @@ func TestJoin(t *testing.T) {
 		sql:  `SELECT start.pid, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`,
 		want: joinOut{
 			Def:       "sched_waking_to_sched_switch pid_t pid; u64 lat",
-			Start:     "hist:keys=pid:sched_waking_to_sched_switch_pid=pid,sched_waking_to_sched_switch_ts_us=common_timestamp.usecs",
-			End:       "hist:keys=next_pid:sched_waking_to_sched_switch_lat=common_timestamp.usecs-$sched_waking_to_sched_switch_ts_us:onmax($sched_waking_to_sched_switch_lat).trace(sched_waking_to_sched_switch,$sched_waking_to_sched_switch_pid,$sched_waking_to_sched_switch_lat)",
+			Start:     "hist:keys=pid:sched_waking_to_sched_switch_ts_us=common_timestamp.usecs",
+			End:       "hist:keys=next_pid:sched_waking_to_sched_switch_lat=common_timestamp.usecs-$sched_waking_to_sched_switch_ts_us:onmax($sched_waking_to_sched_switch_lat).trace(sched_waking_to_sched_switch,next_pid,$sched_waking_to_sched_switch_lat)",
 			StartFile: wk, EndFile: sw,
 		},
 	}, {
@@ -171,8 +171,8 @@ func TestJoin(t *testing.T) {
 		sql:  `SELECT start.pid, end.next_prio AS prio FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`,
 		want: joinOut{
 			Def:       "mx pid_t pid; int prio",
-			Start:     "hist:keys=pid:mx_pid=pid",
-			End:       "hist:keys=next_pid:mx_prio_v=next_prio:onmatch(sched.sched_waking).trace(mx,$mx_pid,$mx_prio_v):onchange($mx_prio_v).save(prev_comm):onchange($mx_prio_v).snapshot()",
+			Start:     "hist:keys=pid:mx_matched=pid",
+			End:       "hist:keys=next_pid:mx_match=$mx_matched,mx_prio_v=next_prio:onmatch(sched.sched_waking).trace(mx,next_pid,$mx_prio_v):onchange($mx_prio_v).save(prev_comm):onchange($mx_prio_v).snapshot()",
 			StartFile: "instances/inst/" + wk, EndFile: "instances/inst/" + sw,
 		},
 	}}
@@ -272,11 +272,11 @@ func TestDeterministic(t *testing.T) {
 	// Each view's variables carry its own name, so both coexist on one event.
 	want := []string{
 		"va pid_t pid; int s; u64 d",
-		"hist:keys=pid:va_pid=pid,va_prio=prio,va_ts=common_timestamp",
-		"hist:keys=next_pid:va_s=$va_prio+next_prio,va_d=common_timestamp-$va_ts:onmatch(sched.sched_waking).trace(va,$va_pid,$va_s,$va_d)",
+		"hist:keys=pid:va_prio=prio,va_ts=common_timestamp",
+		"hist:keys=next_pid:va_s=$va_prio+next_prio,va_d=common_timestamp-$va_ts:onmatch(sched.sched_waking).trace(va,next_pid,$va_s,$va_d)",
 		"vb pid_t pid; int s; u64 d",
-		"hist:keys=pid:vb_pid=pid,vb_prio=prio,vb_ts=common_timestamp",
-		"hist:keys=next_pid:vb_s=$vb_prio+next_prio,vb_d=common_timestamp-$vb_ts:onmatch(sched.sched_waking).trace(vb,$vb_pid,$vb_s,$vb_d)",
+		"hist:keys=pid:vb_prio=prio,vb_ts=common_timestamp",
+		"hist:keys=next_pid:vb_s=$vb_prio+next_prio,vb_d=common_timestamp-$vb_ts:onmatch(sched.sched_waking).trace(vb,next_pid,$vb_s,$vb_d)",
 	}
 	if diff := cmp.Diff(want, first); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
