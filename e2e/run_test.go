@@ -95,11 +95,13 @@ echo "@@iv-stderr"; cat /tmp/err
 # A histogram that names no aggregate shows its count, most first.
 /work/sqlhist -r -d 1 'SELECT CAST(id AS SYSCALL) AS call FROM sys_enter' > /tmp/out 2> /tmp/err; echo "@@count-exit $?"
 echo "@@count"; cat /tmp/out
-# Keyed by pid over thousands of short-lived processes, in a small map:
-# the rows are incomplete, the warning says so, the totals count all.
+# Syscall latency keyed by pid over a thousand short-lived processes (a
+# new process is not woken by sched_waking, but it makes system calls), in
+# a small map: the rows are incomplete, the warning says so, the totals
+# count all.
 ( i=0; while [ $i -lt 1500 ]; do /bin/busybox true; i=$((i + 1)); done ) &
 F=$!
-/work/sqlhist -r -d 6 --size 128 -o json 'SELECT start.pid, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid' > /tmp/out 2> /tmp/err; echo "@@pids-exit $?"
+/work/sqlhist -r -d 6 --size 128 -o json 'SELECT start.common_pid AS pid, TIMESTAMP_DELTA_USECS AS lat FROM sys_enter AS start JOIN sys_exit AS end ON start.common_pid = end.common_pid' > /tmp/out 2> /tmp/err; echo "@@pids-exit $?"
 wait $F
 echo "@@pids"; cat /tmp/out
 echo "@@pids-stderr"; cat /tmp/err
