@@ -63,3 +63,13 @@ e2e:
 # kernels on first use. SQLHIST_KERNELS=6.1 narrows it.
 kernels:
 	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers|TestExecuteInKernels|TestRunInKernels' -count=1 -v -timeout 40m
+
+# What the triggers cost the kernel: in one boot (6.1 unless
+# SQLHIST_KERNELS says otherwise), a fixed workload of system calls and
+# wakeups runs bare and under each trigger shape (sqlhist's JOINs, before
+# and after its optimisations, --run's results histogram, a histogram,
+# libtracefs's lowering of the same JOINs) in 5 interleaved rounds; prints
+# each shape's time as a ratio to bare, its spread and the cost per event.
+.PHONY: bench-kernel
+bench-kernel:
+	SQLHIST_E2E=1 SQLHIST_BENCH_KERNEL=1 $(GO) test ./e2e -run TestKernelCost -count=1 -v -timeout 40m
