@@ -116,7 +116,14 @@ func (s costShape) script(remove bool) string {
 	return b.String()
 }
 
-const costRounds = 5
+const costRounds = 7
+
+// The workload of one run: system calls, then wakeups. Under qemu's TCG a
+// system call takes about 20 µs and a wakeup round trip several hundred.
+const (
+	costCalls   = "50000"
+	costWakeups = "2000"
+)
 
 // TestKernelCost runs the benchmark when SQLHIST_BENCH_KERNEL=1 (make
 // bench-kernel), on $SQLHIST_KERNELS (default 6.1).
@@ -153,7 +160,10 @@ func TestKernelCost(t *testing.T) {
 				{name: "syscall histogram, sqlhist", part: "syscalls", events: []string{"raw_syscalls/sys_enter"},
 					lines: sqlhistLines(t, binPath, kname, "hs", costHist)},
 			}
-			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: 20 * time.Minute,
+			// One CPU: the ping-pong's wakeups then do not depend on how
+			// qemu schedules two emulated CPUs on one host thread, which
+			// made the spread of the wakeup part several times wider.
+			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: 20 * time.Minute, CPUs: 1,
 				Files: []vm.File{{Path: "/work/bin/load", Mode: 0o755, Data: load}}})
 			report, err := costReport(shapes, res.Stdout)
 			if err != nil {
@@ -170,7 +180,7 @@ func costScript(shapes []costShape) string {
 	var b strings.Builder
 	b.WriteString("T=/sys/kernel/tracing\nset -e\n")
 	counted := []string{"sched/sched_waking", "sched/sched_switch", "raw_syscalls/sys_enter", "raw_syscalls/sys_exit"}
-	for _, part := range []struct{ name, args string }{{"syscalls", "200000 0"}, {"wakeups", "0 5000"}} {
+	for _, part := range []struct{ name, args string }{{"syscalls", costCalls + " 0"}, {"wakeups", "0 " + costWakeups}} {
 		for _, ev := range counted {
 			fmt.Fprintf(&b, "echo 'hist:keys=common_cpu' >> $T/events/%s/trigger\n", ev)
 		}
@@ -183,7 +193,7 @@ func costScript(shapes []costShape) string {
 	for r := 1; r <= costRounds; r++ {
 		for i, s := range shapes {
 			b.WriteString(s.script(false))
-			fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load 200000 5000)\"\n", r, i)
+			fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load %s %s)\"\n", r, i, costCalls, costWakeups)
 			b.WriteString(s.script(true))
 		}
 	}

@@ -572,29 +572,39 @@ func envOr(k, def string) string {
 	return def
 }
 
+// synthFields returns the fields of each line of the script's synthetic
+// events in the trace, by name.
+func synthFields(trace []string, synths map[string]bool) []map[string]string {
+	var out []map[string]string
+	for _, l := range trace {
+		m := synthLineRE.FindStringSubmatch(l)
+		if m == nil || !synths[m[1]] {
+			continue
+		}
+		vals := map[string]string{"": l}
+		for _, f := range fieldRE.FindAllStringSubmatch(m[2], -1) {
+			vals[f[1]] = f[2]
+		}
+		out = append(out, vals)
+	}
+	return out
+}
+
 // checkSums checks the case's "sum total a b" lines: on every synthetic
 // event line that carries the fields, total equals a + b exactly (a chain's
 // end-to-end latency against its steps').
 func checkSums(c kernelCase, trace []string, synths map[string]bool) []string {
 	var problems []string
+	lines := synthFields(trace, synths)
 	for _, sum := range c.sums {
 		checked := 0
-		for _, l := range trace {
-			m := synthLineRE.FindStringSubmatch(l)
-			if m == nil || !synths[m[1]] {
-				continue
-			}
-			vals := map[string]uint64{}
-			for _, f := range fieldRE.FindAllStringSubmatch(m[2], -1) {
-				if v, err := strconv.ParseUint(f[2], 10, 64); err == nil {
-					vals[f[1]] = v
-				}
-			}
-			total, ok := vals[sum[0]]
+		for _, vals := range lines {
+			total, err := strconv.ParseUint(vals[sum[0]], 10, 64)
+			ok := err == nil
 			var parts uint64
 			for _, p := range sum[1:] {
-				v, has := vals[p]
-				ok = ok && has
+				v, err := strconv.ParseUint(vals[p], 10, 64)
+				ok = ok && err == nil
 				parts += v
 			}
 			if !ok {
@@ -602,7 +612,7 @@ func checkSums(c kernelCase, trace []string, synths map[string]bool) []string {
 			}
 			checked++
 			if total != parts {
-				problems = append(problems, fmt.Sprintf("%s=%d but %s add up to %d: %q", sum[0], total, strings.Join(sum[1:], "+"), parts, l))
+				problems = append(problems, fmt.Sprintf("%s=%d but %s add up to %d: %q", sum[0], total, strings.Join(sum[1:], "+"), parts, vals[""]))
 				break
 			}
 		}
@@ -618,17 +628,10 @@ func checkSums(c kernelCase, trace []string, synths map[string]bool) []string {
 // sched_switch is the task switched out, prev_comm).
 func checkSames(c kernelCase, trace []string, synths map[string]bool) []string {
 	var problems []string
+	lines := synthFields(trace, synths)
 	for _, pair := range c.sames {
 		checked := 0
-		for _, l := range trace {
-			m := synthLineRE.FindStringSubmatch(l)
-			if m == nil || !synths[m[1]] {
-				continue
-			}
-			vals := map[string]string{}
-			for _, f := range fieldRE.FindAllStringSubmatch(m[2], -1) {
-				vals[f[1]] = f[2]
-			}
+		for _, vals := range lines {
 			a, okA := vals[pair[0]]
 			b, okB := vals[pair[1]]
 			if !okA || !okB {
@@ -636,7 +639,7 @@ func checkSames(c kernelCase, trace []string, synths map[string]bool) []string {
 			}
 			checked++
 			if a != b {
-				problems = append(problems, fmt.Sprintf("%s=%s but %s=%s: %q", pair[0], a, pair[1], b, l))
+				problems = append(problems, fmt.Sprintf("%s=%s but %s=%s: %q", pair[0], a, pair[1], b, vals[""]))
 				break
 			}
 		}
