@@ -596,13 +596,14 @@ total,sys_close,5
 	if diff := cmp.Diff(want, stdout.String()); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
-	// The table form says which interval is partial.
+	// The table form says which interval is partial; Ctrl-C ends it.
 	f = newLiveFake(t, 0)
 	f.versions = map[string][]string{runInst + "events/raw_syscalls/sys_enter/hist": {syscallHist(10, 1), syscallHist(12, 1)}}
 	e, stdout, stderr = liveEnv(f)
 	e.tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
-	go func() { ticks <- time.Time{}; f.timer <- time.Time{} }()
-	if code := run([]string{"-r", "-i", "2", "-d", "3", "SELECT CAST(id AS SYSCALL) AS call FROM sys_enter"}, e); code != exitOK {
+	// Ctrl-C after the first interval: the partial one, then the total.
+	go func() { ticks <- time.Time{}; f.sigs <- os.Interrupt }()
+	if code := run([]string{"-r", "-i", "2", "SELECT CAST(id AS SYSCALL) AS call FROM sys_enter"}, e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, s := range []string{"=== interval 1: 0.0 s to 2.0 s\n", "=== interval 2: 2.0 s to ", ", partial\n", "=== total\n", "Totals: hits 2, entries 1, dropped 0"} {
