@@ -117,6 +117,10 @@ type splitter struct {
 	probes []*Probe
 	named  map[string]string           // carried value's key → its synthetic field name
 	deltas map[*compiler.Binary]string // expanded TIMESTAMP_DELTAs → their default label
+	// same maps a field that an ON pair makes equal to a field of an
+	// earlier event (same type, no modifier) to that field: one value,
+	// carried once.
+	same map[string]carried
 }
 
 // events resolves the statement's events and checks their aliases.
@@ -324,6 +328,7 @@ func (c *splitter) steps() []*step {
 	for _, it := range items {
 		use(n, it.expr)
 	}
+	c.sameAs()
 	carry := make([][]carried, n) // carry[k]: what step k's event holds for later steps
 	seen := make([]map[string]bool, n)
 	names := newVarNames()
@@ -331,13 +336,12 @@ func (c *splitter) steps() []*step {
 	named := c.named
 	for s := 2; s <= n; s++ {
 		for _, f := range uses[s] {
-			r := c.refs[f]
-			k := carriedOf(r)
+			k := c.canon(carriedOf(c.refs[f]))
 			if named[k.key()] == "" {
 				named[k.key()] = names.take(c.carriedName(k))
 			}
 			k.name = named[k.key()]
-			for st := max(r.side, 1); st < s; st++ {
+			for st := max(k.side, 1); st < s; st++ {
 				if seen[st] == nil {
 					seen[st] = map[string]bool{}
 				}
@@ -592,6 +596,7 @@ func (c *splitter) rewriteField(f *compiler.Field, s int, names []string) *compi
 		mod = parts[1:] // a display modifier: the step applies it
 	}
 	if r.side < s && s > 1 {
+		k = c.canon(k)
 		k.name = c.named[k.key()] // the previous step carries it
 	}
 	out := c.carriedRef(k, s, names, parts[0].Pos, parts[0].End)
@@ -972,4 +977,35 @@ func (c *splitter) qualName(i int) string {
 		return s.table.Alias.Name
 	}
 	return s.ev.Name
+}
+
+// sameAs records the fields that ON pairs make equal: the later event's
+// field is the earlier one's, so a step carries the value once (carrying
+// both halves of "w.pid = wk.pid" would save the same pid twice).
+func (c *splitter) sameAs() {
+	c.same = map[string]carried{}
+	for _, on := range c.ons {
+		for _, m := range on {
+			l, r := c.refs[m.Left], c.refs[m.Right]
+			if l == nil || r == nil || l.side == r.side || l.mod != "" || r.mod != "" || l.pseudo || r.pseudo || l.typ != r.typ {
+				continue
+			}
+			if l.side > r.side {
+				l, r = r, l
+			}
+			c.same[carriedOf(r).key()] = c.canon(carriedOf(l))
+		}
+	}
+}
+
+// canon returns the value k is known to equal in the earliest event.
+func (c *splitter) canon(k carried) carried {
+	for i := 0; i < len(c.same); i++ {
+		e, ok := c.same[k.key()]
+		if !ok {
+			break
+		}
+		k = e
+	}
+	return k
 }
