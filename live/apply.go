@@ -119,7 +119,7 @@ func (t *Target) gone(c emit.Command) bool {
 	if err != nil {
 		return false // cannot tell: report the failure
 	}
-	return !strings.Contains(string(data), c.Marker)
+	return !strings.Contains(tracefs.RepairListing(string(data)), c.Marker)
 }
 
 // errorLog reads the kernel's error_log, if there is one.

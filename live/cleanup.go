@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Leftover is what a run that did not end cleanly (SIGKILL, the OOM
@@ -215,7 +216,7 @@ func triggersUnder(t *Target, root string) []trigger {
 					continue // comments, and the other kinds of trigger
 				}
 				l = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(l, " [active]"), " [paused]"), " [inactive]")
-				out = append(out, trigger{file: f, spec: l})
+				out = append(out, trigger{file: f, spec: tracefs.RepairListing(l)})
 			}
 		}
 	}

@@ -48,3 +48,29 @@ func TestDeadRuns(t *testing.T) {
 		t.Errorf("DeadRuns = %v, want [7 9]", got)
 	}
 }
+
+// A dead run's trigger keyed by common_cpu, as 7.2 lists it, is removed
+// with the field's real name: 7.2 refuses "!" with its own listing.
+func TestLeftoverTriggerListedBy72(t *testing.T) {
+	trig := "instances/sqlhist_7/events/synthetic/lat_7/trigger"
+	fsys := fstest.MapFS{
+		"instances/sqlhist_7/trace": {},
+		trig: {Data: []byte("# Available triggers:\n" +
+			"hist:keys=common_cpucommon_cpu:vals=hitcount:sort=hitcount:size=2048 if lat >= 9223372036854775808 [active]\n")},
+		"dynamic_events": {Data: []byte("s:synthetic/lat_7\tu64 lat\n")},
+	}
+	got := FindLeftovers(&Target{FS: fsys}, func(int) bool { return false })
+	if len(got) != 1 {
+		t.Fatalf("FindLeftovers = %d runs, want 1", len(got))
+	}
+	want := "!hist:keys=common_cpu:vals=hitcount:sort=hitcount:size=2048 if lat >= 9223372036854775808"
+	for _, c := range got[0].Commands {
+		if c.File == trig {
+			if c.Line != want {
+				t.Errorf("removal = %q, want %q", c.Line, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no removal of the trigger in %+v", got[0].Commands)
+}

@@ -2,6 +2,7 @@ package tracefs
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -148,7 +149,7 @@ func (p *histParser) histogram() (*Histogram, error) {
 	h := &Histogram{}
 	for !p.eof() && strings.HasPrefix(p.lines[p.i], "#") {
 		if info, ok := strings.CutPrefix(p.next(), "# trigger info: "); ok {
-			h.TriggerInfo, h.Paused = cutTriggerState(strings.TrimSpace(info))
+			h.TriggerInfo, h.Paused = cutTriggerState(RepairListing(strings.TrimSpace(info)))
 		}
 	}
 	if h.TriggerInfo == "" {
@@ -342,4 +343,20 @@ func (p *histParser) totals(h *Histogram) error {
 func (h *Histogram) KeyFields() []string {
 	keys, _ := triggerFields(h.TriggerInfo)
 	return keys
+}
+
+// doubledCPU matches how 7.2 lists a common_cpu field of a hist trigger:
+// the field's name after "common_cpu" ("common_cpucommon_cpu", or
+// "common_cpucpu" for the cpu alias). 6.1 and 6.12 list "common_cpu".
+var doubledCPU = regexp.MustCompile(`\bcommon_cpu(?:common_cpu|cpu)\b`)
+
+// RepairListing turns a trigger as a trigger file or a hist file lists it
+// back into a trigger the kernel accepts: 7.2 refuses its own listing of a
+// common_cpu field ("Couldn't find field"), so removing a listed trigger
+// with "!" needs the field's real name.
+func RepairListing(listed string) string {
+	if !strings.Contains(listed, "common_cpu") {
+		return listed
+	}
+	return doubledCPU.ReplaceAllString(listed, "common_cpu")
 }
