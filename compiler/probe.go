@@ -69,6 +69,9 @@ type ProbeArg struct {
 	Fields []*Ident
 	// Retval is set when the argument reads $retval.
 	Retval bool
+	// Regs are the registers the argument reads (%NAME, without the %):
+	// the planner checks them against the target's architecture.
+	Regs []*Ident
 }
 
 // Body returns FETCHARG[:TYPE], the text the kernel limits to
@@ -475,12 +478,6 @@ type fetchParser struct {
 	arg  *ProbeArg
 }
 
-// x86_64 register names as the kernel's regs_query_register_offset knows them.
-var x86Regs = map[string]bool{"ax": true, "bx": true, "cx": true, "dx": true, "si": true,
-	"di": true, "bp": true, "sp": true, "r8": true, "r9": true, "r10": true, "r11": true,
-	"r12": true, "r13": true, "r14": true, "r15": true, "ip": true, "flags": true, "cs": true,
-	"ss": true, "orig_ax": true}
-
 func (f *fetchParser) errorf(i, j int, format string, args ...any) fetchKind {
 	f.pp.errorf(f.base+i, f.base+j, format, args...)
 	return fetchBad
@@ -501,9 +498,12 @@ func (f *fetchParser) at(i, j int) fetchKind {
 		if p.Kind == EProbe {
 			return f.errorf(i, j, "an eprobe reads the fields of its event ($field), not registers")
 		}
-		if !x86Regs[s[1:]] {
-			return f.errorf(i, j, "unknown register %q (x86_64: %%di %%si %%dx %%cx %%r8 %%r9 %%ax %%sp …)", s)
+		// Which names exist depends on the target's architecture: the
+		// planner checks them against it.
+		if !isRegName(s[1:]) {
+			return f.errorf(i, j, "bad register %q: write %%NAME (%%di on x86_64, %%x0 on arm64, %%r0 on arm)", s)
 		}
+		f.arg.Regs = append(f.arg.Regs, &Ident{Name: s[1:], Pos: source.PosOf(f.base + i), End: source.PosOf(f.base + j)})
 		return fetchValue
 	case '@':
 		return f.memory(i, j)
@@ -618,7 +618,9 @@ func (f *fetchParser) variable(i, j int, entry bool) fetchKind {
 			return f.errorf(i, j, "bad argument number %q: write $arg1, $arg2, …", "$"+v)
 		}
 		if p.Kind == UProbe || p.Kind == URetProbe {
-			return f.errorf(i, j, "a uprobe cannot read %q: use the registers of the calling convention (%%di, %%si, …)", "$"+v)
+			x := f.pp.errorf(f.base+i, f.base+j, "a uprobe cannot read %q: read the register the calling convention passes it in", "$"+v)
+			x.Hint = "the first arguments are in %di %si %dx %cx on x86_64, %x0 %x1 %x2 %x3 on arm64, %r0 %r1 %r2 %r3 on arm"
+			return fetchBad
 		}
 		if !entry && !p.Return {
 			return f.errorf(i, j, "$argN needs the function's entry: drop the +%d offset", p.Offset)
@@ -676,6 +678,20 @@ func (pp *probeParser) checkType(x *ProbeArg, kind fetchKind, pos, end int) bool
 		d := pp.errorf(pos, end, "type %s reads memory: dereference the pointer, as +0(%s):%s", base, x.Fetch, base)
 		d.Hint = "the kernel says \"String accepts only memory argument\""
 		return false
+	}
+	return true
+}
+
+// isRegName reports whether s can be a register name: letters, digits and
+// underscores (ORIG_r0 on arm, orig_ax on x86_64).
+func isRegName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
 	}
 	return true
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -14,43 +13,83 @@ import (
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
-// OpenCatalog picks where event formats come from: the directory formats
-// (a tracefs or a copy of one), else the embedded catalog of kernel, else
-// the tracefs at root when it holds events/, else the newest embedded
-// catalog. dir opens a directory of the machine.
-func OpenCatalog(formats, kernel, root string, dir func(string) (fs.FS, error)) (*tracefs.Catalog, error) {
+// CatalogSource says where event formats come from.
+type CatalogSource struct {
+	// Formats is a directory: a tracefs or a copy of one.
+	Formats string
+	// Machine marks Formats as this machine's tracefs (-e, -r): its kernel
+	// release and architecture are the running ones.
+	Machine bool
+	// Kernel names an embedded catalog; Arch picks its architecture, and
+	// with Formats or a tracefs it overrides what they tell.
+	Kernel, Arch string
+	// Root is the tracefs used when neither Formats nor Kernel is given
+	// and it holds events/.
+	Root string
+	// Dir opens a directory of the machine.
+	Dir func(string) (fs.FS, error)
+}
+
+// OpenCatalog picks where event formats come from: the directory Formats,
+// else the embedded catalog of Kernel (on Arch), else the tracefs at Root
+// when it holds events/, else the newest embedded catalog (of Arch).
+func OpenCatalog(src CatalogSource) (*tracefs.Catalog, error) {
+	var arch *tracefs.Arch
+	if src.Arch != "" {
+		a, err := tracefs.LookupArch(src.Arch)
+		if err != nil {
+			return nil, fmt.Errorf("--arch: %v", err)
+		}
+		arch = a
+	}
+	var cat *tracefs.Catalog
+	machine := src.Machine
 	switch {
-	case formats != "":
-		fsys, err := dir(formats)
+	case src.Formats != "":
+		fsys, err := src.Dir(src.Formats)
 		if err != nil {
 			return nil, fmt.Errorf("--formats: %v", err)
 		}
 		if _, err := fs.Stat(fsys, "events"); err != nil {
-			return nil, fmt.Errorf("--formats %s: no events/ directory there", formats)
+			return nil, fmt.Errorf("--formats %s: no events/ directory there", src.Formats)
 		}
-		return tracefs.Open(fsys), nil
-	case kernel != "":
-		fsys, err := tracefs.Embedded(kernel)
+		cat = tracefs.Open(fsys)
+	case src.Kernel != "":
+		fsys, err := tracefs.EmbeddedOf(src.Kernel, arch)
 		if err != nil {
 			return nil, fmt.Errorf("--kernel: %v", err)
 		}
 		return tracefs.Open(fsys), nil
-	}
-	if HasEvents(dir, root) {
-		fsys, _ := dir(root)
-		cat := tracefs.Open(fsys)
-		// The tracefs of this machine: its kernel is the running one.
-		if rel, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-			cat.SetRelease(string(rel))
+	case HasEvents(src.Dir, src.Root):
+		fsys, _ := src.Dir(src.Root)
+		cat = tracefs.Open(fsys)
+		machine = true
+	default:
+		fsys, err := tracefs.EmbeddedOf("", arch)
+		if err != nil {
+			return nil, fmt.Errorf("no event catalog: %v", err)
 		}
-		return cat, nil
+		return tracefs.Open(fsys), nil
 	}
-	fsys, err := tracefs.Embedded("")
-	if err != nil {
-		return nil, fmt.Errorf("no event catalog: %v", err)
+	if machine {
+		// The tracefs of this machine: its kernel is the running one.
+		release, mach := Machine()
+		if release != "" {
+			cat.SetRelease(release)
+		}
+		if a, err := tracefs.LookupArch(mach); err == nil && arch == nil {
+			cat.SetArch(a, "the running machine ("+mach+")")
+		}
 	}
-	return tracefs.Open(fsys), nil
+	if arch != nil {
+		cat.SetArch(arch, "--arch")
+	}
+	return cat, nil
 }
+
+// Machine returns the running kernel's release and machine (uname -r and
+// uname -m); a variable for tests.
+var Machine = machine
 
 // CatalogError is a refusal about the event catalog, with a hint. Usage
 // marks a name that cannot be an event at all (a usage error for the

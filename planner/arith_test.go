@@ -175,7 +175,7 @@ func TestSynthEvent(t *testing.T) {
 	if got, want := s.Definition(), "char comm[16]; char name[]; unsigned long stack[]; pid_t pid; u64 delta; gfp_t flags"; got != want {
 		t.Errorf("Definition() = %q, want %q", got, want)
 	}
-	ev := synthEvent(s, defaultCommonFields())
+	ev := synthEvent(s, defaultCommonFields(), 8)
 	type kind struct {
 		Decl   string
 		Len    int
@@ -191,12 +191,21 @@ func TestSynthEvent(t *testing.T) {
 		{"char[16]", 16, 16, false, tracefs.KindString},
 		{"__data_loc char[]", 0, 8, false, tracefs.KindDynString},
 		{"unsigned long[]", 0, 8, false, tracefs.KindDynArray},
-		{"pid_t", 0, 8, true, tracefs.KindInt},
+		{"pid_t", 0, 4, true, tracefs.KindInt},
 		{"u64", 0, 8, false, tracefs.KindInt},
-		{"gfp_t", 0, 8, false, tracefs.KindInt},
+		{"gfp_t", 0, 4, false, tracefs.KindInt},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("fields (-want +got):\n%s", diff)
+	}
+	// unsigned long and long are the target's word: 4 bytes on 32-bit arm.
+	w := &Synth{Name: "w", Fields: []*SynthField{{Name: "a", Type: "unsigned long"}, {Name: "b", Type: "long"}}}
+	for word, want := range map[int]int{8: 8, 4: 4} {
+		for _, f := range synthEvent(w, nil, word).Fields {
+			if f.Size != want {
+				t.Errorf("word %d: %s %s has size %d, want %d", word, f.Decl, f.Name, f.Size, want)
+			}
+		}
 	}
 	if diff := cmp.Diff([]string{"common_type", "common_flags", "common_preempt_count", "common_pid", "comm", "name", "stack", "pid", "delta", "flags"}, ev.FieldNames()); diff != "" {
 		t.Errorf("FieldNames (-want +got):\n%s", diff)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // readBinary reads a uprobe's binary with read (the command's file
@@ -35,9 +37,11 @@ func symbolOffset(data []byte, name string) (uint64, error) {
 // elfFuncs is what uprobes need of a binary, read once per binary: the
 // addresses of its functions by name and its executable segments.
 type elfFuncs struct {
-	addrs map[string][]uint64
-	names []string
-	progs []*elf.Prog // executable PT_LOAD segments
+	addrs   map[string][]uint64
+	names   []string
+	progs   []*elf.Prog // executable PT_LOAD segments
+	machine elf.Machine
+	class   elf.Class
 }
 
 // readFuncs reads the function symbols and executable segments of an ELF
@@ -50,7 +54,7 @@ func readFuncs(data []byte) (*elfFuncs, error) {
 	defer f.Close()
 	syms, _ := f.Symbols()
 	dyn, _ := f.DynamicSymbols()
-	b := &elfFuncs{addrs: map[string][]uint64{}}
+	b := &elfFuncs{addrs: map[string][]uint64{}, machine: f.Machine, class: f.Class}
 	if len(syms) == 0 && len(dyn) == 0 {
 		return b, nil // stripped: offset says so
 	}
@@ -96,4 +100,45 @@ func (b *elfFuncs) offset(name string) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("function %q (0x%x) is in no executable segment", name, addrs[0])
+}
+
+// checkArch refuses a binary built for another machine than the target:
+// the kernel would place the probe at an offset that means nothing there.
+func (b *elfFuncs) checkArch(arch *tracefs.Arch) error {
+	if b.machine == arch.Machine && b.class == arch.Class {
+		return nil
+	}
+	return fmt.Errorf("a binary of %s, and the target is %s: probe a binary built for the target", elfArchName(b.machine, b.class), arch.Name)
+}
+
+// elfArchName names an ELF machine and class: an architecture sqlhist
+// knows, else the ELF constants.
+func elfArchName(m elf.Machine, c elf.Class) string {
+	for _, a := range tracefs.Arches {
+		if a.Machine == m && a.Class == c {
+			return a.Name
+		}
+	}
+	bits := "32-bit"
+	if c == elf.ELFCLASS64 {
+		bits = "64-bit"
+	}
+	return fmt.Sprintf("%v (%s)", m, bits)
+}
+
+// thumbOnArm refuses Thumb code on 32-bit arm: the kernel's arm uprobes
+// decode ARM-mode instructions only and refuse an address that is not
+// 4-byte aligned (arch_uprobe_analyze_insn) when the probe is enabled,
+// not when it is defined. A Thumb function's symbol has its low bit set.
+func thumbOnArm(arch *tracefs.Arch, name string, addr uint64) error {
+	if arch.Machine != elf.EM_ARM {
+		return nil
+	}
+	if addr&1 != 0 {
+		return fmt.Errorf("function %q is Thumb code (its symbol's address 0x%x is odd): uprobes on 32-bit arm probe ARM-mode code only", name, addr)
+	}
+	if addr&3 != 0 {
+		return fmt.Errorf("offset 0x%x of %q is not 4-byte aligned: uprobes on 32-bit arm probe ARM-mode instructions only", addr, name)
+	}
+	return nil
 }

@@ -193,7 +193,7 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 	}
 	p.checkSizes(u)
 	if u.Synth != nil {
-		p.cat.Define(synthEvent(u.Synth, p.commonFields()))
+		p.cat.Define(synthEvent(u.Synth, p.commonFields(), p.wordSize()))
 	}
 	return u
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
@@ -177,15 +178,30 @@ func (p *planner) uprobePlace(pr *compiler.Probe) (place, base, letter string) {
 	base = path.Base(pr.Path) + "_" + pr.Symbol
 	if pr.HasAddress {
 		base = path.Base(pr.Path) + fmt.Sprintf("_0x%x", pr.Address)
+		if arch, _ := p.cat.Arch(); thumbOnArm(arch, fmt.Sprintf("0x%x", pr.Address), pr.Address) != nil {
+			p.diags.Add(pr.SymPos, pr.SymEnd, "%s: offset 0x%x is not 4-byte aligned: uprobes on 32-bit arm probe ARM-mode instructions only", pr.Path, pr.Address)
+			return "", "", ""
+		}
 	} else {
 		bin := p.binary(pr.Path)
 		if bin.readErr != nil {
 			p.diags.Add(pr.TargetPos, pr.TargetEnd, "cannot read the binary: %v", bin.readErr)
 			return "", "", ""
 		}
+		arch, how := p.cat.Arch()
+		if bin.parseErr == nil {
+			if err := bin.funcs.checkArch(arch); err != nil {
+				x := p.diags.Add(pr.TargetPos, pr.TargetEnd, "%s is %v", pr.Path, err)
+				x.Hint = archHint(arch, how)
+				return "", "", ""
+			}
+		}
 		err := bin.parseErr
 		if err == nil {
 			off, err = bin.funcs.offset(pr.Symbol)
+		}
+		if err == nil {
+			err = thumbOnArm(arch, pr.Symbol, bin.funcs.addrs[pr.Symbol][0])
 		}
 		if err != nil {
 			p.diags.Add(pr.SymPos, pr.SymEnd, "%s: %v", pr.Path, err)
@@ -222,9 +238,17 @@ func (p *planner) eprobeSource(pr *compiler.Probe) *tracefs.Event {
 	return ev
 }
 
-// checkArgs applies the rules that depend on the kernel.
+// checkArgs applies the rules that depend on the kernel and on its
+// architecture.
 func (p *planner) checkArgs(pr *compiler.Probe) {
+	arch, how := p.cat.Arch()
 	for _, a := range pr.Args {
+		for _, r := range a.Regs {
+			if !arch.HasReg(r.Name) {
+				x := p.diags.Add(r.Pos, r.End, "%s has no register %%%s: its probes read %s", arch.Name, r.Name, arch.RegList())
+				x.Hint = archHint(arch, how)
+			}
+		}
 		if pr.Kind == compiler.KRetProbe || pr.Return && pr.Kind == compiler.KProbe {
 			if strings.Contains(a.Fetch, "$arg") && !p.feat.RetprobeArgs {
 				x := p.diags.Add(a.FetchPos, a.End, "this kernel cannot read $argN in a return probe (Linux 6.9 can)")
@@ -250,17 +274,19 @@ func (p *planner) probeEvent(probe *Probe, pr *compiler.Probe) *tracefs.Event {
 		fmt.Fprintf(&b, "\tfield:%s %s;\toffset:%d;\tsize:%d;\tsigned:%d;\n", decl, name, off, size, b2i(signed))
 		off += size
 	}
-	off = (off + 7) &^ 7
+	arch, _ := p.cat.Arch()
+	word := arch.LongSize()
+	off = (off + word - 1) &^ (word - 1)
 	switch {
 	case pr.Kind == compiler.EProbe:
 	case pr.Return:
-		field("unsigned long", "__probe_func", 8, false)
-		field("unsigned long", "__probe_ret_ip", 8, false)
+		field("unsigned long", "__probe_func", word, false)
+		field("unsigned long", "__probe_ret_ip", word, false)
 	default:
-		field("unsigned long", "__probe_ip", 8, false)
+		field("unsigned long", "__probe_ip", word, false)
 	}
 	for _, a := range pr.Args {
-		decl, size, signed, count := argFieldType(a.Type)
+		decl, size, signed, count := argFieldType(a.Type, arch.Bits)
 		name := a.Name
 		if count > 0 {
 			name += "[]"
@@ -278,8 +304,9 @@ func (p *planner) probeEvent(probe *Probe, pr *compiler.Probe) *tracefs.Event {
 
 // argFieldType returns how the kernel declares an argument's field
 // (traceprobe_define_arg_fields): x types show as u types, symbols and
-// untyped arguments as u64, strings as __data_loc char[].
-func argFieldType(typ string) (decl string, size int, signed bool, count int) {
+// untyped arguments as the word (u64, or u32 on a 32-bit target), strings
+// as __data_loc char[].
+func argFieldType(typ string, bits int) (decl string, size int, signed bool, count int) {
 	base := typ
 	if k := strings.IndexByte(typ, '['); k >= 0 {
 		fmt.Sscanf(typ[k:], "[%d]", &count)
@@ -287,19 +314,19 @@ func argFieldType(typ string) (decl string, size int, signed bool, count int) {
 	}
 	switch {
 	case base == "" || base == "symbol":
-		return "u64", 8, false, count
+		return "u" + strconv.Itoa(bits), bits / 8, false, count
 	case base == "string" || base == "ustring":
 		return "__data_loc char[]", 4, true, count
 	}
-	var bits int
-	fmt.Sscanf(base[1:], "%d", &bits)
+	var width int
+	fmt.Sscanf(base[1:], "%d", &width)
 	switch base[0] {
 	case 's':
-		return base, bits / 8, true, count
+		return base, width / 8, true, count
 	case 'x':
-		return "u" + base[1:], bits / 8, false, count
+		return "u" + base[1:], width / 8, false, count
 	}
-	return base, bits / 8, false, count
+	return base, width / 8, false, count
 }
 
 func b2i(b bool) int {
@@ -324,4 +351,22 @@ func (p *planner) commonFields() []*tracefs.Field {
 		return out
 	}
 	return defaultCommonFields()
+}
+
+// archHint says where the target's architecture was learned and how to
+// choose another.
+func archHint(arch *tracefs.Arch, how string) string {
+	if how == "--arch" {
+		return "the target is " + arch.Name + " (--arch)"
+	}
+	if how == "assumed" {
+		return "nothing tells the target's architecture, so it is taken to be " + arch.Name + "; --arch NAME gives it"
+	}
+	return "the target is " + arch.Name + ", as " + how + " tells; --arch NAME gives another"
+}
+
+// wordSize is the size of unsigned long and pointers on the target.
+func (p *planner) wordSize() int {
+	arch, _ := p.cat.Arch()
+	return arch.LongSize()
 }

@@ -78,7 +78,7 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 		h.Vals = append(h.Vals, lat.Name)
 		// The variable's name is unique on the synthetic event, whatever
 		// other triggers the script puts on it.
-		v := newVarNames(synthEvent(s, nil)).take(s.Name + "_max")
+		v := newVarNames(synthEvent(s, nil, 8)).take(s.Name + "_max")
 		h.Vars = append(h.Vars, Var{Name: v, Expr: lat.Name})
 		h.Actions = append(h.Actions, "onmax($"+v+").save("+lat.Name+")")
 		// A negative latency (the end stamped before the start: clock skew

@@ -59,6 +59,22 @@ func (p *planner) synthField(name string, t vtype, pos, end source.Pos) *SynthFi
 	return f
 }
 
+// synthScalarSize is the size the kernel gives a scalar synthetic field
+// (synth_field_size): long and unsigned long are the target's word.
+func synthScalarSize(typ string, word int) int {
+	switch typ {
+	case "u8", "s8", "char", "unsigned char", "bool":
+		return 1
+	case "u16", "s16":
+		return 2
+	case "u32", "s32", "int", "unsigned int", "pid_t", "gfp_t":
+		return 4
+	case "long", "unsigned long":
+		return word
+	}
+	return 8
+}
+
 func fixedWidth(size int, signed bool) string {
 	var s string
 	switch size {
@@ -81,17 +97,17 @@ func fixedWidth(size int, signed bool) string {
 
 // synthEvent describes a synthetic event as an event of the catalog, so
 // later statements can read from it: the kernel's common fields, then the
-// synthetic event's own.
-func synthEvent(s *Synth, common []*tracefs.Field) *tracefs.Event {
+// synthetic event's own. word is the size of unsigned long on the target.
+func synthEvent(s *Synth, common []*tracefs.Field, word int) *tracefs.Event {
 	ev := &tracefs.Event{System: "synthetic", Name: s.Name}
 	ev.Fields = append(ev.Fields, common...)
 	for _, f := range s.Fields {
-		tf := &tracefs.Field{Name: f.Name, Base: f.Type, Decl: f.Type + f.Array, Size: 8, Kind: tracefs.KindInt}
+		tf := &tracefs.Field{Name: f.Name, Base: f.Type, Decl: f.Type + f.Array, Size: synthScalarSize(f.Type, word), Kind: tracefs.KindInt}
 		switch {
 		case f.Array == "[]" && f.Type == "char":
-			tf.Decl, tf.Kind = "__data_loc char[]", tracefs.KindDynString
+			tf.Decl, tf.Kind, tf.Size = "__data_loc char[]", tracefs.KindDynString, 8
 		case f.Array == "[]":
-			tf.Decl, tf.Kind = "unsigned long[]", tracefs.KindDynArray
+			tf.Decl, tf.Kind, tf.Size = "unsigned long[]", tracefs.KindDynArray, 8
 		case f.Array != "":
 			n, _ := strconv.Atoi(f.Array[1 : len(f.Array)-1])
 			tf.Len, tf.Size, tf.Kind = n, n, tracefs.KindString

@@ -41,6 +41,12 @@ type Catalog struct {
 	featOnce sync.Once
 	feat     Features
 	release  string // the running kernel's release, for a live tracefs
+
+	arch        *Arch // given with SetArch
+	archHow     string
+	archOnce    sync.Once
+	inferred    *Arch // read from the catalog
+	inferredHow string
 }
 
 // SetRelease records the release of the kernel behind the catalog

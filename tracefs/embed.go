@@ -18,18 +18,42 @@ import (
 //go:embed catalogs
 var catalogs embed.FS
 
-// EmbeddedKernels lists the kernel versions with an embedded catalog,
-// oldest first.
-func EmbeddedKernels() []string {
+// EmbeddedKernels lists the kernel versions with an embedded catalog of
+// x86_64 (the default architecture), oldest first.
+func EmbeddedKernels() []string { return EmbeddedKernelsOf(Arches[0]) }
+
+// EmbeddedKernelsOf lists the kernel versions with an embedded catalog of
+// an architecture, oldest first. The zip of an x86_64 kernel is
+// linux-<version>.zip, another architecture's linux-<version>-<debian>.zip
+// (linux-6.1-arm64.zip, linux-6.1-armhf.zip).
+func EmbeddedKernelsOf(arch *Arch) []string {
 	ents, _ := fs.ReadDir(catalogs, "catalogs")
 	var vs []string
 	for _, e := range ents {
-		if v, ok := strings.CutPrefix(e.Name(), "linux-"); ok && strings.HasSuffix(v, ".zip") {
-			vs = append(vs, strings.TrimSuffix(v, ".zip"))
+		v, ok := strings.CutPrefix(e.Name(), "linux-")
+		if !ok || !strings.HasSuffix(v, ".zip") {
+			continue
+		}
+		v = strings.TrimSuffix(v, ".zip")
+		version, debian, _ := strings.Cut(v, "-")
+		if debian == "" && arch.Name == Arches[0].Name || debian != "" && debian == arch.Debian {
+			vs = append(vs, version)
 		}
 	}
 	slices.SortFunc(vs, compareVersions)
 	return vs
+}
+
+// EmbeddedSummary names every embedded catalog by architecture, for help
+// texts: "6.1, 6.12, 7.2 (x86_64); 6.1 (arm)".
+func EmbeddedSummary() string {
+	var parts []string
+	for _, a := range Arches {
+		if vs := EmbeddedKernelsOf(a); len(vs) > 0 {
+			parts = append(parts, strings.Join(vs, ", ")+" ("+a.Name+")")
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func compareVersions(a, b string) int {
@@ -44,27 +68,45 @@ func compareVersions(a, b string) int {
 	return len(as) - len(bs)
 }
 
-// Embedded returns the embedded catalog of a kernel version ("6.1"), or the
-// newest one with an empty version, as a file system rooted like a tracefs.
-// The zip's directory is the name index; a format file is inflated only
-// when it is read.
-func Embedded(version string) (fs.FS, error) {
-	vs := EmbeddedKernels()
+// Embedded returns the embedded x86_64 catalog of a kernel version
+// ("6.1"), or the newest one with an empty version, as a file system
+// rooted like a tracefs.
+func Embedded(version string) (fs.FS, error) { return EmbeddedOf(version, nil) }
+
+// EmbeddedOf returns the embedded catalog of a kernel version on an
+// architecture (nil: x86_64), or that architecture's newest with an empty
+// version. The zip's directory is the name index; a format file is
+// inflated only when it is read.
+func EmbeddedOf(version string, arch *Arch) (fs.FS, error) {
+	if arch == nil {
+		arch = Arches[0]
+	}
+	vs := EmbeddedKernelsOf(arch)
 	if len(vs) == 0 {
+		if arch != Arches[0] {
+			return nil, fmt.Errorf("this build has no embedded event catalog of %s (have %s)", arch.Name, EmbeddedSummary())
+		}
 		return nil, fmt.Errorf("this build has no embedded event catalog")
 	}
 	if version == "" {
 		version = vs[len(vs)-1]
 	}
 	if !slices.Contains(vs, version) {
+		if arch != Arches[0] {
+			return nil, fmt.Errorf("no embedded catalog for kernel %q on %s (have %s)", version, arch.Name, EmbeddedSummary())
+		}
 		return nil, fmt.Errorf("no embedded catalog for kernel %q (have %s)", version, strings.Join(vs, ", "))
+	}
+	file := "linux-" + version + ".zip"
+	if arch != Arches[0] {
+		file = "linux-" + version + "-" + arch.Debian + ".zip"
 	}
 	embeddedMu.Lock()
 	defer embeddedMu.Unlock()
-	if r, ok := embeddedReaders[version]; ok {
+	if r, ok := embeddedReaders[file]; ok {
 		return r, nil
 	}
-	data, err := catalogs.ReadFile("catalogs/linux-" + version + ".zip")
+	data, err := catalogs.ReadFile("catalogs/" + file)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +114,7 @@ func Embedded(version string) (fs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	embeddedReaders[version] = r
+	embeddedReaders[file] = r
 	return r, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Golden cases describe the binaries their uprobes read as text: a
@@ -21,15 +23,26 @@ const (
 	elfSegSize  = 0x10000
 )
 
-// buildELF writes the ELF file a golden case's elf/ section describes.
+// buildELF writes the ELF file a golden case's elf/ section describes. A
+// first line "machine arm64" (or arm, riscv64) makes a binary of that
+// architecture: 32-bit for arm. The default is x86_64.
 func buildELF(desc string) ([]byte, error) {
 	type sym struct {
 		name  string
 		value uint64
 	}
 	var syms []sym
+	machine, class := elf.EM_X86_64, elf.ELFCLASS64
 	for _, l := range strings.Split(strings.TrimSpace(desc), "\n") {
 		f := strings.Fields(l)
+		if len(f) == 2 && f[0] == "machine" {
+			a, err := tracefs.LookupArch(f[1])
+			if err != nil {
+				return nil, fmt.Errorf("elf line %q: %v", l, err)
+			}
+			machine, class = a.Machine, a.Class
+			continue
+		}
 		if len(f) != 2 {
 			return nil, fmt.Errorf("elf line %q: want SYMBOL ADDRESS", l)
 		}
@@ -39,70 +52,96 @@ func buildELF(desc string) ([]byte, error) {
 		}
 		syms = append(syms, sym{f[0], v})
 	}
+	is64 := class == elf.ELFCLASS64
 	le := binary.LittleEndian
+	var b bytes.Buffer
+	w := func(v any) { binary.Write(&b, le, v) }
+	// addr writes an address or offset: 8 bytes in ELF64, 4 in ELF32.
+	addr := func(v uint64) {
+		if is64 {
+			w(v)
+		} else {
+			w(uint32(v))
+		}
+	}
+	symSize, ehdr, phdr, shdr := 24, 64, 56, 64
+	if !is64 {
+		symSize, ehdr, phdr, shdr = 16, 52, 32, 40
+	}
 	strtab := []byte{0}
-	symtab := make([]byte, 24) // symbol 0 is the null symbol
+	var symtab bytes.Buffer
+	symtab.Write(make([]byte, symSize)) // symbol 0 is the null symbol
+	info := byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_FUNC)
 	for _, s := range syms {
-		e := make([]byte, 24)
+		e := make([]byte, symSize)
 		le.PutUint32(e[0:], uint32(len(strtab)))
-		e[4] = byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_FUNC)
-		le.PutUint16(e[6:], uint16(elf.SHN_ABS))
-		le.PutUint64(e[8:], s.value)
-		le.PutUint64(e[16:], 16)
-		symtab = append(symtab, e...)
+		if is64 {
+			e[4] = info
+			le.PutUint16(e[6:], uint16(elf.SHN_ABS))
+			le.PutUint64(e[8:], s.value)
+			le.PutUint64(e[16:], 16)
+		} else {
+			le.PutUint32(e[4:], uint32(s.value))
+			le.PutUint32(e[8:], 16)
+			e[12] = info
+			le.PutUint16(e[14:], uint16(elf.SHN_ABS))
+		}
+		symtab.Write(e)
 		strtab = append(strtab, s.name+"\x00"...)
 	}
 	shstrtab := []byte("\x00.symtab\x00.strtab\x00.shstrtab\x00")
-	const ehdr, phdr = 64, 56
 	symOff := uint64(ehdr + phdr)
-	strOff := symOff + uint64(len(symtab))
+	strOff := symOff + uint64(symtab.Len())
 	shstrOff := strOff + uint64(len(strtab))
 	shOff := (shstrOff + uint64(len(shstrtab)) + 7) &^ 7
 
-	var b bytes.Buffer
-	w := func(v any) { binary.Write(&b, le, v) }
-	b.Write([]byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)})
+	b.Write([]byte{0x7f, 'E', 'L', 'F', byte(class), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)})
 	b.Write(make([]byte, 9))
 	w(uint16(elf.ET_EXEC))
-	w(uint16(elf.EM_X86_64))
+	w(uint16(machine))
 	w(uint32(elf.EV_CURRENT))
-	w(uint64(elfSegVaddr)) // entry
-	w(uint64(ehdr))        // phoff
-	w(shOff)
+	addr(elfSegVaddr)  // entry
+	addr(uint64(ehdr)) // phoff
+	addr(shOff)
 	w(uint32(0))
 	w(uint16(ehdr))
 	w(uint16(phdr))
 	w(uint16(1))
-	w(uint16(64))
+	w(uint16(shdr))
 	w(uint16(4)) // null, .symtab, .strtab, .shstrtab
 	w(uint16(3))
-	// The executable segment.
+	// The executable segment (ELF32 puts p_flags after p_memsz).
 	w(uint32(elf.PT_LOAD))
-	w(uint32(elf.PF_R | elf.PF_X))
-	w(uint64(elfSegOff))
-	w(uint64(elfSegVaddr))
-	w(uint64(elfSegVaddr))
-	w(uint64(elfSegSize))
-	w(uint64(elfSegSize))
-	w(uint64(0x1000))
-	b.Write(symtab)
+	if is64 {
+		w(uint32(elf.PF_R | elf.PF_X))
+	}
+	addr(elfSegOff)
+	addr(elfSegVaddr)
+	addr(elfSegVaddr)
+	addr(elfSegSize)
+	addr(elfSegSize)
+	if !is64 {
+		w(uint32(elf.PF_R | elf.PF_X))
+	}
+	addr(0x1000)
+	b.Write(symtab.Bytes())
 	b.Write(strtab)
 	b.Write(shstrtab)
 	b.Write(make([]byte, int(shOff)-b.Len()))
 	section := func(name uint32, typ elf.SectionType, off, size uint64, link, info uint32, entsize uint64) {
 		w(name)
 		w(uint32(typ))
-		w(uint64(0))
-		w(uint64(0))
-		w(off)
-		w(size)
+		addr(0) // flags
+		addr(0) // addr
+		addr(off)
+		addr(size)
 		w(link)
 		w(info)
-		w(uint64(1))
-		w(entsize)
+		addr(1)
+		addr(entsize)
 	}
 	section(0, elf.SHT_NULL, 0, 0, 0, 0, 0)
-	section(1, elf.SHT_SYMTAB, symOff, uint64(len(symtab)), 2, 1, 24)
+	section(1, elf.SHT_SYMTAB, symOff, uint64(symtab.Len()), 2, 1, uint64(symSize))
 	section(9, elf.SHT_STRTAB, strOff, uint64(len(strtab)), 0, 0, 0)
 	section(17, elf.SHT_STRTAB, shstrOff, uint64(len(shstrtab)), 0, 0, 0)
 	return b.Bytes(), nil
@@ -125,5 +164,28 @@ func TestBuildELF(t *testing.T) {
 	got := fmt.Sprint(len(syms), syms[0].Name, syms[0].Value, syms[1].Name, elf.ST_TYPE(syms[1].Info), len(f.Progs), f.Progs[0].Vaddr)
 	if want := fmt.Sprint(2, "main.work", 0x402345, "main.main", elf.STT_FUNC, 1, elfSegVaddr); got != want {
 		t.Errorf("read back %s, want %s", got, want)
+	}
+	for _, m := range []struct {
+		name    string
+		machine elf.Machine
+		class   elf.Class
+	}{{"arm64", elf.EM_AARCH64, elf.ELFCLASS64}, {"arm", elf.EM_ARM, elf.ELFCLASS32}} {
+		data, err := buildELF("machine " + m.name + "\nmain.main 0x402401\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		syms, err := f.Symbols()
+		if err != nil || len(syms) != 1 {
+			t.Fatalf("%s: symbols %v, %v", m.name, syms, err)
+		}
+		got := fmt.Sprint(f.Machine, f.Class, syms[0].Name, syms[0].Value, elf.ST_TYPE(syms[0].Info), len(f.Progs), f.Progs[0].Off, f.Progs[0].Vaddr, f.Progs[0].Flags)
+		want := fmt.Sprint(m.machine, m.class, "main.main", 0x402401, elf.STT_FUNC, 1, elfSegOff, elfSegVaddr, elf.PF_R|elf.PF_X)
+		if got != want {
+			t.Errorf("%s: read back %s, want %s", m.name, got, want)
+		}
 	}
 }

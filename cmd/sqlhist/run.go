@@ -79,6 +79,8 @@ func osEnv() env {
 // options holds the parsed command line.
 type options struct {
 	name, tracefsDir, formats, file, kernel string
+	arch                                    string // --arch
+	machine                                 bool   // formats is this machine's tracefs (-e, -r)
 	execute, teardown, help, run, deref     bool
 	onmax, onchange                         string
 	snapshot, trace                         bool
@@ -114,7 +116,8 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.file, "file", "f", "", "read SQL from `FILE` ('-' for stdin)")
 	fl.StringVarP(&o.tracefsDir, "tracefs", "t", "/sys/kernel/tracing", "tracefs on the target: used in printed paths and by --execute")
 	fl.StringVar(&o.formats, "formats", "", "read event formats from `DIR` (a tracefs or a copy); default: the -t dir when it holds events/, else the embedded catalog")
-	fl.StringVar(&o.kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+strings.Join(tracefs.EmbeddedKernels(), ", ")+")")
+	fl.StringVar(&o.kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+tracefs.EmbeddedSummary()+")")
+	fl.StringVar(&o.arch, "arch", "", "the target's architecture `ARCH` (x86_64, arm64, arm, riscv64): picks --kernel's catalog and the registers and binaries probes may use; default: what the catalog or the machine tells, else x86_64")
 	fl.BoolVarP(&o.execute, "execute", "e", false, "apply the commands to tracefs (all or nothing)")
 	fl.BoolVar(&o.teardown, "teardown", false, "print (or with -e apply) the commands that remove what the query creates")
 	fl.BoolVarP(&o.run, "run", "r", false, "apply, collect, print the results, then remove everything (in a private instance unless -B)")
@@ -345,7 +348,8 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 	if o.formats != "" && o.kernel != "" {
 		return nil, usageError(e, "--formats and --kernel both choose the event catalog: give one")
 	}
-	cat, err := live.OpenCatalog(o.formats, o.kernel, o.tracefsDir, e.dir)
+	cat, err := live.OpenCatalog(live.CatalogSource{Formats: o.formats, Machine: o.machine, Kernel: o.kernel,
+		Arch: o.arch, Root: o.tracefsDir, Dir: e.dir})
 	if err != nil {
 		return nil, usageError(e, "%v", err)
 	}
@@ -357,8 +361,8 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 // /proc/mounts says tracefs is mounted. sqlhist never mounts it. The event
 // catalog is then that tracefs, the kernel that will run the commands.
 func (o *options) executeTarget(e env, explicit, readOnly bool) int {
-	if o.formats != "" || o.kernel != "" {
-		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats and --kernel")
+	if o.formats != "" || o.kernel != "" || o.arch != "" {
+		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats, --kernel and --arch")
 	}
 	var mounts []byte
 	if e.mounts != nil {
@@ -372,6 +376,6 @@ func (o *options) executeTarget(e env, explicit, readOnly bool) int {
 		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
 		return exitQuery
 	}
-	o.tracefsDir, o.formats = root, root
+	o.tracefsDir, o.formats, o.machine = root, root, true
 	return exitOK
 }

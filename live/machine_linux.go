@@ -1,0 +1,25 @@
+package live
+
+import "syscall"
+
+// machine reads uname: the release and the machine of the running kernel.
+func machine() (release, mach string) {
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		return "", ""
+	}
+	return cstring(u.Release[:]), cstring(u.Machine[:])
+}
+
+// cstring reads a NUL-terminated utsname field (int8 on some
+// architectures, uint8 on others).
+func cstring[T int8 | uint8](b []T) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
