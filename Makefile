@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: build test unit kernels golden fuzz bench
+.PHONY: build test unit kernels golden fuzz bench dist
 
 build:
 	CGO_ENABLED=0 $(GO) build -o sqlhist ./cmd/sqlhist
@@ -25,6 +25,13 @@ unit:
 	$(FUZZCHECK) -time 10s ./emit FuzzQuote
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseHist
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseTraceLine
+
+# Static, reproducible binaries for linux/amd64, arm64, arm (GOARM=7) and
+# riscv64 in dist/, with SHA256SUMS; each is checked to be a static ELF of
+# its machine and to print what the amd64 build prints for every golden
+# query (foreign ones under qemu-user, installed when missing).
+dist:
+	$(GO) run ./tools/dist -out dist -install-qemu
 
 # Rewrite the want/ sections of testdata/queries/*.txtar.
 golden:

@@ -7,7 +7,7 @@ import (
 
 // numberBase offsets placeholder numbers so they cannot be confused with
 // anything else in the rewritten text (which holds no user numbers).
-const numberBase = 100000000000000000
+const numberBase int64 = 100000000000000000
 
 // rewritten is the text given to tidb and the way back to the source.
 type rewritten struct {
@@ -99,7 +99,7 @@ func rewrite(toks []*token) *rewritten {
 			rw.names[ph] = t
 			put(ph, t)
 		case tNumber:
-			v := int64(numberBase + i)
+			v := numberBase + int64(i)
 			rw.nums[v] = t
 			put(strconv.FormatInt(v, 10), t)
 		case tString:

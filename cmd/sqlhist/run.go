@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,6 +93,7 @@ type options struct {
 	listEvents                              bool     // --list-events [GLOB …]
 	pids, tids                              []string // -p, -L as given
 	cleanup, dryRun                         bool     // --cleanup [--dry-run]
+	version                                 bool     // --version
 }
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]
@@ -140,6 +143,7 @@ func run(args []string, e env) int {
 	fl.BoolVar(&o.cleanup, "cleanup", false, "remove what killed --run processes left in the tracefs (their instances, triggers, synthetic events, probes)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "with --cleanup: print what it would remove, remove nothing")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
+	fl.BoolVar(&o.version, "version", false, "print the build's commit, Go version and architecture, and the embedded catalogs")
 	fl.Usage = func() {
 		fmt.Fprint(e.stderr, usageHead)
 		fl.PrintDefaults()
@@ -154,6 +158,10 @@ func run(args []string, e env) int {
 		fmt.Fprint(e.stdout, usageHead)
 		fl.SetOutput(e.stdout)
 		fl.PrintDefaults()
+		return exitOK
+	}
+	if o.version {
+		fmt.Fprint(e.stdout, versionText())
 		return exitOK
 	}
 	if o.describe != "" || o.listEvents {
@@ -378,4 +386,33 @@ func (o *options) executeTarget(e env, explicit, readOnly bool) int {
 	}
 	o.tracefsDir, o.formats, o.machine = root, root, true
 	return exitOK
+}
+
+// versionText says which build this is: the commit it was built from (with
+// "+changes" when the tree had uncommitted changes), the Go toolchain, the
+// machine it was built for, and the embedded catalogs.
+func versionText() string {
+	commit := "unknown commit"
+	goVersion := runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, modified string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" {
+			commit = "commit " + rev
+			if modified == "true" {
+				commit += "+changes"
+			}
+		}
+	}
+	return fmt.Sprintf("sqlhist %s, %s, %s/%s\nembedded catalogs: %s\n", commit, goVersion, runtime.GOOS, runtime.GOARCH, tracefs.EmbeddedSummary())
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io/fs"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -280,5 +281,20 @@ func TestExecuteCreatesInstance(t *testing.T) {
 	run([]string{"-e", "--teardown", "-B", "mine", "-n", "wl", wakeupSQL}, e)
 	if strings.Contains(f.String(), "rmdir") || strings.Contains(f.String(), "mkdir") {
 		t.Errorf("--teardown touched the instance: %q", f.Writes)
+	}
+}
+
+// --version names the architecture and the embedded catalogs, and exits 0
+// without reading SQL.
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+	if code := run([]string{"--version"}, e); code != exitOK || stderr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.HasPrefix(out, "sqlhist ") || !strings.Contains(out, runtime.GOOS+"/"+runtime.GOARCH) ||
+		!strings.Contains(out, "embedded catalogs: "+tracefs.EmbeddedSummary()+"\n") {
+		t.Errorf("--version printed %q", out)
 	}
 }
