@@ -655,7 +655,13 @@ var hitcountRE = regexp.MustCompile(`hitcount:\s+(\d+)`)
 // checkHitSums checks each histogram the script puts on a synthetic event
 // (an aggregate over a JOIN): the counts of its rows add up to its hits,
 // which is every event the JOIN fired, none dropped, and there is at least
-// one.
+// one. The kernel prints a hist file's rows from a sorted copy of the map
+// and reads Hits after them: an event that fires while the file is printed
+// is in Hits and not in the rows (seen on 7.2: 458 rows, 459 hits; the
+// triggers of a synthetic event keep running after its enable is
+// cleared). So Hits may exceed the rows by hitSlack, never fall short.
+const hitSlack = 3
+
 func checkHitSums(commands string, hists map[string]string) []string {
 	var problems []string
 	found := false
@@ -671,13 +677,17 @@ func checkHitSums(commands string, hists map[string]string) []string {
 			rows += n
 		}
 		hits := hitsRE.FindStringSubmatch(text)
+		var nhits uint64
+		if hits != nil {
+			nhits, _ = strconv.ParseUint(hits[1], 10, 64)
+		}
 		dropped := regexp.MustCompile(`(?m)^\s*Dropped: (\d+)`).FindStringSubmatch(text)
 		switch {
 		case hits == nil:
 			problems = append(problems, fmt.Sprintf("%s: no Totals in the hist file:\n%s", path, text))
 		case hits[1] == "0":
 			problems = append(problems, fmt.Sprintf("%s: the histogram counted no event", path))
-		case strconv.FormatUint(rows, 10) != hits[1]:
+		case nhits < rows || nhits > rows+hitSlack:
 			problems = append(problems, fmt.Sprintf("%s: rows count %d events, the histogram's hits are %s", path, rows, hits[1]))
 		case dropped == nil || dropped[1] != "0":
 			problems = append(problems, fmt.Sprintf("%s: entries dropped:\n%s", path, text))

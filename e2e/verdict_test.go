@@ -120,7 +120,9 @@ func TestVerdictHitSums(t *testing.T) {
 		fail  string
 	}{
 		{hist(rows, 7, 0), ""},
-		{hist(rows, 9, 0), "rows count 7 events, the histogram's hits are 9"},
+		{hist(rows, 8, 0), ""}, // an event while the file was printed
+		{hist(rows, 11, 0), "rows count 7 events, the histogram's hits are 11"},
+		{hist(rows, 6, 0), "rows count 7 events, the histogram's hits are 6"},
 		{hist(rows, 7, 3), "entries dropped"},
 		{hist("", 0, 0), "counted no event"},
 	} {
