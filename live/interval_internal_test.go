@@ -49,3 +49,35 @@ func TestIntervalDifference(t *testing.T) {
 		t.Errorf("ls: count %d, sum %v, max %d (bound %v); want 2, 77, <=100", ls.Count, ls.Stats.Sum, ls.Stats.Max, ls.Stats.MaxBound)
 	}
 }
+
+// 7.2 lists a key twice now and then; a difference folds the twins of each
+// reading first, so every event of the interval is counted once, and a
+// histogram query's table shows the key once.
+func TestIntervalDuplicateKeys(t *testing.T) {
+	read := func(text string) *tracefs.Histogram {
+		hs, err := tracefs.ParseHist(text)
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("%v: %q", err, text)
+		}
+		return hs[0]
+	}
+	const head = "# event histogram\n#\n# trigger info: hist:keys=comm:vals=hitcount,lat:sort=hitcount:size=8192 [active]\n#\n\n"
+	before := read(head +
+		"{ comm: sh } hitcount:          3  lat:         30\n" +
+		"{ comm: sh } hitcount:          1  lat:         10\n" +
+		"\nTotals:\n    Hits: 4\n    Entries: 2\n    Dropped: 0\n")
+	after := read(head +
+		"{ comm: sh } hitcount:          1  lat:         10\n" +
+		"{ comm: sh } hitcount:          6  lat:         60\n" +
+		"\nTotals:\n    Hits: 7\n    Entries: 2\n    Dropped: 0\n")
+	d := histMinus(after, before)
+	if len(d.Entries) != 1 || d.Entries[0].Values[0].Num != 3 || d.Entries[0].Values[1].Num != 30 {
+		t.Fatalf("difference: %+v", d.Entries)
+	}
+	h := &planner.Hist{System: "sched", Event: "sched_switch", Keys: []string{"comm"},
+		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}}}
+	res := newResult(&planner.Unit{}, h, after)
+	if len(res.Rows) != 1 || res.Rows[0].Count != 7 {
+		t.Errorf("rows of a reading with a twin: %+v", res.Rows)
+	}
+}

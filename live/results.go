@@ -159,7 +159,7 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 	if res.Latency != nil {
 		dist = map[int]uint64{}
 	}
-	for _, ent := range got.Entries {
+	for _, ent := range mergeDuplicates(got.Entries) {
 		hits := uint64(0)
 		if len(ent.Values) > 0 && ent.Values[0].Name == "hitcount" {
 			hits = ent.Values[0].Num

@@ -243,6 +243,11 @@ func (p *planner) eprobeSource(pr *compiler.Probe) *tracefs.Event {
 func (p *planner) checkArgs(pr *compiler.Probe) {
 	arch, how := p.cat.Arch()
 	for _, a := range pr.Args {
+		if strings.Contains(a.Fetch, "$arg") && !p.feat.ProbeArgs && (pr.Kind == compiler.KProbe || pr.Kind == compiler.KRetProbe) {
+			x := p.diags.Add(a.FetchPos, a.End, "this kernel cannot read $argN: its architecture (%s) has no function-argument access for kprobes", arch.Name)
+			x.Hint = "read the argument's register instead: " + arch.ArgRegList() + " hold the first arguments at the function's entry"
+			continue
+		}
 		for _, r := range a.Regs {
 			if !arch.HasReg(r.Name) {
 				x := p.diags.Add(r.Pos, r.End, "%s has no register %%%s: its probes read %s", arch.Name, r.Name, arch.RegList())

@@ -29,6 +29,10 @@ type Features struct {
 	ErrorLog         bool // error_log (5.2)
 	Eprobes          bool // e: event probes in dynamic_events (5.15)
 	RetprobeArgs     bool // $argN in kernel return probes (6.9)
+	// ProbeArgs is $argN in kprobes at all: only architectures with the
+	// function-argument access API have it (x86_64 and arm64 do, 32-bit
+	// arm does not in 6.1: "Invalid $-valiable specified").
+	ProbeArgs bool
 	// CommonComm is the task's name as a hist key or variable, common_comm
 	// (6.16). The README does not list it: it is read from the kernel
 	// release (VERSION of a catalog, or the running kernel's).
@@ -65,7 +69,7 @@ func allFeatures() Features {
 		HistTriggers: true, SyntheticEvents: true, DynamicEvents: true,
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
-		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true,
+		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
 	}
 }
 
@@ -82,6 +86,7 @@ func FeaturesFromREADME(readme string) Features {
 	f.CommonStacktrace = has("common_stacktrace")
 	f.Eprobes = has("e[:[<group>/][<event>]]")
 	f.RetprobeArgs = has("kernel return probes support: $retval, $arg<N>")
+	f.ProbeArgs = has("$arg<N>")
 	f.CommonComm = has("common_comm")
 	f.StacktraceVars = f.CommonStacktrace
 	// '*', '/' and constants arrived in 5.16, after .buckets (5.15) and

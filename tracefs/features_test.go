@@ -14,27 +14,27 @@ func TestFeaturesEmbedded(t *testing.T) {
 	}{
 		{"5.10", Features{
 			FromREADME: true, Kernel: "5.10.0-46-cloud-amd64",
-			DynamicEvents: true, ErrorLog: true,
+			DynamicEvents: true, ErrorLog: true, ProbeArgs: true,
 		}},
 		{"6.1", Features{
 			FromREADME: true, Kernel: "6.1.0-56-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true, ErrorLog: true,
-			Eprobes: true,
+			Eprobes: true, ProbeArgs: true,
 		}},
 		{"6.12", Features{
 			FromREADME: true, Kernel: "6.12.117+deb13-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
-			Eprobes: true, RetprobeArgs: true,
+			Eprobes: true, RetprobeArgs: true, ProbeArgs: true,
 		}},
 		{"7.2", Features{
 			FromREADME: true, Kernel: "7.2.13+deb14-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
-			Eprobes: true, RetprobeArgs: true, CommonComm: true, // from its release: the README does not say
+			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, CommonComm: true, // from its release: the README does not say
 		}},
 	}
 	for _, tt := range tests {

@@ -2,15 +2,21 @@ package vm
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 )
 
-// Host packages the harness needs. Both come from Debian's own mirrors.
-var hostPackages = []string{"qemu-system-x86", "busybox-static"}
+// Host packages the harness needs, from Debian's own mirrors:
+// qemu-system-arm has qemu-system-aarch64 and qemu-system-arm.
+var hostPackages = []string{"qemu-system-x86", "qemu-system-arm", "busybox-static"}
+
+// hostQemus are the qemu binaries the harness runs.
+var hostQemus = []string{"qemu-system-x86_64", "qemu-system-aarch64", "qemu-system-arm"}
 
 // busyboxCandidates are the places busybox-static installs its binary
 // (/bin is a symlink to /usr/bin on merged-/usr systems).
@@ -21,9 +27,10 @@ var (
 	hostToolsErr  error
 )
 
-// EnsureHostTools makes sure qemu-system-x86_64 and a static busybox are
-// present, installing the Debian packages qemu-system-x86 and busybox-static
-// with apt-get (non-interactively, without recommends) when either is missing.
+// EnsureHostTools makes sure the qemu-system binaries and a static busybox
+// are present, installing the Debian packages qemu-system-x86,
+// qemu-system-arm and busybox-static with apt-get (non-interactively,
+// without recommends) when one is missing.
 // It needs root, or passwordless sudo. It is safe to call many times.
 func EnsureHostTools() error {
 	hostToolsOnce.Do(func() { hostToolsErr = ensureHostTools() })
@@ -31,8 +38,10 @@ func EnsureHostTools() error {
 }
 
 func hostToolsPresent() bool {
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		return false
+	for _, q := range hostQemus {
+		if _, err := exec.LookPath(q); err != nil {
+			return false
+		}
 	}
 	_, err := StaticBusybox()
 	return err == nil
@@ -65,7 +74,7 @@ func ensureHostTools() error {
 		return fmt.Errorf("installing host tools: %w", err)
 	}
 	if !hostToolsPresent() {
-		return fmt.Errorf("installing host tools: %v installed but qemu-system-x86_64 or a static busybox is still missing", hostPackages)
+		return fmt.Errorf("installing host tools: %v installed but one of %v or a static busybox is still missing", hostPackages, hostQemus)
 	}
 	return nil
 }
@@ -101,4 +110,69 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// busyboxSuite is the Debian suite whose busybox-static the guests of
+// other architectures run (the host's is x86-64).
+const busyboxSuite = "bookworm"
+
+// BusyboxFor returns a static busybox for a Debian architecture: the
+// host's for amd64, else busybox-static of that architecture from
+// busyboxSuite, downloaded once into <cache>/busybox/<arch>/busybox.
+func BusyboxFor(ctx context.Context, arch string) (string, error) {
+	if arch == "" || arch == "amd64" {
+		return StaticBusybox()
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "busybox", arch)
+	bin := filepath.Join(dir, "busybox")
+	if ok, _ := isStaticELF(bin); ok {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(filepath.Join(cache, ".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	a, err := newAptEnv(cache, busyboxSuite, arch)
+	if err != nil {
+		return "", err
+	}
+	Logf("vm: busybox-static for %s", arch)
+	if err := a.update(ctx); err != nil {
+		return "", err
+	}
+	work := filepath.Join(dir, "work")
+	os.RemoveAll(work)
+	defer os.RemoveAll(work)
+	if err := os.MkdirAll(filepath.Join(work, "root"), 0o755); err != nil {
+		return "", err
+	}
+	if _, err := a.run(ctx, work, "apt-get", "download", "busybox-static"); err != nil {
+		return "", err
+	}
+	debs, _ := filepath.Glob(filepath.Join(work, "busybox-static_*.deb"))
+	if len(debs) != 1 {
+		return "", fmt.Errorf("apt-get download busybox-static (%s) left %d .deb files", arch, len(debs))
+	}
+	if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", debs[0], filepath.Join(work, "root")).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("dpkg-deb -x %s: %v\n%s", debs[0], err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(work, "root", "bin", "busybox"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(bin+".tmp", data, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(bin+".tmp", bin); err != nil {
+		return "", err
+	}
+	return bin, nil
 }

@@ -45,7 +45,15 @@ func NewInitramfs(busybox string) (*Initramfs, error) {
 	}
 	out, err := exec.Command(busybox, "--list-full").Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s --list-full: %v", busybox, err)
+		// A busybox of another architecture does not run here: the
+		// host's (the same Debian release) has the same applets.
+		host, herr := StaticBusybox()
+		if herr != nil {
+			return nil, fmt.Errorf("%s --list-full: %v", busybox, err)
+		}
+		if out, err = exec.Command(host, "--list-full").Output(); err != nil {
+			return nil, fmt.Errorf("%s --list-full: %v", host, err)
+		}
 	}
 	applets := strings.Fields(string(out))
 	if len(applets) == 0 {

@@ -18,8 +18,14 @@ import (
 
 // Kernel is a Debian kernel the harness can boot.
 type Kernel struct {
-	Name  string // short name used on command lines: "5.10", "6.1", "6.12", "7.2"
+	Name  string // short name used on command lines: "5.10", "6.1", "6.12", "7.2", "6.1-arm64"
 	Suite string // Debian suite it comes from: bullseye, bookworm, trixie, sid
+	// Arch is Debian's architecture of the kernel: amd64 (when empty),
+	// arm64 or armhf. It picks the qemu, the machine and the busybox.
+	Arch string
+	// Meta is the flavour's metapackage, which depends on the current
+	// image package of the suite: linux-image-cloud-<arch> when empty.
+	Meta string
 
 	// HistTriggers says whether the kernel is expected to have hist
 	// triggers and synthetic events (5.10 in bullseye does not).
@@ -34,19 +40,45 @@ type Kernel struct {
 	Fetched string   // when it was fetched (RFC 3339, UTC)
 }
 
-// Kernels lists the kernels the harness knows, oldest first. All are the
-// "cloud" flavour (linux-image-cloud-amd64), which has ftrace, hist triggers
-// (from 6.1 here) and kprobe events built in, and boots fast without modules.
+// Kernels lists the kernels the harness knows, x86-64 oldest first, then
+// the other architectures. The amd64 and arm64 ones are the "cloud"
+// flavour, which has ftrace, hist triggers (from 6.1 here) and kprobe
+// events built in, and boots fast without modules; 32-bit arm has no cloud
+// flavour: armmp-lpae (Cortex-A15 and later, which qemu's virt machine
+// emulates) has the same tracing options.
 var Kernels = []Kernel{
 	{Name: "5.10", Suite: "bullseye", HistTriggers: false},
 	{Name: "6.1", Suite: "bookworm", HistTriggers: true},
 	{Name: "6.12", Suite: "trixie", HistTriggers: true},
 	{Name: "7.2", Suite: "sid", HistTriggers: true},
+	{Name: "6.1-arm64", Suite: "bookworm", Arch: "arm64", HistTriggers: true},
+	{Name: "6.12-arm64", Suite: "trixie", Arch: "arm64", HistTriggers: true},
+	{Name: "7.2-arm64", Suite: "sid", Arch: "arm64", HistTriggers: true},
+	{Name: "6.1-armhf", Suite: "bookworm", Arch: "armhf", Meta: "linux-image-armmp-lpae", HistTriggers: true},
+}
+
+// DebArch is the kernel's Debian architecture.
+func (k Kernel) DebArch() string {
+	if k.Arch == "" {
+		return "amd64"
+	}
+	return k.Arch
+}
+
+// ShortVersion is the kernel's version without the architecture: "6.1".
+func (k Kernel) ShortVersion() string {
+	v, _, _ := strings.Cut(k.Name, "-")
+	return v
 }
 
 // metaPackage is the flavour's metapackage; it depends on the current
-// versioned image package of each suite.
-const metaPackage = "linux-image-cloud-amd64"
+// versioned image package of the suite.
+func (k Kernel) metaPackage() string {
+	if k.Meta != "" {
+		return k.Meta
+	}
+	return "linux-image-cloud-" + k.DebArch()
+}
 
 // LookupKernel returns the kernel with the given short name (or suite).
 func LookupKernel(name string) (Kernel, error) {
@@ -192,20 +224,28 @@ type aptEnv struct {
 
 const debianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
-func newAptEnv(cache, suite string) (*aptEnv, error) {
-	dir := filepath.Join(cache, "apt", suite)
+func newAptEnv(cache, suite, arch string) (*aptEnv, error) {
+	if arch == "" {
+		arch = "amd64"
+	}
+	name := suite
+	if arch != "amd64" {
+		name += "-" + arch
+	}
+	dir := filepath.Join(cache, "apt", name)
 	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
 		}
 	}
-	signed := ""
+	opts := " [arch=" + arch
 	if _, err := os.Stat(debianKeyring); err == nil {
-		signed = " [signed-by=" + debianKeyring + "]"
+		opts += " signed-by=" + debianKeyring
 	}
-	src := fmt.Sprintf("deb%s http://deb.debian.org/debian %s main\n", signed, suite)
+	opts += "]"
+	src := fmt.Sprintf("deb%s http://deb.debian.org/debian %s main\n", opts, suite)
 	if suite != "sid" && suite != "unstable" {
-		src += fmt.Sprintf("deb%s http://deb.debian.org/debian-security %s-security main\n", signed, suite)
+		src += fmt.Sprintf("deb%s http://deb.debian.org/debian-security %s-security main\n", opts, suite)
 	}
 	list := filepath.Join(dir, "sources.list")
 	if err := os.WriteFile(list, []byte(src), 0o644); err != nil {
@@ -216,7 +256,8 @@ func newAptEnv(cache, suite string) (*aptEnv, error) {
 		"-o", "Dir::Etc::SourceParts=/dev/null",
 		"-o", "Dir::State::Lists=" + filepath.Join(dir, "lists"),
 		"-o", "Dir::Cache=" + filepath.Join(dir, "cache"),
-		"-o", "APT::Architecture=amd64",
+		"-o", "APT::Architecture=" + arch,
+		"-o", "APT::Architectures=" + arch,
 		"-o", "Acquire::Languages=none",
 		"-o", "APT::Sandbox::User=root",
 		"-o", "Debug::NoLocking=1",
@@ -234,6 +275,26 @@ func (a *aptEnv) run(ctx context.Context, workdir, tool string, args ...string) 
 		return out.String(), fmt.Errorf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, tail(errb.Bytes(), 3000))
 	}
 	return out.String(), nil
+}
+
+// update runs apt-get update. A mirror caught mid-sync serves an index
+// that does not match its Release file ("File has unexpected size …
+// Mirror sync in progress?", seen for bookworm-security's armhf index):
+// apt then keeps going with the other indexes and exits 100. That is
+// logged and tolerated when some index was read (the suite's own, at
+// least), since what is missing is only newer security builds; the
+// kernel resolved is recorded in kernel.json either way.
+func (a *aptEnv) update(ctx context.Context) error {
+	_, err := a.run(ctx, a.dir, "apt-get", "update")
+	if err == nil {
+		return nil
+	}
+	lists, _ := filepath.Glob(filepath.Join(a.dir, "lists", "*_Packages*"))
+	if len(lists) == 0 {
+		return err
+	}
+	Logf("vm: apt-get update failed in part; using the indexes it read (%d): %v", len(lists), firstLine(err.Error()))
+	return nil
 }
 
 // depends returns the names a package directly depends on (first
@@ -293,15 +354,16 @@ func findVmlinuz(root string) (path, release string) {
 }
 
 func download(ctx context.Context, k Kernel, cache, dir string) (Kernel, error) {
-	a, err := newAptEnv(cache, k.Suite)
+	a, err := newAptEnv(cache, k.Suite, k.Arch)
 	if err != nil {
 		return k, err
 	}
-	Logf("vm: apt-get update for %s", k.Suite)
-	if _, err := a.run(ctx, a.dir, "apt-get", "update"); err != nil {
+	Logf("vm: apt-get update for %s (%s)", k.Suite, k.DebArch())
+	if err := a.update(ctx); err != nil {
 		return k, err
 	}
-	deps, err := a.depends(ctx, metaPackage)
+	meta := k.metaPackage()
+	deps, err := a.depends(ctx, meta)
 	if err != nil {
 		return k, err
 	}
@@ -313,7 +375,7 @@ func download(ctx context.Context, k Kernel, cache, dir string) (Kernel, error) 
 		}
 	}
 	if image == "" {
-		return k, fmt.Errorf("%s in %s depends on no linux-image-* package (depends: %v)", metaPackage, k.Suite, deps)
+		return k, fmt.Errorf("%s in %s depends on no linux-image-* package (depends: %v)", meta, k.Suite, deps)
 	}
 	version, err := a.candidate(ctx, image)
 	if err != nil {
