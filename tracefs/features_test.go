@@ -68,7 +68,7 @@ func TestFeaturesWithoutREADME(t *testing.T) {
 		HistTriggers: true, SyntheticEvents: true, DynamicEvents: true,
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
-		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true,
+		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
 	}
 	noDynamic := all
 	noDynamic.DynamicEvents = false
