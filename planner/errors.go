@@ -11,8 +11,16 @@ import (
 // Message constructors: every diagnostic text the planner produces about
 // names lives here, in one voice (lower case, no period, %q names).
 
-func errUnknownEvent(d *source.Diags, n *compiler.Name, candidates []string) {
+// errUnknownEvent reports an event the catalog lacks; elsewhere lists
+// the other architectures whose kernels have it (then it is an event of
+// theirs, not a typo).
+func errUnknownEvent(d *source.Diags, n *compiler.Name, candidates []string, arch string, elsewhere []string) {
 	x := d.Add(n.Pos, n.End, "unknown event %q", n.String())
+	if len(elsewhere) > 0 {
+		x.Msg = fmt.Sprintf("event %q does not exist on %s: it is an event of %s", n.String(), arch, strings.Join(elsewhere, " and "))
+		x.Hint = "--arch names the target's architecture; the catalog is of " + arch
+		return
+	}
 	if s := nearest(n.String(), candidates); s != "" {
 		x.Msg += fmt.Sprintf("; did you mean %q?", s)
 	}

@@ -104,7 +104,8 @@ func (r *resolver) event(n *compiler.Name) *tracefs.Event {
 		return ev
 	case errors.Is(err, fs.ErrNotExist):
 		all, _ := r.cat.Names()
-		errUnknownEvent(r.diags, n, all)
+		arch, _ := r.cat.Arch()
+		errUnknownEvent(r.diags, n, all, arch.Name, tracefs.ArchesWithEvent(system, name, arch))
 	case errors.As(err, &amb):
 		errAmbiguousEvent(r.diags, n, amb.Systems)
 	default:

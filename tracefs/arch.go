@@ -207,9 +207,9 @@ func (c *Catalog) hasArm64Events() bool {
 	return false
 }
 
-// arm64Systems are event systems seen in Debian's arm64 kernels and not in
-// its x86_64 ones.
-var arm64Systems = []string{}
+// arm64Systems are event systems of Debian's arm64 kernels (6.1, 6.12,
+// 7.2) that its x86_64 and armhf ones do not have.
+var arm64Systems = []string{"emulation", "rpmh", "scmi"}
 
 // exists reports whether the catalog has a file or directory.
 func (c *Catalog) exists(name string) bool {

@@ -124,3 +124,24 @@ var (
 	embeddedMu      sync.Mutex
 	embeddedReaders = map[string]*zip.Reader{}
 )
+
+// ArchesWithEvent lists the architectures other than except whose newest
+// embedded catalog has the event (system may be empty): what tells a user
+// that an event missing on their target belongs to another architecture
+// (sys_enter_open exists on x86_64, not on arm64).
+func ArchesWithEvent(system, name string, except *Arch) []string {
+	var out []string
+	for _, a := range Arches {
+		if a == except {
+			continue
+		}
+		fsys, err := EmbeddedOf("", a)
+		if err != nil {
+			continue
+		}
+		if _, err := Open(fsys).Lookup(system, name); err == nil {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}

@@ -91,3 +91,31 @@ func sign(n int) int {
 	}
 	return 0
 }
+
+// The catalogs of other architectures are chosen with their Arch; a
+// missing one is refused with every catalog there is.
+func TestEmbeddedOfArch(t *testing.T) {
+	arm64, _ := LookupArch("arm64")
+	arm, _ := LookupArch("arm")
+	if got := EmbeddedKernelsOf(arm64); !cmp.Equal(got, []string{"6.1", "6.12", "7.2"}) {
+		t.Errorf("arm64 catalogs: %v", got)
+	}
+	fsys, err := EmbeddedOf("6.1", arm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, how := Open(fsys).Arch(); a != arm || how != "the catalog's ARCH" {
+		t.Errorf("6.1 armhf catalog: %s (%s)", a.Name, how)
+	}
+	_, err = EmbeddedOf("7.2", arm)
+	want := `no embedded catalog for kernel "7.2" on arm (have ` + EmbeddedSummary() + ")"
+	if err == nil || err.Error() != want {
+		t.Errorf("EmbeddedOf(7.2, arm) = %v, want %q", err, want)
+	}
+	if s := EmbeddedSummary(); s != "5.10, 6.1, 6.12, 7.2 (x86_64); 6.1, 6.12, 7.2 (arm64); 6.1 (arm)" {
+		t.Errorf("EmbeddedSummary = %q", s)
+	}
+	if got := ArchesWithEvent("syscalls", "sys_enter_arch_prctl", arm64); !cmp.Equal(got, []string{"x86_64"}) {
+		t.Errorf("ArchesWithEvent(sys_enter_arch_prctl) = %v", got)
+	}
+}

@@ -33,8 +33,8 @@ var update = flag.Bool("update", false, "rewrite the want/ sections of testdata/
 //	want/stderr          expected stderr
 //	want/exit            expected exit code
 //	want/K/commands.sh   expected stdout when compiled against the catalog
-//	want/K/stderr        of kernel K (6.12, 7.2), only where it differs
-//	want/K/exit          from the 6.1 result
+//	want/K/stderr        of kernel K (6.12, 7.2, 6.1-arm64, …, 6.1-armhf),
+//	want/K/exit          only where it differs from the 6.1 result
 //
 // A line of query.sql may end in -- ERROR "regexp": some error must be
 // reported on that line with a matching message.
@@ -42,7 +42,10 @@ const goldenKernel = "6.1"
 
 // otherKernels are the other embedded catalogs every case is compiled
 // against, so that differences between kernels show as different output.
-var otherKernels = []string{"6.12", "7.2"}
+// A name with an architecture, 6.1-arm64, is the embedded catalog of that
+// kernel on it (--kernel 6.1 --arch arm64), as the kernel suite names the
+// kernels it boots.
+var otherKernels = []string{"6.12", "7.2", "6.1-arm64", "6.12-arm64", "7.2-arm64", "6.1-armhf"}
 
 type caseResult struct {
 	stdout, stderr string
@@ -80,6 +83,8 @@ func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) c
 	}
 	if hasFormats {
 		args = append(args, "--formats", "tracefs")
+	} else if version, arch, ok := strings.Cut(kernel, "-"); ok {
+		args = append(args, "--kernel", version, "--arch", arch)
 	} else {
 		args = append(args, "--kernel", kernel)
 	}

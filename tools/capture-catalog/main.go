@@ -5,13 +5,15 @@
 //	README                           the tracefs README (mini-HOWTO)
 //	VERSION                          line 1: uname -r; line 2: Debian package
 //	                                 version; line 3: the image package name
+//	ARCH                             uname -m (catalogs of other architectures
+//	                                 than x86-64 are linux-<version>-<debian arch>.zip)
 //	FILES                            the top-level tracefs entries, one per line, sorted
 //	available_events                 as the kernel lists it
 //
 // Entries are sorted and carry a fixed modification time, so the same
 // capture gives the same bytes. Run it with `make catalog` or
 //
-//	go run ./tools/capture-catalog [-kernels 5.10,6.1,6.12,7.2] [-out tracefs/catalogs]
+//	go run ./tools/capture-catalog [-kernels 5.10,6.1,6.12,7.2,6.1-arm64,…] [-out tracefs/catalogs]
 package main
 
 import (
@@ -40,6 +42,7 @@ cat $T/README > $O/README
 cat $T/available_events > $O/available_events
 ls -1 $T | LC_ALL=C sort > $O/FILES
 uname -r > $O/VERSION
+uname -m > $O/ARCH
 n=0
 for f in $T/events/*/*/format; do
 	d=${f#$T/}
@@ -61,7 +64,7 @@ var features = []string{
 var fixedTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func main() {
-	kernels := flag.String("kernels", "5.10,6.1,6.12,7.2", "comma-separated kernels to capture")
+	kernels := flag.String("kernels", "5.10,6.1,6.12,7.2,6.1-arm64,6.12-arm64,7.2-arm64,6.1-armhf", "comma-separated kernels to capture")
 	out := flag.String("out", "", "output directory (default <repo>/tracefs/catalogs)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -134,7 +137,7 @@ func capture(k vm.Kernel, outDir string) (summary, error) {
 		}
 		files[rel] = b
 	}
-	for _, need := range []string{"README", "available_events", "FILES", "VERSION"} {
+	for _, need := range []string{"README", "available_events", "FILES", "VERSION", "ARCH"} {
 		if _, ok := files[need]; !ok {
 			return summary{}, fmt.Errorf("guest sent no %s", need)
 		}
@@ -151,7 +154,15 @@ func capture(k vm.Kernel, outDir string) (summary, error) {
 	if err != nil {
 		return summary{}, err
 	}
-	path := filepath.Join(outDir, "linux-"+k.Name+".zip")
+	// x86-64 catalogs keep their old names (and no ARCH, which their
+	// release tells): re-capturing them gives the same bytes.
+	name := "linux-" + k.ShortVersion() + ".zip"
+	if k.DebArch() != "amd64" {
+		name = "linux-" + k.ShortVersion() + "-" + k.DebArch() + ".zip"
+	} else {
+		delete(files, "ARCH")
+	}
+	path := filepath.Join(outDir, name)
 	if err := os.WriteFile(path, zb, 0o644); err != nil {
 		return summary{}, err
 	}
