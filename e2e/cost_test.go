@@ -132,12 +132,13 @@ func TestKernelCost(t *testing.T) {
 		t.Skip("set SQLHIST_BENCH_KERNEL=1 (make bench-kernel) to measure what the triggers cost the kernel")
 	}
 	needKernels(t)
-	bin := buildStatic(t)
+	// The host runs this binary too (libtracefs-style lowering): x86-64.
+	bin := buildStatic(t, "amd64")
 	binPath := filepath.Join(t.TempDir(), "sqlhist")
 	if err := os.WriteFile(binPath, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	load := goBuildStatic(t, "./testdata/load")
+	load := goBuildStatic(t, "./testdata/load", "amd64")
 	kernels := []string{"6.1"}
 	if k := os.Getenv("SQLHIST_KERNELS"); k != "" {
 		kernels = strings.Split(k, ",")

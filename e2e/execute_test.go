@@ -73,11 +73,11 @@ echo "@@done"
 // idempotent teardown, and all-or-nothing when the kernel refuses a write.
 func TestExecuteInKernels(t *testing.T) {
 	needKernels(t)
-	bin := buildStatic(t)
 	for _, kname := range kernelNames() {
 		t.Run(kname, func(t *testing.T) {
-			res := boot(t, kname, vm.Guest{Script: executeScript, CombinedOutput: true, Timeout: 4 * time.Minute,
-				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
+			arch := kernelArch(t, kname)
+			res := boot(t, kname, vm.Guest{Script: forArch(executeScript, arch), CombinedOutput: true, Timeout: 4 * time.Minute,
+				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)}}})
 			sec := sections(res.Stdout)
 			wantLines(t, res.Stdout, "@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@instance-apply 0", "@@instance-teardown 0", "@@done")
 			if a := sec["active"]; !strings.Contains(a, "dynamic_events:1") || !strings.Contains(a, "trigger:1") {

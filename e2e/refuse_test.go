@@ -26,7 +26,7 @@ echo "@@done"
 // message naming the missing feature and writes nothing.
 func TestRefusesWithoutHistTriggers(t *testing.T) {
 	needKernels(t)
-	bin := buildStatic(t)
+	bin := buildStatic(t, "amd64") // Debian's 5.10 without hist triggers: x86-64
 	res := boot(t, "5.10", vm.Guest{
 		Script: refuseScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 		Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
