@@ -402,6 +402,11 @@ func checkJoinRows(t *testing.T, name, out, column, value string) {
 	t.Errorf("%s: no row with %s = %q:\n%s", name, column, value, out)
 }
 
+// unknownSyscallRE is how a syscall the kernel cannot name shows: 32-bit
+// arm's kernel names neither its private calls (set_tls …) nor some
+// wrapped ones.
+var unknownSyscallRE = regexp.MustCompile(`^unknown_syscall \[\d+\]$`)
+
 // checkHist: syscall names, counts sorted most first and summing to Hits.
 func checkHist(t *testing.T, out string) {
 	t.Helper()
@@ -414,7 +419,7 @@ func checkHist(t *testing.T, out string) {
 	for _, row := range res.Rows {
 		call, _ := row["call"].(string)
 		n, _ := row["n"].(float64)
-		if !strings.HasPrefix(call, "sys_") && call != "" {
+		if !strings.HasPrefix(call, "sys_") && call != "" && !unknownSyscallRE.MatchString(call) {
 			t.Errorf("hist: key %q is not a syscall name", call)
 		}
 		if uint64(n) > prev {

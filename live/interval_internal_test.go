@@ -81,3 +81,21 @@ func TestIntervalDuplicateKeys(t *testing.T) {
 		t.Errorf("rows of a reading with a twin: %+v", res.Rows)
 	}
 }
+
+// A syscall the kernel cannot name keeps its number in the table (32-bit
+// arm: private calls such as set_tls, 983045), so rows stay apart.
+func TestUnknownSyscallKey(t *testing.T) {
+	hs, err := tracefs.ParseHist("# event histogram\n#\n# trigger info: hist:keys=id.syscall:vals=hitcount:sort=hitcount:size=2048 [active]\n#\n\n" +
+		"{ id: unknown_syscall               [983045] } hitcount:          3\n" +
+		"{ id: sys_openat                    [322] } hitcount:          2\n" +
+		"\nTotals:\n    Hits: 5\n    Entries: 2\n    Dropped: 0\n")
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("%v", err)
+	}
+	h := &planner.Hist{System: "raw_syscalls", Event: "sys_enter", Keys: []string{"id.syscall"},
+		Columns: []planner.Column{{Label: "call", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}}}
+	res := newResult(&planner.Unit{}, h, hs[0])
+	if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != "unknown_syscall [983045]" || res.Rows[1].Cells[0].Text != "sys_openat" {
+		t.Errorf("rows: %+v", res.Rows)
+	}
+}

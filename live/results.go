@@ -298,7 +298,15 @@ func keyCell(ent *tracefs.HistEntry, i int) Cell {
 	switch v.Kind {
 	case tracefs.HistNumber, tracefs.HistHex:
 		return Cell{Text: v.Raw, Num: v.Num, IsNum: true}
-	case tracefs.HistSyscall, tracefs.HistSym:
+	case tracefs.HistSyscall:
+		// A number the kernel has no name for (32-bit arm's private
+		// calls, wrappers without metadata) keeps it, so that the rows
+		// stay apart and can be looked up.
+		if v.Text == "unknown_syscall" {
+			return Cell{Text: fmt.Sprintf("%s [%d]", v.Text, v.Num), Num: v.Num}
+		}
+		return Cell{Text: v.Text, Num: v.Num}
+	case tracefs.HistSym:
 		return Cell{Text: v.Text, Num: v.Num}
 	case tracefs.HistExecname:
 		return Cell{Text: fmt.Sprintf("%s [%d]", v.Text, v.Num), Num: v.Num}
