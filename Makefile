@@ -65,11 +65,12 @@ e2e-tools:
 e2e:
 	SQLHIST_E2E=1 $(GO) test ./e2e/...
 
-# The kernel suite: every golden case in Debian 6.1, 6.12 and 7.2 under qemu,
-# and the refusal on 5.10. Installs qemu and busybox-static and downloads the
-# kernels on first use. SQLHIST_KERNELS=6.1 narrows it.
+# The kernel suite: every golden case in Debian's x86-64 6.1, 6.12 and 7.2,
+# arm64 6.1, 6.12 and 7.2 and armhf 6.1 under qemu, -e and --run in each,
+# and the refusal on 5.10. Installs qemu (x86 and arm) and busybox-static
+# and downloads the kernels on first use. SQLHIST_KERNELS=6.1 narrows it.
 kernels:
-	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers|TestExecuteInKernels|TestRunInKernels' -count=1 -v -timeout 40m
+	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers|TestExecuteInKernels|TestRunInKernels' -count=1 -v -timeout 85m
 
 # What the triggers cost the kernel: in one boot (6.1 unless
 # SQLHIST_KERNELS says otherwise), a fixed workload of system calls and

@@ -75,6 +75,7 @@ func TestExecuteInKernels(t *testing.T) {
 	needKernels(t)
 	for _, kname := range kernelNames() {
 		t.Run(kname, func(t *testing.T) {
+			defer notePart(t, kname, "execute", time.Now(), nil)
 			arch := kernelArch(t, kname)
 			res := boot(t, kname, vm.Guest{Script: forArch(executeScript, arch), CombinedOutput: true, Timeout: 4 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)}}})

@@ -484,6 +484,8 @@ func TestQueriesInKernels(t *testing.T) {
 	for _, kname := range kernels {
 		kname := kname
 		t.Run(kname, func(t *testing.T) {
+			var detail string
+			defer notePart(t, kname, "queries", time.Now(), &detail)
 			arch := kernelArch(t, kname)
 			// A case whose golden describes its own binary (elf/) expects
 			// an x86-64 one: the guests of other architectures have their
@@ -557,6 +559,7 @@ func TestQueriesInKernels(t *testing.T) {
 					t.Errorf("%s on %s: %s", c.name, kname, p)
 				}
 			}
+			detail = fmt.Sprintf("%d/%d/%d/%d", nRun, nAcc, nFired, nClean)
 			summary = append(summary, fmt.Sprintf("%-5s %-28s cases %2d  accepted %2d  fired %2d (%d after extra workload, +%d cannot fire in a VM)  torn down clean %2d  %s",
 				kname, release, nRun, nAcc, nFired, nExtra, nNoFire, nClean, time.Since(start).Round(time.Second)))
 		})
@@ -597,6 +600,7 @@ func boot(t *testing.T, kname string, g vm.Guest) vm.Result {
 		}
 		t.Fatal(err)
 	}
+	noteBoot(kname, res.Kernel.Release, res.BootTime)
 	return res
 }
 

@@ -26,6 +26,7 @@ echo "@@done"
 // message naming the missing feature and writes nothing.
 func TestRefusesWithoutHistTriggers(t *testing.T) {
 	needKernels(t)
+	defer notePart(t, "5.10", "refusal", time.Now(), nil)
 	bin := buildStatic(t, "amd64") // Debian's 5.10 without hist triggers: x86-64
 	res := boot(t, "5.10", vm.Guest{
 		Script: refuseScript, CombinedOutput: true, Timeout: 4 * time.Minute,

@@ -195,6 +195,7 @@ func TestRunInKernels(t *testing.T) {
 	needKernels(t)
 	for _, kname := range kernelNames() {
 		t.Run(kname, func(t *testing.T) {
+			defer notePart(t, kname, "run", time.Now(), nil)
 			if arch := kernelArch(t, kname); arch != "amd64" {
 				// What does not depend on the architecture is proven on
 				// x86-64; here, what does (arch_run_test.go).
