@@ -59,7 +59,7 @@ func OpenCatalog(src CatalogSource) (*tracefs.Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--kernel: %v", err)
 		}
-		return tracefs.Open(fsys), nil
+		cat = tracefs.Open(fsys)
 	case HasEvents(src.Dir, src.Root):
 		fsys, _ := src.Dir(src.Root)
 		cat = tracefs.Open(fsys)
@@ -69,7 +69,7 @@ func OpenCatalog(src CatalogSource) (*tracefs.Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("no event catalog: %v", err)
 		}
-		return tracefs.Open(fsys), nil
+		cat = tracefs.Open(fsys)
 	}
 	if machine {
 		// The tracefs of this machine: its kernel is the running one.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sqlhist/sqlhist/tracefs"
+	"golang.org/x/tools/txtar"
 )
 
 // Golden cases describe the binaries their uprobes read as text: a
@@ -187,5 +188,45 @@ func TestBuildELF(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: read back %s, want %s", m.name, got, want)
 		}
+	}
+}
+
+// For 32-bit arm (--kernel 6.1 --arch arm): a Thumb function (odd symbol
+// address) is refused, an ARM-mode one resolves to its file offset, x86
+// registers are refused with arm's, and so is $argN, which the kernel's
+// kprobes lack there.
+func TestArmTarget(t *testing.T) {
+	a := txtar.Parse([]byte(`-- query.sql --
+SELECT n FROM uprobe('/opt/app', "thumbfn", n=%r0:s32);
+SELECT n FROM uprobe('/opt/app', "armfn", n=%r0:s32);
+SELECT n FROM uprobe('/opt/app', "armfn", n=%di:s32);
+SELECT n FROM kprobe(do_sys_openat2, n=$arg1:s32);
+SELECT n FROM uprobe('/opt/app', 0x1346, n=%r0:s32)
+-- elf/opt/app --
+machine arm
+thumbfn 0x402345
+armfn 0x402344
+`))
+	got := runCaseOn(t, a, "6.1-armhf")
+	for _, want := range []string{
+		`query.sql:1:34: /opt/app: function "thumbfn" is Thumb code (its symbol's address 0x402345 is odd): uprobes on 32-bit arm probe ARM-mode code only`,
+		"query.sql:3:45: arm has no register %di: its probes read %r0 %r1",
+		"hint: the target is arm (--arch)",
+		"query.sql:4:40: this kernel cannot read $argN: its architecture (arm) has no function-argument access for kprobes",
+		"hint: read the argument's register instead: %r0 %r1 %r2 %r3 hold the first arguments at the function's entry",
+		"query.sql:5:34: /opt/app: offset 0x1346 is not 4-byte aligned",
+	} {
+		if !strings.Contains(got.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, got.stderr)
+		}
+	}
+	if strings.Contains(got.stderr, "query.sql:2:") || got.code != exitQuery {
+		t.Errorf("exit %d; the ARM-mode function was refused:\n%s", got.code, got.stderr)
+	}
+	// Alone, the ARM-mode function compiles to its file offset.
+	a.Files[0].Data = []byte(`SELECT n FROM uprobe('/opt/app', "armfn", n=%r0:s32)`)
+	got = runCaseOn(t, a, "6.1-armhf")
+	if got.code != exitOK || !strings.Contains(got.stdout, "/opt/app:0x1344 n=%r0:s32") {
+		t.Errorf("exit %d:\n%s%s", got.code, got.stdout, got.stderr)
 	}
 }
