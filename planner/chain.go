@@ -334,9 +334,18 @@ func (c *splitter) steps() []*step {
 	names := newVarNames()
 	c.named = map[string]string{}
 	named := c.named
+	arch, _ := p.cat.Arch()
 	for s := 2; s <= n; s++ {
 		for _, f := range uses[s] {
 			k := c.canon(carriedOf(c.refs[f]))
+			if r := c.refs[f]; arch.Bits == 32 && (r.name == "common_timestamp" || r.typ.Size == 8) && max(k.side, 1) < s {
+				// Seen in Debian's armhf 6.1: a hist variable set from a
+				// u64 field of a synthetic event keeps its low 32 bits
+				// (a timestamp of 8.03 s read back as 3.73 s).
+				x := p.diags.Add(f.Name.Pos, f.Name.End, "%s would pass through a synthetic event of the chain as a 64-bit value, and on 32-bit %s the kernel's hist triggers read such a field back as its low 32 bits", f.Name, arch.Name)
+				x.Hint = "seen in Linux 6.1 on arm, where timestamps lose their upper half: measure each step with its own JOIN on this target"
+				return nil
+			}
 			if named[k.key()] == "" {
 				named[k.key()] = names.take(c.carriedName(k))
 			}

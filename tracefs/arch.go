@@ -47,7 +47,7 @@ var Arches = []*Arch{
 	},
 	{
 		Name: "arm64", Debian: "arm64", Bits: 64,
-		Regs:    append(numbered("x", 0, 30), "sp", "pc", "pstate"),
+		Regs:    append(numbered("x", 0, 30), "lr", "sp", "pc", "pstate"),
 		ArgRegs: numbered("x", 0, 7),
 		Machine: elf.EM_AARCH64, Class: elf.ELFCLASS64,
 	},

@@ -1,7 +1,12 @@
 // Command demo is the binary the kernel suite's uprobe cases probe: a
 // static Go program whose main.work the guest's workload calls with
-// n = 10, 20, 30, 40, 50 (in register AX, Go's first integer argument).
+// n = 10, 20, 30, 40, 50 (in register AX, Go's first integer argument, on
+// x86-64). It also reads /etc/passwd: Go opens files with openat on every
+// architecture, where busybox on 32-bit arm calls open, so the cases that
+// trace sys_enter_openat see that file everywhere.
 package main
+
+import "os"
 
 //go:noinline
 func work(n int) int {
@@ -20,4 +25,5 @@ func main() {
 	if t != 2675 {
 		panic("work is wrong")
 	}
+	os.ReadFile("/etc/passwd")
 }
