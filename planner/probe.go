@@ -228,10 +228,20 @@ func (p *planner) eprobeSource(pr *compiler.Probe) *tracefs.Event {
 	if ev == nil {
 		return nil
 	}
+	arch, _ := p.cat.Arch()
 	for _, a := range pr.Args {
 		for _, f := range a.Fields {
-			if ev.Field(f.Name) == nil {
+			fl := ev.Field(f.Name)
+			if fl == nil {
 				errUnknownField(p.diags, f.Pos, f.End, f.Name, ev.FullName(), ev.FieldNames())
+				continue
+			}
+			if arch.Bits == 32 && strings.Contains(fl.Decl, "*") {
+				// Seen in Debian's armhf 6.1: $filename of
+				// sys_enter_openat read as 0x34, 0xc, 0x6d (the trace shows
+				// 0x15b411c), its string as (fault); int fields are right.
+				x := p.diags.Add(f.Pos, f.End, "%s is a pointer (%s), and on 32-bit %s the kernel's eprobes misread pointer fields", f.Name, fl.Decl, arch.Name)
+				x.Hint = "seen in Linux 6.1 on arm; read the value with a kprobe on the function that receives it instead"
 			}
 		}
 	}
