@@ -27,13 +27,7 @@ J='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking 
 H='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC'
 K='SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid'
 U="SELECT n, COUNT(*) AS c FROM uprobe('/work/bin/demo', main.work, n=$DEMO_ARG) ORDER BY n"
-gstate() {
-	cat $T/dynamic_events
-	grep -H '^[^#]' $T/events/*/*/trigger 2>/dev/null
-	ls $T/events/synthetic 2>/dev/null
-	ls $T/instances
-}
-gstate > /tmp/g0
+` + gstateShell + `gstate > /tmp/g0
 ( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; /work/bin/demo; done ) > /dev/null 2>&1 &
 W=$!
 /work/sqlhist -r -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"

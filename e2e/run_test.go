@@ -21,13 +21,7 @@ const runScript = `
 T=/sys/kernel/tracing
 J='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
 H='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC'
-gstate() {
-	cat $T/dynamic_events
-	grep -H '^[^#]' $T/events/*/*/trigger 2>/dev/null
-	ls $T/events/synthetic 2>/dev/null
-	ls $T/instances
-}
-mkdir $T/instances/sqlhist_dstate
+` + gstateShell + `mkdir $T/instances/sqlhist_dstate
 gstate > /tmp/g0
 # Resetting a private buffer puts the writer in D state (see FINDINGS.md).
 ( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; echo > $T/instances/sqlhist_dstate/trace; done ) > /dev/null 2>&1 &
@@ -171,6 +165,16 @@ gstate > /tmp/g1
 rmdir $T/instances/sqlhist_dstate
 echo "@@gdiff"; diff /tmp/g0 /tmp/g1
 echo "@@done"
+`
+
+// gstateShell is the guest function that prints the tracefs state a run
+// may touch: dynamic events, every trigger, synthetic events, instances.
+const gstateShell = `gstate() {
+	cat $T/dynamic_events
+	grep -H '^[^#]' $T/events/*/*/trigger 2>/dev/null
+	ls $T/events/synthetic 2>/dev/null
+	ls $T/instances
+}
 `
 
 // runJSON is sqlhist -o json's output.

@@ -11,13 +11,7 @@ import (
 // exactly, the maximum exact when a new one arrived, else a bound (the
 // maximum so far, clipped to the bucket).
 func TestIntervalDifference(t *testing.T) {
-	read := func(text string) *tracefs.Histogram {
-		hs, err := tracefs.ParseHist(text)
-		if err != nil || len(hs) != 1 {
-			t.Fatalf("%v: %q", err, text)
-		}
-		return hs[0]
-	}
+	read := func(text string) *tracefs.Histogram { return parseOne(t, text) }
 	const head = "# event histogram\n#\n# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) [active]\n#\n\n"
 	before := read(head +
 		"{ comm: sh, lat: ~ 2^4 } hitcount:          3  lat:         36\n\tmax:         12  lat:         12\n" +
@@ -54,13 +48,7 @@ func TestIntervalDifference(t *testing.T) {
 // reading first, so every event of the interval is counted once, and a
 // histogram query's table shows the key once.
 func TestIntervalDuplicateKeys(t *testing.T) {
-	read := func(text string) *tracefs.Histogram {
-		hs, err := tracefs.ParseHist(text)
-		if err != nil || len(hs) != 1 {
-			t.Fatalf("%v: %q", err, text)
-		}
-		return hs[0]
-	}
+	read := func(text string) *tracefs.Histogram { return parseOne(t, text) }
 	const head = "# event histogram\n#\n# trigger info: hist:keys=comm:vals=hitcount,lat:sort=hitcount:size=8192 [active]\n#\n\n"
 	before := read(head +
 		"{ comm: sh } hitcount:          3  lat:         30\n" +
@@ -85,17 +73,24 @@ func TestIntervalDuplicateKeys(t *testing.T) {
 // A syscall the kernel cannot name keeps its number in the table (32-bit
 // arm: private calls such as set_tls, 983045), so rows stay apart.
 func TestUnknownSyscallKey(t *testing.T) {
-	hs, err := tracefs.ParseHist("# event histogram\n#\n# trigger info: hist:keys=id.syscall:vals=hitcount:sort=hitcount:size=2048 [active]\n#\n\n" +
-		"{ id: unknown_syscall               [983045] } hitcount:          3\n" +
-		"{ id: sys_openat                    [322] } hitcount:          2\n" +
+	h0 := parseOne(t, "# event histogram\n#\n# trigger info: hist:keys=id.syscall:vals=hitcount:sort=hitcount:size=2048 [active]\n#\n\n"+
+		"{ id: unknown_syscall               [983045] } hitcount:          3\n"+
+		"{ id: sys_openat                    [322] } hitcount:          2\n"+
 		"\nTotals:\n    Hits: 5\n    Entries: 2\n    Dropped: 0\n")
-	if err != nil || len(hs) != 1 {
-		t.Fatalf("%v", err)
-	}
 	h := &planner.Hist{System: "raw_syscalls", Event: "sys_enter", Keys: []string{"id.syscall"},
 		Columns: []planner.Column{{Label: "call", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}}}
-	res := newResult(&planner.Unit{}, h, hs[0])
+	res := newResult(&planner.Unit{}, h, h0)
 	if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != "unknown_syscall [983045]" || res.Rows[1].Cells[0].Text != "sys_openat" {
 		t.Errorf("rows: %+v", res.Rows)
 	}
+}
+
+// parseOne parses a hist file holding one histogram.
+func parseOne(t *testing.T, text string) *tracefs.Histogram {
+	t.Helper()
+	hs, err := tracefs.ParseHist(text)
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("%v: %q", err, text)
+	}
+	return hs[0]
 }
