@@ -1,6 +1,8 @@
 package live
 
 import (
+	"cmp"
+	"sort"
 	"strings"
 	"time"
 
@@ -140,7 +142,21 @@ func histMinus(h, prev *tracefs.Histogram) *tracefs.Histogram {
 		out.Totals.Dropped -= min(prev.Totals.Dropped, h.Totals.Dropped)
 	}
 	out.Totals.Entries = uint64(len(out.Entries))
+	// An interval's counts are differences: order them as the trigger
+	// orders its own.
+	sortEntries(out.Entries, sortOf(h.TriggerInfo))
 	return out
+}
+
+// sortOf reads the sort= fields of a trigger listing.
+func sortOf(info string) []string {
+	info, _, _ = strings.Cut(info, " if ")
+	for _, seg := range strings.Split(info, ":") {
+		if list, ok := strings.CutPrefix(seg, "sort="); ok {
+			return strings.Split(list, ",")
+		}
+	}
+	return nil
 }
 
 // mergeDuplicates folds entries with the same keys into one: counts and
@@ -151,6 +167,13 @@ func histMinus(h, prev *tracefs.Histogram) *tracefs.Histogram {
 // the intervals of a JOIN counted fewer events than the total (1869 of
 // 1971 in the suite).
 func mergeDuplicates(entries []*tracefs.HistEntry) []*tracefs.HistEntry {
+	out, _ := foldTwins(entries)
+	return out
+}
+
+// foldTwins is mergeDuplicates, also saying whether it folded any.
+func foldTwins(entries []*tracefs.HistEntry) ([]*tracefs.HistEntry, bool) {
+	folded := false
 	seen := make(map[string]*tracefs.HistEntry, len(entries))
 	out := entries[:0:0]
 	for _, e := range entries {
@@ -162,6 +185,7 @@ func mergeDuplicates(entries []*tracefs.HistEntry) []*tracefs.HistEntry {
 			out = append(out, c)
 			continue
 		}
+		folded = true
 		for j := range m.Values {
 			if j < len(e.Values) {
 				m.Values[j].Num += e.Values[j].Num
@@ -173,7 +197,7 @@ func mergeDuplicates(entries []*tracefs.HistEntry) []*tracefs.HistEntry {
 			}
 		}
 	}
-	return out
+	return out, folded
 }
 
 // entryKey identifies an entry by its keys as printed.
@@ -184,4 +208,47 @@ func entryKey(e *tracefs.HistEntry) string {
 		b.WriteByte(0)
 	}
 	return b.String()
+}
+
+// sortEntries puts entries in the order of a trigger's sort= fields
+// ("hitcount.descending", "n", "lat.ascending"), as the kernel printed
+// them: needed after twins were folded, which changes counts.
+func sortEntries(entries []*tracefs.HistEntry, sortSpec []string) {
+	value := func(e *tracefs.HistEntry, name string) (uint64, string, bool) {
+		for _, v := range e.Values {
+			if v.Name == name {
+				return v.Num, "", true
+			}
+		}
+		for _, k := range e.Keys {
+			if k.Name == name {
+				return k.Num, k.Raw, true
+			}
+		}
+		return 0, "", false
+	}
+	if len(sortSpec) == 0 {
+		sortSpec = []string{"hitcount"}
+	}
+	sort.SliceStable(entries, func(i, j int) bool {
+		for _, spec := range sortSpec {
+			name, dir, _ := strings.Cut(spec, ".")
+			x, xs, ok1 := value(entries[i], name)
+			y, ys, ok2 := value(entries[j], name)
+			if !ok1 || !ok2 {
+				continue
+			}
+			c := cmp.Compare(x, y)
+			if c == 0 {
+				c = strings.Compare(xs, ys)
+			}
+			if dir == "descending" {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
 }

@@ -94,3 +94,19 @@ func parseOne(t *testing.T, text string) *tracefs.Histogram {
 	}
 	return hs[0]
 }
+
+// Folding twins changes counts: the rows then follow the trigger's sort
+// again (sort=hitcount.descending), as the suite's aggregate on 7.2 needs.
+func TestTwinsResorted(t *testing.T) {
+	h0 := parseOne(t, "# event histogram\n#\n# trigger info: hist:keys=comm:vals=hitcount:sort=hitcount.descending:size=2048 [active]\n#\n\n"+
+		"{ comm: ls } hitcount:          5\n"+
+		"{ comm: sh } hitcount:          4\n"+
+		"{ comm: sh } hitcount:          3\n"+
+		"\nTotals:\n    Hits: 12\n    Entries: 3\n    Dropped: 0\n")
+	h := &planner.Hist{System: "synthetic", Event: "x", Keys: []string{"comm"}, Sort: []string{"hitcount.descending"},
+		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}}}
+	res := newResult(&planner.Unit{}, h, h0)
+	if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != "sh" || res.Rows[0].Count != 7 || res.Rows[1].Count != 5 {
+		t.Errorf("rows: %+v", res.Rows)
+	}
+}

@@ -159,7 +159,12 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 	if res.Latency != nil {
 		dist = map[int]uint64{}
 	}
-	for _, ent := range mergeDuplicates(got.Entries) {
+	entries, folded := foldTwins(got.Entries)
+	if folded && res.Latency == nil {
+		// Folding changed counts: the kernel's order no longer holds.
+		sortEntries(entries, h.Sort)
+	}
+	for _, ent := range entries {
 		hits := uint64(0)
 		if len(ent.Values) > 0 && ent.Values[0].Name == "hitcount" {
 			hits = ent.Values[0].Num
