@@ -37,6 +37,12 @@ type Command struct {
 	// Role is, for a trigger, the planner's role of its hist: "start",
 	// "end", "histogram" or "results".
 	Role string
+	// What the command was lowered from (one of them, by Kind; nil in
+	// commands read back from a JSON plan): renderers other than the
+	// shell script (the bootconfig) need the parts, not the line.
+	Hist  *planner.Hist
+	Synth *planner.Synth
+	Probe *planner.Probe
 }
 
 // Options control lowering.
@@ -56,7 +62,7 @@ func Commands(p *planner.Plan, opt Options) []Command {
 			out = append(out, probeCommand(pr))
 		}
 		if u.Synth != nil {
-			out = append(out, synthCommand(u.Synth, opt))
+			out = append(out, unitSynth(u, opt))
 		}
 		if u.Start != nil {
 			out = append(out, triggerCommand(u.Start))
@@ -68,8 +74,18 @@ func Commands(p *planner.Plan, opt Options) []Command {
 	return out
 }
 
+// unitSynth is the command defining a unit's synthetic event; when the
+// planner gave the event no span of its own, the statement's.
+func unitSynth(u *planner.Unit, opt Options) Command {
+	c := synthCommand(u.Synth, opt)
+	if c.End <= c.Pos && u.Query != nil && u.Query.End > u.Query.Pos {
+		c.Pos, c.End = u.Query.Pos, u.Query.End
+	}
+	return c
+}
+
 func synthCommand(s *planner.Synth, opt Options) Command {
-	c := Command{Kind: KindSynth, What: "synthetic event " + s.Name, Pos: s.Pos, End: s.End, Marker: "/" + s.Name + "\t"}
+	c := Command{Kind: KindSynth, What: "synthetic event " + s.Name, Pos: s.Pos, End: s.End, Marker: "/" + s.Name + "\t", Synth: s}
 	if opt.SyntheticEventsFile {
 		c.File = "synthetic_events"
 		c.Line = s.Name + " " + s.Definition()
@@ -95,6 +111,7 @@ func probeCommand(pr *planner.Probe) Command {
 		Pos:    pr.Pos,
 		End:    pr.End,
 		Marker: ":" + id + " ",
+		Probe:  pr,
 	}
 }
 
@@ -114,6 +131,7 @@ func triggerCommand(h *planner.Hist) Command {
 		Role:   h.Role,
 		Pos:    h.Pos,
 		End:    h.End,
+		Hist:   h,
 	}
 }
 
@@ -124,7 +142,8 @@ func Teardown(cmds []Command) []Command {
 	out := make([]Command, 0, len(cmds))
 	for i := len(cmds) - 1; i >= 0; i-- {
 		c := cmds[i]
-		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "removal of the " + c.What, Pos: c.Pos, End: c.End, Marker: c.Marker, Role: c.Role})
+		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "removal of the " + c.What, Pos: c.Pos, End: c.End, Marker: c.Marker, Role: c.Role,
+			Hist: c.Hist, Synth: c.Synth, Probe: c.Probe})
 	}
 	return out
 }
@@ -166,7 +185,7 @@ func RunCommands(p *planner.Plan, opt Options, run RunOptions) []Command {
 	}
 	for _, u := range p.Units {
 		if u.Synth != nil {
-			out = append(out, synthCommand(u.Synth, opt))
+			out = append(out, unitSynth(u, opt))
 		}
 	}
 	for i := len(p.Units) - 1; i >= 0; i-- {

@@ -82,6 +82,10 @@ type Options struct {
 	// Deref replaces an event whose char * fields a query selects with an
 	// eprobe that reads the strings they point to.
 	Deref bool
+	// ProbeGroup, when set, is the group of the probes instead of
+	// ProbeGroup: "kprobes" for a bootconfig, where the kernel creates
+	// every kprobe in that group.
+	ProbeGroup string
 }
 
 // hist keywords that a variable must never be named (the kernel matches

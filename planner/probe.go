@@ -17,6 +17,9 @@ const ProbeGroup = "sqlhist"
 
 // probeGroup is the group of this plan's probes.
 func (p *planner) probeGroup() string {
+	if p.opt.ProbeGroup != "" {
+		return p.opt.ProbeGroup
+	}
 	if p.opt.Suffix != "" {
 		return ProbeGroup + "_" + p.opt.Suffix
 	}

@@ -37,6 +37,9 @@ type Features struct {
 	// (6.16). The README does not list it: it is read from the kernel
 	// release (VERSION of a catalog, or the running kernel's).
 	CommonComm bool
+	// ReturnSuffix is the %return suffix of probe locations (5.10): the
+	// only way a bootconfig can make a return probe.
+	ReturnSuffix bool
 }
 
 // Features reports the kernel features of the catalog, read once.
@@ -70,6 +73,7 @@ func allFeatures() Features {
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
 		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
+		ReturnSuffix: true,
 	}
 }
 
@@ -88,6 +92,7 @@ func FeaturesFromREADME(readme string) Features {
 	f.RetprobeArgs = has("kernel return probes support: $retval, $arg<N>")
 	f.ProbeArgs = has("$arg<N>")
 	f.CommonComm = has("common_comm")
+	f.ReturnSuffix = has("%return")
 	f.StacktraceVars = f.CommonStacktrace
 	// '*', '/' and constants arrived in 5.16, after .buckets (5.15) and
 	// before any README marker of their own; treat kernels that list

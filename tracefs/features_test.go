@@ -14,20 +14,20 @@ func TestFeaturesEmbedded(t *testing.T) {
 	}{
 		{"5.10", Features{
 			FromREADME: true, Kernel: "5.10.0-46-cloud-amd64",
-			DynamicEvents: true, ErrorLog: true, ProbeArgs: true,
+			DynamicEvents: true, ErrorLog: true, ProbeArgs: true, ReturnSuffix: true,
 		}},
 		{"6.1", Features{
 			FromREADME: true, Kernel: "6.1.0-56-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true, ErrorLog: true,
-			Eprobes: true, ProbeArgs: true,
+			Eprobes: true, ProbeArgs: true, ReturnSuffix: true,
 		}},
 		{"6.12", Features{
 			FromREADME: true, Kernel: "6.12.117+deb13-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
-			Eprobes: true, RetprobeArgs: true, ProbeArgs: true,
+			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, ReturnSuffix: true,
 		}},
 		{"7.2", Features{
 			FromREADME: true, Kernel: "7.2.13+deb14-cloud-amd64",
@@ -35,6 +35,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
 			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, CommonComm: true, // from its release: the README does not say
+			ReturnSuffix: true,
 		}},
 	}
 	for _, tt := range tests {
@@ -69,6 +70,7 @@ func TestFeaturesWithoutREADME(t *testing.T) {
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
 		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
+		ReturnSuffix: true,
 	}
 	noDynamic := all
 	noDynamic.DynamicEvents = false

@@ -32,6 +32,9 @@ var update = flag.Bool("update", false, "rewrite the want/ sections of testdata/
 //	want/teardown.sh     expected stdout with --teardown (successful cases)
 //	want/stderr          expected stderr
 //	want/exit            expected exit code
+//	want/plan.json       expected stdout with -o json (successful cases)
+//	want/bootconfig      expected stdout with -o bootconfig, or
+//	want/bootconfig.err  its stderr when boot-time tracing cannot do it
 //	want/K/commands.sh   expected stdout when compiled against the catalog
 //	want/K/stderr        of kernel K (6.12, 7.2, 6.1-arm64, …, 6.1-armhf),
 //	want/K/exit          only where it differs from the 6.1 result
@@ -136,6 +139,17 @@ func TestGolden(t *testing.T) {
 					t.Errorf("--teardown failed with exit %d: %s", td.code, td.stderr)
 				}
 				want["want/teardown.sh"] = td.stdout
+				plan := runCase(t, a, "-o", "json")
+				if plan.code != exitOK {
+					t.Errorf("-o json failed with exit %d: %s", plan.code, plan.stderr)
+				}
+				want["want/plan.json"] = plan.stdout
+				boot := runCase(t, a, "-o", "bootconfig")
+				if boot.code == exitOK {
+					want["want/bootconfig"] = boot.stdout
+				} else {
+					want["want/bootconfig.err"] = boot.stderr
+				}
 			}
 			for _, k := range otherKernels {
 				if hasFormats(a) {
@@ -250,7 +264,8 @@ func updateArchive(a *txtar.Archive, want map[string]string) {
 }
 
 func sortedKeys(m map[string]string) []string {
-	order := []string{"want/commands.sh", "want/teardown.sh", "want/stderr", "want/exit"}
+	order := []string{"want/commands.sh", "want/teardown.sh", "want/stderr", "want/exit",
+		"want/plan.json", "want/bootconfig", "want/bootconfig.err"}
 	for _, k := range otherKernels {
 		order = append(order, "want/"+k+"/commands.sh", "want/"+k+"/stderr", "want/"+k+"/exit")
 	}

@@ -20,12 +20,15 @@ type liveOptions struct {
 // checkLive validates the --run flags against the others.
 func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 	if !o.run {
-		for _, f := range []string{"duration", "events", "output", "size", "interval"} {
+		for _, f := range []string{"duration", "events", "size", "interval"} {
 			if fl(f) {
 				return 0, usageError(e, "--%s goes with --run (-r)", f)
 			}
 		}
-		return 0, exitOK
+		return 0, o.checkPrint(e)
+	}
+	if o.live.output == "" {
+		o.live.output = "table"
 	}
 	if o.execute || o.teardown {
 		return 0, usageError(e, "--run applies, collects and tears down by itself: drop -e and --teardown")
@@ -33,7 +36,7 @@ func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 	switch o.live.output {
 	case "table", "json", "csv":
 	default:
-		return 0, usageError(e, "-o %q: use table, json or csv", o.live.output)
+		return 0, usageError(e, "-o %q: with --run use table, json or csv", o.live.output)
 	}
 	if fl("size") && (o.live.size < 128 || o.live.size > 131072) {
 		return 0, usageError(e, "--size %d: the kernel takes 128 to 131072 entries", o.live.size)

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -48,6 +47,8 @@ type env struct {
 	pipe     func(path string) (io.ReadCloser, error)       // trace_pipe for --events; nil: the machine's
 	pid      int                                            // makes -r's names and instance unique
 	writable func(path string) error                        // live.Writable's access check; nil skips it
+	// replaceFile replaces a file's contents all at once (--initrd).
+	replaceFile func(path string, data []byte) error
 }
 
 func osEnv() env {
@@ -74,7 +75,8 @@ func osEnv() env {
 		after: time.After,
 		pid:   os.Getpid(),
 		// nil pipe: the Target's own.
-		writable: live.Access,
+		writable:    live.Access,
+		replaceFile: replaceFile,
 	}
 }
 
@@ -94,6 +96,9 @@ type options struct {
 	pids, tids                              []string // -p, -L as given
 	cleanup, dryRun                         bool     // --cleanup [--dry-run]
 	version                                 bool     // --version
+	initrd                                  string   // --initrd FILE
+	planFile                                string   // --plan FILE
+	tracefsExplicit                         bool     // -t was given
 }
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]
@@ -127,7 +132,9 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.live.duration, "duration", "d", "", "with -r: collect for `D` seconds (10, 0.5) or a duration (1m30s); default until Ctrl-C")
 	fl.StringVarP(&o.live.interval, "interval", "i", "", "with -r: print the results of each `I` seconds (or a duration) alone, then the total")
 	fl.BoolVar(&o.live.events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
-	fl.StringVarP(&o.live.output, "output", "o", "table", "with -r: results as `FORMAT` table, json or csv")
+	fl.StringVarP(&o.live.output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json or csv")
+	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (replacing one it has), instead of printing it")
+	fl.StringVar(&o.planFile, "plan", "", "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e")
 	fl.IntVar(&o.live.size, "size", 0, "with -r: entries of the histograms read (`N`, 128 to 131072; default 2048, 8192 for a JOIN's results)")
 	fl.StringVarP(&o.onmax, "onmax", "m", "", "fire on a new maximum of the synthetic field `VAR` (onmax)")
 	fl.StringVarP(&o.onchange, "onchange", "c", "", "fire when the synthetic field `VAR` changes (onchange)")
@@ -178,6 +185,13 @@ func run(args []string, e env) int {
 	if code != exitOK {
 		return code
 	}
+	if o.planFile != "" {
+		o.tracefsExplicit = fl.Changed("tracefs")
+		return o.runPlan(e, fl)
+	}
+	if o.live.output == "bootconfig" {
+		popt.ProbeGroup = emit.BootProbeGroup
+	}
 	src, code := o.source(fl.Args(), e)
 	if code != exitOK {
 		return code
@@ -202,27 +216,7 @@ func run(args []string, e env) int {
 	if o.run {
 		return o.runLive(e, src, plan, duration)
 	}
-	cmds := emit.Commands(plan, emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents})
-	if o.teardown {
-		cmds = emit.Teardown(cmds)
-	}
-	if o.execute {
-		t := e.target(o.tracefsDir)
-		if o.teardown {
-			return report(e, src, live.Teardown(t, cmds))
-		}
-		if o.instance != "" && !t.HasInstance(o.instance) {
-			fmt.Fprintf(e.stderr, "sqlhist: creating instance %s; it stays after --teardown (rmdir %s when done)\n", o.instance, emit.Quote(filepath.Join(o.tracefsDir, "instances", o.instance)))
-			cmds = append([]emit.Command{emit.Instance(o.instance)}, cmds...)
-		}
-		return report(e, src, live.Apply(t, cmds))
-	}
-	notes := plan.Notes
-	if o.instance != "" && !o.teardown {
-		notes = append(notes, "the instance must exist: mkdir "+emit.Quote(o.tracefsDir+"/instances/"+o.instance))
-	}
-	emit.Print(e.stdout, cmds, emit.PrintOptions{Root: o.tracefsDir, Notes: notes})
-	return exitOK
+	return o.output(e, src, cat, plan)
 }
 
 // compile parses and plans the SQL against the catalog, printing the

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sqlhist/sqlhist/emit"
+)
+
+// TestInitrd adds a bootconfig to an initrd file, replaces it, and leaves
+// a file whose block is corrupt as it was.
+func TestInitrd(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "initrd.img")
+	initrd := []byte("\x1f\x8b\x08 a gzip cpio, 27 bytes...")
+	if err := os.WriteFile(path, initrd, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boot := func(args ...string) (int, string, string) {
+		e, stdout, stderr := testEnv(nil, "")
+		e.readFile = os.ReadFile
+		e.replaceFile = replaceFile
+		code := run(append([]string{"--kernel", "6.1", "-o", "bootconfig", "--initrd", path}, args...), e)
+		return code, stdout.String(), stderr.String()
+	}
+	code, out, msg := boot("-n", "wl", wakeupSQL)
+	if code != exitOK || out != "" || !strings.Contains(msg, "added a bootconfig") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, msg)
+	}
+	data, _ := os.ReadFile(path)
+	got, text, found, err := emit.SplitBootconfig(data)
+	if err != nil || !found || !bytes.Equal(got, initrd) || !strings.Contains(text, "ftrace.event.synthetic.wl {") {
+		t.Fatalf("after --initrd: found %v, err %v, initrd kept %v, text:\n%s", found, err, bytes.Equal(got, initrd), text)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want the file's 0600 kept", st.Mode().Perm())
+	}
+	// The same bootconfig printed is what was attached.
+	e, stdout, _ := testEnv(nil, "")
+	if run([]string{"--kernel", "6.1", "-o", "bootconfig", "-n", "wl", wakeupSQL}, e); stdout.String() != text {
+		t.Errorf("attached text differs from the printed bootconfig")
+	}
+
+	code, _, msg = boot("-n", "other", wakeupSQL)
+	data, _ = os.ReadFile(path)
+	got, text, _, _ = emit.SplitBootconfig(data)
+	if code != exitOK || !strings.Contains(msg, "replaced its bootconfig") || !bytes.Equal(got, initrd) ||
+		!strings.Contains(text, "synthetic.other {") || strings.Contains(text, "synthetic.wl {") {
+		t.Errorf("replacing: exit %d, %s\n%s", code, msg, text)
+	}
+
+	// A corrupt block (a flipped byte of the text): refused, file as it was.
+	data[len(initrd)+3] ^= 0x20
+	os.WriteFile(path, data, 0o600)
+	code, _, msg = boot("-n", "wl", wakeupSQL)
+	after, _ := os.ReadFile(path)
+	if code != exitQuery || !strings.Contains(msg, "checksum") || !strings.Contains(msg, "left as it was") || !bytes.Equal(after, data) {
+		t.Errorf("corrupt block: exit %d, %s; file changed %v", code, msg, !bytes.Equal(after, data))
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+
+	// A query boot-time tracing cannot run: nothing written.
+	os.WriteFile(path, initrd, 0o600)
+	code, _, msg = boot(`SELECT n FROM uprobe('/bin/app', 0x10, n=%di:s64)`)
+	after, _ = os.ReadFile(path)
+	if code != exitQuery || !strings.Contains(msg, "cannot create a uprobe") || !bytes.Equal(after, initrd) {
+		t.Errorf("uprobe: exit %d, %s; file changed %v", code, msg, !bytes.Equal(after, initrd))
+	}
+}
+
+// TestInitrdWriteFails: a failed replacement leaves the initrd untouched.
+func TestInitrdWriteFails(t *testing.T) {
+	e, _, stderr := testEnv(nil, "")
+	e.readFile = func(string) ([]byte, error) { return []byte("initrd"), nil }
+	e.replaceFile = func(string, []byte) error { return errors.New("no space left on device") }
+	code := run([]string{"--kernel", "6.1", "-o", "bootconfig", "--initrd", "/boot/x", "-n", "wl", wakeupSQL}, e)
+	if code != exitQuery || !strings.Contains(stderr.String(), "no space left on device; the file is left as it was") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// TestPlanReplay applies the JSON plan of a query with -e and removes it
+// with --teardown -e: the writes are the script's, in the same order.
+func TestPlanReplay(t *testing.T) {
+	e, stdout, _ := testEnv(nil, "")
+	if code := run([]string{"--kernel", "6.1", "-o", "json", "-n", "wl", wakeupSQL}, e); code != exitOK {
+		t.Fatal("-o json failed")
+	}
+	plan := stdout.Bytes()
+	f := newFake(t, 0)
+	e, _, stderr := fakeEnv(f, "")
+	e.readFile = func(string) ([]byte, error) { return plan, nil }
+	if code := run([]string{"-e", "--plan", "plan.json"}, e); code != exitOK {
+		t.Fatalf("--plan -e: exit %d: %s", code, stderr)
+	}
+	if diff := cmp.Diff([]string{synthW, startW, endW}, f.Writes); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	f.Writes = nil
+	if code := run([]string{"-e", "--teardown", "--plan", "plan.json"}, e); code != exitOK {
+		t.Fatalf("--plan --teardown -e: exit %d: %s", code, stderr)
+	}
+	if diff := cmp.Diff([]string{undo(endW), undo(startW), undo(synthW)}, f.Writes); diff != "" {
+		t.Errorf("teardown writes (-want +got):\n%s", diff)
+	}
+	// Printed, the plan is the script.
+	e, script, _ := testEnv(nil, "")
+	e.readFile = func(string) ([]byte, error) { return plan, nil }
+	run([]string{"--plan", "plan.json"}, e)
+	e2, want, _ := testEnv(nil, "")
+	run([]string{"--kernel", "6.1", "-n", "wl", wakeupSQL}, e2)
+	if !strings.HasSuffix(script.String(), want.String()) {
+		t.Errorf("--plan printed\n%s\nwant the script\n%s", script, want)
+	}
+}
+
+func TestPlanRefusals(t *testing.T) {
+	for name, doc := range map[string]string{
+		"schema":   `{"schema":"sqlhist-plan/9","writes":[]}`,
+		"escape":   `{"schema":"sqlhist-plan/1","writes":[{"step":1,"file":"../../etc/passwd","text":"x"}]}`,
+		"absolute": `{"schema":"sqlhist-plan/1","writes":[{"step":1,"file":"/etc/passwd","text":"x"}]}`,
+		"json":     `{"schema":`,
+	} {
+		f := newFake(t, 0)
+		e, _, stderr := fakeEnv(f, "")
+		e.readFile = func(string) ([]byte, error) { return []byte(doc), nil }
+		if code := run([]string{"-e", "--plan", "p.json"}, e); code != exitQuery || len(f.Writes) != 0 || !strings.Contains(stderr.String(), "--plan p.json") {
+			t.Errorf("%s: exit %d, writes %v, %s", name, code, f.Writes, stderr)
+		}
+	}
+}

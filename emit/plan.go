@@ -1,0 +1,232 @@
+package emit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// PlanSchema names the JSON plan format; it changes only when a field
+// changes meaning or goes away (new fields may be added).
+const PlanSchema = "sqlhist-plan/1"
+
+// PlanDoc is the JSON plan: every write a script makes, in order, with
+// what undoes it, the SQL that produced it and the kernel features it
+// needs. It is what -o json prints without -r. Its fields are described
+// in the README ("The JSON plan") and checked by TestPlanSchema.
+type PlanDoc struct {
+	Schema string     `json:"schema"`
+	Target PlanTarget `json:"target"`
+	// Tracefs is the root the paths are under.
+	Tracefs string `json:"tracefs"`
+	// Query is the SQL as given.
+	Query PlanQuery `json:"query"`
+	// Notes are the remarks a script prints as comments.
+	Notes []string `json:"notes"`
+	// Writes are applied in order; Teardown undoes them, in its order.
+	Writes   []PlanWrite `json:"writes"`
+	Teardown []PlanUndo  `json:"teardown"`
+	// Features is every feature the writes need; MinKernel the newest
+	// first release among them.
+	Features  []PlanFeature `json:"features"`
+	MinKernel string        `json:"min_kernel"`
+}
+
+// PlanTarget is the kernel the plan was compiled for.
+type PlanTarget struct {
+	Kernel  string `json:"kernel"`  // release or version of the catalog; "" when unknown
+	Arch    string `json:"arch"`    // x86_64, arm64, arm, riscv64
+	Catalog string `json:"catalog"` // where the event formats came from
+}
+
+// PlanQuery is the SQL of the plan.
+type PlanQuery struct {
+	File string `json:"file"` // "<args>", "<stdin>" or the -f file
+	Text string `json:"text"`
+}
+
+// PlanWrite is one write: Text appended to Path.
+type PlanWrite struct {
+	Step  int      `json:"step"`           // 1-based
+	Kind  string   `json:"kind"`           // probe, synthetic_event, trigger, enable, mkdir
+	Role  string   `json:"role,omitempty"` // a trigger's role: start, end, histogram, results, negatives
+	What  string   `json:"what"`
+	File  string   `json:"file"` // relative to Tracefs
+	Path  string   `json:"path"`
+	Text  string   `json:"text"`
+	Undo  string   `json:"undo"` // the text that, written to the same file, removes what Text created
+	SQL   *Span    `json:"sql"`  // null when the write has no single source span
+	Needs []string `json:"needs"`
+}
+
+// PlanUndo is one write of the teardown.
+type PlanUndo struct {
+	Undoes int    `json:"undoes"` // the step it undoes
+	File   string `json:"file"`
+	Path   string `json:"path"`
+	Text   string `json:"text"`
+}
+
+// Span is a range of the SQL: from Start to End (exclusive), 1-based
+// lines and byte columns, with the text it covers.
+type Span struct {
+	Start SpanPos `json:"start"`
+	End   SpanPos `json:"end"`
+	Text  string  `json:"text"`
+}
+
+// SpanPos is a position in the SQL.
+type SpanPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Offset int `json:"offset"`
+}
+
+// PlanFeature is a kernel feature a plan needs.
+type PlanFeature struct {
+	ID    string `json:"id"`
+	What  string `json:"what"`
+	Since string `json:"since"`
+}
+
+// PlanOptions say what the plan document records besides the commands.
+type PlanOptions struct {
+	Root   string
+	Source *source.Source
+	Target PlanTarget
+	Notes  []string
+}
+
+// BuildPlan makes the plan document of cmds (in creation order).
+func BuildPlan(cmds []Command, opt PlanOptions) PlanDoc {
+	d := PlanDoc{Schema: PlanSchema, Target: opt.Target, Tracefs: opt.Root,
+		Notes: append([]string{}, opt.Notes...), Writes: []PlanWrite{}, Teardown: []PlanUndo{}, Features: []PlanFeature{}}
+	if opt.Source != nil {
+		d.Query = PlanQuery{File: opt.Source.Name, Text: opt.Source.Text}
+	}
+	for i, c := range cmds {
+		w := PlanWrite{Step: i + 1, Kind: kindName(c.Kind), Role: c.Role, What: c.What, File: c.File,
+			Path: path.Join(opt.Root, c.File), Text: c.Line, Undo: c.Undo, Needs: Needs(c)}
+		if w.Needs == nil {
+			w.Needs = []string{}
+		}
+		if opt.Source != nil && c.Pos.IsValid() && c.End.IsValid() && c.End >= c.Pos {
+			w.SQL = span(opt.Source, c.Pos, c.End)
+		}
+		d.Writes = append(d.Writes, w)
+	}
+	for i := len(cmds) - 1; i >= 0; i-- {
+		c := cmds[i]
+		d.Teardown = append(d.Teardown, PlanUndo{Undoes: i + 1, File: c.File, Path: path.Join(opt.Root, c.File), Text: c.Undo})
+	}
+	for _, id := range sortedIDs(cmds) {
+		f, _ := tracefs.FeatureByID(id)
+		d.Features = append(d.Features, PlanFeature{ID: f.ID, What: f.What, Since: f.Since})
+	}
+	d.MinKernel = MinKernel(cmds)
+	return d
+}
+
+func span(src *source.Source, pos, end source.Pos) *Span {
+	a, b := src.Position(pos), src.Position(end)
+	return &Span{Start: SpanPos{a.Line, a.Col, a.Offset}, End: SpanPos{b.Line, b.Col, b.Offset},
+		Text: src.Text[a.Offset:b.Offset]}
+}
+
+func kindName(k Kind) string {
+	switch k {
+	case KindSynth:
+		return "synthetic_event"
+	case KindTrigger:
+		return "trigger"
+	case KindDir:
+		return "mkdir"
+	case KindEnable:
+		return "enable"
+	case KindProbe:
+		return "probe"
+	}
+	return fmt.Sprintf("kind%d", int(k))
+}
+
+// WritePlan writes the plan document as indented JSON with a final
+// newline. Strings are written as they are (no HTML escaping), so the
+// same plan gives the same bytes.
+func WritePlan(w io.Writer, d PlanDoc) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(d); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// ReadPlan reads a plan document written by WritePlan, refusing another
+// schema and writes that are not tracefs writes sqlhist makes.
+func ReadPlan(data []byte) (PlanDoc, error) {
+	var d PlanDoc
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&d); err != nil {
+		return d, fmt.Errorf("not a JSON plan: %v", err)
+	}
+	if d.Schema != PlanSchema {
+		return d, fmt.Errorf("plan schema %q; this sqlhist reads %q", d.Schema, PlanSchema)
+	}
+	for _, w := range d.Writes {
+		if err := checkPlanFile(w.File); err != nil {
+			return d, fmt.Errorf("write %d: %v", w.Step, err)
+		}
+	}
+	for _, u := range d.Teardown {
+		if err := checkPlanFile(u.File); err != nil {
+			return d, fmt.Errorf("teardown of write %d: %v", u.Undoes, err)
+		}
+	}
+	return d, nil
+}
+
+// checkPlanFile refuses a file a plan must not write: an absolute path or
+// one that leaves the tracefs.
+func checkPlanFile(f string) error {
+	if f == "" || path.IsAbs(f) || path.Clean(f) != f || f == ".." || len(f) > 2 && f[:3] == "../" {
+		return fmt.Errorf("file %q is not a path inside tracefs", f)
+	}
+	return nil
+}
+
+// Commands returns the plan's writes (or, with teardown, its teardown) as
+// commands to apply.
+func (d PlanDoc) Commands(teardown bool) []Command {
+	var out []Command
+	if teardown {
+		for _, u := range d.Teardown {
+			k := KindTrigger
+			if u.Undoes >= 1 && u.Undoes <= len(d.Writes) {
+				k = kindOf(d.Writes[u.Undoes-1].Kind)
+			}
+			out = append(out, Command{Kind: k, File: u.File, Line: u.Text, What: fmt.Sprintf("teardown of write %d", u.Undoes)})
+		}
+		return out
+	}
+	for _, w := range d.Writes {
+		out = append(out, Command{Kind: kindOf(w.Kind), File: w.File, Line: w.Text, Undo: w.Undo, What: w.What, Role: w.Role})
+	}
+	return out
+}
+
+func kindOf(name string) Kind {
+	for _, k := range []Kind{KindSynth, KindTrigger, KindDir, KindEnable, KindProbe} {
+		if kindName(k) == name {
+			return k
+		}
+	}
+	return KindTrigger
+}

@@ -1,0 +1,129 @@
+package emit
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// jsonPaths lists the field paths of a JSON document of type t:
+// "writes[].sql.start.line".
+func jsonPaths(t reflect.Type, prefix string, out map[string]bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		jsonPaths(t.Elem(), prefix+"[]", out)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			p := name
+			if prefix != "" {
+				p = prefix + "." + name
+			}
+			out[p] = true
+			jsonPaths(f.Type, p, out)
+		}
+	}
+}
+
+// TestPlanSchema checks that the README describes exactly the fields of
+// the JSON plan: each one in a list item of "The JSON plan" section.
+func TestPlanSchema(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n## The JSON plan")
+	if !ok {
+		t.Fatal("README has no \"The JSON plan\" section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	documented := map[string]bool{}
+	item := regexp.MustCompile("(?m)^- ((?:`[^`]+`(?:, )?)+):")
+	name := regexp.MustCompile("`([^`]+)`")
+	for _, m := range item.FindAllStringSubmatch(sec, -1) {
+		for _, n := range name.FindAllStringSubmatch(m[1], -1) {
+			documented[n[1]] = true
+		}
+	}
+	actual := map[string]bool{}
+	jsonPaths(reflect.TypeOf(PlanDoc{}), "", actual)
+	keys := func(m map[string]bool) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if diff := cmp.Diff(keys(actual), keys(documented)); diff != "" {
+		t.Errorf("JSON plan fields (-code +README):\n%s", diff)
+	}
+	if !strings.Contains(sec, PlanSchema) {
+		t.Errorf("README does not name the schema %q", PlanSchema)
+	}
+}
+
+func TestNeeds(t *testing.T) {
+	tests := []struct {
+		c    Command
+		want []string
+	}{
+		{Command{Kind: KindSynth, File: "dynamic_events", Line: "s:x char name[]; u64 lat"},
+			[]string{"synthetic-events", "dynamic-events", "dynamic-strings"}},
+		{Command{Kind: KindSynth, File: "synthetic_events", Line: "x unsigned long st[]; u64 lat"},
+			[]string{"synthetic-events", "stacktrace-variables"}},
+		{Command{Kind: KindProbe, File: "dynamic_events", Line: "r:g/x vfs_read%return ret=$retval $arg1"},
+			[]string{"kprobe-events", "probe-args", "return-suffix", "retprobe-args"}},
+		{Command{Kind: KindProbe, File: "dynamic_events", Line: "p:g/u /bin/app:0x10 n=%di:s64"},
+			[]string{"uprobe-events"}},
+		{Command{Kind: KindProbe, File: "dynamic_events", Line: "e:g/o syscalls.sys_enter_openat f=+0($filename):ustring"},
+			[]string{"ustring", "eprobes"}},
+		{Command{Kind: KindTrigger, File: "events/sched/sched_switch/trigger",
+			Line: "hist:keys=next_pid:lat=common_timestamp.usecs-$ts:onmatch(sched.sched_waking).trace(x,$lat) if prev_state == 1"},
+			[]string{"event-filters", "hist-triggers", "hist-variables", "synthetic-events", "onmatch", "trace-action"}},
+		{Command{Kind: KindTrigger, File: "instances/i/events/a/b/trigger",
+			Line: "hist:keys=common_cpu,lat.buckets=10,common_pid.execname:vals=hitcount:sort=hitcount:w=lat*2/3:onmax($w).snapshot()"},
+			[]string{"instances", "hist-triggers", "hist-modifiers", "hist-keys-3", "hist-variables", "onmax",
+				"snapshot-action", "common-cpu", "buckets", "expressions"}},
+		{Command{Kind: KindTrigger, File: "events/a/b/trigger", Line: "hist:keys=COMM,common_stacktrace:vals=x.percent"},
+			[]string{"hist-triggers", "common-stacktrace", "hist-display", "common-comm"}},
+	}
+	order := map[string]int{}
+	for i, f := range tracefs.FeatureTable {
+		order[f.ID] = i
+	}
+	for _, tt := range tests {
+		want := append([]string{}, tt.want...)
+		sort.Slice(want, func(i, j int) bool { return order[want[i]] < order[want[j]] })
+		if diff := cmp.Diff(want, Needs(tt.c)); diff != "" {
+			t.Errorf("Needs(%s) (-want +got):\n%s", tt.c.Line, diff)
+		}
+	}
+	if got := MinKernel([]Command{tests[0].c, tests[5].c}); got != "5.10" {
+		t.Errorf("MinKernel = %s, want 5.10", got)
+	}
+}
+
+func TestFeatureTableVersions(t *testing.T) {
+	seen := map[string]bool{}
+	for i, f := range tracefs.FeatureTable {
+		if seen[f.ID] || f.What == "" {
+			t.Errorf("%q: duplicate or undescribed", f.ID)
+		}
+		seen[f.ID] = true
+		if i > 0 && tracefs.CompareVersions(tracefs.FeatureTable[i-1].Since, f.Since) > 0 {
+			t.Errorf("%s (%s) listed after %s (%s): keep the table oldest first", f.ID, f.Since, tracefs.FeatureTable[i-1].ID, tracefs.FeatureTable[i-1].Since)
+		}
+	}
+}
