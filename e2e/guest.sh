@@ -92,6 +92,7 @@ for dir in /work/cases/*/; do
 	start=$(uptime_us)
 	sh -e commands.sh 2>&1
 	echo "@@setup $?"
+	state > applied.txt
 	echo "@@errorlog"
 	cat $T/error_log
 	synths=$(sed -n "s/^echo 's:\([A-Za-z0-9_]*\) .*/\1/p" commands.sh)
@@ -120,9 +121,24 @@ for dir in /work/cases/*/; do
 	echo "@@errorlog"
 	cat $T/error_log
 	state > after.txt
-	[ -n "$inst" ] && rmdir $T/instances/$inst
 	echo "@@statediff"
 	diff before.txt after.txt
+	# The JSON plan of the same query, applied by sqlhist with --plan -e,
+	# must leave the tracefs as the script did, and its teardown as before.
+	$SQLHIST $args -o json -f query.sql > plan.json 2>/dev/null
+	echo "@@planlog"
+	$SQLHIST -e --plan plan.json 2>&1
+	echo "@@planapply $?"
+	state > planapplied.txt
+	echo "@@plandiff"
+	diff applied.txt planapplied.txt
+	echo "@@planlog"
+	$SQLHIST -e --teardown --plan plan.json 2>&1
+	echo "@@planteardown $?"
+	state > planafter.txt
+	echo "@@planstatediff"
+	diff before.txt planafter.txt
+	[ -n "$inst" ] && rmdir $T/instances/$inst
 	echo "@@end"
 done
 gstate > /tmp/global-after.txt

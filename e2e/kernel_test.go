@@ -236,6 +236,11 @@ type caseResult struct {
 	teardown  int
 	tearLog   string
 	statediff string
+	// The JSON plan replayed with --plan -e after the script's teardown:
+	// exit statuses (with their output) and how the tracefs differed from
+	// the script's (applied) and from the state before (torn down).
+	planApply, planTeardown     int
+	planLog, planDiff, planGone string
 }
 
 // guestReport is everything the guest printed, by case.
@@ -263,7 +268,7 @@ func parseGuest(out string) guestReport {
 			case "kernel":
 				kernel = strings.Join(w[1:], " ")
 			case "case":
-				cur = &caseResult{compile: -1, setup: -1, teardown: -1, hists: map[string]string{}}
+				cur = &caseResult{compile: -1, setup: -1, teardown: -1, planApply: -1, planTeardown: -1, hists: map[string]string{}}
 				res[w[1]] = cur
 				errlogs = 0
 				section = "compile"
@@ -278,6 +283,14 @@ func parseGuest(out string) guestReport {
 			case "teardown":
 				cur.teardown, _ = strconv.Atoi(w[1])
 				section = ""
+			case "planapply":
+				cur.planApply, _ = strconv.Atoi(w[1])
+				section = ""
+			case "planteardown":
+				cur.planTeardown, _ = strconv.Atoi(w[1])
+				section = ""
+			case "plandiff", "planstatediff", "planlog":
+				section = w[0]
 			case "errorlog":
 				errlogs++
 				section = "errorlog" + strconv.Itoa(errlogs)
@@ -319,6 +332,12 @@ func parseGuest(out string) guestReport {
 			cur.tearLog += line + "\n"
 		case section == "statediff":
 			cur.statediff += line + "\n"
+		case section == "planlog":
+			cur.planLog += line + "\n"
+		case section == "plandiff":
+			cur.planDiff += line + "\n"
+		case section == "planstatediff":
+			cur.planGone += line + "\n"
 		case strings.HasPrefix(section, "hist "):
 			cur.hists[strings.TrimPrefix(section, "hist ")] += line + "\n"
 		}
@@ -430,7 +449,26 @@ func verdict(c kernelCase, r *caseResult) (problems, outliers []string, accepted
 	} else if r.teardown == 0 {
 		clean = true
 	}
+	problems = append(problems, checkPlan(r)...)
 	return problems, outliers, accepted, fired, clean
+}
+
+// checkPlan checks the replay of the case's JSON plan: --plan -e applied
+// it and left the tracefs as the script did, --plan --teardown -e removed
+// all of it.
+func checkPlan(r *caseResult) []string {
+	var problems []string
+	if r.planApply != 0 {
+		problems = append(problems, fmt.Sprintf("--plan -e exit %d:\n%s", r.planApply, r.planLog))
+	} else if strings.TrimSpace(r.planDiff) != "" {
+		problems = append(problems, "the JSON plan applied with --plan -e left a different tracefs from the script's:\n"+r.planDiff)
+	}
+	if r.planTeardown != 0 {
+		problems = append(problems, fmt.Sprintf("--plan --teardown -e exit %d:\n%s", r.planTeardown, r.planLog))
+	} else if strings.TrimSpace(r.planGone) != "" {
+		problems = append(problems, "tracefs differs after the plan's teardown:\n"+r.planGone)
+	}
+	return problems
 }
 
 // histogramTriggers returns the trigger files of the script's
