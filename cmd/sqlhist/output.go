@@ -62,7 +62,10 @@ func (o *options) output(e env, src *source.Source, cat *tracefs.Catalog, plan *
 		return report(e, src, live.Apply(t, cmds))
 	}
 	notes := plan.Notes
-	if o.instance != "" && !o.teardown {
+	switch {
+	case o.instance != "" && o.live.output == "bootconfig":
+		notes = append(notes, "the boot creates the instance "+o.instance+"; after the teardown: rmdir "+emit.Quote(o.tracefsDir+"/instances/"+o.instance))
+	case o.instance != "" && !o.teardown:
 		notes = append(notes, "the instance must exist: mkdir "+emit.Quote(o.tracefsDir+"/instances/"+o.instance))
 	}
 	switch {
