@@ -38,6 +38,9 @@ func BootCommands(p *planner.Plan, opt Options) []Command {
 	for _, u := range p.Units {
 		for _, pr := range u.Probes {
 			out = append(out, probeCommand(pr))
+			if pr.Kind.String() == "kprobe" || pr.Kind.String() == "kretprobe" {
+				out = append(out, probeEnable(pr, u.Start))
+			}
 		}
 		if u.Synth != nil {
 			out = append(out, unitSynth(u, opt))
@@ -62,6 +65,20 @@ func enableCommand(s *planner.Synth, start *planner.Hist) Command {
 	}
 	return Command{Kind: KindEnable, File: f, Line: "1", Undo: "0", What: "enable of synthetic/" + s.Name,
 		Pos: s.Pos, End: s.End, Synth: s}
+}
+
+// probeEnable enables a kprobe the boot creates. Linux 6.1's
+// init_kprobe_trace (an fs_initcall, after boot-time tracing ran) enables
+// every kprobe event that exists then, so the bootconfig says so and the
+// teardown disables them before removing them (the kernel refuses to
+// remove an enabled probe: EBUSY).
+func probeEnable(pr *planner.Probe, start *planner.Hist) Command {
+	f := "events/" + BootProbeGroup + "/" + pr.Name + "/enable"
+	if start != nil && start.Instance != "" {
+		f = "instances/" + start.Instance + "/" + f
+	}
+	return Command{Kind: KindEnable, File: f, Line: "1", Undo: "0", What: "enable of " + BootProbeGroup + "/" + pr.Name,
+		Pos: pr.Pos, End: pr.End, Probe: pr}
 }
 
 // BootOptions describe the target of a bootconfig.
@@ -199,8 +216,11 @@ func bootNodes(cmds []Command, opt BootOptions, diags *source.Diags) (map[string
 			checkSynthLen(c, diags)
 			node(i, inst, "synthetic", c.Synth.Name).def = c
 		case KindEnable:
-			if c.Synth != nil {
+			switch {
+			case c.Synth != nil:
 				node(i, inst, "synthetic", c.Synth.Name).enable = c
+			case c.Probe != nil:
+				node(i, inst, BootProbeGroup, c.Probe.Name).enable = c
 			}
 		case KindTrigger:
 			h := c.Hist
@@ -459,7 +479,10 @@ func writeNode(b *strings.Builder, n *bootNode, opt BootOptions, diags *source.D
 		}
 		fmt.Fprintf(b, "\tactions = %s\n", strings.Join(vs, ",\n\t\t"))
 	}
-	if n.enable != nil {
+	switch {
+	case n.enable != nil && n.enable.Probe != nil:
+		fmt.Fprintf(b, "\t# the kernel enables the kprobes of a bootconfig anyway (6.1: init_kprobe_trace)\n\tenable\n")
+	case n.enable != nil:
 		fmt.Fprintf(b, "\t# its events go to the trace buffer from boot\n\tenable\n")
 	}
 	b.WriteString("}\n")
@@ -654,8 +677,11 @@ func BootHeader(src *source.Source, opt BootOptions, cmds []Command, notes []str
 		"what removes everything it made.",
 	}
 	for _, c := range cmds {
-		if c.Kind == KindEnable && c.Synth != nil {
+		switch {
+		case c.Kind == KindEnable && c.Synth != nil:
 			h = append(h, "Synthetic event "+c.Synth.Name+" is enabled: its events are in the trace buffer from boot.")
+		case c.Kind == KindEnable && c.Probe != nil:
+			h = append(h, "Kprobe "+BootProbeGroup+"/"+c.Probe.Name+" is enabled (the kernel enables boot-time kprobes itself).")
 		}
 	}
 	for _, n := range notes {
