@@ -39,6 +39,14 @@ type Guest struct {
 	// MemoryMB defaults to 1024; CPUs to 2.
 	MemoryMB int
 	CPUs     int
+	// Cmdline is appended to the kernel command line (after the
+	// machine's console and quiet panic=-1), e.g. "bootconfig".
+	Cmdline string
+	// Initrd, when set, is called with the path of the initrd file
+	// (gzip-compressed cpio) once it is written and before qemu starts;
+	// it may change the file, e.g. append a bootconfig to it. Its error
+	// ends Run (not as an *InfraError).
+	Initrd func(path string) error
 }
 
 // Result is what a boot brought back.
@@ -229,6 +237,15 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 	if err := os.WriteFile(initrd, img, 0o644); err != nil {
 		return Result{}, &InfraError{Kernel: k.Name, Reason: "initramfs", Err: err}
 	}
+	if g.Initrd != nil {
+		if err := g.Initrd(initrd); err != nil {
+			return Result{Kernel: k}, fmt.Errorf("kernel %s: the guest's initrd hook: %w", k.Name, err)
+		}
+	}
+	cmdline := mach.Cmdline
+	if c := strings.TrimSpace(g.Cmdline); c != "" {
+		cmdline += " " + c
+	}
 
 	timeout := g.Timeout
 	if timeout == 0 {
@@ -245,7 +262,7 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 	defer cancel()
 	args := append(append([]string{}, mach.Args...),
 		"-m", fmt.Sprint(mem), "-smp", fmt.Sprint(cpus),
-		"-kernel", k.Vmlinuz, "-initrd", initrd, "-append", mach.Cmdline)
+		"-kernel", k.Vmlinuz, "-initrd", initrd, "-append", cmdline)
 	cmd := exec.CommandContext(cctx, mach.Qemu, args...)
 	cmd.Stdin = nil
 	cmd.WaitDelay = 5 * time.Second
