@@ -51,6 +51,19 @@ func ensureHostTools() error {
 	if hostToolsPresent() {
 		return nil
 	}
+	if err := aptInstall(hostPackages); err != nil {
+		return fmt.Errorf("installing host tools: %w", err)
+	}
+	if !hostToolsPresent() {
+		return fmt.Errorf("installing host tools: %v installed but one of %v or a static busybox is still missing", hostPackages, hostQemus)
+	}
+	return nil
+}
+
+// aptInstall runs apt-get update, then apt-get install -y
+// --no-install-recommends with the host's own apt configuration,
+// non-interactively (no stdin), as root or through passwordless sudo.
+func aptInstall(pkgs []string) error {
 	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	run := func(args ...string) error {
 		if os.Geteuid() != 0 {
@@ -67,16 +80,9 @@ func ensureHostTools() error {
 		return nil
 	}
 	if err := run("apt-get", "update"); err != nil {
-		return fmt.Errorf("installing host tools: %w", err)
+		return err
 	}
-	args := append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, hostPackages...)
-	if err := run(args...); err != nil {
-		return fmt.Errorf("installing host tools: %w", err)
-	}
-	if !hostToolsPresent() {
-		return fmt.Errorf("installing host tools: %v installed but one of %v or a static busybox is still missing", hostPackages, hostQemus)
-	}
-	return nil
+	return run(append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, pkgs...)...)
 }
 
 // StaticBusybox returns the path of a statically linked busybox on the host.

@@ -30,14 +30,22 @@ type Kernel struct {
 	// HistTriggers says whether the kernel is expected to have hist
 	// triggers and synthetic events (5.10 in bullseye does not).
 	HistTriggers bool
+	// Build, when set, makes the kernel from Debian's source package
+	// with a config fragment instead of fetching Debian's image (see
+	// KernelBuild). Such kernels are not in the suite's default loops.
+	Build *KernelBuild `json:",omitempty"`
 
 	// Filled by Fetch (and recorded in the cache's kernel.json):
-	Version string   // Debian package version, e.g. "6.1.192-2"
-	Package string   // image package, e.g. "linux-image-6.1.0-56-cloud-amd64"
-	Debs    []string // every package extracted to find the vmlinuz
-	Release string   // uname -r, e.g. "6.1.0-56-cloud-amd64"
-	Vmlinuz string   // path of the kernel image on the host
-	Fetched string   // when it was fetched (RFC 3339, UTC)
+	Version string   // Debian package version, e.g. "6.1.192-2" (of the source package when built)
+	Package string   // image package, e.g. "linux-image-6.1.0-56-cloud-amd64", or the source package
+	Debs    []string // every package extracted to find the vmlinuz (the source .deb when built)
+	Release string   // uname -r, e.g. "6.1.0-56-cloud-amd64", "6.1.192-sqlhist"
+	Vmlinuz string   // path of the kernel image on the host (bzImage when built)
+	Fetched string   // when it was fetched or built (RFC 3339, UTC)
+	// Of a built kernel: its cache key (<source version>-<hash12>) and
+	// how long make bzImage took.
+	BuildKey  string `json:",omitempty"`
+	BuildTime string `json:",omitempty"`
 }
 
 // Kernels lists the kernels the harness knows, x86-64 oldest first, then
@@ -55,6 +63,13 @@ var Kernels = []Kernel{
 	{Name: "6.12-arm64", Suite: "trixie", Arch: "arm64", HistTriggers: true},
 	{Name: "7.2-arm64", Suite: "sid", Arch: "arm64", HistTriggers: true},
 	{Name: "6.1-armhf", Suite: "bookworm", Arch: "armhf", Meta: "linux-image-armmp-lpae", HistTriggers: true},
+	// Built from Debian's source with kconfig/tiny.fragment: 6.1 with
+	// boot-time tracing (Debian's images lack CONFIG_BOOT_CONFIG), and
+	// bullseye's 5.10 with the hist triggers Debian's 5.10 lacks.
+	{Name: "6.1-boot", Suite: "bookworm", HistTriggers: true,
+		Build: &KernelBuild{Source: "linux-source-6.1", Fragment: "tiny.fragment"}},
+	{Name: "5.10-hist", Suite: "bullseye", HistTriggers: true,
+		Build: &KernelBuild{Source: "linux-source-5.10", Fragment: "tiny.fragment"}},
 }
 
 // DebArch is the kernel's Debian architecture.
@@ -65,11 +80,16 @@ func (k Kernel) DebArch() string {
 	return k.Arch
 }
 
-// ShortVersion is the kernel's version without the architecture: "6.1".
+// ShortVersion is the kernel's version without the architecture or the
+// variant of a built kernel: "6.1" for 6.1, 6.1-arm64 and 6.1-boot. It
+// names a version, not a kernel: a built 6.1 and Debian's 6.1 share it.
 func (k Kernel) ShortVersion() string {
 	v, _, _ := strings.Cut(k.Name, "-")
 	return v
 }
+
+// Built reports whether the kernel is built from source (see KernelBuild).
+func (k Kernel) Built() bool { return k.Build != nil }
 
 // metaPackage is the flavour's metapackage; it depends on the current
 // versioned image package of the suite.
@@ -139,6 +159,13 @@ func RepoRoot() (string, error) {
 // included) and records what it used in <cache>/<name>/kernel.json; later
 // calls reuse that kernel until SQLHIST_KERNEL_REFRESH=1 forces a new
 // resolution.
+//
+// A kernel with a Build is built instead, on a cache miss only: the source
+// package version resolved once (<cache>/built/<name>/source.json, again
+// with SQLHIST_KERNEL_REFRESH=1), its .deb kept in <cache>/built/sources,
+// and the result in <cache>/built/<name>/<version>-<hash12>/ (bzImage,
+// config, kernel.json), the hash covering the fragment's settings. A cold
+// build takes many minutes: give ctx room for it.
 func Fetch(ctx context.Context, k Kernel) (Kernel, error) {
 	if k.Vmlinuz != "" {
 		if _, err := os.Stat(k.Vmlinuz); err == nil {
@@ -155,6 +182,9 @@ func Fetch(ctx context.Context, k Kernel) (Kernel, error) {
 	cache, err := CacheDir()
 	if err != nil {
 		return k, err
+	}
+	if k.Build != nil {
+		return fetchBuilt(ctx, k, cache)
 	}
 	dir := filepath.Join(cache, k.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
