@@ -65,6 +65,14 @@ e2e-tools:
 e2e:
 	SQLHIST_E2E=1 $(GO) test ./e2e/...
 
+# Build the kernels the harness makes from Debian's source packages
+# (6.1-boot, 5.10-hist: e2e/vm/kconfig/tiny.fragment) unless cached, and
+# boot each with a bootconfig: tracefs, hist triggers, initcall events,
+# probes, busybox and Go workloads. Installs the build tools on first use.
+.PHONY: built-kernels
+built-kernels:
+	SQLHIST_E2E=1 SQLHIST_E2E_BUILD=1 $(GO) test ./e2e/vm -run TestBuiltKernels -count=1 -v -timeout 100m
+
 # The kernel suite: every golden case in Debian's x86-64 6.1, 6.12 and 7.2,
 # arm64 6.1, 6.12 and 7.2 and armhf 6.1 under qemu, -e and --run in each,
 # and the refusal on 5.10. Installs qemu (x86 and arm) and busybox-static
