@@ -2,6 +2,7 @@
 // the guest's /work and runs a shell script there, printing its output.
 //
 //	go run ./tools/kexec-script -kernel 6.1 [-bin static-binary] script.sh [more files...]
+//	go run ./tools/kexec-script -kernel 6.1-boot -bootconfig boot.bconf [-append "trace_event=…"] script.sh
 //
 // It is the manual way to try tracefs writes in a real kernel. The script
 // runs with busybox sh in /work, tracefs is mounted at /sys/kernel/tracing
@@ -27,7 +28,9 @@ func main() {
 	bin := flag.String("bin", "", "optional static binary copied to /work/<basename> (mode 0755)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "limit for the whole boot")
 	console := flag.Bool("console", false, "print the raw console log too (to stderr)")
-	verbose := flag.Bool("v", false, "log progress (downloads, boot time) to stderr")
+	verbose := flag.Bool("v", false, "log progress (downloads, builds, boot time) to stderr")
+	cmdline := flag.String("append", "", "appended to the kernel command line")
+	bootconfig := flag.String("bootconfig", "", "bootconfig file appended to the initrd (adds \"bootconfig\" to the command line; needs a kernel with CONFIG_BOOT_CONFIG, e.g. 6.1-boot)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: kexec-script [flags] script.sh [files...]\n")
 		flag.PrintDefaults()
@@ -52,7 +55,16 @@ func main() {
 		log.Print(err)
 		os.Exit(2)
 	}
-	g := vm.Guest{Script: string(script), CombinedOutput: true, Timeout: *timeout}
+	g := vm.Guest{Script: string(script), CombinedOutput: true, Timeout: *timeout, Cmdline: *cmdline}
+	if *bootconfig != "" {
+		bc, err := os.ReadFile(*bootconfig)
+		if err != nil {
+			log.Print(err)
+			os.Exit(2)
+		}
+		g.Cmdline = strings.TrimSpace("bootconfig " + g.Cmdline)
+		g.Initrd = func(path string) error { return vm.AppendBootconfig(path, string(bc)) }
+	}
 	add := func(path string, mode os.FileMode) {
 		b, err := os.ReadFile(path)
 		if err != nil {
