@@ -78,7 +78,7 @@ built-kernels:
 # and the refusal on 5.10. Installs qemu (x86 and arm) and busybox-static
 # and downloads the kernels on first use. SQLHIST_KERNELS=6.1 narrows it.
 kernels:
-	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers|TestExecuteInKernels|TestRunInKernels' -count=1 -v -timeout 85m
+	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers|TestExecuteInKernels|TestRunInKernels|TestBootTimeTracing' -count=1 -v -timeout 85m
 
 # What the triggers cost the kernel: in one boot (6.1 unless
 # SQLHIST_KERNELS says otherwise), a fixed workload of system calls and

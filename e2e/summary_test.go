@@ -63,7 +63,7 @@ func notePart(t *testing.T, kname, part string, start time.Time, detail *string)
 	r.total += d
 }
 
-var partOrder = []string{"queries", "execute", "run", "refusal"}
+var partOrder = []string{"queries", "execute", "run", "refusal", "boot"}
 
 // summaryTable renders the per-kernel table.
 func summaryTable() string {

@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	_ "embed"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+)
+
+// bootKernel is the kernel the suite builds with boot-time tracing.
+const bootKernel = "6.1-boot"
+
+//go:embed testdata/boot/boot.sql
+var bootSQL string
+
+// bootGuest reads, after a boot whose bootconfig sqlhist attached, what
+// the kernel set up before /init: the boot log, error_log, the hist files
+// and the synthetic events' lines (with the exec of /init, recorded from
+// the command line's trace_event=). Then it makes a few opens, removes
+// everything with the teardown script the host printed and lists what is
+// left.
+const bootGuest = `
+T=/sys/kernel/tracing
+mkdir -p /etc
+echo "root:x:0:0:root:/root:/bin/sh" > /etc/passwd
+echo "@@cmdline"; cat /proc/cmdline
+echo "@@dmesg"; dmesg | grep -i -E 'bootconfig|trace_boot|Failed to (add|apply|find)'
+echo "@@errorlog"; cat $T/error_log
+for h in initcall/initcall_finish sched/sched_switch kprobes/do_sys_openat2__return; do
+	echo "@@hist $h"; cat $T/events/$h/hist
+done
+i=0
+while [ $i -lt 5 ]; do cat /etc/passwd > /dev/null; dd if=/proc/version of=/dev/null bs=64 2>/dev/null; sleep 0.02; i=$((i + 1)); done
+echo "@@trace"
+grep -E ' (initcall_lat|wake_lat|open_lat|sched_process_exec): ' $T/trace | head -n 4000
+echo "@@teardown"
+echo > $T/error_log
+sh -ex /work/teardown.sh 2>&1
+rc=$?
+echo "@@teardownexit $rc"
+if [ $rc -ne 0 ]; then
+	echo "@@diag"
+	for f in $T/events/kprobes/*/enable $T/events/synthetic/*/enable; do echo "$f: $(cat $f)"; done
+	cat $T/kprobe_profile
+	grep -H . $T/events/kprobes/*/trigger
+	echo '-:kprobes/do_sys_openat2__return' >> $T/dynamic_events && echo removed-on-retry
+	cat $T/error_log
+fi
+echo "@@errorlog2"; cat $T/error_log
+echo "@@after"
+cat $T/dynamic_events
+grep -H '^[^#]' $T/events/*/*/trigger 2>/dev/null
+ls $T/events/synthetic $T/events/kprobes 2>&1
+echo "@@done"
+`
+
+// sqlhistHost builds sqlhist for this machine (the host prints the
+// bootconfig, as a developer's laptop would) and returns its path.
+func sqlhistHost(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sqlhist")
+	if err := os.WriteFile(bin, buildStatic(t, "amd64"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestBootTimeTracing boots the 6.1 the suite builds with boot-time
+// tracing, with the bootconfig sqlhist made from testdata/boot/boot.sql
+// attached by sqlhist --initrd to the guest's initramfs, and checks that
+// the kernel set up everything before the first user process: no error,
+// initcall latencies of the boot, wakeups before /init ran, plausible
+// latencies, opens through the boot-time kprobes; then that the runtime
+// --teardown script removes all of it.
+func TestBootTimeTracing(t *testing.T) {
+	needKernels(t)
+	if !selected(bootKernel) {
+		t.Skipf("%s is not in SQLHIST_KERNELS", bootKernel)
+	}
+	var detail string
+	defer notePart(t, bootKernel, "boot", time.Now(), &detail)
+	host := sqlhistHost(t)
+	dir := t.TempDir()
+	sqlFile := filepath.Join(dir, "boot.sql")
+	os.WriteFile(sqlFile, []byte(bootSQL), 0o644)
+	sqlhist := func(args ...string) (string, string, error) {
+		cmd := exec.Command(host, args...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	bootconfig, stderr, err := sqlhist("--kernel", "6.1", "-o", "bootconfig", "-f", sqlFile)
+	if err != nil {
+		t.Fatalf("-o bootconfig: %v\n%s", err, stderr)
+	}
+	teardown, stderr, err := sqlhist("--kernel", "6.1", "-o", "bootconfig", "--teardown", "-f", sqlFile)
+	if err != nil {
+		t.Fatalf("-o bootconfig --teardown: %v\n%s", err, stderr)
+	}
+	t.Logf("bootconfig:\n%s", bootconfig)
+	var attachLog string
+	res := boot(t, bootKernel, vm.Guest{
+		Script: bootGuest, CombinedOutput: true, Timeout: 4 * time.Minute,
+		Cmdline: "bootconfig trace_event=sched:sched_process_exec",
+		Files:   []vm.File{{Path: "/work/teardown.sh", Mode: 0o644, Data: []byte(teardown)}},
+		Initrd: func(path string) error {
+			_, msg, err := sqlhist("--kernel", "6.1", "-o", "bootconfig", "-f", sqlFile, "--initrd", path)
+			attachLog = msg
+			return err
+		},
+	})
+	t.Logf("attach: %s", strings.TrimSpace(attachLog))
+	sec := namedSections(res.Stdout)
+	if !strings.Contains(res.Stdout, "@@done") {
+		t.Fatalf("the guest did not finish:\n%s", res.Stdout)
+	}
+	dmesg := sec["dmesg"]
+	if !regexp.MustCompile(`Load bootconfig: \d+ bytes \d+ nodes`).MatchString(dmesg) {
+		t.Errorf("the boot log has no \"Load bootconfig\" line:\n%s", dmesg)
+	}
+	if strings.Contains(dmesg, "Failed") || strings.Contains(dmesg, "trace_boot") {
+		t.Errorf("boot-time tracing reported errors:\n%s", dmesg)
+	}
+	t.Logf("boot log:\n%s", dmesg)
+	if s := strings.TrimSpace(sec["errorlog"]); s != "" {
+		t.Errorf("error_log after boot:\n%s", s)
+	}
+	exec, lines := bootTrace(t, sec["trace"])
+	if exec == 0 {
+		t.Fatalf("no sched_process_exec of /init in the trace:\n%s", sec["trace"])
+	}
+	// Initcalls: every one of the boot, before /init; latencies under the
+	// time to /init.
+	ic := lines["initcall_lat"]
+	if len(ic) < 20 {
+		t.Errorf("%d initcall_lat events; want the boot's initcalls (20 or more)", len(ic))
+	}
+	for _, l := range ic {
+		if l.ts >= exec {
+			t.Errorf("initcall_lat at %.6f, after /init's exec at %.6f: %s", l.ts, exec, l.text)
+		}
+		if lat := l.num("lat"); lat < 0 || float64(lat) > exec*1e6 {
+			t.Errorf("implausible initcall latency: %s", l.text)
+		}
+	}
+	if h := sec["hist initcall/initcall_finish"]; !regexp.MustCompile(`Hits: [1-9]`).MatchString(h) {
+		t.Errorf("initcall_finish's hist has no hits:\n%s", h)
+	}
+	// Wakeups: some before /init; latencies plausible (under a second,
+	// mostly under 100 ms), names real, pids real.
+	wk := lines["wake_lat"]
+	before, slow := 0, 0
+	for _, l := range wk {
+		if l.ts < exec {
+			before++
+		}
+		lat := l.num("lat")
+		if lat < 0 || lat > 1_000_000 {
+			t.Errorf("implausible wakeup latency: %s", l.text)
+		}
+		if lat > 100_000 {
+			slow++
+		}
+		if l.field("comm") == "" || l.num("pid") < 0 {
+			t.Errorf("a wake_lat line without a task: %s", l.text)
+		}
+	}
+	if before == 0 {
+		t.Errorf("no wake_lat event before /init ran (of %d)", len(wk))
+	}
+	if len(wk) > 0 && slow*10 > len(wk) {
+		t.Errorf("%d of %d wakeup latencies over 100 ms", slow, len(wk))
+	}
+	// Opens: the guest's, through the kprobes the boot created.
+	op := lines["open_lat"]
+	passwd := 0
+	for _, l := range op {
+		if l.field("filename") == "/etc/passwd" {
+			passwd++
+			if r := l.num("ret"); r < 0 {
+				t.Errorf("open of /etc/passwd failed? %s", l.text)
+			}
+		}
+		if lat := l.num("lat"); lat < 0 || lat > 1_000_000 {
+			t.Errorf("implausible open latency: %s", l.text)
+		}
+	}
+	if passwd < 5 {
+		t.Errorf("%d open_lat events for /etc/passwd; the guest opened it 5 times (%d open_lat events)", passwd, len(op))
+	}
+	detail = strconv.Itoa(len(ic)) + " initcalls, " + strconv.Itoa(before) + " wakeups before /init"
+	t.Logf("%d initcall_lat (all before /init at %.3f s), %d wake_lat (%d before /init), %d open_lat (%d of /etc/passwd)",
+		len(ic), exec, len(wk), before, len(op), passwd)
+	for _, h := range []string{"initcall/initcall_finish", "sched/sched_switch", "kprobes/do_sys_openat2__return"} {
+		t.Logf("hist %s:\n%s", h, firstLines(sec["hist "+h], 12))
+	}
+	// Teardown at run time.
+	if !strings.Contains(res.Stdout, "@@teardownexit 0\n") {
+		t.Errorf("the runtime teardown failed:\n%s\nthen:\n%s", sec["teardown"], sec["diag"])
+	}
+	if s := strings.TrimSpace(sec["errorlog2"]); s != "" {
+		t.Errorf("error_log after the teardown:\n%s", s)
+	}
+	for _, l := range strings.Split(sec["after"], "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.Contains(l, "No such file or directory") && !strings.HasPrefix(l, "ls: ") {
+			t.Errorf("left after the teardown: %q\n%s", l, sec["after"])
+		}
+	}
+}
+
+// namedSections splits the guest's output at its @@NAME lines: the
+// section's key is the whole line after @@ ("hist sched/sched_switch").
+func namedSections(out string) map[string]string {
+	m := map[string]string{}
+	name := ""
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, "@@"); ok {
+			name = rest
+			continue
+		}
+		if name != "" {
+			m[name] += l + "\n"
+		}
+	}
+	return m
+}
+
+// selected reports whether the kernel is among SQLHIST_KERNELS when that
+// is set (the boot-time kernel runs by default).
+func selected(kname string) bool {
+	v := os.Getenv("SQLHIST_KERNELS")
+	if v == "" {
+		return true
+	}
+	for _, k := range strings.Split(v, ",") {
+		if k == kname {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLines(s string, n int) string {
+	l := strings.SplitN(s, "\n", n+1)
+	if len(l) > n {
+		l = l[:n]
+	}
+	return strings.Join(l, "\n")
+}
+
+// traceLine is one event line of the trace file.
+type traceLine struct {
+	ts     float64
+	event  string
+	fields map[string]string
+	text   string
+}
+
+func (l traceLine) field(name string) string { return l.fields[name] }
+
+func (l traceLine) num(name string) int64 {
+	n, err := strconv.ParseInt(l.fields[name], 0, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+var bootTraceRE = regexp.MustCompile(`^\s*(.+?)\s+\[\d+\]\s+\S+\s+([0-9]+\.[0-9]+): (\w+): (.*)$`)
+
+// bootTrace parses the trace's event lines: the timestamp of the exec of
+// /init and the other events' lines by event name.
+func bootTrace(t *testing.T, trace string) (float64, map[string][]traceLine) {
+	t.Helper()
+	var exec float64
+	lines := map[string][]traceLine{}
+	for _, l := range strings.Split(trace, "\n") {
+		m := bootTraceRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		ts, _ := strconv.ParseFloat(m[2], 64)
+		tl := traceLine{ts: ts, event: m[3], fields: map[string]string{}, text: l}
+		for _, kv := range strings.Fields(m[4]) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				tl.fields[k] = v
+			}
+		}
+		if tl.event == "sched_process_exec" {
+			if exec == 0 && tl.fields["filename"] == "/init" {
+				exec = ts
+			}
+			continue
+		}
+		lines[tl.event] = append(lines[tl.event], tl)
+	}
+	for _, ls := range lines {
+		sort.Slice(ls, func(i, j int) bool { return ls[i].ts < ls[j].ts })
+	}
+	return exec, lines
+}
