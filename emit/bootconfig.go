@@ -24,6 +24,10 @@ const (
 	bootProbeNameMax = 64 - 1 - len("p:kprobes/")
 )
 
+// BootBufferSize is the trace buffer size (per CPU) a bootconfig that
+// records events asks for: the kernel's default (trace_buf_size).
+const BootBufferSize = "1408K"
+
 // BootProbeGroup is the group the kernel gives every kprobe a bootconfig
 // creates; a plan for a bootconfig names its probes in it.
 const BootProbeGroup = "kprobes"
@@ -152,6 +156,17 @@ func Bootconfig(cmds []Command, opt BootOptions) (string, source.Diags) {
 				b.WriteString("\n")
 			}
 			writeNode(&b, n, opt, &diags)
+		}
+	}
+	// Events the boot records must find a buffer of the usual size: 5.10
+	// keeps a booting kernel's buffer at its minimum unless told, and the
+	// boot's events were overwritten (6.1 grows it when an event is
+	// enabled). The kernel applies this before any event key.
+	enabled := map[string]bool{}
+	for _, k := range order {
+		if n := nodes[k]; n.enable != nil && !enabled[n.instance] {
+			enabled[n.instance] = true
+			fmt.Fprintf(&b, "\n# The default size of a trace buffer (per CPU), for the events recorded from boot.\n%sbuffer_size = %s\n", bootPrefix(n.instance), BootBufferSize)
 		}
 	}
 	if len(diags) > 0 {
