@@ -155,16 +155,19 @@ func TestBootTimeTracing(t *testing.T) {
 	if h := sec["hist initcall/initcall_finish"]; !regexp.MustCompile(`Hits: [1-9]`).MatchString(h) {
 		t.Errorf("initcall_finish's hist has no hits:\n%s", h)
 	}
-	// Wakeups: some before /init; latencies plausible (under a second,
-	// mostly under 100 ms), names real, pids real.
+	// Wakeups: some before /init; latencies plausible (never longer than
+	// the time since boot, mostly under 100 ms), names real, pids real.
 	wk := lines["wake_lat"]
 	before, slow := 0, 0
 	for _, l := range wk {
 		if l.ts < exec {
 			before++
 		}
+		// A wait can be long at boot (tinyconfig has no preemption: a
+		// long initcall keeps a woken ksoftirqd off its CPU; 1.35 s was
+		// seen under TCG), never longer than the time since boot.
 		lat := l.num("lat")
-		if lat < 0 || lat > 1_000_000 {
+		if lat < 0 || float64(lat) > l.ts*1e6 {
 			t.Errorf("implausible wakeup latency: %s", l.text)
 		}
 		if lat > 100_000 {
@@ -190,7 +193,7 @@ func TestBootTimeTracing(t *testing.T) {
 				t.Errorf("open of /etc/passwd failed? %s", l.text)
 			}
 		}
-		if lat := l.num("lat"); lat < 0 || lat > 1_000_000 {
+		if lat := l.num("lat"); lat < 0 || float64(lat) > l.ts*1e6 {
 			t.Errorf("implausible open latency: %s", l.text)
 		}
 	}
