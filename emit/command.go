@@ -37,6 +37,9 @@ type Command struct {
 	// Role is, for a trigger, the planner's role of its hist: "start",
 	// "end", "histogram" or "results".
 	Role string
+	// SpanPos and SpanEnd, when set, are the SQL a JSON plan shows for the
+	// command instead of Pos and End (which place its diagnostics).
+	SpanPos, SpanEnd source.Pos
 	// What the command was lowered from (one of them, by Kind; nil in
 	// commands read back from a JSON plan): renderers other than the
 	// shell script (the bootconfig) need the parts, not the line.
@@ -74,12 +77,13 @@ func Commands(p *planner.Plan, opt Options) []Command {
 	return out
 }
 
-// unitSynth is the command defining a unit's synthetic event; when the
-// planner gave the event no span of its own, the statement's.
+// unitSynth is the command defining a unit's synthetic event. Its
+// diagnostics point at the JOIN; when the planner gave the event no span
+// of its own, the statement is its span in a JSON plan.
 func unitSynth(u *planner.Unit, opt Options) Command {
 	c := synthCommand(u.Synth, opt)
 	if c.End <= c.Pos && u.Query != nil && u.Query.End > u.Query.Pos {
-		c.Pos, c.End = u.Query.Pos, u.Query.End
+		c.SpanPos, c.SpanEnd = u.Query.Pos, u.Query.End
 	}
 	return c
 }
@@ -143,7 +147,7 @@ func Teardown(cmds []Command) []Command {
 	for i := len(cmds) - 1; i >= 0; i-- {
 		c := cmds[i]
 		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "removal of the " + c.What, Pos: c.Pos, End: c.End, Marker: c.Marker, Role: c.Role,
-			Hist: c.Hist, Synth: c.Synth, Probe: c.Probe})
+			Hist: c.Hist, Synth: c.Synth, Probe: c.Probe, SpanPos: c.SpanPos, SpanEnd: c.SpanEnd})
 	}
 	return out
 }

@@ -115,8 +115,12 @@ func BuildPlan(cmds []Command, opt PlanOptions) PlanDoc {
 		if w.Needs == nil {
 			w.Needs = []string{}
 		}
-		if opt.Source != nil && c.Pos.IsValid() && c.End.IsValid() && c.End >= c.Pos {
-			w.SQL = span(opt.Source, c.Pos, c.End)
+		pos, end := c.Pos, c.End
+		if c.SpanPos.IsValid() {
+			pos, end = c.SpanPos, c.SpanEnd
+		}
+		if opt.Source != nil && pos.IsValid() && end.IsValid() && end >= pos {
+			w.SQL = span(opt.Source, pos, end)
 		}
 		d.Writes = append(d.Writes, w)
 	}
