@@ -14,6 +14,12 @@
 // capture gives the same bytes. Run it with `make catalog` or
 //
 //	go run ./tools/capture-catalog [-kernels 5.10,6.1,6.12,7.2,6.1-arm64,…] [-out tracefs/catalogs]
+//
+// A kernel the harness builds from source (6.1-boot, 5.10-hist: see
+// e2e/README.md) is captured as linux-<name>.zip (linux-6.1-boot.zip, with
+// ARCH) and only into a directory given with -out: tracefs/catalogs would
+// read the name's suffix as an architecture, and whether such catalogs are
+// embedded is not decided.
 package main
 
 import (
@@ -70,6 +76,7 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("capture-catalog: ")
 	vm.Logf = log.Printf
+	outGiven := *out != ""
 	if *out == "" {
 		root, err := vm.RepoRoot()
 		if err != nil {
@@ -80,13 +87,20 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	var summaries []summary
-	failed := false
+	var ks []vm.Kernel
 	for _, name := range strings.Split(*kernels, ",") {
 		k, err := vm.LookupKernel(strings.TrimSpace(name))
 		if err != nil {
 			log.Fatal(err)
 		}
+		if k.Built() && !outGiven {
+			log.Fatalf("kernel %s is built from source: give its catalog a directory with -out (it is not one of tracefs/catalogs)", k.Name)
+		}
+		ks = append(ks, k)
+	}
+	var summaries []summary
+	failed := false
+	for _, k := range ks {
 		s, err := capture(k, *out)
 		if err != nil {
 			log.Printf("kernel %s: %v", k.Name, err)
@@ -154,12 +168,8 @@ func capture(k vm.Kernel, outDir string) (summary, error) {
 	if err != nil {
 		return summary{}, err
 	}
-	// x86-64 catalogs keep their old names (and no ARCH, which their
-	// release tells): re-capturing them gives the same bytes.
-	name := "linux-" + k.ShortVersion() + ".zip"
-	if k.DebArch() != "amd64" {
-		name = "linux-" + k.ShortVersion() + "-" + k.DebArch() + ".zip"
-	} else {
+	name := catalogName(k)
+	if k.DebArch() == "amd64" && !k.Built() {
 		delete(files, "ARCH")
 	}
 	path := filepath.Join(outDir, name)
@@ -169,6 +179,22 @@ func capture(k vm.Kernel, outDir string) (summary, error) {
 	_, openat := files["events/syscalls/sys_enter_openat/format"]
 	return summary{kernel: res.Kernel, path: path, size: int64(len(zb)), events: events,
 		boot: res.BootTime, readme: string(files["README"]), openat: openat, entries: len(files)}, nil
+}
+
+// catalogName is the zip's name. Debian's x86-64 kernels keep their old
+// names, linux-<version>.zip, and no ARCH (which their release tells), so
+// re-capturing them gives the same bytes; Debian's kernels of other
+// architectures are linux-<version>-<debian arch>.zip. A built kernel's
+// is linux-<name>.zip (linux-6.1-boot.zip): never the name of Debian's
+// kernel of the same version.
+func catalogName(k vm.Kernel) string {
+	switch {
+	case k.Built():
+		return "linux-" + k.Name + ".zip"
+	case k.DebArch() != "amd64":
+		return "linux-" + k.ShortVersion() + "-" + k.DebArch() + ".zip"
+	}
+	return "linux-" + k.ShortVersion() + ".zip"
 }
 
 // zipFiles writes a deterministic zip: sorted names, fixed times, deflate.
@@ -196,14 +222,14 @@ func zipFiles(files map[string][]byte) ([]byte, error) {
 }
 
 func report(ss []summary) {
-	fmt.Printf("%-6s %-28s %-10s %7s %8s %9s %s\n", "kernel", "release", "version", "events", "zip", "boot", "sys_enter_openat")
+	fmt.Printf("%-10s %-28s %-10s %7s %8s %9s %s\n", "kernel", "release", "version", "events", "zip", "boot", "sys_enter_openat")
 	for _, s := range ss {
-		fmt.Printf("%-6s %-28s %-10s %7d %8d %9v %v\n", s.kernel.Name, s.kernel.Release, s.kernel.Version,
+		fmt.Printf("%-10s %-28s %-10s %7d %8d %9v %v\n", s.kernel.Name, s.kernel.Release, s.kernel.Version,
 			s.events, s.size, s.boot.Round(time.Millisecond), s.openat)
 	}
 	fmt.Printf("\nREADME contains:\n%-38s", "")
 	for _, s := range ss {
-		fmt.Printf(" %-6s", s.kernel.Name)
+		fmt.Printf(" %-10s", s.kernel.Name)
 	}
 	fmt.Println()
 	for _, f := range features {
@@ -213,7 +239,7 @@ func report(ss []summary) {
 			if strings.Contains(s.readme, f) {
 				mark = "yes"
 			}
-			fmt.Printf(" %-6s", mark)
+			fmt.Printf(" %-10s", mark)
 		}
 		fmt.Println()
 	}
