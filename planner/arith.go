@@ -162,18 +162,30 @@ func countOperands(e compiler.Expr) int {
 	return 1
 }
 
-// checkUnits refuses expressions that mix ns and µs timestamps.
+// checkUnits refuses expressions that mix ns and µs timestamps, or µs
+// timestamps and other fields: the kernel types every operand of an
+// expression by whether it is a µs timestamp and refuses a mix ("Timestamp
+// units in expression don't match", Linux 5.10 to 7.2).
 func (js *joinState) checkUnits(e compiler.Expr) bool {
 	ns, us := false, false
+	var other *compiler.Field
 	eachField(e, func(f *compiler.Field) {
-		if r := js.p.quietField(f); r != nil && r.name == "common_timestamp" {
-			if r.mod == "usecs" {
-				us = true
-			} else {
-				ns = true
-			}
+		r := js.p.quietField(f)
+		switch {
+		case r != nil && r.mod == "usecs": // a timestamp, or a synthetic field holding one
+			us = true
+		case r != nil && r.name == "common_timestamp":
+			ns = true
+		case other == nil:
+			other = f
 		}
 	})
+	if us && other != nil {
+		pos, end := e.Span()
+		x := js.p.diags.Add(pos, end, "TIMESTAMP_USECS (µs) cannot be combined with %s in one expression: the kernel refuses an expression whose operands are not all µs timestamps (\"Timestamp units in expression don't match\")", other.Name.String())
+		x.Hint = "select the latency and the other value as separate fields, or use TIMESTAMP (ns)"
+		return false
+	}
 	if ns && us {
 		pos, end := e.Span()
 		x := js.p.diags.Add(pos, end, "TIMESTAMP (ns) and TIMESTAMP_USECS (µs) cannot be mixed in one expression")
@@ -196,7 +208,7 @@ func (js *joinState) sumOf(e compiler.Expr, ctx arithCtx) ([]term, bool) {
 		return []term{{factors: []factor{f}}}, true
 	case *compiler.Number:
 		if !p.feat.Expressions {
-			p.diags.Add(x.Pos, x.End, "constants in expressions need Linux 5.16 or later")
+			p.diags.Add(x.Pos, x.End, "%s", p.feat.Lacks("a constant in an expression", "expressions"))
 			return nil, false
 		}
 		return []term{{neg: x.Neg, factors: []factor{constFactor(x.Value)}}}, true
@@ -205,7 +217,7 @@ func (js *joinState) sumOf(e compiler.Expr, ctx arithCtx) ([]term, bool) {
 			break
 		}
 		if (x.Op == compiler.OpMul || x.Op == compiler.OpDiv) && !p.feat.Expressions {
-			p.diags.Add(x.OpPos, x.OpEnd, "%s in expressions needs Linux 5.16 or later", x.Op)
+			p.diags.Add(x.OpPos, x.OpEnd, "%s", p.feat.Lacks(x.Op.String()+" in an expression", "expressions"))
 			return nil, false
 		}
 		if js.info(x).constant {
@@ -552,7 +564,17 @@ func (js *joinState) printTerms(sum []term, local int) (string, vtype, bool) {
 	var typ vtype
 	for i, t := range order {
 		if i > 0 {
-			if t.neg {
+			// Before Linux 5.16 the kernel evaluates a-b-c as a-(b-c):
+			// each operator then applies to everything after it, so a
+			// term's sign is the product of the operators before it, and
+			// the operator between two terms is '-' when their signs
+			// differ (a-b-c is written a-b+c). Later kernels evaluate
+			// left to right.
+			neg := t.neg
+			if !js.p.feat.Expressions {
+				neg = t.neg != order[i-1].neg
+			}
+			if neg {
 				b.WriteString("-")
 			} else {
 				b.WriteString("+")
@@ -593,7 +615,7 @@ func (js *joinState) saveStart(base, expr string) string {
 func (js *joinState) execname(r *ref) (operand, bool) {
 	p := js.p
 	if !p.feat.Buckets {
-		p.diags.Add(r.pos, r.end, "a task name from common_pid.execname in a synthetic event needs Linux 5.15; %s", p.feat.Target())
+		p.diags.Add(r.pos, r.end, "%s", p.feat.Lacks("a task name from common_pid.execname in a synthetic event", "execname-variables"))
 		return operand{}, false
 	}
 	typ := vtype{Kernel: "char[]", Size: 256, Kind: tracefs.KindDynString}

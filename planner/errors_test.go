@@ -40,7 +40,7 @@ func TestErrorPositions(t *testing.T) {
 		{"arithmetic in a histogram", "6.1", "SELECT prev_pid + 1 FROM sched_switch", "", "+",
 			"arithmetic needs a JOIN; in a histogram, SUM(field) or CAST(field AS _COUNTER_) adds up a field"},
 		{"stack trace on 6.1", "6.1", "SELECT start.STACKTRACE AS stack, TIMESTAMP_DELTA_USECS AS lat FROM sched_switch AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid",
-			"AS ", "stack", "stack traces cannot be passed to synthetic events on this kernel (Linux 6.3+ can)"},
+			"AS ", "stack", "passing a stack trace to a synthetic event needs Linux 6.3 (stack traces in hist variables and synthetic events); this target is Linux 6.1 (6.1.0-56-cloud-amd64)"},
 		{"duplicate output name", "6.1", "SELECT start.pid, end.next_pid AS pid" + join, "AS ", "pid",
 			`duplicate output name "pid"`},
 		{"string compared with a number", "6.1", "SELECT next_pid FROM sched_switch WHERE prev_pid == 0 AND next_comm == 5", "next_comm", "5",

@@ -356,7 +356,7 @@ func (p *planner) predicate(b *compiler.Binary, labels map[string]compiler.Expr)
 		p.diags.Add(f.pos, f.end, "%s is not available to event filters", f.name)
 		return "", false
 	}
-	if f.name == "common_cpu" && !p.feat.CommonCPU {
+	if f.pseudo && (f.name == "common_cpu" || f.name == "cpu") && !p.feat.CommonCPU {
 		f.name = "CPU"
 	}
 	switch {

@@ -230,7 +230,7 @@ func (p *planner) stackKey(r *ref) bool {
 		return true
 	}
 	if !p.feat.StacktraceVars {
-		p.diags.Add(r.pos, r.end, "%s is a stack trace field; this kernel cannot key a histogram by one (Linux 6.3+ can)", r.name)
+		p.diags.Add(r.pos, r.end, "%s", p.feat.Lacks("keying a histogram by the stack trace field "+r.name, "stacktrace-variables"))
 		return false
 	}
 	r.mod = "stacktrace"

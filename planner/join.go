@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
@@ -41,7 +42,7 @@ type operand struct {
 
 func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 	if !p.feat.SyntheticEvents {
-		x := p.diags.Add(q.JoinPos, q.JoinPos, "a JOIN creates a synthetic event, and the kernel behind this catalog has none (Linux 4.17+ with CONFIG_SYNTH_EVENTS)")
+		x := p.diags.Add(q.JoinPos, q.JoinPos, "%s", p.feat.Lacks("a JOIN creates a synthetic event, which", "synthetic-events")+" (and CONFIG_SYNTH_EVENTS)")
 		x.Hint = "a query without JOIN (a histogram) works on this kernel"
 		return
 	}
@@ -101,6 +102,8 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 	}
 	if len(synth.Fields) > 64 {
 		p.diags.Add(q.Pos, q.End, "%d fields; a synthetic event has at most 64", len(synth.Fields))
+	} else if len(synth.Fields) > 32 && !p.feat.SynthFields64 {
+		p.diags.Add(q.Pos, q.End, "%s", p.feat.Lacks(fmt.Sprintf("a synthetic event of %d fields", len(synth.Fields)), "synthetic-64-fields"))
 	}
 	filters := p.where(q.Where, labels)
 	js.start.Filter, js.end.Filter = filters[0], filters[1]

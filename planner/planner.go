@@ -114,7 +114,8 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 	p := &planner{cat: cat, feat: cat.Features(), opt: opt, diags: &diags, plan: &Plan{},
 		probes: probeState{byDef: map[string]*Probe{}, byName: map[string]*Probe{}}, usecs: map[string]bool{}}
 	if !p.feat.HistTriggers {
-		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers (CONFIG_HIST_TRIGGERS): sqlhist cannot run there")
+		feat, _ := tracefs.FeatureByID("hist-triggers")
+		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers: it was built without CONFIG_HIST_TRIGGERS (in Linux since %s), and its tracefs README has no \"hist:keys\"; every sqlhist query needs them, so sqlhist cannot run there; %s", feat.Since, p.feat.Target())
 		return nil, diags
 	}
 	joins := 0

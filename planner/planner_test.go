@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"archive/zip"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,6 +21,19 @@ func embedded(t *testing.T, kernel string) *tracefs.Catalog {
 		t.Fatal(err)
 	}
 	return tracefs.Open(fsys)
+}
+
+// debian510 is the catalog of Debian's 5.10 (bullseye), built without
+// hist triggers: kept as test data since --kernel 5.10 means a 5.10 with
+// them.
+func debian510(t *testing.T) *tracefs.Catalog {
+	t.Helper()
+	r, err := zip.OpenReader("../tracefs/testdata/linux-5.10-nohist.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return tracefs.Open(r)
 }
 
 // build parses sql and plans it against cat. A parse error fails the test.

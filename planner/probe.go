@@ -223,7 +223,7 @@ func (p *planner) uprobePlace(pr *compiler.Probe) (place, base, letter string) {
 // eprobeSource resolves the event an eprobe attaches to.
 func (p *planner) eprobeSource(pr *compiler.Probe) *tracefs.Event {
 	if !p.feat.Eprobes {
-		p.diags.Add(pr.Pos, pr.End, "this kernel has no event probes (eprobe needs Linux 5.15)")
+		p.diags.Add(pr.Pos, pr.End, "%s", p.feat.Lacks("an event probe (eprobe)", "eprobes"))
 		return nil
 	}
 	r := &resolver{cat: p.cat, feat: p.feat, diags: p.diags}
@@ -269,7 +269,7 @@ func (p *planner) checkArgs(pr *compiler.Probe) {
 		}
 		if pr.Kind == compiler.KRetProbe || pr.Return && pr.Kind == compiler.KProbe {
 			if strings.Contains(a.Fetch, "$arg") && !p.feat.RetprobeArgs {
-				x := p.diags.Add(a.FetchPos, a.End, "this kernel cannot read $argN in a return probe (Linux 6.9 can)")
+				x := p.diags.Add(a.FetchPos, a.End, "%s", p.feat.Lacks("reading $argN in a return probe", "retprobe-args"))
 				x.Hint = "read the argument in a kprobe on the entry and JOIN the two"
 			}
 		}

@@ -216,11 +216,14 @@ func (r *resolver) fieldIn(i int, rest []*compiler.Ident, n *compiler.Name) *ref
 			return nil
 		}
 	}
+	if out.name == "common_cpu" && out.pseudo && !r.feat.CommonCPU {
+		out.name = "cpu" // its name before Linux 5.14
+	}
 	if out.name == "common_stacktrace" && !r.feat.CommonStacktrace {
 		out.name = "stacktrace"
 	}
 	if out.name == "common_comm" && !r.feat.CommonComm {
-		x := r.diags.Add(n.Pos, n.End, "%s (the task's name, common_comm) in a hist trigger needs Linux 6.16; %s", fname.Name, r.feat.Target())
+		x := r.diags.Add(n.Pos, n.End, "%s", r.feat.Lacks(fname.Name+" (the task's name, common_comm) in a hist trigger", "common-comm"))
 		x.Hint = "CAST(common_pid AS EXECNAME) keys by the task's name on any kernel"
 		return nil
 	}
@@ -300,7 +303,7 @@ func (r *resolver) setModifier(f *ref, mod string, pos, end source.Pos) bool {
 			return false
 		}
 		if !r.feat.Buckets {
-			r.diags.Add(pos, end, "the kernel has no .buckets modifier (it arrived in Linux 5.15)")
+			r.diags.Add(pos, end, "%s", r.feat.Lacks("the modifier ."+m+"="+arg, "buckets"))
 			return false
 		}
 		m = "buckets=" + strconv.FormatUint(n, 10)

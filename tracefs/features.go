@@ -16,19 +16,31 @@ type Features struct {
 	// Kernel is the kernel release recorded with an embedded catalog, if any.
 	Kernel string
 
-	HistTriggers     bool // hist triggers (4.7)
-	SyntheticEvents  bool // synthetic events and onmatch (4.17)
-	DynamicEvents    bool // the dynamic_events file (5.0): "s:" definitions
-	TraceAction      bool // .trace(<synthetic_event>,...) (5.1)
-	DynStrings       bool // char name[] synthetic fields (5.10)
-	CommonCPU        bool // common_cpu (5.14)
-	Buckets          bool // .buckets=N (5.15)
-	Expressions      bool // '*', '/' and constants in hist expressions (5.16)
-	StacktraceVars   bool // common_stacktrace in variables, unsigned long[] fields (6.3)
-	CommonStacktrace bool // the name common_stacktrace (6.4); before, "stacktrace"
-	ErrorLog         bool // error_log (5.2)
-	Eprobes          bool // e: event probes in dynamic_events (5.15)
-	RetprobeArgs     bool // $argN in kernel return probes (6.9)
+	HistTriggers    bool // hist triggers (4.7)
+	SyntheticEvents bool // synthetic events and onmatch (4.17)
+	DynamicEvents   bool // the dynamic_events file (5.0): "s:" definitions
+	TraceAction     bool // .trace(<synthetic_event>,...) (5.1)
+	DynStrings      bool // char name[] synthetic fields (5.10)
+	CommonCPU       bool // common_cpu (5.14; "cpu" before, and stable backports)
+	Buckets         bool // .buckets=N (5.15)
+	// Expressions is '*', '/' and constants in hist expressions, and
+	// left-to-right evaluation (5.16). Before, the kernel had only + and -
+	// and evaluated a-b-c as a-(b-c).
+	Expressions bool
+	// SynthFields64 is 64 fields in a synthetic event (5.15); 32 before.
+	SynthFields64 bool
+	// BrokenSynthStrings is true on the kernels whose hist triggers write
+	// a synthetic event's string fields wrongly: Linux 5.10.237 and later
+	// 5.10.y took two 6.x patches without their fixes (upstream 9971c3f94448
+	// and e1a453a57bc7), so every string field is also stored as a number,
+	// shifts the fields after it and writes past the event, and prints as
+	// "(efault)". Read from the release: the README does not tell.
+	BrokenSynthStrings bool
+	StacktraceVars     bool // common_stacktrace in variables, unsigned long[] fields (6.3)
+	CommonStacktrace   bool // the name common_stacktrace (6.4); before, "stacktrace"
+	ErrorLog           bool // error_log (5.2)
+	Eprobes            bool // e: event probes in dynamic_events (5.15)
+	RetprobeArgs       bool // $argN in kernel return probes (6.9)
 	// ProbeArgs is $argN in kprobes at all: only architectures with the
 	// function-argument access API have it (x86_64 and arm64 do, 32-bit
 	// arm does not in 6.1: "Invalid $-valiable specified").
@@ -64,7 +76,18 @@ func (c *Catalog) readFeatures() Features {
 		f.Kernel = c.release
 	}
 	f.CommonComm = f.CommonComm || ReleaseAtLeast(f.Kernel, 6, 16)
+	f.SynthFields64 = f.SynthFields64 || ReleaseAtLeast(f.Kernel, 5, 15)
+	f.BrokenSynthStrings = BrokenSynthStrings(f.Kernel)
 	return f
+}
+
+// BrokenSynthStrings reports whether a kernel release is one of the 5.10
+// stable releases (5.10.237 and later) whose hist triggers corrupt the
+// string fields of synthetic events: see Features.BrokenSynthStrings and
+// e2e/findings/linux-5.10.md. No 5.10.y release has the fixes yet.
+func BrokenSynthStrings(release string) bool {
+	p := versionParts(release)
+	return len(p) >= 3 && p[0] == 5 && p[1] == 10 && p[2] >= 237
 }
 
 func allFeatures() Features {
@@ -73,7 +96,7 @@ func allFeatures() Features {
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
 		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
-		ReturnSuffix: true,
+		ReturnSuffix: true, SynthFields64: true,
 	}
 }
 
@@ -94,12 +117,15 @@ func FeaturesFromREADME(readme string) Features {
 	f.CommonComm = has("common_comm")
 	f.ReturnSuffix = has("%return")
 	f.StacktraceVars = f.CommonStacktrace
-	// '*', '/' and constants arrived in 5.16, after .buckets (5.15) and
-	// before any README marker of their own; treat kernels that list
-	// .buckets and the 5.16-era "hist:keys" text as having them.
-	f.Expressions = f.Buckets
-	// Dynamic strings in synthetic events (5.10) predate .buckets (5.15).
-	f.DynStrings = f.Buckets || f.CommonCPU
+	// '*', '/', constants and left-to-right evaluation came together in
+	// 5.16 with this README text (5.15 has .buckets but not these).
+	f.Expressions = has("multiplication(*) and division(/)")
+	// Dynamic strings in synthetic events (5.10) came with this example in
+	// the README; common_cpu is no marker (5.4.y and 5.10.y backported it).
+	f.DynStrings = has("char name[]")
+	// 64 synthetic fields came in 5.15, before any README marker; a kernel
+	// with 5.16's expressions has them (the release tells otherwise).
+	f.SynthFields64 = f.Expressions
 	return f
 }
 
@@ -131,7 +157,60 @@ func (f Features) Target() string {
 	case f.Release() != "":
 		return "this target is Linux " + f.Release() + " (" + f.Kernel + ")"
 	case f.FromREADME:
+		if span := f.readmeSpan(); span != "" {
+			return "this target's kernel release is unknown; its tracefs README is that of " + span
+		}
 		return "this target's kernel release is unknown (its tracefs README does not list it)"
 	}
 	return "this target's kernel is unknown"
+}
+
+// readmeSpan dates a README by the features it lists: "Linux 5.10 or
+// later, before 5.15". Backports can move a kernel's README forward, so
+// this explains a refusal; it decides nothing.
+func (f Features) readmeSpan() string {
+	marks := []struct {
+		has bool
+		id  string
+	}{
+		{f.HistTriggers, "hist-triggers"}, {f.SyntheticEvents, "synthetic-events"},
+		{f.DynamicEvents, "dynamic-events"}, {f.TraceAction, "trace-action"}, {f.ErrorLog, "error-log"},
+		{f.DynStrings, "dynamic-strings"}, {f.ReturnSuffix, "return-suffix"}, {f.Buckets, "buckets"},
+		{f.Eprobes, "eprobes"}, {f.Expressions, "expressions"}, {f.CommonStacktrace, "common-stacktrace"},
+		{f.RetprobeArgs, "retprobe-args"},
+	}
+	lo, hi := "", ""
+	for _, m := range marks {
+		feat, _ := FeatureByID(m.id)
+		if m.has && (lo == "" || CompareVersions(feat.Since, lo) > 0) {
+			lo = feat.Since
+		}
+	}
+	for _, m := range marks {
+		feat, _ := FeatureByID(m.id)
+		if !m.has && (lo == "" || CompareVersions(feat.Since, lo) > 0) && (hi == "" || CompareVersions(feat.Since, hi) < 0) {
+			hi = feat.Since
+		}
+	}
+	switch {
+	case lo != "" && hi != "":
+		return "Linux " + lo + " or later, before " + hi
+	case lo != "":
+		return "Linux " + lo + " or later"
+	case hi != "":
+		return "a kernel before Linux " + hi
+	}
+	return ""
+}
+
+// Lacks is the refusal of something the target does not have: "SUBJECT
+// needs Linux 5.15 (the .buckets=N modifier); this target is Linux 5.10
+// (5.10.262-sqlhist)". The version and the description come from
+// FeatureTable, by the feature's ID.
+func (f Features) Lacks(subject, id string) string {
+	feat, ok := FeatureByID(id)
+	if !ok {
+		return subject + " is not supported by this kernel; " + f.Target()
+	}
+	return subject + " needs Linux " + feat.Since + " (" + feat.What + "); " + f.Target()
 }

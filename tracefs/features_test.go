@@ -12,22 +12,30 @@ func TestFeaturesEmbedded(t *testing.T) {
 		kernel string
 		want   Features
 	}{
-		{"5.10", Features{
+		{"5.10-nohist", Features{
 			FromREADME: true, Kernel: "5.10.0-46-cloud-amd64",
 			DynamicEvents: true, ErrorLog: true, ProbeArgs: true, ReturnSuffix: true,
+		}},
+		// 5.10.262 built with hist triggers: common_cpu is a stable
+		// backport, and its synthetic string fields are broken.
+		{"5.10", Features{
+			FromREADME: true, Kernel: "5.10.262-sqlhist",
+			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
+			DynStrings: true, CommonCPU: true, ErrorLog: true, ProbeArgs: true, ReturnSuffix: true,
+			BrokenSynthStrings: true,
 		}},
 		{"6.1", Features{
 			FromREADME: true, Kernel: "6.1.0-56-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true, ErrorLog: true,
-			Eprobes: true, ProbeArgs: true, ReturnSuffix: true,
+			Eprobes: true, ProbeArgs: true, ReturnSuffix: true, SynthFields64: true,
 		}},
 		{"6.12", Features{
 			FromREADME: true, Kernel: "6.12.117+deb13-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
-			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, ReturnSuffix: true,
+			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, ReturnSuffix: true, SynthFields64: true,
 		}},
 		{"7.2", Features{
 			FromREADME: true, Kernel: "7.2.13+deb14-cloud-amd64",
@@ -35,7 +43,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
 			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, CommonComm: true, // from its release: the README does not say
-			ReturnSuffix: true,
+			ReturnSuffix: true, SynthFields64: true,
 		}},
 	}
 	for _, tt := range tests {
@@ -70,7 +78,7 @@ func TestFeaturesWithoutREADME(t *testing.T) {
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
 		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
-		ReturnSuffix: true,
+		ReturnSuffix: true, SynthFields64: true,
 	}
 	noDynamic := all
 	noDynamic.DynamicEvents = false
@@ -113,7 +121,7 @@ func TestFeaturesFromCatalogFiles(t *testing.T) {
 			"README":    {Data: []byte("hist:keys=\n")},
 			"error_log": {},
 			"VERSION":   {Data: []byte("  6.6.0-test \nsecond line\n")},
-		}, Features{FromREADME: true, HistTriggers: true, ErrorLog: true, Kernel: "6.6.0-test"}},
+		}, Features{FromREADME: true, HistTriggers: true, ErrorLog: true, Kernel: "6.6.0-test", SynthFields64: true}},
 		{"VERSION without newline", fstest.MapFS{
 			"README":  {Data: []byte("")},
 			"VERSION": {Data: []byte("5.4.0")},
@@ -146,8 +154,13 @@ func TestFeaturesFromREADME(t *testing.T) {
 		{"synthetic_events file", "synthetic_events\t\t- Create/append/remove/show synthetic events", Features{FromREADME: true, SyntheticEvents: true}},
 		{"onmatch", "onmatch(matching.event)", Features{FromREADME: true, SyntheticEvents: true}},
 		{"trace action", "trace(<synthetic_event>,param list)", Features{FromREADME: true, TraceAction: true}},
-		{"common_cpu implies dynamic strings", "common_cpu", Features{FromREADME: true, CommonCPU: true, DynStrings: true}},
-		{"buckets implies expressions", ".buckets=size", Features{FromREADME: true, Buckets: true, Expressions: true, DynStrings: true}},
+		// common_cpu and .buckets are no markers of what came with them.
+		{"common_cpu", "common_cpu", Features{FromREADME: true, CommonCPU: true}},
+		{"buckets", ".buckets=size", Features{FromREADME: true, Buckets: true}},
+		{"expressions", "    multiplication(*) and division(/) operators. An operand can be either a",
+			Features{FromREADME: true, Expressions: true, SynthFields64: true}},
+		{"dynamic strings", "     example: echo 'myevent u64 lat; char name[]' >> synthetic_events",
+			Features{FromREADME: true, SyntheticEvents: true, DynStrings: true}},
 		{"common_stacktrace", "common_stacktrace", Features{FromREADME: true, CommonStacktrace: true, StacktraceVars: true}},
 		{"plain stacktrace is not common_stacktrace", "stacktrace", Features{FromREADME: true}},
 		{"files are not read from the text", "dynamic_events error_log", Features{FromREADME: true}},

@@ -144,7 +144,7 @@ func TestInspectErrors(t *testing.T) {
 			`<args>:1:8: unknown field "nope" in event sched/sched_switch`},
 		{"defined only in 6.12", []string{"--kernel", "6.1", "--describe", "st", "-n", "st",
 			"SELECT start.STACKTRACE AS st FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"}, exitQuery,
-			"stack traces cannot be passed to synthetic events on this kernel"},
+			"passing a stack trace to a synthetic event needs Linux 6.3"},
 		{"no catalog", []string{"--formats", "/empty", "--list-events"}, exitUsage, "--formats: file does not exist"},
 	}
 	for _, tt := range tests {

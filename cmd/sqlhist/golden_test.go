@@ -36,7 +36,7 @@ var update = flag.Bool("update", false, "rewrite the want/ sections of testdata/
 //	want/bootconfig      expected stdout with -o bootconfig, or
 //	want/bootconfig.err  its stderr when boot-time tracing cannot do it
 //	want/K/commands.sh   expected stdout when compiled against the catalog
-//	want/K/stderr        of kernel K (6.12, 7.2, 6.1-arm64, …, 6.1-armhf),
+//	want/K/stderr        of kernel K (5.10, 6.12, 7.2, 6.1-arm64, …, 6.1-armhf),
 //	want/K/exit          only where it differs from the 6.1 result
 //
 // A line of query.sql may end in -- ERROR "regexp": some error must be
@@ -48,7 +48,7 @@ const goldenKernel = "6.1"
 // A name with an architecture, 6.1-arm64, is the embedded catalog of that
 // kernel on it (--kernel 6.1 --arch arm64), as the kernel suite names the
 // kernels it boots.
-var otherKernels = []string{"6.12", "7.2", "6.1-arm64", "6.12-arm64", "7.2-arm64", "6.1-armhf"}
+var otherKernels = []string{"5.10", "6.12", "7.2", "6.1-arm64", "6.12-arm64", "7.2-arm64", "6.1-armhf"}
 
 type caseResult struct {
 	stdout, stderr string
