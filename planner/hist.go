@@ -80,7 +80,12 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 		p.diags.Add(q.Pos, q.End, "the keys take %d bytes; the kernel allows %d (a dynamic string key takes 256, a stack trace 128)", keySize, maxKeySize)
 	}
 	p.groupBy(q, items)
-	p.orderBy(q, h, items)
+	if failed {
+		// An ORDER BY of an item that failed would only repeat its error.
+		p.quietly(func() { p.orderBy(q, h, items) })
+	} else {
+		p.orderBy(q, h, items)
+	}
 	h.Limit = p.limit(q)
 	h.Size = p.opt.Size
 	h.Columns = histColumns(items)

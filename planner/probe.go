@@ -257,7 +257,11 @@ func (p *planner) checkArgs(pr *compiler.Probe) {
 	arch, how := p.cat.Arch()
 	for _, a := range pr.Args {
 		if strings.Contains(a.Fetch, "$arg") && !p.feat.ProbeArgs && (pr.Kind == compiler.KProbe || pr.Kind == compiler.KRetProbe) {
-			x := p.diags.Add(a.FetchPos, a.End, "this kernel cannot read $argN: its architecture (%s) has no function-argument access for kprobes", arch.Name)
+			msg := p.feat.Lacks("reading $argN in a kprobe", "probe-args")
+			if !arch.ArgAccess() {
+				msg = fmt.Sprintf("this kernel cannot read $argN: its architecture (%s) has no function-argument access for kprobes", arch.Name)
+			}
+			x := p.diags.Add(a.FetchPos, a.End, "%s", msg)
 			x.Hint = "read the argument's register instead: " + arch.ArgRegList() + " hold the first arguments at the function's entry"
 			continue
 		}

@@ -216,3 +216,8 @@ func (c *Catalog) exists(name string) bool {
 	_, err := fs.Stat(c.fsys, name)
 	return err == nil
 }
+
+// ArgAccess reports whether kprobes of the architecture read $argN
+// (HAVE_FUNCTION_ARG_ACCESS_API, Linux 4.20): x86_64 and arm64 have it,
+// 32-bit arm and riscv64 in the kernels sqlhist knows do not.
+func (a *Arch) ArgAccess() bool { return a.Name == "x86_64" || a.Name == "arm64" }

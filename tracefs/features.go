@@ -69,6 +69,9 @@ func (c *Catalog) readFeatures() Features {
 	}
 	f := FeaturesFromREADME(string(data))
 	f.DynamicEvents = c.HasFile("dynamic_events")
+	// Before 5.10 the README does not describe synthetic_events; the
+	// file tells (4.17 to 5.9).
+	f.SyntheticEvents = f.SyntheticEvents || f.HistTriggers && c.HasFile("synthetic_events")
 	f.ErrorLog = c.HasFile("error_log")
 	if v, err := fs.ReadFile(c.fsys, "VERSION"); err == nil {
 		f.Kernel = strings.TrimSpace(strings.SplitN(string(v), "\n", 2)[0])
@@ -111,7 +114,7 @@ func FeaturesFromREADME(readme string) Features {
 	f.CommonCPU = has("common_cpu")
 	f.Buckets = has(".buckets")
 	f.CommonStacktrace = has("common_stacktrace")
-	f.Eprobes = has("e[:[<group>/][<event>]]")
+	f.Eprobes = has("e[:[<group>/]") // 5.15: e[:[<group>/]<event>], later e[:[<group>/][<event>]]
 	f.RetprobeArgs = has("kernel return probes support: $retval, $arg<N>")
 	f.ProbeArgs = has("$arg<N>")
 	f.CommonComm = has("common_comm")

@@ -1,6 +1,7 @@
 package tracefs
 
 import (
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -196,5 +197,42 @@ func TestSetReleaseGivesCommonComm(t *testing.T) {
 		if got := c.Features().CommonComm; got != want {
 			t.Errorf("release %q: CommonComm = %v, want %v", rel, got, want)
 		}
+	}
+}
+
+func TestBrokenSynthStrings(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"5.10.262-sqlhist": true, "5.10.237": true, "5.10.236": false, "5.10.0-46-cloud-amd64": false,
+		"5.15.180": false, "6.1.0-56-cloud-amd64": false, "5.4.290": false, "": false,
+	} {
+		if got := BrokenSynthStrings(rel); got != want {
+			t.Errorf("BrokenSynthStrings(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}
+
+// Refusals take the version and the description from FeatureTable, and
+// say what the target is: its release, or the era of its README.
+func TestLacks(t *testing.T) {
+	const buckets = ".buckets=8 needs Linux 5.15 (the .buckets=N modifier); "
+	tests := []struct {
+		f    Features
+		want string
+	}{
+		{Features{FromREADME: true, Kernel: "5.10.262-sqlhist"}, buckets + "this target is Linux 5.10 (5.10.262-sqlhist)"},
+		{FeaturesFromREADME("hist:keys=\n onmatch(\n example: echo 'myevent u64 lat; char name[]' >> synthetic_events\n"),
+			buckets + "this target's kernel release is unknown; its tracefs README is that of Linux 5.10 or later, before 5.15"},
+		{Features{FromREADME: true, HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true, ErrorLog: true},
+			buckets + "this target's kernel release is unknown; its tracefs README is that of Linux 5.2 or later, before 5.10"},
+		{Features{FromREADME: true}, buckets + "this target's kernel release is unknown; its tracefs README is that of a kernel before Linux 4.7"},
+		{Features{}, buckets + "this target's kernel is unknown"},
+	}
+	for _, tt := range tests {
+		if got := tt.f.Lacks(".buckets=8", "buckets"); got != tt.want {
+			t.Errorf("Lacks = %q\nwant    %q", got, tt.want)
+		}
+	}
+	if got := (Features{}).Lacks("x", "no-such-feature"); !strings.Contains(got, "not supported") {
+		t.Errorf("unknown feature: %q", got)
 	}
 }
