@@ -35,7 +35,7 @@ dist:
 
 # Rewrite the want/ sections of testdata/queries/*.txtar.
 golden:
-	$(GO) test ./cmd/sqlhist -run TestGolden -update
+	$(GO) test ./cmd/sqlhist -run 'TestGolden|TestPaperKernels' -update
 
 # Five minutes of each of the two query fuzz targets, two workers each.
 fuzz:
