@@ -106,13 +106,16 @@ type planner struct {
 	// usecs are the synthetic fields that carry a µs timestamp between the
 	// steps of a chain ("synthetic/<event>/<field>").
 	usecs map[string]bool
+	// failedViews are the CREATE VIEW names of statements that failed.
+	failedViews map[string]bool
 }
 
 // Build plans a script against an event catalog.
 func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, source.Diags) {
 	var diags source.Diags
 	p := &planner{cat: cat, feat: cat.Features(), opt: opt, diags: &diags, plan: &Plan{},
-		probes: probeState{byDef: map[string]*Probe{}, byName: map[string]*Probe{}}, usecs: map[string]bool{}}
+		probes: probeState{byDef: map[string]*Probe{}, byName: map[string]*Probe{}}, usecs: map[string]bool{},
+		failedViews: map[string]bool{}}
 	if !p.feat.HistTriggers {
 		feat, _ := tracefs.FeatureByID("hist-triggers")
 		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers: it was built without CONFIG_HIST_TRIGGERS (in Linux since %s), and its tracefs README has no \"hist:keys\"; every sqlhist query needs them, so sqlhist cannot run there; %s", feat.Since, p.feat.Target())
@@ -145,6 +148,9 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 			u := p.statement(st.q, names)
 			p.cur = nil
 			if u == nil {
+				if q.View != nil {
+					p.failedViews[q.View.Name] = true
+				}
 				break
 			}
 			u.Probes = append(st.probes, u.Probes...)
@@ -168,7 +174,7 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 			return nil
 		}
 	}
-	p.r = &resolver{cat: p.cat, feat: p.feat, diags: p.diags, usecs: p.usecs}
+	p.r = &resolver{cat: p.cat, feat: p.feat, diags: p.diags, usecs: p.usecs, failedViews: p.failedViews}
 	from := p.r.event(q.From.Name)
 	var join *tracefs.Event
 	if q.Join != nil {

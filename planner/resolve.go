@@ -79,6 +79,9 @@ type resolver struct {
 	// in microseconds from an earlier step of a chain: they take the usecs
 	// modifier, which gives them the kernel's µs unit (see splitter).
 	usecs map[string]bool
+	// failedViews are the CREATE VIEW names of statements that failed:
+	// a later FROM of one is not an unknown event but a consequence.
+	failedViews map[string]bool
 }
 
 // event resolves a FROM or JOIN name to an event.
@@ -102,6 +105,8 @@ func (r *resolver) event(n *compiler.Name) *tracefs.Event {
 	switch {
 	case err == nil:
 		return ev
+	case errors.Is(err, fs.ErrNotExist) && (system == "" || system == "synthetic") && r.failedViews[name]:
+		r.diags.Add(n.Pos, n.End, "view %q was not created: its CREATE VIEW above has errors", name)
 	case errors.Is(err, fs.ErrNotExist):
 		all, _ := r.cat.Names()
 		arch, _ := r.cat.Arch()
