@@ -69,6 +69,12 @@ fired() {
 mkdir -p /etc
 echo "root:x:0:0:root:/root:/bin/sh" > /etc/passwd
 echo "@@kernel $(uname -r)"
+# What the host checks a task name or a pid against: the pid bound, and
+# the applets of the busybox every process of this guest runs from.
+echo "@@pidmax $(cat /proc/sys/kernel/pid_max 2>/dev/null)"
+echo "@@applets"
+busybox --list
+echo "@@end"
 mkdir $T/instances/sqlhist_dstate
 gstate > /tmp/global-before.txt
 for dir in /work/cases/*/; do
@@ -77,13 +83,26 @@ for dir in /work/cases/*/; do
 	args=$(cat args 2>/dev/null)
 	inst=$(sed -n '/^-B$/{n;p;}' args 2>/dev/null)
 	echo "@@case $name"
+	echo "@@at $(cut -d" " -f1 /proc/uptime)"
 	[ -n "$inst" ] && mkdir $T/instances/$inst
 	$SQLHIST $args -f query.sql > commands.sh 2> compile.err
 	rc=$?
 	$SQLHIST $args --teardown -f query.sql > teardown.sh 2>> compile.err
 	echo "@@compile $rc"
 	cat compile.err
-	if [ $rc -ne 0 ]; then echo "@@end"; continue; fi
+	if [ $rc -ne 0 ]; then
+		# Refused: -e must refuse as well, before any write.
+		gstate > /tmp/refuse-before.txt
+		$SQLHIST $args -e -f query.sql > /dev/null 2> exec.err
+		echo "@@refuseexec $?"
+		cat exec.err
+		gstate > /tmp/refuse-after.txt
+		echo "@@refusediff"
+		diff /tmp/refuse-before.txt /tmp/refuse-after.txt
+		[ -n "$inst" ] && rmdir $T/instances/$inst
+		echo "@@end"
+		continue
+	fi
 	echo "@@commands"
 	cat commands.sh
 	state > before.txt
@@ -109,6 +128,12 @@ for dir in /work/cases/*/; do
 	for s in $synths; do echo 0 > $T/events/synthetic/$s/enable; done
 	end=$(uptime_us)
 	echo "@@elapsed_us $((end - start))"
+	# Every task name this guest had that the host can know of: the live
+	# tasks, the kernel's saved comms, the programs in /work.
+	echo "@@tasks"
+	cat /proc/[0-9]*/comm 2>/dev/null
+	sed 's/^[0-9]* //' $T/saved_cmdlines
+	ls /work /work/bin
 	echo "@@trace"
 	for s in $synths; do grep " $s: " $T/trace | head -n 300; done
 	for h in $(sed -n 's/.* >> \(.*\)\/trigger$/\1\/hist/p' commands.sh | sort -u); do

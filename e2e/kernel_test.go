@@ -38,6 +38,7 @@ type kernelCase struct {
 	ownELF bool              // the golden describes the binary its uprobes read (elf/ files)
 	golden map[string]string // kernel → expected script (want/K/commands.sh, else want/commands.sh)
 	exit   map[string]int    // kernel → expected exit code
+	stderr map[string]string // kernel → expected stderr (want/K/stderr, else want/stderr)
 }
 
 // expect returns the expected exit code and script of the case on kernel k.
@@ -53,6 +54,14 @@ func (c kernelCase) expect(k string) (int, string) {
 	return code, script
 }
 
+// expectStderr returns the expected stderr of the case on kernel k.
+func (c kernelCase) expectStderr(k string) string {
+	if s, ok := c.stderr[k]; ok {
+		return s
+	}
+	return c.stderr[""]
+}
+
 func loadCases(t *testing.T) []kernelCase {
 	paths, err := filepath.Glob("../testdata/queries/*.txtar")
 	if err != nil || len(paths) == 0 {
@@ -65,13 +74,15 @@ func loadCases(t *testing.T) []kernelCase {
 			t.Fatal(err)
 		}
 		c := kernelCase{name: strings.TrimSuffix(filepath.Base(p), ".txtar"), bounds: map[string]string{},
-			golden: map[string]string{}, exit: map[string]int{}}
+			golden: map[string]string{}, exit: map[string]int{}, stderr: map[string]string{}}
 		ok := false
 		for _, f := range a.Files {
 			if k, file, found := strings.Cut(strings.TrimPrefix(f.Name, "want/"), "/"); strings.HasPrefix(f.Name, "want/") && found {
 				switch file {
 				case "commands.sh":
 					c.golden[k] = string(f.Data)
+				case "stderr":
+					c.stderr[k] = string(f.Data)
 				case "exit":
 					c.exit[k], _ = strconv.Atoi(strings.TrimSpace(string(f.Data)))
 					ok = ok || c.exit[k] == 0
@@ -88,6 +99,8 @@ func loadCases(t *testing.T) []kernelCase {
 				c.args = f.Data
 			case "want/commands.sh":
 				c.golden[""] = string(f.Data)
+			case "want/stderr":
+				c.stderr[""] = string(f.Data)
 			case "want/exit":
 				c.exit[""], _ = strconv.Atoi(strings.TrimSpace(string(f.Data)))
 				ok = ok || c.exit[""] == 0
@@ -132,8 +145,21 @@ func needKernels(t *testing.T) {
 }
 
 // allKernels are the kernels the suite boots by default: Debian's x86-64
-// 6.1, 6.12 and 7.2, the arm64 ones, and 32-bit arm 6.1.
-const allKernels = "6.1,6.12,7.2,6.1-arm64,6.12-arm64,7.2-arm64,6.1-armhf"
+// 6.1, 6.12 and 7.2, the arm64 ones, 32-bit arm 6.1, and 5.10.262 built
+// with hist triggers (5.10-hist, the golden cases' "5.10").
+const allKernels = "6.1,6.12,7.2,6.1-arm64,6.12-arm64,7.2-arm64,6.1-armhf,5.10-hist"
+
+// goldenKey is the key of a suite kernel's expected output in the golden
+// cases (want/KEY/...): a kernel built from source is the version it is
+// built from (5.10-hist is what --kernel 5.10 means), a Debian kernel of
+// another architecture keeps its name (6.1-arm64).
+func goldenKey(kname string) string {
+	k, err := vm.LookupKernel(kname)
+	if err != nil || !k.Built() {
+		return kname
+	}
+	return k.ShortVersion()
+}
 
 // kernelNames is the kernels the suite boots: $SQLHIST_KERNELS, else all.
 func kernelNames() []string { return strings.Split(envOr("SQLHIST_KERNELS", allKernels), ",") }
@@ -241,6 +267,16 @@ type caseResult struct {
 	// the script's (applied) and from the state before (torn down).
 	planApply, planTeardown     int
 	planLog, planDiff, planGone string
+	// A refused case: the exit of sqlhist -e, its stderr, and how the
+	// whole tracefs differed after it (nothing may have been written).
+	refuseExec            int
+	refuseLog, refuseDiff string
+	// What the fields of the synthetic events are checked against: the
+	// guest's pid_max, and every task name it could know of (its tasks
+	// after the workload, the kernel's saved comms, its programs and
+	// busybox applets; nil when the guest did not say).
+	pidMax uint64
+	tasks  map[string]bool
 }
 
 // guestReport is everything the guest printed, by case.
@@ -249,11 +285,13 @@ type guestReport struct {
 	cases      map[string]*caseResult
 	globalDiff string // the whole tracefs before the first case vs after the last
 	done       bool
+	pidMax     uint64          // /proc/sys/kernel/pid_max (0 if the guest did not say)
+	applets    map[string]bool // busybox --list
 }
 
 func parseGuest(out string) guestReport {
 	res := map[string]*caseResult{}
-	rep := guestReport{cases: res}
+	rep := guestReport{cases: res, applets: map[string]bool{}}
 	var cur *caseResult
 	section := ""
 	kernel := ""
@@ -267,8 +305,22 @@ func parseGuest(out string) guestReport {
 			switch w[0] {
 			case "kernel":
 				kernel = strings.Join(w[1:], " ")
+			case "pidmax":
+				if len(w) > 1 {
+					rep.pidMax, _ = strconv.ParseUint(w[1], 10, 64)
+				}
+			case "applets":
+				section = "applets"
+			case "tasks":
+				cur.tasks = map[string]bool{}
+				section = "tasks"
+			case "refuseexec":
+				cur.refuseExec, _ = strconv.Atoi(w[1])
+				section = "refuselog"
+			case "refusediff":
+				section = "refusediff"
 			case "case":
-				cur = &caseResult{compile: -1, setup: -1, teardown: -1, planApply: -1, planTeardown: -1, hists: map[string]string{}}
+				cur = &caseResult{compile: -1, setup: -1, teardown: -1, planApply: -1, planTeardown: -1, refuseExec: -1, hists: map[string]string{}}
 				res[w[1]] = cur
 				errlogs = 0
 				section = "compile"
@@ -314,6 +366,12 @@ func parseGuest(out string) guestReport {
 			rep.globalDiff += line + "\n"
 			continue
 		}
+		if section == "applets" {
+			if a := strings.TrimSpace(line); a != "" {
+				rep.applets[a] = true
+			}
+			continue
+		}
 		if cur == nil || section == "" {
 			continue
 		}
@@ -332,6 +390,14 @@ func parseGuest(out string) guestReport {
 			cur.tearLog += line + "\n"
 		case section == "statediff":
 			cur.statediff += line + "\n"
+		case section == "tasks":
+			if n := strings.TrimRight(line, " "); n != "" {
+				cur.tasks[n] = true
+			}
+		case section == "refuselog":
+			cur.refuseLog += line + "\n"
+		case section == "refusediff":
+			cur.refuseDiff += line + "\n"
 		case section == "planlog":
 			cur.planLog += line + "\n"
 		case section == "plandiff":
@@ -343,6 +409,14 @@ func parseGuest(out string) guestReport {
 		}
 	}
 	rep.kernel = kernel
+	for _, c := range res {
+		c.pidMax = rep.pidMax
+		if c.tasks != nil {
+			for a := range rep.applets {
+				c.tasks[a] = true
+			}
+		}
+	}
 	return rep
 }
 
@@ -433,6 +507,7 @@ func verdict(c kernelCase, r *caseResult) (problems, outliers []string, accepted
 			problems = append(problems, fmt.Sprintf("no synthetic event line has %s=%s", w[0], w[1]))
 		}
 	}
+	problems = append(problems, checkFields(r.commands, r.trace, r)...)
 	problems = append(problems, checkSums(c, r.trace, synths)...)
 	problems = append(problems, checkSames(c, r.trace, synths)...)
 	if c.hitsum {
@@ -557,15 +632,20 @@ func TestQueriesInKernels(t *testing.T) {
 			if strings.TrimSpace(rep.globalDiff) != "" {
 				t.Errorf("tracefs as a whole differs after all cases:\n%s", rep.globalDiff)
 			}
-			var nRun, nAcc, nFired, nClean, nNoFire, nExtra int
+			var nRun, nAcc, nFired, nClean, nNoFire, nExtra, nRefused int
 			for _, c := range cases {
-				wantExit, wantScript := c.expect(kname)
+				wantExit, wantScript := c.expect(goldenKey(kname))
 				r := results[c.name]
 				if wantExit != 0 {
 					// The catalog of this kernel refuses the case: the guest
-					// must refuse it too, and print no script.
-					if r == nil || r.compile != wantExit {
-						t.Errorf("%s on %s: want exit %d from sqlhist in the guest, got %+v", c.name, kname, wantExit, r)
+					// must refuse it too, print no script, and -e must write
+					// nothing.
+					nRefused++
+					for _, p := range checkRefusal(c, goldenKey(kname), wantExit, r) {
+						t.Errorf("%s on %s: %s", c.name, kname, p)
+					}
+					if r != nil {
+						t.Logf("%s on %s: refused: %s", c.name, kname, firstLines(r.stderr, 1))
 					}
 					continue
 				}
@@ -598,11 +678,54 @@ func TestQueriesInKernels(t *testing.T) {
 				}
 			}
 			detail = fmt.Sprintf("%d/%d/%d/%d", nRun, nAcc, nFired, nClean)
-			summary = append(summary, fmt.Sprintf("%-5s %-28s cases %2d  accepted %2d  fired %2d (%d after extra workload, +%d cannot fire in a VM)  torn down clean %2d  %s",
-				kname, release, nRun, nAcc, nFired, nExtra, nNoFire, nClean, time.Since(start).Round(time.Second)))
+			if nRefused > 0 {
+				detail += fmt.Sprintf(", %d refused", nRefused)
+			}
+			summary = append(summary, fmt.Sprintf("%-5s %-28s cases %2d  accepted %2d  fired %2d (%d after extra workload, +%d cannot fire in a VM)  torn down clean %2d  refused %2d  %s",
+				kname, release, nRun, nAcc, nFired, nExtra, nNoFire, nClean, nRefused, time.Since(start).Round(time.Second)))
 		})
 	}
 	t.Log("summary:\n" + strings.Join(summary, "\n"))
+}
+
+// linuxVersionRE is how a refusal names the release a feature needs or
+// that breaks it.
+var linuxVersionRE = regexp.MustCompile(`Linux [0-9]+\.[0-9]+`)
+
+// checkRefusal checks a case the kernel's catalog refuses: the guest's
+// sqlhist refuses it with the same exit code, sqlhist -e too, and -e
+// wrote nothing to the tracefs. On a version of x86-64 (key "5.10"), the
+// diagnostic is the golden's, and a refusal of that kernel alone (the case
+// compiles elsewhere) names a Linux version.
+func checkRefusal(c kernelCase, key string, wantExit int, r *caseResult) []string {
+	if r == nil {
+		return []string{"the guest never reached this case"}
+	}
+	var problems []string
+	if r.compile != wantExit {
+		problems = append(problems, fmt.Sprintf("want exit %d from sqlhist in the guest, got %d:\n%s", wantExit, r.compile, r.stderr))
+		return problems
+	}
+	if r.refuseExec != wantExit {
+		problems = append(problems, fmt.Sprintf("sqlhist -e: want exit %d, got %d:\n%s", wantExit, r.refuseExec, r.refuseLog))
+	}
+	if strings.TrimSpace(r.refuseDiff) != "" {
+		problems = append(problems, "sqlhist -e refused after writing to the tracefs:\n"+r.refuseDiff)
+	}
+	diag := firstLines(r.stderr, 1)
+	if !strings.Contains(r.refuseLog, diag) {
+		problems = append(problems, fmt.Sprintf("sqlhist -e refused with another diagnostic:\n%s\nthan the compile's:\n%s", r.refuseLog, diag))
+	}
+	if strings.Contains(key, "-") {
+		return problems
+	}
+	if want := firstLines(c.expectStderr(key), 1); want != "" && diag != want {
+		problems = append(problems, fmt.Sprintf("refused with\n%s\nthe golden's diagnostic for %s is\n%s", diag, key, want))
+	}
+	if c.exit[""] == 0 && !linuxVersionRE.MatchString(r.stderr) {
+		problems = append(problems, "the refusal names no Linux version (\"Linux N.M\"):\n"+r.stderr)
+	}
+	return problems
 }
 
 func lastLines(s string, n int) string {
@@ -612,6 +735,10 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(l, "\n")
 }
+
+// fetchTimeout bounds fetching a kernel, which builds a kernel of
+// KernelBuild on a cache miss.
+const fetchTimeout = 30 * time.Minute
 
 // boot runs a guest on kernel kname, retrying an infrastructure failure
 // once; a second one fails the test as INFRASTRUCTURE, never as a verdict.
@@ -624,6 +751,15 @@ func boot(t *testing.T, kname string, g vm.Guest) vm.Result {
 	}
 	if g.CPUs == 0 {
 		g.CPUs = guestCPUs()
+	}
+	// Fetch (download, or build from source) with room of its own: a cold
+	// build of 6.1-boot takes about 7 min on 2 cores, of 5.10-hist about
+	// 6, more than the guest's context below allows.
+	fctx, fcancel := context.WithTimeout(context.Background(), fetchTimeout)
+	k, err = vm.Fetch(fctx, k)
+	fcancel()
+	if err != nil {
+		t.Fatalf("fetching or building kernel %s (not a test verdict): %v", kname, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.Timeout+5*time.Minute)
 	defer cancel()
@@ -703,11 +839,11 @@ func checkSums(c kernelCase, trace []string, synths map[string]bool) []string {
 	for _, sum := range c.sums {
 		checked := 0
 		for _, vals := range lines {
-			total, err := strconv.ParseUint(vals[sum[0]], 10, 64)
+			total, err := parseSum(vals[sum[0]])
 			ok := err == nil
 			var parts uint64
 			for _, p := range sum[1:] {
-				v, err := strconv.ParseUint(vals[p], 10, 64)
+				v, err := parseSum(vals[p])
 				ok = ok && err == nil
 				parts += v
 			}
@@ -801,4 +937,15 @@ func checkHitSums(commands string, hists map[string]string) []string {
 		problems = append(problems, "hitsum: the script puts no histogram on a synthetic event")
 	}
 	return problems
+}
+
+// parseSum reads a field of a sum check: unsigned, or signed (an int
+// field: prio differences) as its two's complement, so that sums compare
+// modulo 2^64 either way.
+func parseSum(s string) (uint64, error) {
+	if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return v, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return uint64(v), err
 }
