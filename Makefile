@@ -74,9 +74,12 @@ built-kernels:
 	SQLHIST_E2E=1 SQLHIST_E2E_BUILD=1 $(GO) test ./e2e/vm -run TestBuiltKernels -count=1 -v -timeout 100m
 
 # The kernel suite: every golden case in Debian's x86-64 6.1, 6.12 and 7.2,
-# arm64 6.1, 6.12 and 7.2 and armhf 6.1 under qemu, -e and --run in each,
-# and the refusal on 5.10. Installs qemu (x86 and arm) and busybox-static
-# and downloads the kernels on first use. SQLHIST_KERNELS=6.1 narrows it.
+# arm64 6.1, 6.12 and 7.2, armhf 6.1 and the 5.10.262 built with hist
+# triggers (5.10-hist) under qemu, -e and --run in each, the refusal on
+# Debian's 5.10 and boot-time tracing in the built 6.1. Installs qemu (x86
+# and arm), busybox-static and the build tools, downloads the kernels and
+# builds the two built ones (about 13 min on 2 cores) on first use.
+# SQLHIST_KERNELS=6.1 narrows it.
 kernels:
 	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestQueriesInKernels|TestRefusesWithoutHistTriggers|TestExecuteInKernels|TestRunInKernels|TestBootTimeTracing' -count=1 -v -timeout 85m
 

@@ -77,7 +77,12 @@ func TestExecuteInKernels(t *testing.T) {
 		t.Run(kname, func(t *testing.T) {
 			defer notePart(t, kname, "execute", time.Now(), nil)
 			arch := kernelArch(t, kname)
-			res := boot(t, kname, vm.Guest{Script: forArch(executeScript, arch), CombinedOutput: true, Timeout: 4 * time.Minute,
+			script := forArch(executeScript, arch)
+			q := "SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
+			if stringJoinsRefused(kname) {
+				script, q = withoutStrings.Replace(script), withoutStrings.Replace(q)
+			}
+			res := boot(t, kname, vm.Guest{Script: script, CombinedOutput: true, Timeout: 4 * time.Minute,
 				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)}}})
 			sec := sections(res.Stdout)
 			wantLines(t, res.Stdout, "@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@instance-apply 0", "@@instance-teardown 0", "@@done")
@@ -94,7 +99,6 @@ func TestExecuteInKernels(t *testing.T) {
 			}
 			// Each refusal is the kernel's, at the SQL that produced the
 			// refused write: the caret column is where that text starts.
-			q := "SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
 			for _, f := range []struct {
 				sec, what, kernel, at string
 			}{

@@ -54,11 +54,20 @@ workload() {
 	done
 }
 
+# events prints the event lines of the trace buffer and of the snapshot
+# buffer: an onmax().snapshot() handler swaps the two, so the lines that
+# were in trace are in snapshot after a new maximum (which can come after
+# the synthetic event is disabled: the handler runs on the end trigger).
+events() {
+	cat $T/trace
+	[ -e $T/snapshot ] && cat $T/snapshot
+}
+
 # fired reports whether the current case has fired: each of its synthetic
 # events has a line in trace, or, when it has none, each histogram has hits.
 fired() {
 	if [ -n "$synths" ]; then
-		for s in $synths; do grep -q " $s: " $T/trace || return 1; done
+		for s in $synths; do events | grep -q " $s: " || return 1; done
 		return 0
 	fi
 	for h in $(sed -n 's/.* >> \(.*\)\/trigger$/\1\/hist/p' commands.sh | sort -u); do
@@ -108,6 +117,8 @@ for dir in /work/cases/*/; do
 	state > before.txt
 	echo > $T/error_log
 	echo > $T/trace
+	# Clear (not free) the snapshot buffer a previous case may have filled.
+	[ -e $T/snapshot ] && echo 2 > $T/snapshot 2>/dev/null
 	start=$(uptime_us)
 	sh -e commands.sh 2>&1
 	echo "@@setup $?"
@@ -133,9 +144,9 @@ for dir in /work/cases/*/; do
 	echo "@@tasks"
 	cat /proc/[0-9]*/comm 2>/dev/null
 	sed 's/^[0-9]* //' $T/saved_cmdlines
-	ls /work /work/bin
+	for f in /work/* /work/bin/*; do basename $f; done
 	echo "@@trace"
-	for s in $synths; do grep " $s: " $T/trace | head -n 300; done
+	for s in $synths; do events | grep " $s: " | head -n 300; done
 	for h in $(sed -n 's/.* >> \(.*\)\/trigger$/\1\/hist/p' commands.sh | sort -u); do
 		echo "@@hist $h"
 		cat $h
