@@ -1,6 +1,8 @@
 package live
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/sqlhist/sqlhist/planner"
@@ -108,5 +110,31 @@ func TestTwinsResorted(t *testing.T) {
 	res := newResult(&planner.Unit{}, h, h0)
 	if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != "sh" || res.Rows[0].Count != 7 || res.Rows[1].Count != 5 {
 		t.Errorf("rows: %+v", res.Rows)
+	}
+}
+
+// 5.10 prints a signed key as an unsigned 64-bit number (an s32 -100 as
+// 18446744073709551516): a signed key column reads it back as -100, in
+// the table and in JSON; an unsigned column keeps the number.
+func TestSignedKey(t *testing.T) {
+	h0 := parseOne(t, "# event histogram\n#\n# trigger info: hist:keys=dfd:vals=hitcount:sort=hitcount:size=2048 [active]\n#\n\n"+
+		"{ dfd: 18446744073709551516 } hitcount:          7\n"+
+		"{ dfd:          3 } hitcount:          2\n"+
+		"\nTotals:\n    Hits: 9\n    Entries: 2\n    Dropped: 0\n")
+	for _, signed := range []bool{true, false} {
+		h := &planner.Hist{System: "kprobes", Event: "p", Keys: []string{"dfd"},
+			Columns: []planner.Column{{Label: "dfd", Kind: planner.ColKey, Signed: signed}, {Label: "count", Kind: planner.ColCount}}}
+		res := newResult(&planner.Unit{}, h, h0)
+		want := map[bool]string{true: "-100", false: "18446744073709551516"}[signed]
+		if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != want || res.Rows[1].Cells[0].Text != "3" {
+			t.Fatalf("signed=%v rows: %+v", signed, res.Rows)
+		}
+		var b bytes.Buffer
+		if err := renderJSON(&b, []*Result{res}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), `"dfd": `+want) {
+			t.Errorf("signed=%v: JSON %s, want dfd %s", signed, b.String(), want)
+		}
 	}
 }

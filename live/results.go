@@ -59,6 +59,9 @@ type Cell struct {
 	Text  string
 	Num   uint64
 	IsNum bool
+	// Neg is set on a number of a signed key that is below zero: Num
+	// holds it in two's complement (int64(Num) is its value).
+	Neg bool
 }
 
 // LatencyStats are the statistics of a latency over one row's events:
@@ -175,6 +178,9 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 			switch c.Kind {
 			case planner.ColKey:
 				cl := keyCell(ent, c.Index)
+				if c.Signed && cl.IsNum && int64(cl.Num) < 0 && ent.Keys[c.Index].Kind == tracefs.HistNumber {
+					cl.Neg, cl.Text = true, strconv.FormatInt(int64(cl.Num), 10)
+				}
 				r.Cells = append(r.Cells, cl)
 				key = append(key, cl.Text)
 			case planner.ColValue:

@@ -80,7 +80,13 @@ func (p *planner) derefRewrite(q *compiler.Query) {
 		}
 		ev := evs[i]
 		f, fl := selected[i][0].f, selected[i][0].fl
-		if !p.opt.Deref || !p.feat.Eprobes {
+		if p.opt.Deref && !p.feat.Eprobes {
+			// Asked for the string, not its address: do not print less.
+			x := p.diags.Add(f.Name.Pos, f.Name.End, "%s", p.feat.Lacks(fmt.Sprintf("--deref reads %s (%s) through an event probe, which", f.Name, fl.Decl), "eprobes"))
+			x.Hint = "without --deref the trace shows the pointer's value; a kprobe on the function that takes the string can read it (+0($argN):string)"
+			continue
+		}
+		if !p.opt.Deref {
 			x := p.diags.Add(f.Name.Pos, f.Name.End, "%s is a pointer (%s): the trace will show its address, not the string", f.Name, fl.Decl)
 			x.Warning = true
 			if p.feat.Eprobes {

@@ -139,6 +139,7 @@ func histColumns(items []*histItem) []Column {
 			}
 		default:
 			c.Kind, c.Index = ColKey, keys
+			c.Signed = it.typ.Signed && it.typ.Kind == tracefs.KindInt
 			keys++
 			if c.Label == "" {
 				c.Label = it.field

@@ -124,6 +124,10 @@ type Column struct {
 	Kind  ColumnKind
 	Index int
 	Unit  string // ColLatency: "ns" or "us"
+	// Signed is set on a key of a signed integer type: the kernel prints
+	// hist keys as unsigned 64-bit numbers (5.10 does; an s32 -100 reads
+	// 18446744073709551516), so its value is read back as signed.
+	Signed bool
 }
 
 // TriggerFile returns the trigger file of the hist, relative to the

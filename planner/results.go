@@ -68,7 +68,8 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 			p.note("results: %s is not shown: a histogram has at most %d keys", f.Name, maxKeys)
 			continue
 		}
-		h.Columns = append(h.Columns, Column{Label: f.Name, Kind: ColKey, Index: len(h.Keys)})
+		signed := f.Array == "" && f.Type != "" && !(f.Type[0] == 'u' || f.Type == "gfp_t")
+		h.Columns = append(h.Columns, Column{Label: f.Name, Kind: ColKey, Index: len(h.Keys), Signed: signed})
 		h.Keys = append(h.Keys, f.Name)
 	}
 	h.Columns = append(h.Columns, Column{Label: "count", Kind: ColCount})

@@ -27,7 +27,8 @@ func (p *planner) synthField(name string, t vtype, pos, end source.Pos) *SynthFi
 	if (t.Kind == tracefs.KindString || t.Kind == tracefs.KindDynString) && p.feat.BrokenSynthStrings {
 		x := p.diags.Add(pos, end, "%s is a string, and Linux 5.10.237 and later 5.10 releases corrupt the string fields of synthetic events (%s): the kernel stores each one twice, which shifts every field after it and writes past the event (5.10.y lacks the upstream fixes 9971c3f94448 and e1a453a57bc7)", name, p.feat.Target())
 		x.Hint = "select numbers only in a JOIN here (the pid rather than the task's name); a histogram without JOIN can still key by CAST(common_pid AS EXECNAME)"
-		return f
+		// The field is still typed below: the rest of the plan is built
+		// (and thrown away) as for any refused statement.
 	}
 	switch t.Kind {
 	case tracefs.KindString:
