@@ -74,8 +74,8 @@ var demoArg = map[string]string{"amd64": "%ax:s64", "arm64": "%x0:s64", "armhf":
 // archName is the --arch name of a Debian architecture.
 var archName = map[string]string{"amd64": "x86_64", "arm64": "arm64", "armhf": "arm"}
 
-// runArchKernel proves --run on a kernel of another architecture.
-func runArchKernel(t *testing.T, kname, arch string) {
+// archRunPhase proves --run on a kernel of another architecture.
+func archRunPhase(t *testing.T, kname, arch string) phase {
 	k, err := vm.LookupKernel(kname)
 	if err != nil {
 		t.Fatal(err)
@@ -97,12 +97,21 @@ func runArchKernel(t *testing.T, kname, arch string) {
 		t.Fatalf("sqlhist --teardown on the host: %s", herr)
 	}
 	guest := strings.ReplaceAll(forArch(archRunScript, arch), "$DEMO_ARG", demoArg[arch])
-	res := boot(t, kname, vm.Guest{Script: guest, CombinedOutput: true, Timeout: 6 * time.Minute,
-		Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)},
-			{Path: "/work/bin/demo", Mode: 0o755, Data: buildDemo(t, arch)},
-			{Path: "/work/host.sh", Data: []byte(script)}, {Path: "/work/host-teardown.sh", Data: []byte(teardown)}}})
-	sec := sections(res.Stdout)
-	wantLines(t, res.Stdout, "@@join-exit 0", "@@table-exit 0", "@@hist-exit 0", "@@probe-exit 0", "@@uprobe-exit 0",
+	files := []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)},
+		{Path: "/work/bin/demo", Mode: 0o755, Data: buildDemo(t, arch)},
+		{Path: "/work/host.sh", Data: []byte(script)}, {Path: "/work/host-teardown.sh", Data: []byte(teardown)}}
+	return phase{name: "run", script: guest, files: files, timeout: 6 * time.Minute,
+		check: func(t *testing.T, out string) string {
+			checkArchRun(t, kname, arch, k.ShortVersion(), script, out)
+			return ""
+		}}
+}
+
+// checkArchRun checks what archRunScript printed; hostScript is what the
+// host printed for the kernel (--kernel version --arch).
+func checkArchRun(t *testing.T, kname, arch, version, script, out string) {
+	sec := sections(out)
+	wantLines(t, out, "@@join-exit 0", "@@table-exit 0", "@@hist-exit 0", "@@probe-exit 0", "@@uprobe-exit 0",
 		"@@host-apply 0", "@@host-teardown 0", "@@done")
 	checkJoin(t, "join", sec["join-json"])
 	if !strings.Contains(sec["table"], "avg lat (us)") || !strings.Contains(sec["table"], "|@") {
@@ -120,7 +129,7 @@ func runArchKernel(t *testing.T, kname, arch string) {
 	if d := sec["gdiff"]; d != "" {
 		t.Errorf("tracefs differs after the runs:\n%s", d)
 	}
-	t.Logf("%s: the host printed (--kernel %s --arch %s):\n%s", kname, k.ShortVersion(), archName[arch], script)
+	t.Logf("%s: the host printed (--kernel %s --arch %s):\n%s", kname, version, archName[arch], script)
 	t.Logf("%s: its events:\n%s", kname, sec["host-trace"])
 	t.Logf("%s: uprobe on a %s Go binary:\n%s", kname, arch, sec["uprobe-json"])
 	t.Logf("%s: kprobe/kretprobe JOIN (JSON):\n%s", kname, sec["probe-json"])

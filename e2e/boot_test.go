@@ -73,20 +73,17 @@ func sqlhistHost(t *testing.T) string {
 	return bin
 }
 
-// TestBootTimeTracing boots the 6.1 the suite builds with boot-time
+// bootconfigJob boots the 6.1 the suite builds with boot-time
 // tracing, with the bootconfig sqlhist made from testdata/boot/boot.sql
 // attached by sqlhist --initrd to the guest's initramfs, and checks that
 // the kernel set up everything before the first user process: no error,
 // initcall latencies of the boot, wakeups before /init ran, plausible
 // latencies, opens through the boot-time kprobes; then that the runtime
 // --teardown script removes all of it.
-func TestBootTimeTracing(t *testing.T) {
-	needKernels(t)
-	if !selected(bootKernel) {
-		t.Skipf("%s is not in SQLHIST_KERNELS", bootKernel)
-	}
+func bootconfigJob(t *testing.T) {
 	var detail string
-	defer notePart(t, bootKernel, "boot", time.Now(), &detail)
+	start := time.Now()
+	defer func() { notePhase(t, bootKernel, "bootconfig", time.Since(start), &detail) }()
 	host := sqlhistHost(t)
 	dir := t.TempDir()
 	sqlFile := filepath.Join(dir, "boot.sql")

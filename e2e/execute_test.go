@@ -69,68 +69,69 @@ echo "@@diff-probe"; diff /tmp/s4 /tmp/s5
 echo "@@done"
 `
 
-// TestExecuteInKernels checks sqlhist -e in each kernel: applying, an
-// idempotent teardown, and all-or-nothing when the kernel refuses a write.
-func TestExecuteInKernels(t *testing.T) {
-	needKernels(t)
-	for _, kname := range kernelNames() {
-		t.Run(kname, func(t *testing.T) {
-			defer notePart(t, kname, "execute", time.Now(), nil)
-			arch := kernelArch(t, kname)
-			script := forArch(executeScript, arch)
-			q := "SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
-			if stringJoinsRefused(kname) {
-				script, q = withoutStrings.Replace(script), withoutStrings.Replace(q)
-			}
-			res := boot(t, kname, vm.Guest{Script: script, CombinedOutput: true, Timeout: 4 * time.Minute,
-				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)}}})
-			sec := sections(res.Stdout)
-			wantLines(t, res.Stdout, "@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@instance-apply 0", "@@instance-teardown 0", "@@done")
-			if a := sec["active"]; !strings.Contains(a, "dynamic_events:1") || !strings.Contains(a, "trigger:1") {
-				t.Errorf("after -e the synthetic event and end trigger are not there:\n%s", a)
-			}
-			if sec["instance-trigger"] != "1" || sec["instance-left"] != "/sys/kernel/tracing/instances/sqlhist_eb" {
-				t.Errorf("-e -B: trigger in the instance %q, after --teardown %q (want only the instance left)", sec["instance-trigger"], sec["instance-left"])
-			}
-			for _, d := range []string{"diff-teardown", "diff-fault1", "diff-fault2", "diff-fault3", "diff-end", "diff-instance"} {
-				if sec[d] != "" {
-					t.Errorf("%s: tracefs is not as before (not all or nothing):\n%s", d, sec[d])
-				}
-			}
-			// Each refusal is the kernel's, at the SQL that produced the
-			// refused write: the caret column is where that text starts.
-			for _, f := range []struct {
-				sec, what, kernel, at string
-			}{
-				{"fault1-stderr", "the kernel refused the synthetic event sqlhist_exec", "", "JOIN"},
-				{"fault2-stderr", "the kernel refused the start trigger on sched/sched_waking", "Variable already defined", "sched_waking"},
-				{"fault3-stderr", "the kernel refused the end trigger on sched/sched_switch", "Variable already defined", "sched_switch"},
-			} {
-				errText := sec[f.sec]
-				if !strings.Contains(errText, f.what) || !strings.Contains(errText, f.kernel) || !strings.Contains(errText, "the kernel's error_log:") {
-					t.Errorf("%s: want %q with the kernel's %q from error_log:\n%s", f.sec, f.what, f.kernel, errText)
-				}
-				if f.at != "" {
-					pos := "<args>:1:" + strconv.Itoa(strings.Index(q, f.at)+1) + ":"
-					if !strings.Contains(errText, pos) {
-						t.Errorf("%s: not positioned at %q (%s):\n%s", f.sec, f.at, pos, errText)
-					}
-				}
-				t.Logf("%s: %s:\n%s", kname, f.sec, errText)
-			}
-			// A probe on a function that does not exist: the kernel refuses
-			// the kretprobe, sqlhist reports its error_log entry at the probe
-			// call and removes the kprobe it had already created.
-			if d := sec["diff-probe"]; d != "" {
-				t.Errorf("a refused probe left tracefs different (not all or nothing):\n%s", d)
-			}
-			probeErr := sec["probe-stderr"]
-			for _, want := range []string{"Invalid probed address or symbol", "<args>:2:", "the kernel refused the kretprobe sqlhist/sqlhist_no_such_function__return"} {
-				if !strings.Contains(probeErr, want) {
-					t.Errorf("the probe refusal does not say %q:\n%s", want, probeErr)
-				}
-			}
-			t.Logf("%s: a probe on a missing function as sqlhist reports it:\n%s", kname, probeErr)
-		})
+// executePhase proves -e in kernel kname: a JOIN applied and torn down
+// (twice), a write the kernel refuses at each step leaving tracefs as it
+// was with the kernel's error_log in the diagnostic, -e -B, and a refused
+// probe.
+func executePhase(t *testing.T, kname string) phase {
+	arch := kernelArch(t, kname)
+	script := forArch(executeScript, arch)
+	q := "SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
+	if stringJoinsRefused(kname) {
+		script, q = withoutStrings.Replace(script), withoutStrings.Replace(q)
 	}
+	return phase{name: "execute", script: script, timeout: 4 * time.Minute,
+		files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)}},
+		check: func(t *testing.T, out string) string { checkExecute(t, kname, q, out); return "" }}
+}
+
+// checkExecute checks what executeScript printed.
+func checkExecute(t *testing.T, kname, q, out string) {
+	sec := sections(out)
+	wantLines(t, out, "@@apply 0", "@@teardown 0", "@@teardown-again 0", "@@fault1 1", "@@fault2 1", "@@fault3 1", "@@probe-fault 1", "@@instance-apply 0", "@@instance-teardown 0", "@@done")
+	if a := sec["active"]; !strings.Contains(a, "dynamic_events:1") || !strings.Contains(a, "trigger:1") {
+		t.Errorf("after -e the synthetic event and end trigger are not there:\n%s", a)
+	}
+	if sec["instance-trigger"] != "1" || sec["instance-left"] != "/sys/kernel/tracing/instances/sqlhist_eb" {
+		t.Errorf("-e -B: trigger in the instance %q, after --teardown %q (want only the instance left)", sec["instance-trigger"], sec["instance-left"])
+	}
+	for _, d := range []string{"diff-teardown", "diff-fault1", "diff-fault2", "diff-fault3", "diff-end", "diff-instance"} {
+		if sec[d] != "" {
+			t.Errorf("%s: tracefs is not as before (not all or nothing):\n%s", d, sec[d])
+		}
+	}
+	// Each refusal is the kernel's, at the SQL that produced the
+	// refused write: the caret column is where that text starts.
+	for _, f := range []struct {
+		sec, what, kernel, at string
+	}{
+		{"fault1-stderr", "the kernel refused the synthetic event sqlhist_exec", "", "JOIN"},
+		{"fault2-stderr", "the kernel refused the start trigger on sched/sched_waking", "Variable already defined", "sched_waking"},
+		{"fault3-stderr", "the kernel refused the end trigger on sched/sched_switch", "Variable already defined", "sched_switch"},
+	} {
+		errText := sec[f.sec]
+		if !strings.Contains(errText, f.what) || !strings.Contains(errText, f.kernel) || !strings.Contains(errText, "the kernel's error_log:") {
+			t.Errorf("%s: want %q with the kernel's %q from error_log:\n%s", f.sec, f.what, f.kernel, errText)
+		}
+		if f.at != "" {
+			pos := "<args>:1:" + strconv.Itoa(strings.Index(q, f.at)+1) + ":"
+			if !strings.Contains(errText, pos) {
+				t.Errorf("%s: not positioned at %q (%s):\n%s", f.sec, f.at, pos, errText)
+			}
+		}
+		t.Logf("%s: %s:\n%s", kname, f.sec, errText)
+	}
+	// A probe on a function that does not exist: the kernel refuses
+	// the kretprobe, sqlhist reports its error_log entry at the probe
+	// call and removes the kprobe it had already created.
+	if d := sec["diff-probe"]; d != "" {
+		t.Errorf("a refused probe left tracefs different (not all or nothing):\n%s", d)
+	}
+	probeErr := sec["probe-stderr"]
+	for _, want := range []string{"Invalid probed address or symbol", "<args>:2:", "the kernel refused the kretprobe sqlhist/sqlhist_no_such_function__return"} {
+		if !strings.Contains(probeErr, want) {
+			t.Errorf("the probe refusal does not say %q:\n%s", want, probeErr)
+		}
+	}
+	t.Logf("%s: a probe on a missing function as sqlhist reports it:\n%s", kname, probeErr)
 }

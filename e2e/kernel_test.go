@@ -584,108 +584,98 @@ func histSummary(h map[string]string) string {
 	return b.String()
 }
 
-// TestQueriesInKernels runs every golden case that compiles in each kernel
-// of SQLHIST_KERNELS (default 6.1,6.12,7.2).
-func TestQueriesInKernels(t *testing.T) {
-	needKernels(t)
-	old := vm.Logf
-	vm.Logf = t.Logf // downloads, boots and infrastructure retries show in -v
-	t.Cleanup(func() { vm.Logf = old })
-	kernels := kernelNames()
-	allCases := loadCases(t)
-	var summary []string
-	for _, kname := range kernels {
-		kname := kname
-		t.Run(kname, func(t *testing.T) {
-			var detail string
-			defer notePart(t, kname, "queries", time.Now(), &detail)
-			arch := kernelArch(t, kname)
-			// A case whose golden describes its own binary (elf/) expects
-			// an x86-64 one: the guests of other architectures have their
-			// own build of the demo, so those cases run on x86-64 only.
-			var cases []kernelCase
-			for _, c := range allCases {
-				if c.ownELF && arch != "amd64" {
-					t.Logf("%s is not run on %s: its golden describes an x86-64 binary", c.name, kname)
-					continue
-				}
-				cases = append(cases, c)
-			}
-			files := []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)},
-				{Path: "/work/bin/demo", Mode: 0o755, Data: buildDemo(t, arch)}}
-			for _, c := range cases {
-				files = append(files, vm.File{Path: "/work/cases/" + c.name + "/query.sql", Data: c.query})
-				if len(c.args) > 0 {
-					files = append(files, vm.File{Path: "/work/cases/" + c.name + "/args", Data: c.args})
-				}
-			}
-			start := time.Now()
-			res := boot(t, kname, vm.Guest{Script: guestScript, Files: files, CombinedOutput: true, Timeout: 15 * time.Minute})
-			if os.Getenv("SQLHIST_E2E_LOG") != "" {
-				os.WriteFile(filepath.Join(os.Getenv("SQLHIST_E2E_LOG"), "guest-"+kname+".log"), []byte(res.Stdout), 0o644)
-			}
-			rep := parseGuest(res.Stdout)
-			release, results := rep.kernel, rep.cases
-			if !rep.done {
-				t.Errorf("the guest script did not finish; last output:\n%s", lastLines(res.Stdout, 30))
-			}
-			if strings.TrimSpace(rep.globalDiff) != "" {
-				t.Errorf("tracefs as a whole differs after all cases:\n%s", rep.globalDiff)
-			}
-			var nRun, nAcc, nFired, nClean, nNoFire, nExtra, nRefused int
-			for _, c := range cases {
-				wantExit, wantScript := c.expect(goldenKey(kname))
-				r := results[c.name]
-				if wantExit != 0 {
-					// The catalog of this kernel refuses the case: the guest
-					// must refuse it too, print no script, and -e must write
-					// nothing.
-					nRefused++
-					for _, p := range checkRefusal(c, goldenKey(kname), wantExit, r) {
-						t.Errorf("%s on %s: %s", c.name, kname, p)
-					}
-					if r != nil {
-						t.Logf("%s on %s: refused: %s", c.name, kname, firstLines(r.stderr, 1))
-					}
-					continue
-				}
-				nRun++
-				if r != nil && r.rounds > 1 {
-					nExtra++
-					t.Logf("%s on %s needed %d workload rounds to fire", c.name, kname, r.rounds)
-				}
-				problems, outliers, acc, fired, clean := verdict(c, r)
-				for _, o := range outliers {
-					t.Logf("%s on %s: an isolated implausible latency, reported not failed: %s", c.name, kname, o)
-				}
-				if r != nil && r.compile == 0 && maskDemo(r.commands) != maskDemo(wantScript) {
-					problems = append(problems, fmt.Sprintf("the script compiled from the live tracefs differs from the golden for %s:\n--- golden\n%s--- guest\n%s", kname, wantScript, r.commands))
-				}
-				if acc {
-					nAcc++
-				}
-				if fired {
-					nFired++
-				}
-				if clean {
-					nClean++
-				}
-				if !fired && c.nofire != "" {
-					nNoFire++
-				}
-				for _, p := range problems {
-					t.Errorf("%s on %s: %s", c.name, kname, p)
-				}
-			}
-			detail = fmt.Sprintf("%d/%d/%d/%d", nRun, nAcc, nFired, nClean)
-			if nRefused > 0 {
-				detail += fmt.Sprintf(", %d refused", nRefused)
-			}
-			summary = append(summary, fmt.Sprintf("%-5s %-28s cases %2d  accepted %2d  fired %2d (%d after extra workload, +%d cannot fire in a VM)  torn down clean %2d  refused %2d  %s",
-				kname, release, nRun, nAcc, nFired, nExtra, nNoFire, nClean, nRefused, time.Since(start).Round(time.Second)))
-		})
+// queriesPhase runs every golden case that compiles in kernel kname
+// (guest.sh): compiled against the live tracefs, applied, fired, checked
+// field by field, torn down, replayed from its JSON plan; a case the
+// kernel's catalog refuses is refused by -e too, with nothing written.
+func queriesPhase(t *testing.T, kname string, allCases []kernelCase) phase {
+	arch := kernelArch(t, kname)
+	// A case whose golden describes its own binary (elf/) expects an
+	// x86-64 one: the guests of other architectures have their own build
+	// of the demo, so those cases run on x86-64 only.
+	var cases []kernelCase
+	for _, c := range allCases {
+		if c.ownELF && arch != "amd64" {
+			t.Logf("%s is not run on %s: its golden describes an x86-64 binary", c.name, kname)
+			continue
+		}
+		cases = append(cases, c)
 	}
-	t.Log("summary:\n" + strings.Join(summary, "\n"))
+	files := []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)},
+		{Path: "/work/bin/demo", Mode: 0o755, Data: buildDemo(t, arch)}}
+	for _, c := range cases {
+		files = append(files, vm.File{Path: "/work/cases/" + c.name + "/query.sql", Data: c.query})
+		if len(c.args) > 0 {
+			files = append(files, vm.File{Path: "/work/cases/" + c.name + "/args", Data: c.args})
+		}
+	}
+	return phase{name: "queries", script: guestScript, files: files, timeout: 15 * time.Minute,
+		check: func(t *testing.T, out string) string { return checkQueries(t, kname, cases, out) }}
+}
+
+// checkQueries checks what guest.sh printed in kernel kname and returns
+// the table's detail: cases run/accepted/fired/torn down clean, refused.
+func checkQueries(t *testing.T, kname string, cases []kernelCase, out string) string {
+	rep := parseGuest(out)
+	results := rep.cases
+	if !rep.done {
+		t.Errorf("the guest script did not finish; last output:\n%s", lastLines(out, 30))
+	}
+	if strings.TrimSpace(rep.globalDiff) != "" {
+		t.Errorf("tracefs as a whole differs after all cases:\n%s", rep.globalDiff)
+	}
+	var nRun, nAcc, nFired, nClean, nNoFire, nExtra, nRefused int
+	for _, c := range cases {
+		wantExit, wantScript := c.expect(goldenKey(kname))
+		r := results[c.name]
+		if wantExit != 0 {
+			// The catalog of this kernel refuses the case: the guest
+			// must refuse it too, print no script, and -e must write
+			// nothing.
+			nRefused++
+			for _, p := range checkRefusal(c, goldenKey(kname), wantExit, r) {
+				t.Errorf("%s on %s: %s", c.name, kname, p)
+			}
+			if r != nil {
+				t.Logf("%s on %s: refused: %s", c.name, kname, firstLines(r.stderr, 1))
+			}
+			continue
+		}
+		nRun++
+		if r != nil && r.rounds > 1 {
+			nExtra++
+			t.Logf("%s on %s needed %d workload rounds to fire", c.name, kname, r.rounds)
+		}
+		problems, outliers, acc, fired, clean := verdict(c, r)
+		for _, o := range outliers {
+			t.Logf("%s on %s: an isolated implausible latency, reported not failed: %s", c.name, kname, o)
+		}
+		if r != nil && r.compile == 0 && maskDemo(r.commands) != maskDemo(wantScript) {
+			problems = append(problems, fmt.Sprintf("the script compiled from the live tracefs differs from the golden for %s:\n--- golden\n%s--- guest\n%s", kname, wantScript, r.commands))
+		}
+		if acc {
+			nAcc++
+		}
+		if fired {
+			nFired++
+		}
+		if clean {
+			nClean++
+		}
+		if !fired && c.nofire != "" {
+			nNoFire++
+		}
+		for _, p := range problems {
+			t.Errorf("%s on %s: %s", c.name, kname, p)
+		}
+	}
+	t.Logf("%-5s %-28s cases %2d  accepted %2d  fired %2d (%d after extra workload, +%d cannot fire in a VM)  torn down clean %2d  refused %2d",
+		kname, rep.kernel, nRun, nAcc, nFired, nExtra, nNoFire, nClean, nRefused)
+	detail := fmt.Sprintf("%d/%d/%d/%d", nRun, nAcc, nFired, nClean)
+	if nRefused > 0 {
+		detail += fmt.Sprintf(", %d refused", nRefused)
+	}
+	return detail
 }
 
 // linuxVersionRE is how a refusal names the release a feature needs or
@@ -755,9 +745,11 @@ func boot(t *testing.T, kname string, g vm.Guest) vm.Result {
 	// Fetch (download, or build from source) with room of its own: a cold
 	// build of 6.1-boot takes about 7 min on 2 cores, of 5.10-hist about
 	// 6, more than the guest's context below allows.
+	cached, fstart := vm.Cached(k), time.Now()
 	fctx, fcancel := context.WithTimeout(context.Background(), fetchTimeout)
 	k, err = vm.Fetch(fctx, k)
 	fcancel()
+	noteFetch(kname, cached, time.Since(fstart))
 	if err != nil {
 		t.Fatalf("fetching or building kernel %s (not a test verdict): %v", kname, err)
 	}

@@ -99,12 +99,12 @@ F=$!
 wait $F
 echo "@@pids"; cat /tmp/out
 echo "@@pids-stderr"; cat /tmp/err
-# The longest run: the wakeup JOIN for 120 s under the heaviest load the
+# The longest run: the wakeup JOIN for 30 s under the heaviest load the
 # guest makes (forks, pipes, syscalls and sleeps on both CPUs).
 heavy() { while :; do /bin/busybox true; dd if=/dev/zero bs=512 count=200 2>/dev/null | cat > /dev/null; sleep 0.001; done; }
 heavy > /dev/null 2>&1 & H1=$!
 heavy > /dev/null 2>&1 & H2=$!
-/work/sqlhist -r -d 120 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@long-exit $?"
+/work/sqlhist -r -d 30 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@long-exit $?"
 kill $H1 $H2; wait $H1 $H2 2>/dev/null
 echo "@@long"; cat /tmp/out
 echo "@@long-stderr"; cat /tmp/err
@@ -213,131 +213,131 @@ type runResult struct {
 	Unit    string
 }
 
-// TestRunInKernels proves --run in each kernel: the tables are not empty,
-// their counts add up to the kernel's Hits, the latencies are plausible,
-// the streamed events are as many as the kernel counted, SIGINT still
-// prints what was collected, and tracefs is left exactly as it was.
-func TestRunInKernels(t *testing.T) {
-	needKernels(t)
-	for _, kname := range kernelNames() {
-		t.Run(kname, func(t *testing.T) {
-			defer notePart(t, kname, "run", time.Now(), nil)
-			if arch := kernelArch(t, kname); arch != "amd64" {
-				// What does not depend on the architecture is proven on
-				// x86-64; here, what does (arch_run_test.go).
-				runArchKernel(t, kname, arch)
-				return
-			}
-			script, col := runScript, "comm"
-			probeCol, probeVals := "filename", []any{"/proc/version"}
-			if stringJoinsRefused(kname) {
-				// The JOINs carry the woken task's pid instead of its name,
-				// the open's directory fd (AT_FDCWD) instead of the file
-				// name; and -r of a JOIN with a task name must be refused
-				// before any write (gdiff).
-				script = strings.Replace(withoutStrings.Replace(runScript), "kill $W\nwait $W\n", stringJoinRefusal+"kill $W\nwait $W\n", 1)
-				// AT_FDCWD: 5.10 prints the s32 hist key -100 as 2^64-100,
-				// and sqlhist reads a signed key column back as -100.
-				col, probeCol, probeVals = "pid", "dfd", []any{float64(-100)}
-			}
-			res := boot(t, kname, vm.Guest{Script: script, CombinedOutput: true, Timeout: 9 * time.Minute,
-				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, "amd64")}}})
-			sec := sections(res.Stdout)
-			if stringJoinsRefused(kname) {
-				if !strings.Contains(res.Stdout, "@@strjoin-exit 1\n") || !linuxVersionRE.MatchString(sec["strjoin-stderr"]) {
-					t.Errorf("-r of a JOIN with a task name: want exit 1 naming the Linux version that corrupts it:\n%s", sec["strjoin-stderr"])
-				}
-				t.Logf("%s: -r of a JOIN with a task name: %s", kname, firstLines(sec["strjoin-stderr"], 1))
-			}
-			wantLines(t, res.Stdout, "@@join-exit 0", "@@table-exit 0", "@@events-exit 0", "@@hist-exit 0", "@@limit-exit 0", "@@sigint-exit 0",
-				"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0",
-				"@@dry-exit 0", "@@cleanup-exit 0", "@@cleanup2-exit 0", "@@live-exit 0", "@@done",
-				"@@agg-exit 0", "@@aggev-exit 0", "@@chain3-exit 0", "@@chainev-exit 0",
-				"@@iv-exit 0", "@@count-exit 0", "@@pids-exit 0", "@@long-exit 0")
-			checkIntervals(t, sec["iv"])
-			checkDefaultCount(t, sec["count"])
-			checkPidKeyed(t, sec["pids"], sec["pids-stderr"])
-			// Two minutes under load: complete, nothing dropped.
-			checkJoin(t, "120 s under load", sec["long"])
-			if r, ok := parseResults(t, "120 s", sec["long"], 1); ok {
-				t.Logf("%s: 120 s of the wakeup JOIN under load: %d events in %d rows (%d entries), dropped %d, negative %d",
-					kname, r[0].Totals.Hits, len(r[0].Rows), r[0].Totals.Entries, r[0].Totals.Dropped, r[0].Totals.Negative)
-			}
-			t.Logf("%s: a histogram without aggregates (default count):\n%s", kname, sec["count"])
-			// Aggregates over a JOIN: rows per task and log2 bucket whose
-			// counts add up to the histogram's hits; streaming the
-			// synthetic event gives as many lines as the histogram counted.
-			checkAggregate(t, sec["agg-json"], col)
-			aggCount := regexp.MustCompile(`@@aggev-count (\d+)`).FindStringSubmatch(res.Stdout)
-			if m := streamedRE.FindStringSubmatch(sec["aggev-stderr"]); m == nil || aggCount == nil || m[1] != aggCount[1] || m[1] != m[2] || m[1] == "0" {
-				t.Errorf("aggregate --events: %v lines; stderr:\n%s", aggCount, sec["aggev-stderr"])
-			}
-			// A three-event chain: its results, and on every streamed event
-			// the end-to-end latency is the sum of the two steps'.
-			checkJoin(t, "chain of three", sec["chain3-json"])
-			checkChainEvents(t, sec["chainev"], sec["chainev-stderr"])
-			// libtracefs-style scripts pass -n to every query.
-			if n := strings.Count(res.Stdout, "@@dropin-exit 0") + strings.Count(res.Stdout, "@@dropout-exit 0"); n != 6 ||
-				strings.Count(sec["dropin"], "-n dropin has no effect") != 4 {
-				t.Errorf("-n on every query (-e, then --teardown -e): %d of 6 commands passed; output:\n%s", n, sec["dropin"])
-			}
-			t.Logf("%s: aggregate over a JOIN (JSON):\n%s", kname, sec["agg-json"])
-			// SIGKILL, then --cleanup: the dead runs' instances and probes
-			// are listed, then removed (gdiff below: tracefs as before), a
-			// second --cleanup finds nothing, and the run that was live all
-			// along has its results.
-			if n := len(regexp.MustCompile(`(?m)^# left by run \d+$`).FindAllString(sec["dry"], -1)); n != 2 {
-				t.Errorf("--cleanup --dry-run found %d dead runs, want 2:\n%s\nafter the kills:\n%s", n, sec["dry"], sec["killed"])
-			}
-			if !strings.Contains(sec["cleanup-out"], "rmdir") && !strings.Contains(sec["cleanup-out"], "-:sqlhist_") {
-				t.Errorf("--cleanup removed:\n%s\nstderr:\n%s", sec["cleanup-out"], sec["cleanup-stderr"])
-			}
-			if !strings.Contains(sec["notice"], "left tracing behind; sqlhist --cleanup removes it") {
-				t.Errorf("a run after the kills does not point to --cleanup:\n%s", sec["notice"])
-			}
-			if !strings.Contains(sec["cleanup2-stderr"], "nothing left by killed runs") {
-				t.Errorf("a second --cleanup: %s", sec["cleanup2-stderr"])
-			}
-			checkJoin(t, "beside --cleanup", sec["live-json"])
-			t.Logf("%s: --cleanup after two SIGKILLed runs:\n%s%s", kname, sec["cleanup-out"], sec["cleanup-stderr"])
-			// A kprobe/kretprobe pair: opens of the workload's files, with
-			// their latency, and the probes gone afterwards (gdiff).
-			checkJoinRows(t, "probe", sec["probe-json"], probeCol, probeVals...)
-			// A script of three statements, the second joining on the
-			// first's synthetic event, the third aggregating the second.
-			checkChain(t, sec["chain-json"])
-			// Two runs at once: each in its own instance with its own names.
-			checkJoin(t, "concurrent 1", sec["conc1-json"])
-			checkJoin(t, "concurrent 2", sec["conc2-json"])
-			// -B: an instance sqlhist created is removed, one that was there
-			// is kept.
-			if inst := sec["instances"]; !strings.Contains(inst, "sqlhist_keep") || strings.Contains(inst, "sqlhist_named") {
-				t.Errorf("instances after -B runs:\n%s", inst)
-			}
-			checkJoin(t, "join", sec["join-json"])
-			checkJoin(t, "sigint", sec["sigint-json"])
-			if !strings.Contains(sec["sigint-stderr"], "interrupt: reading what was collected") {
-				t.Errorf("SIGINT: %s", sec["sigint-stderr"])
-			}
-			checkHist(t, sec["hist-json"])
-			checkLimit(t, sec["limit-csv"])
-			count := regexp.MustCompile(`@@events-count (\d+)`).FindStringSubmatch(res.Stdout)
-			if count == nil {
-				count = []string{"", "0"}
-			}
-			checkEvents(t, count[1], sec["events-stderr"], sec["events-head"], col)
-			if !strings.Contains(sec["table"], "avg lat (us)") || !strings.Contains(sec["table"], "p99") || !strings.Contains(sec["table"], "|@") {
-				t.Errorf("the table has no latency columns or distribution:\n%s", sec["table"])
-			}
-			if d := sec["gdiff"]; d != "" {
-				t.Errorf("tracefs differs after the runs:\n%s", d)
-			}
-			t.Logf("%s: sqlhist -r -d 2s (table):\n%s", kname, sec["table"])
-			t.Logf("%s: --events: %s", kname, strings.TrimSpace(sec["events-stderr"]))
-			t.Logf("%s: histogram query, LIMIT 3:\n%s", kname, sec["limit-csv"])
-			t.Logf("%s: kprobe/kretprobe JOIN (JSON):\n%s", kname, sec["probe-json"])
-		})
+// runPhase proves --run in kernel kname: the tables are not empty, their
+// counts add up to the kernel's Hits, the latencies are plausible, the
+// streamed events are as many as the kernel counted, SIGINT still prints
+// what was collected, and tracefs is left exactly as it was. On another
+// architecture than x86-64, what depends on it (arch_run_test.go).
+func runPhase(t *testing.T, kname string) phase {
+	if arch := kernelArch(t, kname); arch != "amd64" {
+		return archRunPhase(t, kname, arch)
 	}
+	script, col := runScript, "comm"
+	probeCol, probeVals := "filename", []any{"/proc/version"}
+	if stringJoinsRefused(kname) {
+		// The JOINs carry the woken task's pid instead of its name,
+		// the open's directory fd (AT_FDCWD) instead of the file
+		// name; and -r of a JOIN with a task name must be refused
+		// before any write (gdiff).
+		script = strings.Replace(withoutStrings.Replace(runScript), "kill $W\nwait $W\n", stringJoinRefusal+"kill $W\nwait $W\n", 1)
+		// AT_FDCWD: 5.10 prints the s32 hist key -100 as 2^64-100,
+		// and sqlhist reads a signed key column back as -100.
+		col, probeCol, probeVals = "pid", "dfd", []any{float64(-100)}
+	}
+	return phase{name: "run", script: script, timeout: 9 * time.Minute,
+		files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, "amd64")}},
+		check: func(t *testing.T, out string) string {
+			checkRun(t, kname, col, probeCol, probeVals, out)
+			return ""
+		}}
+}
+
+// checkRun checks what runScript printed.
+func checkRun(t *testing.T, kname, col, probeCol string, probeVals []any, out string) {
+	sec := sections(out)
+	if stringJoinsRefused(kname) {
+		if !strings.Contains(out, "@@strjoin-exit 1\n") || !linuxVersionRE.MatchString(sec["strjoin-stderr"]) {
+			t.Errorf("-r of a JOIN with a task name: want exit 1 naming the Linux version that corrupts it:\n%s", sec["strjoin-stderr"])
+		}
+		t.Logf("%s: -r of a JOIN with a task name: %s", kname, firstLines(sec["strjoin-stderr"], 1))
+	}
+	wantLines(t, out, "@@join-exit 0", "@@table-exit 0", "@@events-exit 0", "@@hist-exit 0", "@@limit-exit 0", "@@sigint-exit 0",
+		"@@chain-exit 0", "@@probe-exit 0", "@@conc1-exit 0", "@@conc2-exit 0", "@@named-exit 0", "@@keep-exit 0",
+		"@@dry-exit 0", "@@cleanup-exit 0", "@@cleanup2-exit 0", "@@live-exit 0", "@@done",
+		"@@agg-exit 0", "@@aggev-exit 0", "@@chain3-exit 0", "@@chainev-exit 0",
+		"@@iv-exit 0", "@@count-exit 0", "@@pids-exit 0", "@@long-exit 0")
+	checkIntervals(t, sec["iv"])
+	checkDefaultCount(t, sec["count"])
+	checkPidKeyed(t, sec["pids"], sec["pids-stderr"])
+	// Thirty seconds under load: complete, nothing dropped.
+	checkJoin(t, "30 s under load", sec["long"])
+	if r, ok := parseResults(t, "30 s", sec["long"], 1); ok {
+		t.Logf("%s: 30 s of the wakeup JOIN under load: %d events in %d rows (%d entries), dropped %d, negative %d",
+			kname, r[0].Totals.Hits, len(r[0].Rows), r[0].Totals.Entries, r[0].Totals.Dropped, r[0].Totals.Negative)
+	}
+	t.Logf("%s: a histogram without aggregates (default count):\n%s", kname, sec["count"])
+	// Aggregates over a JOIN: rows per task and log2 bucket whose
+	// counts add up to the histogram's hits; streaming the
+	// synthetic event gives as many lines as the histogram counted.
+	checkAggregate(t, sec["agg-json"], col)
+	aggCount := regexp.MustCompile(`@@aggev-count (\d+)`).FindStringSubmatch(out)
+	if m := streamedRE.FindStringSubmatch(sec["aggev-stderr"]); m == nil || aggCount == nil || m[1] != aggCount[1] || m[1] != m[2] || m[1] == "0" {
+		t.Errorf("aggregate --events: %v lines; stderr:\n%s", aggCount, sec["aggev-stderr"])
+	}
+	// A three-event chain: its results, and on every streamed event
+	// the end-to-end latency is the sum of the two steps'.
+	checkJoin(t, "chain of three", sec["chain3-json"])
+	checkChainEvents(t, sec["chainev"], sec["chainev-stderr"])
+	// libtracefs-style scripts pass -n to every query.
+	if n := strings.Count(out, "@@dropin-exit 0") + strings.Count(out, "@@dropout-exit 0"); n != 6 ||
+		strings.Count(sec["dropin"], "-n dropin has no effect") != 4 {
+		t.Errorf("-n on every query (-e, then --teardown -e): %d of 6 commands passed; output:\n%s", n, sec["dropin"])
+	}
+	t.Logf("%s: aggregate over a JOIN (JSON):\n%s", kname, sec["agg-json"])
+	// SIGKILL, then --cleanup: the dead runs' instances and probes
+	// are listed, then removed (gdiff below: tracefs as before), a
+	// second --cleanup finds nothing, and the run that was live all
+	// along has its results.
+	if n := len(regexp.MustCompile(`(?m)^# left by run \d+$`).FindAllString(sec["dry"], -1)); n != 2 {
+		t.Errorf("--cleanup --dry-run found %d dead runs, want 2:\n%s\nafter the kills:\n%s", n, sec["dry"], sec["killed"])
+	}
+	if !strings.Contains(sec["cleanup-out"], "rmdir") && !strings.Contains(sec["cleanup-out"], "-:sqlhist_") {
+		t.Errorf("--cleanup removed:\n%s\nstderr:\n%s", sec["cleanup-out"], sec["cleanup-stderr"])
+	}
+	if !strings.Contains(sec["notice"], "left tracing behind; sqlhist --cleanup removes it") {
+		t.Errorf("a run after the kills does not point to --cleanup:\n%s", sec["notice"])
+	}
+	if !strings.Contains(sec["cleanup2-stderr"], "nothing left by killed runs") {
+		t.Errorf("a second --cleanup: %s", sec["cleanup2-stderr"])
+	}
+	checkJoin(t, "beside --cleanup", sec["live-json"])
+	t.Logf("%s: --cleanup after two SIGKILLed runs:\n%s%s", kname, sec["cleanup-out"], sec["cleanup-stderr"])
+	// A kprobe/kretprobe pair: opens of the workload's files, with
+	// their latency, and the probes gone afterwards (gdiff).
+	checkJoinRows(t, "probe", sec["probe-json"], probeCol, probeVals...)
+	// A script of three statements, the second joining on the
+	// first's synthetic event, the third aggregating the second.
+	checkChain(t, sec["chain-json"])
+	// Two runs at once: each in its own instance with its own names.
+	checkJoin(t, "concurrent 1", sec["conc1-json"])
+	checkJoin(t, "concurrent 2", sec["conc2-json"])
+	// -B: an instance sqlhist created is removed, one that was there
+	// is kept.
+	if inst := sec["instances"]; !strings.Contains(inst, "sqlhist_keep") || strings.Contains(inst, "sqlhist_named") {
+		t.Errorf("instances after -B runs:\n%s", inst)
+	}
+	checkJoin(t, "join", sec["join-json"])
+	checkJoin(t, "sigint", sec["sigint-json"])
+	if !strings.Contains(sec["sigint-stderr"], "interrupt: reading what was collected") {
+		t.Errorf("SIGINT: %s", sec["sigint-stderr"])
+	}
+	checkHist(t, sec["hist-json"])
+	checkLimit(t, sec["limit-csv"])
+	count := regexp.MustCompile(`@@events-count (\d+)`).FindStringSubmatch(out)
+	if count == nil {
+		count = []string{"", "0"}
+	}
+	checkEvents(t, count[1], sec["events-stderr"], sec["events-head"], col)
+	if !strings.Contains(sec["table"], "avg lat (us)") || !strings.Contains(sec["table"], "p99") || !strings.Contains(sec["table"], "|@") {
+		t.Errorf("the table has no latency columns or distribution:\n%s", sec["table"])
+	}
+	if d := sec["gdiff"]; d != "" {
+		t.Errorf("tracefs differs after the runs:\n%s", d)
+	}
+	t.Logf("%s: sqlhist -r -d 2s (table):\n%s", kname, sec["table"])
+	t.Logf("%s: --events: %s", kname, strings.TrimSpace(sec["events-stderr"]))
+	t.Logf("%s: histogram query, LIMIT 3:\n%s", kname, sec["limit-csv"])
+	t.Logf("%s: kprobe/kretprobe JOIN (JSON):\n%s", kname, sec["probe-json"])
 }
 
 // checkJoin: rows, counts summing to Hits, nothing dropped, latencies in

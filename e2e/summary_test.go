@@ -11,18 +11,22 @@ import (
 	"time"
 )
 
-// suite collects, per kernel, what each test of the kernel suite found and
-// how long it took, for the table TestMain prints at the end of a run.
+// suite collects, per kernel, what each phase of the kernel suite found
+// and how long it took, for the table TestMain prints at the end of a run.
 var suite = struct {
 	sync.Mutex
 	kernels map[string]*kernelRow
+	start   time.Time     // when the first job started
+	wall    time.Duration // from the first job's start to the last one's end
+	guests  int           // guests run at once
 }{kernels: map[string]*kernelRow{}}
 
 type kernelRow struct {
 	release string
+	fetch   string // "cached", or what fetching it did and how long it took
 	boots   []time.Duration
-	parts   map[string]string // test → verdict and time
-	total   time.Duration
+	parts   map[string]string // phase → verdict and time
+	total   time.Duration     // the kernel's job, fetch and boots included
 }
 
 func row(kname string) *kernelRow {
@@ -34,6 +38,19 @@ func row(kname string) *kernelRow {
 	return r
 }
 
+// noteFetch records how the kernel was had: from the cache, or downloaded
+// or built, and how long that took.
+func noteFetch(kname string, cached bool, d time.Duration) {
+	suite.Lock()
+	defer suite.Unlock()
+	r := row(kname)
+	if cached {
+		r.fetch = "cached"
+	} else {
+		r.fetch = d.Round(time.Second).String()
+	}
+}
+
 // noteBoot records a boot of a kernel: its release and boot time.
 func noteBoot(kname, release string, boot time.Duration) {
 	suite.Lock()
@@ -43,10 +60,9 @@ func noteBoot(kname, release string, boot time.Duration) {
 	r.boots = append(r.boots, boot)
 }
 
-// notePart records a test's outcome on a kernel; call it deferred, with
-// the time the subtest started: the verdict is read when it ends.
-func notePart(t *testing.T, kname, part string, start time.Time, detail *string) {
-	d := time.Since(start)
+// notePhase records a phase's outcome on a kernel: the verdict of t (read
+// when called: defer it), the time the phase took, and a detail.
+func notePhase(t *testing.T, kname, part string, d time.Duration, detail *string) {
 	verdict := "pass"
 	if t.Failed() {
 		verdict = "FAIL"
@@ -58,14 +74,32 @@ func notePart(t *testing.T, kname, part string, start time.Time, detail *string)
 	}
 	suite.Lock()
 	defer suite.Unlock()
-	r := row(kname)
-	r.parts[part] = fmt.Sprintf("%s %s", verdict, d.Round(time.Second))
-	r.total += d
+	row(kname).parts[part] = fmt.Sprintf("%s %s", verdict, d.Round(time.Second))
 }
 
-var partOrder = []string{"queries", "execute", "run", "refusal", "boot"}
+// noteJob records a kernel's job: its whole time, and the suite's wall
+// time so far.
+func noteJob(kname string, start time.Time) {
+	suite.Lock()
+	defer suite.Unlock()
+	row(kname).total += time.Since(start)
+	if suite.start.IsZero() || start.Before(suite.start) {
+		suite.start = start
+	}
+	if w := time.Since(suite.start); w > suite.wall {
+		suite.wall = w
+	}
+}
 
-// summaryTable renders the per-kernel table.
+// partOrder is the table's phases in the order a kernel's boot runs them;
+// refusal (Debian's 5.10) and bootconfig (6.1-boot) boot kernels of their
+// own.
+var partOrder = []string{"execute", "queries", "run", "refusal", "bootconfig"}
+
+// summaryTable renders the per-kernel table: every kernel that ran, in
+// the suite's order, with how it was fetched, its mean boot time, each
+// phase's verdict and time, and its total; then the suite's wall time
+// beside the sum of the totals.
 func summaryTable() string {
 	suite.Lock()
 	defer suite.Unlock()
@@ -77,7 +111,7 @@ func summaryTable() string {
 		names = append(names, k)
 	}
 	order := map[string]int{}
-	for i, k := range strings.Split(allKernels, ",") {
+	for i, k := range strings.Split(allKernels+",5.10,"+bootKernel, ",") {
 		order[k] = i + 1
 	}
 	sort.Slice(names, func(i, j int) bool {
@@ -89,11 +123,12 @@ func summaryTable() string {
 	})
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprint(w, "kernel\trelease\tboot")
+	fmt.Fprint(w, "kernel\trelease\tfetch\tboot")
 	for _, p := range partOrder {
 		fmt.Fprint(w, "\t"+p)
 	}
 	fmt.Fprintln(w, "\ttotal")
+	var sum time.Duration
 	for _, k := range names {
 		r := suite.kernels[k]
 		boot := "-"
@@ -104,7 +139,11 @@ func summaryTable() string {
 			}
 			boot = (sum / time.Duration(len(r.boots))).Round(100 * time.Millisecond).String()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s", k, r.release, boot)
+		fetch := r.fetch
+		if fetch == "" {
+			fetch = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s", k, r.release, fetch, boot)
 		for _, p := range partOrder {
 			v := r.parts[p]
 			if v == "" {
@@ -113,15 +152,18 @@ func summaryTable() string {
 			fmt.Fprint(w, "\t"+v)
 		}
 		fmt.Fprintf(w, "\t%s\n", r.total.Round(time.Second))
+		sum += r.total
 	}
 	w.Flush()
+	fmt.Fprintf(&b, "suite: %s wall time with up to %d guests at once; the kernels' totals add up to %s\n",
+		suite.wall.Round(time.Second), suite.guests, sum.Round(time.Second))
 	return b.String()
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if s := summaryTable(); s != "" {
-		fmt.Printf("\nkernel suite summary (boot: mean time to the guest script; each test: verdict and time):\n%s", s)
+		fmt.Printf("\nkernel suite summary (fetch: download or build, else cached; boot: mean time to the guest script; each phase: verdict and time in the guest; total: the kernel's whole job):\n%s", s)
 	}
 	os.Exit(code)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestVerdictLatencyBounds: systematic implausible latencies fail a case,
@@ -218,5 +219,29 @@ func TestVerdictFieldValues(t *testing.T) {
 		trace: []string{"<idle>-0 [001] d..5. 14.2: wl: name=(efault)rcu_schedpid=36671232 latency=9443900388253106187"}}
 	if p, _, _, _, _ := verdict(kernelCase{name: "x"}, r); len(p) == 0 {
 		t.Errorf("verdict passes 5.10.262's corrupted line")
+	}
+}
+
+// TestSplitPhases: each phase's output and guest time come from
+// phaseScript's markers; a phase whose end marker never came is not done,
+// and a stray end marker closes nothing.
+func TestSplitPhases(t *testing.T) {
+	out := "boot noise\n" +
+		"@@@phase execute 10.50\n@@apply 0\n@@done\n@@@endphase execute 0 12.75\n" +
+		"@@@endphase queries 0 13.00\n" +
+		"@@@phase queries 13.00\n@@case a\n@@@endphase run 0 20.00\n@@end\n@@@endphase queries 0 313.00\n" +
+		"@@@phase run 313.25\n@@join-exit 0\n"
+	m := splitPhases(out)
+	if e := m["execute"]; e == nil || !e.done || e.out != "@@apply 0\n@@done\n" || e.took != 2250*time.Millisecond {
+		t.Errorf("execute: %+v", e)
+	}
+	if q := m["queries"]; q == nil || !q.done || q.out != "@@case a\n@@@endphase run 0 20.00\n@@end\n" || q.took != 300*time.Second {
+		t.Errorf("queries: %+v", q)
+	}
+	if r := m["run"]; r == nil || r.done || r.out != "@@join-exit 0\n" {
+		t.Errorf("run: %+v", r)
+	}
+	if s := phaseScript([]phase{{name: "execute"}, {name: "run"}}); !strings.Contains(s, "for p in execute run; do") {
+		t.Errorf("phaseScript:\n%s", s)
 	}
 }

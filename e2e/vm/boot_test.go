@@ -10,7 +10,7 @@ import (
 
 // TestBoot really boots every kernel. It runs only with SQLHIST_E2E=1: the
 // first run installs qemu-system-x86 and busybox-static if missing and
-// downloads about 100 MB of kernel packages into <repo>/.cache/kernels.
+// downloads about 100 MB of kernel packages into ~/.cache/sqlhist/kernels.
 // SQLHIST_E2E_KERNELS=6.1,6.12 limits the kernels. Built kernels (6.1-boot,
 // 5.10-hist) boot only when named there or with SQLHIST_E2E_BUILD=1: a
 // cold build takes many minutes.

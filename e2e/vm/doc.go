@@ -4,8 +4,9 @@
 //
 // Kernels are fetched with apt-get from Debian's mirrors using a private
 // sources list per suite (the host's /etc/apt is never touched) and cached
-// under <repo>/.cache/kernels. Host tools (qemu-system-x86, busybox-static)
-// are installed on demand by EnsureHostTools.
+// under ~/.cache/sqlhist/kernels (see CacheRoot), shared by every clone.
+// Host tools (qemu-system-x86, busybox-static) are installed on demand by
+// EnsureHostTools.
 //
 // Tests that boot kernels run only when SQLHIST_E2E=1 is set; see
 // e2e/README.md.

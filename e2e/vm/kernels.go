@@ -124,22 +124,32 @@ func LookupKernel(name string) (Kernel, error) {
 // unless a caller replaces it, e.g. with log.Printf or a testing.T's Logf.
 var Logf = func(format string, args ...any) {}
 
-// CacheDir is where kernels and apt state are kept: $SQLHIST_CACHE_DIR when
-// set, else <repo>/.cache/kernels where <repo> is the directory holding this
-// module's go.mod (found upwards from the working directory), else the
-// user's cache directory.
-func CacheDir() (string, error) {
+// CacheRoot is the harness's cache, shared by every clone and run on a
+// machine like Go's build cache: $SQLHIST_CACHE_DIR when set, else
+// sqlhist in the user's cache directory (~/.cache/sqlhist). Two runs may
+// share it: every entry is written under a lock (flock, held per kernel
+// for a build, cache-wide for downloads) to a temporary name and renamed
+// into place, and an entry is used only when its record (kernel.json),
+// written last, is there.
+func CacheRoot() (string, error) {
 	if d := os.Getenv("SQLHIST_CACHE_DIR"); d != "" {
 		return filepath.Abs(d)
 	}
-	if root, err := RepoRoot(); err == nil {
-		return filepath.Join(root, ".cache", "kernels"), nil
-	}
 	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: set SQLHIST_CACHE_DIR (%w)", err)
+	}
+	return filepath.Join(d, "sqlhist"), nil
+}
+
+// CacheDir is where kernels, their apt state and the other architectures'
+// busybox are kept: <CacheRoot>/kernels.
+func CacheDir() (string, error) {
+	root, err := CacheRoot()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(d, "sqlhist", "kernels"), nil
+	return filepath.Join(root, "kernels"), nil
 }
 
 // RepoRoot finds the root of the sqlhist module above the working directory.
@@ -215,7 +225,10 @@ func Fetch(ctx context.Context, k Kernel) (Kernel, error) {
 		return k, fmt.Errorf("fetching kernel %s (%s): %w", k.Name, k.Suite, err)
 	}
 	b, _ := json.MarshalIndent(got, "", "  ")
-	if err := os.WriteFile(record, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(record+".tmp", append(b, '\n'), 0o644); err != nil {
+		return k, err
+	}
+	if err := os.Rename(record+".tmp", record); err != nil {
 		return k, err
 	}
 	return got, nil
@@ -478,4 +491,32 @@ func download(ctx context.Context, k Kernel, cache, dir string) (Kernel, error) 
 	k.Fetched = time.Now().UTC().Format(time.RFC3339)
 	Logf("vm: kernel %s = %s %s (%s)", k.Name, image, version, release)
 	return k, nil
+}
+
+// Cached reports whether Fetch would return k from the cache without
+// downloading or building anything: a Debian kernel's record and image
+// are there, or a built kernel's build for its recorded source version and
+// the current fragment. (SQLHIST_KERNEL_REFRESH=1 makes Fetch resolve
+// again all the same.)
+func Cached(k Kernel) bool {
+	cache, err := CacheDir()
+	if err != nil {
+		return false
+	}
+	if k.Build == nil {
+		_, err := readRecord(filepath.Join(cache, k.Name, "kernel.json"))
+		return err == nil
+	}
+	settings, err := k.Build.settings()
+	if err != nil {
+		return false
+	}
+	dir := filepath.Join(cache, "built", k.Name)
+	var src sourceRecord
+	b, err := os.ReadFile(filepath.Join(dir, "source.json"))
+	if err != nil || json.Unmarshal(b, &src) != nil || src.Package != k.Build.Source || src.Version == "" {
+		return false
+	}
+	_, err = readRecord(filepath.Join(dir, buildKey(src.Version, settings), "kernel.json"))
+	return err == nil
 }
