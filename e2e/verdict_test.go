@@ -245,3 +245,22 @@ func TestSplitPhases(t *testing.T) {
 		t.Errorf("phaseScript:\n%s", s)
 	}
 }
+
+// TestRefusalReleaseMasked: a refusal on a kernel Debian has updated since
+// the catalog was captured matches the golden's when only the release in
+// parentheses differs, and not when the version does.
+func TestRefusalReleaseMasked(t *testing.T) {
+	golden := "query.sql:3:8: COMM needs Linux 6.16 (the COMM hist key); this target is Linux 6.12 (6.12.117+deb13-cloud-amd64)\n"
+	c := kernelCase{name: "c", exit: map[string]int{"": 0, "6.12": 1}, stderr: map[string]string{"6.12": golden}}
+	r := &caseResult{compile: 1, refuseExec: 1,
+		stderr:    strings.Replace(golden, "117", "118", 1),
+		refuseLog: strings.Replace(golden, "117", "118", 1)}
+	if p := checkRefusal(c, "6.12", 1, r); len(p) != 0 {
+		t.Errorf("another point release: %q", p)
+	}
+	r.stderr = strings.Replace(golden, "Linux 6.12", "Linux 6.13", 1)
+	r.refuseLog = r.stderr
+	if p := checkRefusal(c, "6.12", 1, r); len(p) != 1 || !strings.Contains(p[0], "the golden's diagnostic") {
+		t.Errorf("another version: %q", p)
+	}
+}
