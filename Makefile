@@ -77,8 +77,9 @@ built-kernels:
 # 6.12 and 7.2, arm64 6.1, 6.12 and 7.2, armhf 6.1 and the 5.10.262 built
 # with hist triggers (5.10-hist) under qemu, with -e and --run in the same
 # boot; the refusal on Debian's 5.10 and boot-time tracing in the built
-# 6.1. Two guests run at once (one per CPU; SQLHIST_E2E_GUESTS=N sets it),
-# the longest jobs first; the table at the end gives each kernel's fetch,
+# 6.1. Three guests run at once on two cores (one more than the CPUs;
+# SQLHIST_E2E_GUESTS=N sets it), the longest jobs first; a kernel build
+# counts as two guests. The table at the end gives each kernel's fetch,
 # boot and phases. Installs qemu (x86 and arm), busybox-static and the
 # build tools, downloads the kernels and builds the two built ones (about
 # 13 min of both cores) on first use, into ~/.cache/sqlhist (or

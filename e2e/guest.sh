@@ -89,13 +89,17 @@ busybox --list
 echo "@@end"
 mkdir $T/instances/sqlhist_dstate
 gstate > /tmp/global-before.txt
+# The programs a task of this guest may be named after (without a fork
+# per case: under TCG each costs 10-20 ms).
+programs=$(for f in /work/* /work/bin/*; do echo "${f##*/}"; done)
 for dir in /work/cases/*/; do
-	name=$(basename $dir)
+	name=${dir%/}; name=${name##*/}
 	cd $dir
 	args=$(cat args 2>/dev/null)
 	inst=$(sed -n '/^-B$/{n;p;}' args 2>/dev/null)
 	echo "@@case $name"
-	echo "@@at $(cut -d" " -f1 /proc/uptime)"
+	read up idle < /proc/uptime
+	echo "@@at $up"
 	[ -n "$inst" ] && mkdir $T/instances/$inst
 	$SQLHIST $args -f query.sql > commands.sh 2> compile.err
 	rc=$?
@@ -150,7 +154,7 @@ for dir in /work/cases/*/; do
 	echo "@@tasks"
 	cat /proc/[0-9]*/comm 2>/dev/null
 	sed 's/^[0-9]* //' $T/saved_cmdlines
-	for f in /work/* /work/bin/*; do basename $f; done
+	echo "$programs"
 	echo "@@trace"
 	for s in $synths; do events | grep " $s: " | head -n 300; done
 	for h in $(sed -n 's/.* >> \(.*\)\/trigger$/\1\/hist/p' commands.sh | sort -u); do

@@ -39,13 +39,16 @@ func row(kname string) *kernelRow {
 }
 
 // noteFetch records how the kernel was had: from the cache, or downloaded
-// or built, and how long that took.
+// or built, and how long that took (a kernel the suite's builder made is
+// in the cache when its job boots it: the build is what the table shows).
 func noteFetch(kname string, cached bool, d time.Duration) {
 	suite.Lock()
 	defer suite.Unlock()
 	r := row(kname)
 	if cached {
-		r.fetch = "cached"
+		if r.fetch == "" {
+			r.fetch = "cached"
+		}
 	} else {
 		r.fetch = d.Round(time.Second).String()
 	}

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -262,5 +264,107 @@ func TestRefusalReleaseMasked(t *testing.T) {
 	r.refuseLog = r.stderr
 	if p := checkRefusal(c, "6.12", 1, r); len(p) != 1 || !strings.Contains(p[0], "the golden's diagnostic") {
 		t.Errorf("another version: %q", p)
+	}
+}
+
+// TestUprobeCounts: the demo's five calls counted as often each, or one
+// more for the calls of a run the collection cut; never two apart, never
+// a value missing.
+func TestUprobeCounts(t *testing.T) {
+	rows := func(counts ...float64) []map[string]any {
+		var r []map[string]any
+		for i, c := range counts {
+			if c >= 0 {
+				r = append(r, map[string]any{"n": float64(10 * (i + 1)), "c": c})
+			}
+		}
+		return r
+	}
+	for _, tt := range []struct {
+		counts []float64
+		ok     bool
+	}{
+		{[]float64{16, 16, 16, 16, 16}, true},
+		{[]float64{17, 17, 16, 16, 16}, true}, // seen on 6.1-arm64: the window ended mid-run
+		{[]float64{16, 17, 17, 16, 16}, true},
+		{[]float64{18, 17, 16, 16, 16}, false},
+		{[]float64{16, 16, -1, 16, 16}, false},
+		{[]float64{0, 0, 0, 0, 0}, false},
+	} {
+		if p := uprobeProblem(rows(tt.counts...)); (p == "") != tt.ok {
+			t.Errorf("counts %v: %q, want ok %v", tt.counts, p, tt.ok)
+		}
+	}
+}
+
+// TestSchedule: at most slots at once, a build counting two; builds one
+// after another before the jobs that boot their kernels; every job once;
+// the longest ready job first.
+func TestSchedule(t *testing.T) {
+	for _, slots := range []int{1, 2, 3, 4} {
+		jobs := []job{{kernel: "a", cost: 9}, {kernel: "b", cost: 8, build: true}, {kernel: "c", cost: 7},
+			{kernel: "d", cost: 6, build: true}, {kernel: "e", cost: 5}, {kernel: "f", cost: 1}}
+		var mu sync.Mutex
+		load, peak, building := 0, 0, 0
+		built := map[string]bool{}
+		ran := map[string]int{}
+		var started []string
+		enter := func(w int) {
+			mu.Lock()
+			load += w
+			peak = max(peak, load)
+			mu.Unlock()
+		}
+		leave := func(w int) {
+			mu.Lock()
+			load -= w
+			mu.Unlock()
+		}
+		schedule(jobs, slots, func(k string) {
+			mu.Lock()
+			building++
+			if building > 1 {
+				t.Errorf("slots %d: two builds at once", slots)
+			}
+			mu.Unlock()
+			enter(min(2, slots))
+			time.Sleep(3 * time.Millisecond)
+			leave(min(2, slots))
+			mu.Lock()
+			building--
+			built[k] = true
+			mu.Unlock()
+		}, func(j job) {
+			mu.Lock()
+			if j.build && !built[j.kernel] {
+				t.Errorf("slots %d: %s started before its build", slots, j.kernel)
+			}
+			ran[j.kernel]++
+			started = append(started, j.kernel)
+			mu.Unlock()
+			enter(1)
+			time.Sleep(2 * time.Millisecond)
+			leave(1)
+		})
+		if peak > slots {
+			t.Errorf("slots %d: %d at once", slots, peak)
+		}
+		if len(ran) != len(jobs) || len(built) != 2 {
+			t.Errorf("slots %d: ran %v, built %v", slots, ran, built)
+		}
+		for k, n := range ran {
+			if n != 1 {
+				t.Errorf("slots %d: %s ran %d times", slots, k, n)
+			}
+		}
+		// The first jobs started are the longest ready ones, as many as
+		// there are slots beside the builder (all of them after it with
+		// fewer than three).
+		first := map[int]string{1: "a", 2: "a b", 3: "a", 4: "a c"}[slots]
+		got := append([]string(nil), started[:len(strings.Fields(first))]...)
+		sort.Strings(got)
+		if strings.Join(got, " ") != first {
+			t.Errorf("slots %d: started %v, want %s first", slots, started, first)
+		}
 	}
 }
