@@ -534,11 +534,16 @@ func extractSource(ctx context.Context, deb, pkg, dir string) (string, error) {
 	return tree, nil
 }
 
-// buildKernel unpacks the source in a temporary directory, configures and
-// builds it, and keeps bzImage and .config in out.
+// buildKernel unpacks the source beside the kernel's builds
+// (<cache>/built/<name>/tree.partial), configures and builds it, and keeps
+// bzImage and .config in out. Its caller holds the kernel's lock, so a
+// tree already there is what a killed build left: it is removed first.
 func buildKernel(ctx context.Context, k Kernel, src sourceRecord, deb string, settings []kconfigLine, out string) (Kernel, error) {
-	tmp, err := os.MkdirTemp("", "sqlhist-kbuild-")
-	if err != nil {
+	tmp := filepath.Join(filepath.Dir(out), "tree.partial")
+	if err := os.RemoveAll(tmp); err != nil {
+		return k, fmt.Errorf("removing the tree a killed build left: %w", err)
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return k, err
 	}
 	defer func() {
