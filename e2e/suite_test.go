@@ -72,8 +72,10 @@ func splitPhases(out string) map[string]*phaseOutput {
 			cur = nil
 		case cur != nil:
 			b.WriteString(line)
-			cur.out = b.String()
 		}
+	}
+	if cur != nil {
+		cur.out = b.String() // the output ended inside this phase
 	}
 	return m
 }
