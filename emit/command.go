@@ -1,6 +1,8 @@
 package emit
 
 import (
+	"strings"
+
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
 )
@@ -150,6 +152,67 @@ func Teardown(cmds []Command) []Command {
 			Hist: c.Hist, Synth: c.Synth, Probe: c.Probe, SpanPos: c.SpanPos, SpanEnd: c.SpanEnd})
 	}
 	return out
+}
+
+// DisableFirst returns the teardown td (from Teardown) with a write of
+// "0" to the enable file of each synthetic event and probe it removes,
+// just before the removal: the kernel refuses to remove an enabled event
+// (EBUSY), and users enable synthetic events to see their lines in trace
+// (a bootconfig does too). The event's file at the top level is written,
+// and in instance when one is given (its triggers' instance). Writing 0 to
+// a disabled event's enable is accepted and changes nothing. A file td
+// already disables is not written twice.
+func DisableFirst(td []Command, instance string) []Command {
+	done := map[string]bool{}
+	for _, c := range td {
+		if c.Kind == KindEnable && c.Line == "0" {
+			done[c.File] = true
+		}
+	}
+	out := make([]Command, 0, len(td))
+	for _, c := range td {
+		ev := removedEvent(c)
+		if ev == "" {
+			out = append(out, c)
+			continue
+		}
+		files := []string{"events/" + ev + "/enable"}
+		if instance != "" {
+			files = append(files, "instances/"+instance+"/events/"+ev+"/enable")
+		}
+		for _, f := range files {
+			if !done[f] {
+				done[f] = true
+				out = append(out, Command{Kind: KindEnable, File: f, Line: "0", Undo: "1", What: "disable of " + ev,
+					Pos: c.Pos, End: c.End, Synth: c.Synth, Probe: c.Probe})
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// removedEvent is "system/event" of the synthetic event or probe a
+// removal command removes ("-:NAME" or "!NAME" for a synthetic event,
+// "-:GROUP/NAME" for a probe), else "".
+func removedEvent(c Command) string {
+	switch c.Kind {
+	case KindSynth:
+		name, ok := strings.CutPrefix(c.Line, "-:")
+		if !ok {
+			name, ok = strings.CutPrefix(c.Line, "!")
+		}
+		name = strings.TrimPrefix(name, "synthetic/")
+		if ok && name != "" && !strings.ContainsAny(name, "/ ") {
+			return "synthetic/" + name
+		}
+	case KindProbe:
+		id, ok := strings.CutPrefix(c.Line, "-:")
+		if g, n, two := strings.Cut(id, "/"); ok && two && g != "" && n != "" && !strings.ContainsAny(id, " ") {
+			return id
+		}
+	}
+	return ""
 }
 
 // RunOptions shape the commands of a --run: where they go and what is

@@ -81,18 +81,35 @@ func Apply(t *Target, cmds []emit.Command) error {
 // on past what is already gone, so it can be repeated, and past other
 // failures, which it returns joined, each an *ApplyError.
 func Teardown(t *Target, cmds []emit.Command) error {
+	_, err := TeardownSkipped(t, cmds)
+	return err
+}
+
+// TeardownSkipped is Teardown that also returns the removals that found
+// nothing to remove: what an -e killed or refused part way never made, or
+// what was removed already. A disable (a write of 0 to an enable file,
+// emit.DisableFirst) of an event that is not there is not among them: the
+// event's removal is.
+func TeardownSkipped(t *Target, cmds []emit.Command) ([]emit.Command, error) {
 	var errs []error
+	var skipped []emit.Command
 	before := t.errorLog()
 	for _, c := range cmds {
 		err := t.write(c.Kind, c.File, c.Line)
-		if err == nil || errors.Is(err, fs.ErrNotExist) || t.gone(c) {
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) || t.gone(c) {
+			if c.Kind != emit.KindEnable {
+				skipped = append(skipped, c)
+			}
 			continue
 		}
 		after := t.errorLog()
 		errs = append(errs, &ApplyError{Root: t.Root, Command: c, Err: err, Kernel: tracefs.NewEntries(before, after)})
 		before = after
 	}
-	return errors.Join(errs...)
+	return skipped, errors.Join(errs...)
 }
 
 // write makes one command's write: an append, or an instance's mkdir or

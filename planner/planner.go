@@ -86,6 +86,9 @@ type Options struct {
 	// ProbeGroup: "kprobes" for a bootconfig, where the kernel creates
 	// every kprobe in that group.
 	ProbeGroup string
+	// CatalogHint is the hint of a refusal of the catalog itself (a
+	// kernel without hist triggers): how to compile for another target.
+	CatalogHint string
 }
 
 // hist keywords that a variable must never be named (the kernel matches
@@ -118,7 +121,8 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 		failedViews: map[string]bool{}}
 	if !p.feat.HistTriggers {
 		feat, _ := tracefs.FeatureByID("hist-triggers")
-		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers: it was built without CONFIG_HIST_TRIGGERS (in Linux since %s), and its tracefs README has no \"hist:keys\"; every sqlhist query needs them, so sqlhist cannot run there; %s", feat.Since, p.feat.Target())
+		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers: it was built without CONFIG_HIST_TRIGGERS (in Linux since %s), and its tracefs README has no \"hist:keys\"; every sqlhist query needs them, so sqlhist cannot run there; %s", feat.Since, p.feat.Target()).
+			Hint = opt.CatalogHint
 		return nil, diags
 	}
 	joins := 0

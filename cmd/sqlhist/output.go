@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
@@ -48,12 +49,12 @@ func (o *options) output(e env, src *source.Source, cat *tracefs.Catalog, plan *
 		cmds = emit.Commands(plan, eopt)
 	}
 	if o.teardown {
-		cmds = emit.Teardown(cmds)
+		cmds = emit.DisableFirst(emit.Teardown(cmds), o.instance)
 	}
 	if o.execute {
 		t := e.target(o.tracefsDir)
 		if o.teardown {
-			return report(e, src, live.Teardown(t, cmds))
+			return teardown(e, src, t, cmds)
 		}
 		if o.instance != "" && !t.HasInstance(o.instance) {
 			fmt.Fprintf(e.stderr, "sqlhist: creating instance %s; it stays after --teardown (rmdir %s when done)\n", o.instance, emit.Quote(filepath.Join(o.tracefsDir, "instances", o.instance)))
@@ -142,6 +143,28 @@ func (o *options) bootconfig(e env, src *source.Source, cat *tracefs.Catalog, cm
 	return exitOK
 }
 
+// teardown applies the removals cmds (--teardown -e) and notes on stderr
+// the ones that found nothing to remove: after an -e killed part way the
+// teardown removes what exists, skips the rest and succeeds.
+func teardown(e env, src *source.Source, t *live.Target, cmds []emit.Command) int {
+	skipped, err := live.TeardownSkipped(t, cmds)
+	if len(skipped) > 0 {
+		n := 0
+		for _, c := range cmds {
+			if c.Kind != emit.KindEnable {
+				n++
+			}
+		}
+		var names []string
+		for _, c := range skipped {
+			names = append(names, strings.TrimPrefix(c.What, "removal of the "))
+		}
+		fmt.Fprintf(e.stderr, "sqlhist: note: %d of the %d removals found nothing to remove (never made, or removed already), skipped: %s\n",
+			len(skipped), n, strings.Join(names, "; "))
+	}
+	return report(e, src, err)
+}
+
 // runPlan replays a JSON plan: prints its writes (or its teardown) as a
 // script, or applies them with -e.
 func (o *options) runPlan(e env, fl interface{ Args() []string }) int {
@@ -159,6 +182,9 @@ func (o *options) runPlan(e env, fl interface{ Args() []string }) int {
 		return exitQuery
 	}
 	cmds := doc.Commands(o.teardown)
+	if o.teardown {
+		cmds = emit.DisableFirst(cmds, "")
+	}
 	src := source.NewSource(doc.Query.File, doc.Query.Text)
 	if o.execute {
 		if code := o.executeTarget(e, o.tracefsExplicit, false); code != exitOK {
@@ -166,7 +192,7 @@ func (o *options) runPlan(e env, fl interface{ Args() []string }) int {
 		}
 		t := e.target(o.tracefsDir)
 		if o.teardown {
-			return report(e, src, live.Teardown(t, cmds))
+			return teardown(e, src, t, cmds)
 		}
 		return report(e, src, live.Apply(t, cmds))
 	}

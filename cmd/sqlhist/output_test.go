@@ -109,7 +109,7 @@ func TestPlanReplay(t *testing.T) {
 	if code := run([]string{"-e", "--teardown", "--plan", "plan.json"}, e); code != exitOK {
 		t.Fatalf("--plan --teardown -e: exit %d: %s", code, stderr)
 	}
-	if diff := cmp.Diff([]string{undo(endW), undo(startW), undo(synthW)}, f.Writes); diff != "" {
+	if diff := cmp.Diff([]string{undo(endW), undo(startW), disableW, undo(synthW)}, f.Writes); diff != "" {
 		t.Errorf("teardown writes (-want +got):\n%s", diff)
 	}
 	// Printed, the plan is the script.

@@ -209,6 +209,7 @@ func run(args []string, e env) int {
 	if code != exitOK {
 		return code
 	}
+	popt.CatalogHint = o.otherTargetHint(e)
 	plan, code := compile(e, src, cat, popt)
 	if code != exitOK {
 		return code
@@ -356,6 +357,19 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 		return nil, usageError(e, "%v", err)
 	}
 	return cat, exitOK
+}
+
+// otherTargetHint says how to print for another kernel when the catalog
+// is this machine's tracefs, read only because no flag chose one: the
+// machine may not be the target (a build host whose kernel has no hist
+// triggers). Empty for -e and -r, which need this machine's kernel.
+func (o *options) otherTargetHint(e env) string {
+	if o.execute || o.run || o.machine || o.formats != "" || o.kernel != "" || !live.HasEvents(e.dir, o.tracefsDir) {
+		return ""
+	}
+	return fmt.Sprintf("the event formats came from this machine's tracefs (%s), read because neither --kernel nor --formats was given; "+
+		"to print for another machine, name its kernel with --kernel VERSION (embedded: %s) or read a copy of its tracefs with --formats DIR",
+		o.tracefsDir, tracefs.EmbeddedSummary())
 }
 
 // executeTarget checks, before anything is written, that the tracefs to

@@ -137,26 +137,79 @@ func TestExecuteTeardownIsIdempotent(t *testing.T) {
 	if code := run([]string{"-e", "--teardown", "-n", "wl", wakeupSQL}, e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	want := []string{undo(endW), undo(startW), undo(synthW)}
+	// The synthetic event is disabled before its removal: the kernel
+	// refuses to remove an enabled one.
+	want := []string{undo(endW), undo(startW), disableW, undo(synthW)}
 	if diff := cmp.Diff(want, f.Writes); diff != "" {
 		t.Errorf("teardown writes (-want +got):\n%s", diff)
 	}
+	if stderr.Len() != 0 {
+		t.Errorf("a teardown that removed everything wrote to stderr: %s", stderr)
+	}
 	// Removing what is not there (ENOENT) is not an error: teardown can
-	// be repeated. Other failures are.
+	// be repeated, and says what it skipped. Other failures are errors.
 	for _, tt := range []struct {
 		refuse error
 		code   int
-	}{{fs.ErrNotExist, exitOK}, {fs.ErrPermission, exitQuery}} {
+		note   string
+	}{
+		{fs.ErrNotExist, exitOK, "sqlhist: note: 1 of the 3 removals found nothing to remove (never made, or removed already), skipped: start trigger on sched/sched_waking\n"},
+		{fs.ErrPermission, exitQuery, ""},
+	} {
 		f := newFake(t, 2)
 		f.refuse = &fs.PathError{Op: "write", Path: "trigger", Err: tt.refuse}
 		e, _, stderr := fakeEnv(f, "")
 		if code := run([]string{"-e", "--teardown", "-n", "wl", wakeupSQL}, e); code != tt.code {
 			t.Errorf("refuse %v: exit %d, want %d: %s", tt.refuse, code, tt.code, stderr)
 		}
-		if len(f.Writes) != 2 {
+		if len(f.Writes) != 3 {
 			t.Errorf("refuse %v: teardown stopped early: %q", tt.refuse, f.Writes)
 		}
+		if tt.note != "" && stderr.String() != tt.note {
+			t.Errorf("refuse %v: stderr\n%s\nwant\n%s", tt.refuse, stderr, tt.note)
+		}
+		if tt.note == "" && strings.Contains(stderr.String(), "note:") {
+			t.Errorf("refuse %v: a failure reported as skipped: %s", tt.refuse, stderr)
+		}
 	}
+}
+
+// TestTeardownSkipsWhatWasNeverMade: after an -e killed part way (here
+// after its start trigger) --teardown -e removes what is there, skips the
+// rest (ENOENT), exits 0 and names what it skipped. The disable of an
+// event that is not there is not listed; the event's removal is.
+func TestTeardownSkipsWhatWasNeverMade(t *testing.T) {
+	f := &missingFake{fakeTracefs: newFake(t, 0), missing: map[string]bool{
+		"events/synthetic/wl/enable": true, "dynamic_events": true, "events/sched/sched_switch/trigger": true}}
+	e, _, stderr := fakeEnv(f.fakeTracefs, "")
+	e.writer = func(string) tracefs.Writer { return f }
+	if code := run([]string{"-e", "--teardown", "-n", "wl", wakeupSQL}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "sqlhist: note: 2 of the 3 removals found nothing to remove (never made, or removed already), skipped: end trigger on sched/sched_switch; synthetic event wl\n"
+	if stderr.String() != want {
+		t.Errorf("stderr\n%s\nwant\n%s", stderr, want)
+	}
+	if diff := cmp.Diff([]string{undo(startW)}, f.Writes); diff != "" {
+		t.Errorf("writes that landed (-want +got):\n%s", diff)
+	}
+}
+
+// disableW is the teardown's disable of the synthetic event wl.
+const disableW = "events/synthetic/wl/enable: 0"
+
+// missingFake is a fake tracefs where writes to some files fail with
+// ENOENT: what an -e killed part way never made.
+type missingFake struct {
+	*fakeTracefs
+	missing map[string]bool
+}
+
+func (f *missingFake) Append(file, line string) error {
+	if f.missing[file] {
+		return &fs.PathError{Op: "write", Path: file, Err: fs.ErrNotExist}
+	}
+	return f.fakeTracefs.Append(file, line)
 }
 
 func TestExecuteNeedsTracefs(t *testing.T) {
