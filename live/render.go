@@ -277,6 +277,9 @@ func jsonResults(results []*Result) []jsonResult {
 				case c.Kind == planner.ColLatency:
 					m[c.Label] = jsonLatency{Avg: math.Round(r.Avg()*10) / 10, Max: r.Stats.Max, MaxBound: r.Stats.MaxBound,
 						P50: newJSONPercentile(r.Percentile(50)), P90: newJSONPercentile(r.Percentile(90)), P99: newJSONPercentile(r.Percentile(99))}
+				case r.At(c, j).Frames != nil:
+					// A stack: its frames, the innermost first.
+					m[c.Label] = r.At(c, j).Frames
 				case r.At(c, j).IsNum && r.At(c, j).Neg:
 					m[c.Label] = int64(r.At(c, j).Num)
 				case r.At(c, j).IsNum:

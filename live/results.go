@@ -62,6 +62,10 @@ type Cell struct {
 	// Neg is set on a number of a signed key that is below zero: Num
 	// holds it in two's complement (int64(Num) is its value).
 	Neg bool
+	// Frames are a stack trace key's frames as the kernel prints them,
+	// the innermost first ("__schedule+0x8fc/0x1070"); nil for other
+	// keys. Text holds them one a line.
+	Frames []string
 }
 
 // LatencyStats are the statistics of a latency over one row's events:
@@ -330,7 +334,7 @@ func keyCell(ent *tracefs.HistEntry, i int) Cell {
 	case tracefs.HistBuckets:
 		return Cell{Text: fmt.Sprintf("%d-%d", v.Num, v.High), Num: v.Num, IsNum: true}
 	case tracefs.HistStacktrace:
-		return Cell{Text: strings.Join(v.Frames, "\n")}
+		return stackCell(v)
 	}
 	return Cell{Text: v.Raw}
 }

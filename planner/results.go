@@ -56,21 +56,29 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 	if lat != nil {
 		room--
 	}
+	stacks := 0
 	for _, f := range s.Fields {
 		if f == lat {
-			continue
-		}
-		if f.Array == "[]" && f.Type != "char" {
-			p.note("results: %s (a stack trace) is not shown: histogram keys on synthetic stack fields are not read back", f.Name)
 			continue
 		}
 		if len(h.Keys) == room {
 			p.note("results: %s is not shown: a histogram has at most %d keys", f.Name, maxKeys)
 			continue
 		}
+		key := f.Name
+		if f.Array == "[]" && f.Type != "char" {
+			// A stack trace: the kernel keys a histogram by it, and
+			// prints its frames, with .stacktrace. One fits in the key
+			// (128 bytes of the 384).
+			if stacks++; stacks > 1 {
+				p.note("results: %s is not shown: the results are keyed by one stack trace", f.Name)
+				continue
+			}
+			key += ".stacktrace"
+		}
 		signed := f.Array == "" && f.Type != "" && !(f.Type[0] == 'u' || f.Type == "gfp_t")
 		h.Columns = append(h.Columns, Column{Label: f.Name, Kind: ColKey, Index: len(h.Keys), Signed: signed})
-		h.Keys = append(h.Keys, f.Name)
+		h.Keys = append(h.Keys, key)
 	}
 	h.Columns = append(h.Columns, Column{Label: "count", Kind: ColCount})
 	if lat != nil {

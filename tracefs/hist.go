@@ -80,7 +80,7 @@ const (
 // HistValue is one "name: value" of an entry.
 type HistValue struct {
 	Name string        // the field name as printed, without modifier
-	Raw  string        // the printed value without the padding around it
+	Raw  string        // the printed value without the padding around it (a stack: its frames, one a line)
 	Kind HistValueKind // how the value is printed
 	// Num is the number for the numeric kinds: the value, the address
 	// (sym), the pid (execname), the syscall number, the log2 exponent or
@@ -237,37 +237,75 @@ func splitModifier(f string) (name, mod string) {
 	return name, mod
 }
 
+// stackKeyRE finds where a stack trace key starts on an entry's line: the
+// kernel prints "common_stacktrace:" (6.1: "stacktrace:") and a newline, or
+// for a stack trace field "stack.stacktrace" and the first frame on the
+// same line; each frame takes a line of its own, after 9 spaces.
+var stackKeyRE = regexp.MustCompile(`(?:^|, )(?:((?:common_)?stacktrace):$|([A-Za-z_][A-Za-z0-9_]*)\.stacktrace(?: {9}(\S.*))?$)`)
+
+// frameIndent is the kernel's indent of a stack frame (hist_trigger_
+// stacktrace_print: "%*c" of 1 + 8 spaces).
+const frameIndent = "         "
+
 func (p *histParser) entry(h *Histogram, line string) error {
 	body, ok := strings.CutPrefix(line, "{ ")
 	if !ok {
 		return p.errorf("bad entry %q", line)
 	}
-	var keyText, rest string
-	var frames []string
-	if strings.HasSuffix(strings.TrimRight(body, " "), "stacktrace:") {
-		keyText = body
-		for {
-			if p.eof() {
-				return p.errorf("truncated stacktrace")
-			}
-			l := p.next()
-			if r, ok := strings.CutPrefix(l, "}"); ok {
-				rest = r
-				break
-			}
-			if strings.TrimSpace(l) == "" {
-				return p.errorf("blank line in stacktrace")
-			}
-			frames = append(frames, strings.TrimSpace(l))
+	var keyText []string // the keys' texts, joined by ", "
+	var stacks [][]string
+	for {
+		m := stackKeyRE.FindStringSubmatchIndex(body)
+		if m == nil {
+			break
 		}
+		// The stack's key is written "name: " ("field.stacktrace: ")
+		// so that parseHistKeys finds it; its frames go apart.
+		name := ""
+		if m[2] >= 0 {
+			name = body[m[2]:m[3]]
+		} else {
+			name = body[m[4]:m[5]] + ".stacktrace"
+		}
+		if m[0] > 0 {
+			keyText = append(keyText, body[:m[0]])
+		}
+		keyText = append(keyText, name+": ")
+		var frames []string
+		if m[6] >= 0 {
+			frames = append(frames, strings.TrimSpace(body[m[6]:m[7]]))
+		}
+		for !p.eof() && isFrameLine(p.lines[p.i]) {
+			frames = append(frames, strings.TrimSpace(p.next()))
+		}
+		stacks = append(stacks, frames)
+		if p.eof() {
+			return p.errorf("truncated stacktrace")
+		}
+		// What follows the frames: "}" and the values, or more keys.
+		body = p.next()
+		if !strings.HasPrefix(body, "}") && !strings.HasPrefix(body, ", ") {
+			return p.errorf("unexpected line %q in a stacktrace", body)
+		}
+		body = strings.TrimPrefix(body, ", ")
+	}
+	var rest string
+	if len(stacks) > 0 {
+		// After a stack the kernel closes with "}", no space before.
+		j := strings.LastIndex(body, "}")
+		if k := strings.TrimRight(body[:j], " "); k != "" {
+			keyText = append(keyText, k)
+		}
+		rest = body[j+1:]
 	} else {
 		j := strings.LastIndex(body, " }")
 		if j < 0 {
 			return p.errorf("unterminated key in %q", line)
 		}
-		keyText, rest = body[:j], body[j+2:]
+		keyText = append(keyText, body[:j])
+		rest = body[j+2:]
 	}
-	keys, err := parseHistKeys(keyText, p.keys, frames)
+	keys, err := parseHistKeys(strings.Join(keyText, ", "), p.keys, stacks)
 	if err != nil {
 		return p.errorf("%v", err)
 	}
@@ -277,6 +315,12 @@ func (p *histParser) entry(h *Histogram, line string) error {
 	}
 	h.Entries = append(h.Entries, &HistEntry{Keys: keys, Values: vals})
 	return nil
+}
+
+// isFrameLine reports whether a line is a stack frame: the kernel's
+// indent, then the symbol.
+func isFrameLine(l string) bool {
+	return len(l) > len(frameIndent) && strings.HasPrefix(l, frameIndent) && l[len(frameIndent)] != ' '
 }
 
 func (p *histParser) tracked(h *Histogram, line string) error {

@@ -66,6 +66,11 @@ func num(name, raw string, n uint64) HistValue {
 	return HistValue{Name: name, Raw: raw, Kind: HistNumber, Num: n}
 }
 
+// stack is a stack trace key: its frames, which are its printed value.
+func stack(name string, frames ...string) HistValue {
+	return HistValue{Name: name, Raw: strings.Join(frames, "\n"), Kind: HistStacktrace, Frames: frames}
+}
+
 func TestParseHistEntries(t *testing.T) {
 	tests := []struct {
 		file      string
@@ -103,18 +108,18 @@ func TestParseHistEntries(t *testing.T) {
 			Values: []HistValue{num("hitcount", "8", 8), num("bytes_alloc", "256", 256)},
 		}, HistTotals{Hits: 322, Entries: 16}},
 		{"hist-7.2-stacktrace.txt", 0, 0, &HistEntry{
-			Keys: []HistValue{num("common_cpu", "1", 1), {Name: "common_stacktrace", Kind: HistStacktrace, Frames: []string{
+			Keys: []HistValue{num("common_cpu", "1", 1), stack("common_stacktrace",
 				"__schedule+0x8fc/0x1070", "schedule+0x27/0xa0", "schedule_timeout+0xa3/0x120",
 				"kcompactd+0x3b9/0x480", "kthread+0xe4/0x120", "ret_from_fork+0x2b1/0x340",
 				"ret_from_fork_asm+0x1a/0x30",
-			}}},
+			)},
 			Values: []HistValue{num("hitcount", "1", 1)},
 		}, HistTotals{Hits: 56, Entries: 10}},
 		{"hist-6.1-stacktrace.txt", 0, 1, &HistEntry{
-			Keys: []HistValue{num("common_cpu", "1", 1), {Name: "stacktrace", Kind: HistStacktrace, Frames: []string{
+			Keys: []HistValue{num("common_cpu", "1", 1), stack("stacktrace",
 				"__schedule+0x4f8/0xa00", "schedule+0x5a/0xd0", "schedule_timeout+0x94/0x150",
 				"kcompactd+0x3cf/0x420", "kthread+0xda/0x100", "ret_from_fork+0x22/0x30",
-			}}},
+			)},
 			Values: []HistValue{num("hitcount", "2", 2)},
 		}, HistTotals{Hits: 56, Entries: 9}},
 		{"hist-6.12-string-key.txt", 0, 0, &HistEntry{
@@ -360,5 +365,52 @@ func TestRepairListing(t *testing.T) {
 	}
 	if got := hs[0].KeyFields(); !cmp.Equal(got, []string{"common_cpu"}) {
 		t.Errorf("KeyFields of 7.2's listing = %q, want [common_cpu]", got)
+	}
+}
+
+// TestParseHistStackForms checks the stack trace keys as
+// kernel/trace/trace_events_hist.c prints them (hist_trigger_print_key):
+// "common_stacktrace:" and a newline, or for a field "stack.stacktrace"
+// with the first frame on the same line; each frame after 9 spaces; a key
+// after a stack follows the last frame's newline as ", key: value"; the
+// closing brace has no space before it after a stack.
+func TestParseHistStackForms(t *testing.T) {
+	frames := []string{"__schedule+0x8fc/0x1070", "schedule+0x27/0xa0", "do_nanosleep+0x67/0x190 [foo]"}
+	body := "         " + strings.Join(frames, "\n         ") + "\n"
+	tests := []struct {
+		name, info, entry string
+		want              []HistValue
+	}{
+		{"stack first", "hist:keys=common_stacktrace,common_cpu:vals=hitcount:sort=hitcount:size=2048",
+			"{ common_stacktrace:\n" + body + ", common_cpu:          1} hitcount:          3\n",
+			[]HistValue{stack("common_stacktrace", frames...), num("common_cpu", "1", 1)}},
+		{"field stack, then log2", "hist:keys=stack.stacktrace,lat.log2:vals=hitcount,lat:sort=hitcount:size=8192",
+			"{ stack.stacktrace" + body + ", lat: ~ 2^10} hitcount:          3  lat:       2400\n",
+			[]HistValue{stack("stack", frames...), {Name: "lat", Raw: "~ 2^10", Kind: HistLog2, Num: 10}}},
+		{"buckets, then field stack", "hist:keys=lat.buckets=100,stack.stacktrace:vals=hitcount:sort=lat:size=2048",
+			"{ lat: ~ 100-199, stack.stacktrace" + body + "} hitcount:          3\n",
+			[]HistValue{{Name: "lat", Raw: "~ 100-199", Kind: HistBuckets, Num: 100, High: 199}, stack("stack", frames...)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := "# event histogram\n#\n# trigger info: " + tt.info + " [active]\n#\n\n" + tt.entry +
+				"\nTotals:\n    Hits: 3\n    Entries: 1\n    Dropped: 0\n"
+			for _, hidden := range []bool{false, true} {
+				in := text
+				if hidden {
+					in = keysListRE.ReplaceAllString(in, "keys=hidden.a.b.c.d.e.f:")
+				}
+				hs, err := ParseHist(in)
+				if err != nil {
+					t.Fatalf("hidden keys %v: %v\n%s", hidden, err, in)
+				}
+				if diff := cmp.Diff(tt.want, hs[0].Entries[0].Keys); diff != "" {
+					t.Errorf("hidden keys %v: keys (-want +got):\n%s", hidden, diff)
+				}
+				if v := hs[0].Entries[0].Values[0]; v.Num != 3 {
+					t.Errorf("hitcount %+v", v)
+				}
+			}
+		})
 	}
 }

@@ -13,8 +13,9 @@ var (
 )
 
 // parseHistKeys splits "a: 1, b: x" into keys; mods are the key modifiers
-// from the trigger, used when there is one per key.
-func parseHistKeys(text string, mods []string, frames []string) ([]HistValue, error) {
+// from the trigger, used when there is one per key. A stack trace key is
+// written "name: " in text, and its frames are the next of stacks.
+func parseHistKeys(text string, mods []string, stacks [][]string) ([]HistValue, error) {
 	locs := keyNameRE.FindAllStringSubmatchIndex(text, -1)
 	if len(locs) == 0 || locs[0][0] != 0 {
 		return nil, fmt.Errorf("bad key %q", text)
@@ -29,11 +30,16 @@ func parseHistKeys(text string, mods []string, frames []string) ([]HistValue, er
 		if known {
 			mod = mods[i]
 		}
+		name := text[loc[2]:loc[3]]
 		var fr []string
-		if i == len(locs)-1 {
-			fr = frames
+		if len(stacks) > 0 && strings.HasSuffix(name, "stacktrace") {
+			name = strings.TrimSuffix(name, ".stacktrace")
+			fr, stacks = stacks[0], stacks[1:]
+			if fr == nil {
+				fr = []string{} // a stack without frames is still one
+			}
 		}
-		k, err := parseHistKey(text[loc[2]:loc[3]], text[loc[1]:end], mod, known, fr)
+		k, err := parseHistKey(name, text[loc[1]:end], mod, known, fr)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +60,8 @@ func parseHistKey(name, s, mod string, known bool, frames []string) (HistValue, 
 	var err error
 	switch mod {
 	case "stacktrace":
-		v.Kind, v.Frames = HistStacktrace, frames
+		// A stack's printed value is its frames, one a line.
+		v.Kind, v.Frames, v.Raw = HistStacktrace, frames, strings.Join(frames, "\n")
 	case "log2":
 		v.Kind = HistLog2
 		exp, ok := strings.CutPrefix(raw, "~ 2^")
