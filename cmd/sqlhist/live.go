@@ -11,7 +11,8 @@ import (
 type liveOptions struct {
 	duration string // -d: seconds ("10", "0.5") or a Go duration ("1m30s")
 	events   bool   // --events: stream the synthetic events' trace lines
-	output   string // -o: table, json or csv
+	output   string // -o: table, json, csv, folded or pprof
+	out      string // --out: the results' file
 	size     int    // --size: entries of the histograms read
 	interval string // -i: print each interval alone
 	every    time.Duration
@@ -20,7 +21,7 @@ type liveOptions struct {
 // checkLive validates the --run flags against the others.
 func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 	if !o.run {
-		for _, f := range []string{"duration", "events", "size", "interval"} {
+		for _, f := range []string{"duration", "events", "size", "interval", "out"} {
 			if fl(f) {
 				return 0, usageError(e, "--%s goes with --run (-r)", f)
 			}
@@ -34,9 +35,9 @@ func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 		return 0, usageError(e, "--run applies, collects and tears down by itself: drop -e and --teardown")
 	}
 	switch o.live.output {
-	case "table", "json", "csv":
+	case "table", "json", "csv", "folded", "pprof":
 	default:
-		return 0, usageError(e, "-o %q: with --run use table, json or csv", o.live.output)
+		return 0, usageError(e, "-o %q: with --run use table, json, csv, folded or pprof", o.live.output)
 	}
 	if fl("size") && (o.live.size < 128 || o.live.size > 131072) {
 		return 0, usageError(e, "--size %d: the kernel takes 128 to 131072 entries", o.live.size)
@@ -50,6 +51,9 @@ func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 			return 0, usageError(e, "-i: %v", strings.TrimPrefix(err.Error(), "-d "))
 		}
 		o.live.every = iv
+	}
+	if code := o.checkOut(e); code != exitOK {
+		return 0, code
 	}
 	if o.live.duration == "" {
 		return 0, exitOK

@@ -24,10 +24,10 @@ func (o *options) checkPrint(e env) int {
 		if o.execute {
 			return usageError(e, "-e applies the commands; -o %s only prints: use one of them", o.live.output)
 		}
-	case "table", "csv":
+	case "table", "csv", "folded", "pprof":
 		return usageError(e, "-o %s shows results: it goes with --run (-r)", o.live.output)
 	default:
-		return usageError(e, "-o %q: use script, json or bootconfig (with --run: table, json or csv)", o.live.output)
+		return usageError(e, "-o %q: use script, json or bootconfig (with --run: table, json, csv, folded or pprof)", o.live.output)
 	}
 	if o.initrd != "" && (o.live.output != "bootconfig" || o.teardown) {
 		return usageError(e, "--initrd FILE takes the bootconfig of -o bootconfig (without --teardown)")

@@ -47,8 +47,11 @@ type env struct {
 	pipe     func(path string) (io.ReadCloser, error)       // trace_pipe for --events; nil: the machine's
 	pid      int                                            // makes -r's names and instance unique
 	writable func(path string) error                        // live.Writable's access check; nil skips it
-	// replaceFile replaces a file's contents all at once (--initrd).
+	// replaceFile replaces a file's contents all at once (--initrd, --out).
 	replaceFile func(path string, data []byte) error
+	// isTerminal reports whether a writer is a terminal (-o pprof
+	// refuses one); nil: never.
+	isTerminal func(w io.Writer) bool
 }
 
 func osEnv() env {
@@ -77,6 +80,7 @@ func osEnv() env {
 		// nil pipe: the Target's own.
 		writable:    live.Access,
 		replaceFile: replaceFile,
+		isTerminal:  stdoutTerminal,
 	}
 }
 
@@ -132,7 +136,8 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.live.duration, "duration", "d", "", "with -r: collect for `D` seconds (10, 0.5) or a duration (1m30s); default until Ctrl-C")
 	fl.StringVarP(&o.live.interval, "interval", "i", "", "with -r: print the results of each `I` seconds (or a duration) alone, then the total")
 	fl.BoolVar(&o.live.events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
-	fl.StringVarP(&o.live.output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json or csv")
+	fl.StringVarP(&o.live.output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
+	fl.StringVar(&o.live.out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
 	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (replacing one it has), instead of printing it")
 	fl.StringVar(&o.planFile, "plan", "", "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e")
 	fl.IntVar(&o.live.size, "size", 0, "with -r: entries of the histograms read (`N`, 128 to 131072; default 2048, 8192 for a JOIN's results)")
@@ -215,6 +220,11 @@ func run(args []string, e env) int {
 		return code
 	}
 	if o.run {
+		if isStackFormat(o.live.output) {
+			if code := checkStacks(e, plan, o.live.output); code != exitOK {
+				return code
+			}
+		}
 		return o.runLive(e, src, plan, duration)
 	}
 	return o.output(e, src, cat, plan)
@@ -271,7 +281,7 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 	if o.live.every > 0 {
 		opt.Interval, opt.Tick = o.live.every, e.tick
 		opt.OnInterval = func(iv *live.Interval) {
-			if err := iv.Write(e.stdout, o.live.output); err != nil && ivErr == nil {
+			if err := o.writeInterval(e, iv); err != nil && ivErr == nil {
 				ivErr = err
 			}
 		}
@@ -288,12 +298,7 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 	if ivErr != nil {
 		return report(e, src, ivErr)
 	}
-	if o.live.every > 0 {
-		err = rep.WriteTotal(e.stdout, e.stderr, o.live.output)
-	} else {
-		err = rep.Write(e.stdout, e.stderr, o.live.output)
-	}
-	if err != nil {
+	if err = o.writeResults(e, rep, o.live.every > 0); err != nil {
 		return report(e, src, err)
 	}
 	return code
