@@ -26,17 +26,18 @@ type Leftover struct {
 }
 
 // runName matches what a run names after its process id: its instance and
-// its probe group, sqlhist_<pid>.
-var runName = regexp.MustCompile(`^` + InstancePrefix + `([0-9]+)$`)
+// its probe group, sqlhist_<pid>, and its lease, sqlhist_<pid>_own.
+var runName = regexp.MustCompile(`^` + InstancePrefix + `([0-9]+)(` + leaseSuffix + `)?$`)
 
-// DeadRuns returns the process ids of the runs that left an instance or a
-// probe group sqlhist_<pid> behind and are no longer running: alive
-// reports whether a process exists. It reads two listings, so a run can
-// check at its start.
+// DeadRuns returns the process ids of the runs that left a lease, an
+// instance or a probe group sqlhist_<pid> behind and are no longer
+// running: alive reports whether a process exists. It reads two listings,
+// so a run can check at its start.
 func DeadRuns(t *Target, alive func(pid int) bool) []int {
 	var pids []int
+	dirs := true
 	add := func(name string) {
-		if m := runName.FindStringSubmatch(name); m != nil {
+		if m := runName.FindStringSubmatch(name); m != nil && (m[2] == "" || dirs) {
 			if pid, err := strconv.Atoi(m[1]); err == nil && !alive(pid) && !slices.Contains(pids, pid) {
 				pids = append(pids, pid)
 			}
@@ -46,6 +47,7 @@ func DeadRuns(t *Target, alive func(pid int) bool) []int {
 	for _, e := range ents {
 		add(e.Name())
 	}
+	dirs = false
 	for _, d := range dynamicEvents(t) {
 		add(d.group)
 	}
@@ -53,7 +55,12 @@ func DeadRuns(t *Target, alive func(pid int) bool) []int {
 	return pids
 }
 
-// FindLeftovers lists what each dead run (see DeadRuns) left: its
+// FindLeftovers lists what each dead run (see DeadRuns) left. A run with
+// a lease (see [LeaseName]) left at most what its manifest lists: the
+// undos of its apply, in reverse, then the lease; whatever of it is gone
+// is skipped when the removals are made, and an object that a live run's
+// lease claims is not touched. For a run without one (a run killed while
+// it took its lease, or an older sqlhist), what is found by name: its
 // instance and every trigger in it, its probes, and its synthetic events
 // (the ones named with its _<pid> suffix and the ones its triggers fire or
 // are on: a run refuses synthetic events that exist, so all it refers to
@@ -62,10 +69,40 @@ func DeadRuns(t *Target, alive func(pid int) bool) []int {
 // and of other tools are not touched.
 func FindLeftovers(t *Target, alive func(pid int) bool) []Leftover {
 	var out []Leftover
+	var live []claim
+	for _, c := range claims(t, alive, -1) {
+		if c.live {
+			live = append(live, c)
+		}
+	}
 	for _, pid := range DeadRuns(t, alive) {
-		out = append(out, leftoverOf(t, pid))
+		l := leftoverOf(t, pid)
+		if cmds, ok := readManifest(t, LeaseName(pid)); ok {
+			l = Leftover{PID: pid, Commands: leaseLeftover(pid, cmds, live)}
+		} else if t.HasInstance(LeaseName(pid)) {
+			lease := emit.Instance(LeaseName(pid))
+			l.Commands = append(l.Commands, emit.Command{Kind: emit.KindDir, File: lease.File, Line: "rmdir", What: "lease " + LeaseName(pid)})
+		}
+		out = append(out, l)
 	}
 	return out
+}
+
+// leaseLeftover is the removal of what a dead run's manifest lists (its
+// apply commands, cmds), in reverse, then of its lease; objects that a
+// live run claims are left out.
+func leaseLeftover(pid int, cmds []emit.Command, live []claim) []emit.Command {
+	var out []emit.Command
+	for _, c := range emit.Teardown(cmds) {
+		claimed := false
+		for _, o := range live {
+			claimed = claimed || sameObject(emit.Teardown([]emit.Command{o.cmd})[0], c)
+		}
+		if !claimed {
+			out = append(out, c)
+		}
+	}
+	return append(out, emit.Command{Kind: emit.KindDir, File: "instances/" + LeaseName(pid), Line: "rmdir", What: "lease " + LeaseName(pid)})
 }
 
 // trigger is one active trigger read from a trigger file.

@@ -79,7 +79,7 @@ func ExampleRun() {
 	// synthetic/sched_waking_to_sched_switch_7 hits: 6
 	// sh           4 events, avg 34.0 µs, max 100, p50 ~12 in (8, 16]
 	// kworker/0:1  2 events, avg 5.0 µs, max 5, p50 ~5 in (4, 5]
-	// 12 writes, the last: rmdir: instances/sqlhist_7
+	// 17 writes, the last: rmdir: instances/sqlhist_7_own
 }
 
 // A refused write undoes the writes before it and says why, with the

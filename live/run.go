@@ -22,14 +22,17 @@ import (
 const InstancePrefix = "sqlhist_"
 
 // Prepare returns opt set up for a run identified by id (the process id
-// for sqlhist): derived synthetic event names and the probe group get the
-// suffix _<id>, so runs at once do not collide, and the triggers go into
-// the private instance sqlhist_<id> unless opt.Instance names one.
+// for sqlhist): derived synthetic event names get the suffix _<id> and the
+// probes the group sqlhist_<id>, whatever the flags (-n too), so runs at
+// once do not collide and a killed run's probes are found by their group;
+// the triggers go into the private instance sqlhist_<id> unless
+// opt.Instance names one.
 func Prepare(opt planner.Options, id int) planner.Options {
 	opt.Run = true
 	if opt.Name == "" {
 		opt.Suffix = strconv.Itoa(id)
 	}
+	opt.ProbeGroup = InstancePrefix + strconv.Itoa(id)
 	if opt.Instance == "" {
 		opt.Instance = InstancePrefix + strconv.Itoa(id)
 	}
@@ -80,6 +83,16 @@ type Options struct {
 	// Tick replaces time.NewTicker for the intervals (for tests): it
 	// returns the ticks and a stop function.
 	Tick func(time.Duration) (<-chan time.Time, func())
+	// ID is the run's id as given to [Prepare], which names its lease
+	// (see [LeaseName]); 0 takes it from the private instance's name.
+	ID int
+	// Alive reports whether the process of another run exists, to tell
+	// a running run's objects from a killed one's; nil asks the kernel.
+	Alive func(pid int) bool
+	// Watch is how often the collection checks that the run's instance,
+	// lease and triggers are still there (someone may remove them); 0 is
+	// every second.
+	Watch time.Duration
 }
 
 // Report is what a [Run] read.
@@ -115,7 +128,34 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 	}
 	eopt := emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents}
 	r.cmds = emit.RunCommands(plan, eopt, emit.RunOptions{Instance: r.instance, CreateInstance: created, Enable: opt.Events != nil})
+	alive := opt.Alive
+	if alive == nil {
+		alive = processAlive
+	}
+	id := runID(opt.ID, r.instance)
+	if err := checkClaims(t, alive, id, r.cmds); err != nil {
+		return nil, err
+	}
+	r.lease = LeaseName(id)
+	if t.HasInstance(r.lease) {
+		return nil, fmt.Errorf("the instance %s is there already: a killed run with the same process id (%d) left it; sqlhist --cleanup removes what it left", r.lease, id)
+	}
+	if err := takeLease(t, r.lease, r.cmds); err != nil {
+		return nil, err
+	}
 	return r.run(ctx)
+}
+
+// runID is the id of a run: id, or the one in the name of its private
+// instance sqlhist_<id>.
+func runID(id int, instance string) int {
+	if id != 0 {
+		return id
+	}
+	if m := runName.FindStringSubmatch(instance); m != nil && m[2] == "" {
+		id, _ = strconv.Atoi(m[1])
+	}
+	return id
 }
 
 // instanceOf is the instance a plan's triggers are in.
@@ -135,6 +175,7 @@ type runState struct {
 	opt      Options
 	log      io.Writer
 	instance string
+	lease    string // the run's lease instance (see LeaseName)
 	cmds     []emit.Command
 }
 
@@ -142,6 +183,9 @@ func (r *runState) instanceDir() string { return "instances/" + r.instance }
 
 func (r *runState) run(ctx context.Context) (*Report, error) {
 	if err := Apply(r.t, r.cmds); err != nil {
+		if ae, ok := err.(*ApplyError); !ok || len(ae.Undo) == 0 {
+			err = dropLease(r.t, r.lease, err)
+		}
 		return nil, err
 	}
 	// The teardown runs in two steps: first the end triggers are removed,
@@ -155,14 +199,14 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 			rest = append(rest, c)
 		}
 	}
-	var errs []error
+	var errs, terrs []error
 	stopped, tornDown := false, false
 	stopSources := func() {
 		if !stopped {
 			stopped = true
 			// The end triggers first: then no synthetic event fires, and
 			// pausing the histograms stops the rest.
-			errs = append(errs, Teardown(r.t, first))
+			terrs = append(terrs, Teardown(r.t, first))
 			r.pauseHistograms()
 		}
 	}
@@ -170,7 +214,15 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 		stopSources()
 		if !tornDown {
 			tornDown = true
-			errs = append(errs, Teardown(r.t, rest))
+			terrs = append(terrs, Teardown(r.t, rest))
+			errs = append(errs, terrs...)
+			// The lease goes last, and only when everything else went:
+			// what stays is then --cleanup's to remove.
+			if errors.Join(terrs...) == nil {
+				if err := r.t.W.Rmdir("instances/" + r.lease); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, fmt.Errorf("removing the run's lease, instance %s: %v", r.lease, errnoText(err)))
+				}
+			}
 		}
 	}
 	defer teardown()
@@ -205,6 +257,12 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 	}
 	iv := r.newIntervals()
 	defer iv.stop()
+	every := r.opt.Watch
+	if every <= 0 {
+		every = time.Second
+	}
+	watch := time.NewTicker(every)
+	defer watch.Stop()
 wait:
 	for {
 		select {
@@ -219,6 +277,12 @@ wait:
 		case <-iv.ticks:
 			if err := iv.take(false); err != nil {
 				fmt.Fprintf(r.log, "sqlhist: reading interval %d: %v\n", iv.n+1, err)
+			}
+		case <-watch.C:
+			if err := r.changed(); err != nil {
+				fmt.Fprintf(r.log, "sqlhist: %v: reading what is left and removing what is still the run's\n", err)
+				errs = append(errs, err)
+				break wait
 			}
 		}
 	}
@@ -367,6 +431,22 @@ func findHist(hs []*tracefs.Histogram, h *planner.Hist) *tracefs.Histogram {
 	}
 	if len(hs) == 1 {
 		return hs[0]
+	}
+	return nil
+}
+
+// changed says what of the run is gone, when someone else removed its
+// instance, its lease or one of its triggers while it collected.
+func (r *runState) changed() error {
+	for _, inst := range []string{r.instance, r.lease} {
+		if !r.t.HasInstance(inst) {
+			return fmt.Errorf("the instance %s was removed while the run collected, by another process", inst)
+		}
+	}
+	for _, c := range r.cmds {
+		if c.Kind == emit.KindTrigger && r.t.gone(c) {
+			return fmt.Errorf("the %s was removed while the run collected, by another process", c.What)
+		}
 	}
 	return nil
 }

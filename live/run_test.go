@@ -46,9 +46,28 @@ func TestRunEndsWithTheContext(t *testing.T) {
 	if !strings.Contains(log.String(), "collecting until Ctrl-C in instance sqlhist_9") || !strings.Contains(log.String(), "terminated: reading what was collected") {
 		t.Errorf("log: %s", log.String())
 	}
-	if n := len(f.Writes); n != 12 || f.Writes[0] != "mkdir: instances/sqlhist_9" || f.Writes[n-1] != "rmdir: instances/sqlhist_9" {
+	w := leased(t, f, "sqlhist_9_own")
+	if n := len(w); n != 12 || w[0] != "mkdir: instances/sqlhist_9" || w[n-1] != "rmdir: instances/sqlhist_9" {
 		t.Errorf("writes:\n%s", f.String())
 	}
+}
+
+// leased checks that the run's lease came first and went last, and
+// returns the writes in between that are not the lease's own.
+func leased(t *testing.T, f *fakeTracefs, lease string) []string {
+	t.Helper()
+	w := f.Writes
+	if len(w) < 2 || w[0] != "mkdir: instances/"+lease || w[len(w)-1] != "rmdir: instances/"+lease {
+		t.Errorf("the lease %s is not the first and last write:\n%s", lease, f.String())
+		return nil
+	}
+	var out []string
+	for _, x := range w[1 : len(w)-1] {
+		if !strings.HasPrefix(x, "instances/"+lease+"/") {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // When the results cannot be read, Run says so and still removes
@@ -61,7 +80,7 @@ func TestRunTearsDownWhenTheReadFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "reading the results") || rep == nil || rep.Results != nil {
 		t.Fatalf("rep %v, err %v", rep, err)
 	}
-	if n := len(f.Writes); n != 12 || f.Writes[n-1] != "rmdir: instances/sqlhist_9" {
+	if w := leased(t, f, "sqlhist_9_own"); len(w) != 12 || w[len(w)-1] != "rmdir: instances/sqlhist_9" {
 		t.Errorf("writes:\n%s", f.String())
 	}
 }
@@ -77,7 +96,7 @@ func TestRunApplyRefused(t *testing.T) {
 		t.Fatalf("rep %v, err %v", rep, err)
 	}
 	// Every write made is undone, in reverse: the instance goes last.
-	w := f.Writes
+	w := leased(t, f, "sqlhist_9_own")
 	if len(w)%2 != 0 || w[0] != "mkdir: instances/sqlhist_9" || w[len(w)-1] != "rmdir: instances/sqlhist_9" {
 		t.Errorf("writes:\n%s", f.String())
 	}

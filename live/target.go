@@ -121,3 +121,9 @@ func osPipe(p string) (io.ReadCloser, error) {
 	}
 	return os.NewFile(uintptr(fd), p), nil
 }
+
+// processAlive reports whether process pid exists on this machine.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -29,6 +29,7 @@ type liveFake struct {
 	sigs     chan os.Signal
 	pipe     string
 	timer    chan time.Time
+	lease    []string // the writes to the run's lease
 }
 
 func (f *liveFake) Open(name string) (fs.File, error) {
@@ -43,6 +44,38 @@ func (f *liveFake) Open(name string) (fs.File, error) {
 		return fstest.MapFS{name: &fstest.MapFile{Data: []byte(data)}}.Open(name)
 	}
 	return f.fakeTracefs.Open(name)
+}
+
+// leaseDir is the lease instance of the runs of liveEnv (live.LeaseName).
+const leaseDir = "instances/sqlhist_4242_own"
+
+// Append keeps the writes to the run's lease apart, in lease (Writes and
+// FailAt count the others), and shows its trace_marker lines in its trace.
+func (f *liveFake) Append(file, line string) error {
+	if !strings.HasPrefix(file, leaseDir+"/") {
+		return f.fakeTracefs.Append(file, line)
+	}
+	f.lease = append(f.lease, file+": "+line)
+	if strings.HasSuffix(file, "/trace_marker") {
+		f.files[leaseDir+"/trace"] += "              sh-1       [000] .....   1.000000: tracing_mark_write: " + line + "\n"
+	}
+	return nil
+}
+
+func (f *liveFake) Mkdir(dir string) error {
+	if dir == leaseDir {
+		f.lease = append(f.lease, "mkdir: "+dir)
+		return nil
+	}
+	return f.fakeTracefs.Mkdir(dir)
+}
+
+func (f *liveFake) Rmdir(dir string) error {
+	if dir == leaseDir {
+		f.lease = append(f.lease, "rmdir: "+dir)
+		return nil
+	}
+	return f.fakeTracefs.Rmdir(dir)
 }
 
 func newLiveFake(t *testing.T, failAt int) *liveFake {
@@ -287,6 +320,10 @@ func TestRunApplyFails(t *testing.T) {
 		}
 		if stdout.Len() != 0 || strings.Contains(stderr.String(), "collecting") {
 			t.Errorf("failAt %d: collected after a failed apply: %s %s", failAt, stdout, stderr)
+		}
+		// The run's lease was taken first and is given back.
+		if l := f.lease; len(l) < 3 || l[0] != "mkdir: "+leaseDir || l[len(l)-1] != "rmdir: "+leaseDir {
+			t.Errorf("failAt %d: the lease: %q", failAt, l)
 		}
 	}
 }

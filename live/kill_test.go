@@ -1,0 +1,240 @@
+package live_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// killCase is a query and the flags of a run killed at each of its
+// writes.
+type killCase struct {
+	name, sql string
+	kernel    string // the embedded catalog; "" is 6.1
+	opt       planner.Options
+	existing  string // an instance that is there before the run (-B)
+	events    bool   // --events: the synthetic events are enabled
+}
+
+const (
+	killChain = `CREATE VIEW sysname AS
+  SELECT start.id, end.prev_pid FROM sys_enter AS start
+  JOIN sched_switch AS end ON start.common_pid = end.prev_pid
+  WHERE end.prev_state == 2;
+CREATE VIEW offcpu AS
+  SELECT start.id, end.next_comm AS comm, (end.TIMESTAMP_USECS - start.TIMESTAMP_USECS) AS lat
+  FROM sysname AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid;
+SELECT CAST(id AS SYSCALL) AS call, comm, COUNT(*) AS n, SUM(lat) FROM offcpu;`
+	killKprobe = `SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start
+JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid`
+	killUprobe = `SELECT start.n, end.ret, TIMESTAMP_DELTA_USECS AS lat
+FROM uprobe('/usr/local/bin/app', 0x1345, n=%di:s64) AS start
+JOIN uretprobe('/usr/local/bin/app', 0x1400, ret=%ax:s64) AS end ON start.common_pid = end.common_pid`
+	killDeref = `SELECT start.filename, start.flags, end.ret
+FROM sys_enter_openat AS start JOIN sys_exit_openat AS end ON start.common_pid = end.common_pid`
+	killHist = `SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC`
+)
+
+var killCases = []killCase{
+	{name: "join", sql: wakeup},
+	{name: "join -n", sql: wakeup, opt: planner.Options{Name: "lat"}},
+	{name: "join -n --events", sql: wakeup, opt: planner.Options{Name: "lat"}, events: true},
+	{name: "join -n -B new", sql: wakeup, opt: planner.Options{Name: "lat", Instance: "mine"}},
+	{name: "join -B existing", sql: wakeup, opt: planner.Options{Instance: "mine"}, existing: "mine"},
+	{name: "views", sql: killChain},
+	{name: "views -B existing", sql: killChain, opt: planner.Options{Instance: "mine"}, existing: "mine"},
+	{name: "chain of three -n", sql: `SELECT sw.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid`, opt: planner.Options{Name: "c3"}},
+	{name: "kprobe join", sql: killKprobe},
+	{name: "kprobe join -n", sql: killKprobe, opt: planner.Options{Name: "k1"}},
+	{name: "uprobe join -n", sql: killUprobe, opt: planner.Options{Name: "u1"}},
+	{name: "--deref -n", sql: killDeref, kernel: "7.2", opt: planner.Options{Name: "myopen", Deref: true}},
+	{name: "aggregate -n", sql: aggregateJoin, opt: planner.Options{Name: "agg"}},
+	{name: "histogram -B existing", sql: killHist, opt: planner.Options{Instance: "mine"}, existing: "mine"},
+}
+
+// killPlan compiles a case for the run id.
+func killPlan(t *testing.T, c killCase, id int) *planner.Plan {
+	t.Helper()
+	kernel := c.kernel
+	if kernel == "" {
+		kernel = "6.1"
+	}
+	fsys, err := tracefs.Embedded(kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := source.NewSource("q.sql", c.sql)
+	plan, diags := live.Compile(src, tracefs.Open(fsys), live.Prepare(c.opt, id))
+	if plan == nil {
+		t.Fatal(diags.Render(src))
+	}
+	return plan
+}
+
+// killRun runs a case as run id in f, the collection ending at once.
+func killRun(t *testing.T, f *fakeTracefs, c killCase, id int, alive func(int) bool) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	opt := live.Options{ID: id, Alive: alive}
+	if c.events {
+		opt.Events = io.Discard
+	}
+	tg := &live.Target{Root: "/t", FS: f, W: f, OpenPipe: func(string) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("")), nil }}
+	_, err := live.Run(ctx, tg, killPlan(t, c, id), opt)
+	return err
+}
+
+func killFake(c killCase) *fakeTracefs {
+	f := newFake()
+	if c.kernel != "" {
+		f = newFakeOf(c.kernel)
+	}
+	if c.existing != "" {
+		f.Mkdir("instances/" + c.existing)
+		f.Recorder, f.writes = tracefs.Recorder{}, 0
+	}
+	return f
+}
+
+// A run killed after any one of its writes (the lease, its records, the
+// apply, the collection, the teardown) leaves what --cleanup removes to
+// the last object: the tracefs is then as it was before the run. Without
+// --cleanup, the same query is refused before any write, naming
+// --cleanup, when the dead run's objects are in its way, and runs when
+// they are not; after --cleanup it runs.
+func TestKillAtEveryWrite(t *testing.T) {
+	dead := func(pid int) bool { return false }
+	for _, c := range killCases {
+		t.Run(c.name, func(t *testing.T) {
+			whole := killFake(c)
+			before := whole.state()
+			if err := killRun(t, whole, c, 7, dead); err != nil && !strings.Contains(err.Error(), "reading the results") {
+				t.Fatalf("the whole run: %v\n%s", err, whole.String())
+			}
+			if got := whole.state(); got != before {
+				t.Fatalf("the whole run left:\n%s\nwant:\n%s", got, before)
+			}
+			n := len(whole.Writes)
+			for k := 1; k < n; k++ {
+				f := killFake(c)
+				f.KillAfter = k
+				killRun(t, f, c, 7, dead)
+				f.KillAfter = 0
+				left := f.state()
+				// The same query again, as another run, before --cleanup.
+				w := f.writes
+				err := killRun(t, f, c, 8, dead)
+				var ce *live.ConflictError
+				switch {
+				case errors.As(err, &ce):
+					if f.writes != w || ce.Running || !strings.Contains(err.Error(), "sqlhist --cleanup removes") {
+						t.Errorf("killed after write %d of %d: refused after %d writes: %v", k, n, f.writes-w, err)
+					}
+				case err != nil && !strings.Contains(err.Error(), "reading the results"):
+					t.Errorf("killed after write %d of %d: the run after it: %v\n%s", k, n, err, f.String())
+				case f.state() != left:
+					t.Errorf("killed after write %d of %d: the run after it left:\n%s\nwant:\n%s", k, n, f.state(), left)
+				}
+				var out strings.Builder
+				runs, err := live.Cleanup(&live.Target{Root: "/t", FS: f, W: f}, dead, &out, false)
+				if runs != 1 || err != nil {
+					t.Errorf("killed after write %d of %d: --cleanup found %d runs, err %v\n%s", k, n, runs, err, out.String())
+				}
+				if got := f.state(); got != before {
+					t.Errorf("killed after write %d (%s) of %d: after --cleanup:\n%s\nwant:\n%s\n--cleanup wrote:\n%s", k, whole.Writes[k-1], n, got, before, out.String())
+				}
+				if err := killRun(t, f, c, 9, dead); err != nil && !strings.Contains(err.Error(), "reading the results") {
+					t.Errorf("killed after write %d of %d: after --cleanup the query: %v", k, n, err)
+				}
+			}
+			if !t.Failed() {
+				t.Logf("%s: %d kill points, all recovered", c.name, n-1)
+			}
+		})
+	}
+}
+
+// Two runs at once with the same -n: the second is refused before any
+// write, naming the first, which goes on and ends cleanly.
+func TestSameNameAtOnce(t *testing.T) {
+	c := killCase{sql: wakeup, opt: planner.Options{Name: "lat"}}
+	f := newFake()
+	before := f.state()
+	alive := func(pid int) bool { return pid == 7 || pid == 8 }
+	var second error
+	var secondWrites int
+	ctx, cancel := context.WithCancel(context.Background())
+	tg := &live.Target{Root: "/t", FS: f, W: f}
+	opt := live.Options{ID: 7, Alive: alive, After: func(time.Duration) <-chan time.Time {
+		// The first run collects: the second starts now.
+		w := f.writes
+		second = killRun(t, f, c, 8, alive)
+		secondWrites = f.writes - w
+		cancel()
+		return nil
+	}, Duration: time.Hour}
+	_, err := live.Run(ctx, tg, killPlan(t, c, 7), opt)
+	if err != nil && !strings.Contains(err.Error(), "reading the results") {
+		t.Fatalf("the first run: %v", err)
+	}
+	var ce *live.ConflictError
+	if !errors.As(second, &ce) || !ce.Running || ce.PID != 7 || secondWrites != 0 {
+		t.Errorf("the second run: %v after %d writes, want refused before any write", second, secondWrites)
+	} else {
+		t.Logf("the second run: %v", second)
+	}
+	if got := f.state(); got != before {
+		t.Errorf("left:\n%s\nwant:\n%s", got, before)
+	}
+}
+
+// Someone removes the run's instance, or one of its triggers, while it
+// collects until Ctrl-C: the run says so, ends without waiting for the
+// signal, returns an error, and removes what is still its own.
+func TestTracefsChangedUnderARun(t *testing.T) {
+	for _, tc := range []struct{ name, remove string }{
+		{"instance", "instances/sqlhist_7"},
+		{"trigger", "instances/sqlhist_7/events/sched/sched_waking/trigger"},
+		{"lease", "instances/sqlhist_7_own"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			before := f.state()
+			var log strings.Builder
+			opt := live.Options{ID: 7, Alive: func(int) bool { return false }, Log: &log, Watch: time.Millisecond,
+				After: func(time.Duration) <-chan time.Time {
+					if strings.HasSuffix(tc.remove, "/trigger") {
+						delete(f.Files, tc.remove)
+					} else {
+						f.removeInstance(tc.remove)
+					}
+					return nil
+				}, Duration: time.Hour}
+			done := make(chan error)
+			go func() {
+				_, err := live.Run(context.Background(), &live.Target{Root: "/t", FS: f, W: f}, killPlan(t, killCase{sql: wakeup}, 7), opt)
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the run did not end")
+			}
+			if err == nil || !strings.Contains(err.Error(), "was removed while the run collected") || !strings.Contains(log.String(), "removing what is still the run's") {
+				t.Errorf("err %v; log:\n%s", err, log.String())
+			}
+			if got := f.state(); got != before {
+				t.Errorf("left:\n%s\nwant:\n%s", got, before)
+			}
+		})
+	}
+}

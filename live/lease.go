@@ -1,0 +1,240 @@
+package live
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/emit"
+)
+
+// A run's lease is the instance sqlhist_<pid>_own (LeaseName). The run
+// creates it before anything else and removes it after everything else,
+// so whatever a run created exists only while its lease does: a run
+// killed at any moment leaves its lease, and the lease says what else it
+// may have left.
+//
+// It says so in its ring buffer: before its first other write, the run
+// writes one record per command of its apply (kind, file, the line that
+// undoes it) to the lease's trace_marker, and reads them back from its
+// trace. Nothing else writes to that buffer, so the records stay, under
+// every name the run uses: -n and view names, -B instances, probe groups,
+// enables. [Cleanup] replays their undos, in reverse.
+
+// leaseSuffix ends the name of a run's lease instance.
+const leaseSuffix = "_own"
+
+// LeaseName is the name of the lease instance of the run id.
+func LeaseName(id int) string { return InstancePrefix + strconv.Itoa(id) + leaseSuffix }
+
+// leaseBufferKB is the size per CPU the lease's ring buffer is set to: it
+// holds a few records, not a trace.
+const leaseBufferKB = "64"
+
+// recordTag starts each marker line of a manifest; markerMax is the most
+// text a marker line carries (the kernel truncates a trace_marker write
+// at 1 KiB on older kernels).
+const (
+	recordTag = "sqlhist-own "
+	markerMax = 900
+)
+
+// record is one command of a run's apply as its lease keeps it.
+// The line that creates the object is not kept: the undo names it.
+type record struct {
+	Kind   emit.Kind `json:"k"`
+	File   string    `json:"f"`
+	Undo   string    `json:"u"`
+	Marker string    `json:"m,omitempty"`
+	What   string    `json:"w"`
+	Role   string    `json:"r,omitempty"`
+}
+
+func recordOf(c emit.Command) record {
+	return record{Kind: c.Kind, File: c.File, Undo: c.Undo, Marker: c.Marker, What: c.What, Role: c.Role}
+}
+
+func (r record) command() emit.Command {
+	return emit.Command{Kind: r.Kind, File: r.File, Undo: r.Undo, Marker: r.Marker, What: r.What, Role: r.Role}
+}
+
+// manifestLines encodes the records as trace_marker lines: the JSON of
+// the whole list, cut into numbered pieces of at most markerMax bytes
+// ("sqlhist-own 3/7 <piece>"), so that a reader can put them back in
+// order and tell a complete manifest from a cut one.
+func manifestLines(cmds []emit.Command) []string {
+	recs := make([]record, len(cmds))
+	for i, c := range cmds {
+		recs[i] = recordOf(c)
+	}
+	data, _ := json.Marshal(recs) // plain strings and ints: cannot fail
+	s := string(data)
+	var pieces []string
+	for len(s) > markerMax {
+		pieces = append(pieces, s[:markerMax])
+		s = s[markerMax:]
+	}
+	pieces = append(pieces, s)
+	out := make([]string, len(pieces))
+	for i, p := range pieces {
+		out[i] = fmt.Sprintf("%s%d/%d %s", recordTag, i+1, len(pieces), p)
+	}
+	return out
+}
+
+// parseManifest reads the commands back from a lease's trace. ok is false
+// when the manifest is missing or incomplete (the run was killed while
+// writing it, before it created anything else).
+func parseManifest(trace string) (cmds []emit.Command, ok bool) {
+	var pieces []string
+	total := 0
+	for _, l := range strings.Split(trace, "\n") {
+		_, text, found := strings.Cut(l, "tracing_mark_write: ")
+		if !found || !strings.HasPrefix(text, recordTag) {
+			continue
+		}
+		num, piece, _ := strings.Cut(strings.TrimPrefix(text, recordTag), " ")
+		a, b, _ := strings.Cut(num, "/")
+		i, err1 := strconv.Atoi(a)
+		n, err2 := strconv.Atoi(b)
+		if err1 != nil || err2 != nil || i < 1 || i > n || (total != 0 && n != total) {
+			return nil, false
+		}
+		if total == 0 {
+			total, pieces = n, make([]string, n)
+		}
+		pieces[i-1] = piece
+	}
+	if total == 0 || slices.Contains(pieces, "") {
+		return nil, false
+	}
+	var recs []record
+	if err := json.Unmarshal([]byte(strings.Join(pieces, "")), &recs); err != nil {
+		return nil, false
+	}
+	for _, r := range recs {
+		cmds = append(cmds, r.command())
+	}
+	return cmds, true
+}
+
+// readManifest reads the manifest in the lease instance name.
+func readManifest(t *Target, name string) ([]emit.Command, bool) {
+	data, err := fs.ReadFile(t.FS, "instances/"+name+"/trace")
+	if err != nil {
+		return nil, false
+	}
+	return parseManifest(string(data))
+}
+
+// takeLease creates the lease of a run and records cmds in it, then reads
+// them back. An error means nothing of the run is left: the lease, when
+// it was made, is removed again.
+func takeLease(t *Target, name string, cmds []emit.Command) error {
+	dir := "instances/" + name
+	if err := t.W.Mkdir(dir); err != nil {
+		return fmt.Errorf("creating the run's lease, instance %s: %v", name, errnoText(err))
+	}
+	// A smaller buffer is only a saving: the read-back below checks
+	// that the records fit.
+	_ = t.W.Append(dir+"/buffer_size_kb", leaseBufferKB)
+	for _, l := range manifestLines(cmds) {
+		if err := t.W.Append(dir+"/trace_marker", l); err != nil {
+			return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: %v", name, errnoText(err)))
+		}
+	}
+	got, ok := readManifest(t, name)
+	if !ok || len(got) != len(cmds) {
+		return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: its trace does not show them back", name))
+	}
+	return nil
+}
+
+func dropLease(t *Target, name string, err error) error {
+	if rerr := t.W.Rmdir("instances/" + name); rerr != nil {
+		return fmt.Errorf("%w; removing the instance: %v", err, errnoText(rerr))
+	}
+	return err
+}
+
+// claim is an object a run's manifest says it creates.
+type claim struct {
+	pid  int
+	live bool
+	cmd  emit.Command
+}
+
+// sameObject reports whether two commands create the same object: the
+// same file and the same line that undoes it (a synthetic event's or
+// probe's name, an instance, a trigger's spec).
+func sameObject(a, b emit.Command) bool {
+	return a.Kind == b.Kind && a.File == b.File && a.Undo == b.Undo
+}
+
+// claims lists what the leases in t claim, run by run (pids sorted),
+// except the run self.
+func claims(t *Target, alive func(int) bool, self int) []claim {
+	var out []claim
+	for _, pid := range leasePIDs(t) {
+		if pid == self {
+			continue
+		}
+		cmds, _ := readManifest(t, LeaseName(pid))
+		live := alive(pid)
+		for _, c := range cmds {
+			out = append(out, claim{pid: pid, live: live, cmd: c})
+		}
+	}
+	return out
+}
+
+// leasePIDs are the ids of the runs whose lease is in t.
+func leasePIDs(t *Target) []int {
+	var pids []int
+	ents, _ := fs.ReadDir(t.FS, "instances")
+	for _, e := range ents {
+		if m := runName.FindStringSubmatch(e.Name()); m != nil && m[2] == leaseSuffix {
+			if pid, err := strconv.Atoi(m[1]); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// ConflictError is a run refused before any write because another run
+// claims one of its objects: a run still running (another sqlhist -r
+// with the same -n, say), or one that was killed and left it.
+type ConflictError struct {
+	PID     int
+	Running bool
+	What    string // the object: "synthetic event lat"
+}
+
+func (e *ConflictError) Error() string {
+	if e.Running {
+		return fmt.Sprintf("the %s is in use by the sqlhist run of process %d, which is still running: give this run another name (-n, CREATE VIEW) or wait for that one to end", e.What, e.PID)
+	}
+	return fmt.Sprintf("the %s was left by the sqlhist run of process %d, which was killed: sqlhist --cleanup removes what it left", e.What, e.PID)
+}
+
+// checkClaims refuses cmds when another run's lease claims one of the
+// objects they create.
+func checkClaims(t *Target, alive func(int) bool, self int, cmds []emit.Command) error {
+	cl := claims(t, alive, self)
+	for _, c := range cmds {
+		if c.Kind == emit.KindEnable {
+			continue // an enable is the instance's, which is checked
+		}
+		for _, o := range cl {
+			if sameObject(c, o.cmd) {
+				return &ConflictError{PID: o.pid, Running: o.live, What: c.What}
+			}
+		}
+	}
+	return nil
+}
