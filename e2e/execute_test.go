@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ echo "@@done"
 // executePhase proves -e in kernel kname: a JOIN applied and torn down
 // (twice), a write the kernel refuses at each step leaving tracefs as it
 // was with the kernel's error_log in the diagnostic, -e -B, and a refused
-// probe.
+// probe; in manPageKernels, libtracefs's man page example of -T as well.
 func executePhase(t *testing.T, kname string) phase {
 	arch := kernelArch(t, kname)
 	script := forArch(executeScript, arch)
@@ -80,9 +81,19 @@ func executePhase(t *testing.T, kname string) phase {
 	if stringJoinsRefused(kname) {
 		script, q = withoutStrings.Replace(script), withoutStrings.Replace(q)
 	}
+	manPage := manPageKernels[kname]
+	if manPage {
+		script += manPageScript
+	}
 	return phase{name: "execute", script: script, timeout: 4 * time.Minute,
 		files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)}},
-		check: func(t *testing.T, out string) string { checkExecute(t, kname, q, out); return "" }}
+		check: func(t *testing.T, out string) string {
+			checkExecute(t, kname, q, out)
+			if manPage {
+				return fmt.Sprintf("man page -T snapshot %.1fs", checkManPage(t, kname, out))
+			}
+			return ""
+		}}
 }
 
 // checkExecute checks what executeScript printed.

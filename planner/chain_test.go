@@ -53,7 +53,7 @@ func TestChainSteps(t *testing.T) {
 // TestChainNamesAndHandlers: -n names the last step and the others after
 // it; -m acts on the last step only; a suffix (--run) goes on derived names.
 func TestChainNamesAndHandlers(t *testing.T) {
-	plan := buildOK(t, embedded(t, "6.1"), threeEvents, Options{Name: "wl", OnMax: "total"})
+	plan := buildOK(t, embedded(t, "6.1"), threeEvents, Options{Name: "wl", OnMax: "total", Trace: true})
 	var names []string
 	for _, u := range plan.Units {
 		names = append(names, u.Synth.Name)

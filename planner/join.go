@@ -363,6 +363,11 @@ func (js *joinState) actions(s *Synth, params []string) {
 		p.diags.Add(s.Fields[idx].Pos, s.Fields[idx].End, "%s(%s) needs a number; %s is a %s", handler, hvar, hvar, s.Fields[idx].Decl())
 		return
 	}
+	if !o.Snapshot && !o.Trace && len(o.Save) == 0 {
+		warnHandlerAlone(p.diags, handler, hvar)
+		js.end.Actions = append(js.end.Actions, onmatch+call())
+		return
+	}
 	// The handler tracks a variable of the end trigger.
 	v := strings.TrimPrefix(params[idx], "$")
 	if !strings.HasPrefix(params[idx], "$") || !js.isEndVar(v) {
@@ -371,25 +376,7 @@ func (js *joinState) actions(s *Synth, params []string) {
 		v = nv
 		params[idx] = "$" + nv
 	}
-	h := handler + "($" + v + ")."
-	trace := o.Trace || !o.Snapshot && len(o.Save) == 0
-	if trace {
-		js.end.Actions = append(js.end.Actions, h+call())
-	} else {
-		js.end.Actions = append(js.end.Actions, onmatch+call())
-	}
-	if len(o.Save) > 0 {
-		end := p.r.sides[1].ev
-		for _, f := range o.Save {
-			if end.Field(f) == nil {
-				errUnknownField(p.diags, source.NoPos, source.NoPos, f, end.FullName()+" (-S)", end.FieldNames())
-			}
-		}
-		js.end.Actions = append(js.end.Actions, h+"save("+strings.Join(o.Save, ",")+")")
-	}
-	if o.Snapshot {
-		js.end.Actions = append(js.end.Actions, h+"snapshot()")
-	}
+	js.handlerActions(handler+"($"+v+").", o, call())
 }
 
 func (js *joinState) isEndVar(name string) bool {

@@ -170,23 +170,23 @@ func TestJoin(t *testing.T) {
 			StartFile: "events/syscalls/sys_enter_read/trigger", EndFile: "events/syscalls/sys_exit_read/trigger",
 		},
 	}, {
-		name: "default name, onmax",
-		opt:  Options{OnMax: "lat"},
+		name: "default name, onmax with trace (and snapshot, as libtracefs's -T)",
+		opt:  Options{OnMax: "lat", Trace: true},
 		sql:  `SELECT start.pid, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`,
 		want: joinOut{
 			Def:       "sched_waking_to_sched_switch pid_t pid; u64 lat",
 			Start:     "hist:keys=pid:sched_waking_to_sched_switch_ts_us=common_timestamp.usecs",
-			End:       "hist:keys=next_pid:sched_waking_to_sched_switch_lat=common_timestamp.usecs-$sched_waking_to_sched_switch_ts_us:onmax($sched_waking_to_sched_switch_lat).trace(sched_waking_to_sched_switch,next_pid,$sched_waking_to_sched_switch_lat)",
+			End:       "hist:keys=next_pid:sched_waking_to_sched_switch_lat=common_timestamp.usecs-$sched_waking_to_sched_switch_ts_us:onmax($sched_waking_to_sched_switch_lat).trace(sched_waking_to_sched_switch,next_pid,$sched_waking_to_sched_switch_lat):onmax($sched_waking_to_sched_switch_lat).snapshot()",
 			StartFile: wk, EndFile: sw,
 		},
 	}, {
-		name: "onchange with save and snapshot, in an instance",
+		name: "onchange with save and snapshot, in an instance: no onmatch",
 		opt:  Options{Name: "mx", OnChange: "prio", Snapshot: true, Save: []string{"prev_comm"}, Instance: "inst"},
 		sql:  `SELECT start.pid, end.next_prio AS prio FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`,
 		want: joinOut{
 			Def:       "mx pid_t pid; int prio",
 			Start:     "hist:keys=pid:mx_matched=pid",
-			End:       "hist:keys=next_pid:mx_match=$mx_matched,mx_prio_v=next_prio:onmatch(sched.sched_waking).trace(mx,next_pid,$mx_prio_v):onchange($mx_prio_v).save(prev_comm):onchange($mx_prio_v).snapshot()",
+			End:       "hist:keys=next_pid:mx_match=$mx_matched,mx_prio_v=next_prio:onchange($mx_prio_v).save(prev_comm):onchange($mx_prio_v).snapshot()",
 			StartFile: "instances/inst/" + wk, EndFile: "instances/inst/" + sw,
 		},
 	}}
