@@ -220,6 +220,9 @@ func (js *joinState) sumOf(e compiler.Expr, ctx arithCtx) ([]term, bool) {
 			p.diags.Add(x.OpPos, x.OpEnd, "%s", p.feat.Lacks(x.Op.String()+" in an expression", "expressions"))
 			return nil, false
 		}
+		if zeroDivisor(p.diags, x) {
+			return nil, false
+		}
 		if js.info(x).constant {
 			v, neg, _, ok := js.fold(x)
 			if !ok {
@@ -407,7 +410,7 @@ func (js *joinState) fold(e compiler.Expr) (v uint64, neg, isConst, ok bool) {
 			case compiler.OpDiv:
 				if b == 0 {
 					pos, end := x.Y.Span()
-					js.p.diags.Add(pos, end, "division by zero")
+					errDivisionByZero(js.p.diags, pos, end)
 					return 0, true, false
 				}
 				return a / b, true, true

@@ -13,6 +13,7 @@ import (
 // text.
 func TestErrorPositions(t *testing.T) {
 	const join = " FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"
+	const divZero = "division by zero: this divisor is a constant that comes out 0 (in the kernel's integer arithmetic), and the kernel refuses the trigger (\"Division by zero\")"
 	tests := []struct {
 		name   string
 		kernel string
@@ -57,7 +58,11 @@ func TestErrorPositions(t *testing.T) {
 		{"grouping the kernel cannot write", "6.1", "SELECT (end.next_prio - start.prio) / 2 AS d" + join,
 			"", "(end.next_prio - start.prio) / 2",
 			"the kernel cannot compute this grouping: its expressions have no parentheses, and a variable that reads another variable of the same trigger is not computed correctly"},
-		{"division by zero", "6.1", "SELECT end.next_prio + 4 / 0 AS d" + join, "/ ", "0", "division by zero"},
+		{"division by zero", "6.1", "SELECT end.next_prio + 4 / 0 AS d" + join, "/ ", "0", divZero},
+		{"division by a constant that folds to zero", "6.1", "SELECT end.next_prio / (2-2) AS d" + join, "/ ", "(2-2)", divZero},
+		{"division by an integer quotient of zero", "6.1", "SELECT end.next_prio * 3 / (3/4) AS d" + join, "/ ", "(3/4)", divZero},
+		{"division by zero in a constant operand", "6.1", "SELECT end.next_prio + (1/0 + 2) AS d" + join, "/", "0", divZero},
+		{"division by zero offloaded to the start event", "6.1", "SELECT start.prio / (1-1) AS d" + join, "/ ", "(1-1)", divZero},
 		{"self join without aliases", "6.1", "SELECT prev_pid FROM sched_switch JOIN sched_switch ON prev_pid = next_pid", "JOIN ", "sched_switch",
 			"a JOIN of sched/sched_switch with itself needs an alias on both sides"},
 		{"modifier on a string", "6.1", "SELECT next_comm.hex FROM sched_switch", "", "hex",

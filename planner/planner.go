@@ -146,6 +146,7 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 		p.note("%s", opt.TaskNote)
 	}
 	names := map[string]bool{}
+	triggers := map[string]*Hist{}
 	for _, q := range script.Stmts {
 		for _, st := range p.expand(q) {
 			p.cur = st
@@ -159,6 +160,7 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 			}
 			u.Probes = append(st.probes, u.Probes...)
 			u.Feeds, u.Intermediate = st.feeds, st.middle
+			p.checkDuplicateTriggers(u, triggers)
 			p.plan.Units = append(p.plan.Units, u)
 		}
 	}
