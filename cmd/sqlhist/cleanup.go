@@ -30,3 +30,11 @@ func (e env) alive(pid int) bool {
 	_, err := e.dir(fmt.Sprintf("/proc/%d", pid))
 	return err == nil || pid == e.pid
 }
+
+// noteDeadRuns says, before -r compiles (a killed run's synthetic event
+// may make the compiler refuse the query), what killed runs left.
+func (o *options) noteDeadRuns(e env) {
+	if dead := live.DeadRuns(e.target(o.tracefsDir), e.alive); len(dead) > 0 {
+		fmt.Fprintf(e.stderr, "sqlhist: note: killed runs (pids %v) left tracing behind; sqlhist --cleanup removes it\n", dead)
+	}
+}

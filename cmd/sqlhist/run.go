@@ -68,7 +68,7 @@ func osEnv() env {
 			return os.DirFS(p), nil
 		},
 		readFile: os.ReadFile,
-		writer:   func(root string) tracefs.Writer { return tracefs.DirWriter{Root: root} },
+		writer:   killHook(func(root string) tracefs.Writer { return tracefs.DirWriter{Root: root} }, os.Getenv, os.Stderr, selfKill),
 		mounts:   func() ([]byte, error) { return os.ReadFile("/proc/mounts") },
 		signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
@@ -209,6 +209,7 @@ func run(args []string, e env) int {
 	if o.run {
 		popt = live.Prepare(popt, e.pid)
 		popt.Size = o.live.size
+		o.noteDeadRuns(e)
 	}
 	cat, code := o.catalog(e)
 	if code != exitOK {
@@ -287,9 +288,6 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 		}
 	}
 	t := e.target(o.tracefsDir)
-	if dead := live.DeadRuns(t, e.alive); len(dead) > 0 {
-		fmt.Fprintf(e.stderr, "sqlhist: note: killed runs (pids %v) left tracing behind; sqlhist --cleanup removes it\n", dead)
-	}
 	rep, err := live.Run(ctx, t, plan, opt)
 	code := report(e, src, err)
 	if rep == nil || rep.Results == nil && err != nil {

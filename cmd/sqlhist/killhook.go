@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// killHookEnv is a variable for tests only (the kernel suite's kill
+// phase): when it is set, every tracefs write is logged to stderr as
+// "sqlhist: test: write N: FILE", and with a number N > 0 the process
+// kills itself with SIGKILL right after its Nth write, as the OOM killer
+// or kill -9 would, to prove that --cleanup removes what any moment of a
+// run leaves.
+const killHookEnv = "SQLHIST_TEST_KILL_AFTER_WRITE"
+
+// killHook wraps writer as killHookEnv says (getenv reads it); kill is the
+// SIGKILL. Unset, writer is returned as it is.
+func killHook(writer func(string) tracefs.Writer, getenv func(string) string, log io.Writer, kill func()) func(string) tracefs.Writer {
+	v, set := getenv(killHookEnv), getenv(killHookEnv) != ""
+	if !set {
+		return writer
+	}
+	after, _ := strconv.Atoi(v)
+	c := &killCounter{after: after, log: log, kill: kill}
+	return func(root string) tracefs.Writer { return &killWriter{w: writer(root), c: c} }
+}
+
+// selfKill sends SIGKILL to this process.
+func selfKill() {
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal is on its way
+}
+
+// killCounter counts the writes of all the writers of one process.
+type killCounter struct {
+	mu    sync.Mutex
+	n     int
+	after int
+	log   io.Writer
+	kill  func()
+}
+
+func (c *killCounter) wrote(file string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	fmt.Fprintf(c.log, "sqlhist: test: write %d: %s\n", c.n, file)
+	if c.n == c.after {
+		c.kill()
+	}
+}
+
+// killWriter is a tracefs.Writer that counts its writes in c.
+type killWriter struct {
+	w tracefs.Writer
+	c *killCounter
+}
+
+func (k *killWriter) Append(file, line string) error {
+	defer k.c.wrote(file)
+	return k.w.Append(file, line)
+}
+
+func (k *killWriter) Mkdir(dir string) error {
+	defer k.c.wrote(dir)
+	return k.w.Mkdir(dir)
+}
+
+func (k *killWriter) Rmdir(dir string) error {
+	defer k.c.wrote(dir)
+	return k.w.Rmdir(dir)
+}
