@@ -25,7 +25,9 @@
 // catalog embedded in the binary (--kernel); printing needs no root and
 // writes nothing. -e applies all or nothing; --teardown prints (or with -e
 // applies) the removals; -r applies in a private instance, collects for
-// -d or until Ctrl-C, prints the results and removes everything.
+// -d or until Ctrl-C, prints the results and removes everything; with
+// -o folded or -o pprof, results keyed by a stack trace (STACKTRACE) come
+// out as folded stacks or a gzipped pprof profile, for flame graphs.
 // --describe and --list-events show the catalog. Diagnostics go to
 // standard error as file:line:col, the source line and a caret.
 //
