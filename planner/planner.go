@@ -164,6 +164,7 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 			p.plan.Units = append(p.plan.Units, u)
 		}
 	}
+	p.checkSizeUsed()
 	diags.Sort()
 	if diags.Err() != nil {
 		return nil, diags

@@ -31,6 +31,12 @@
 // --describe and --list-events show the catalog. Diagnostics go to
 // standard error as file:line:col, the source line and a caret.
 //
+// libtracefs's sqlhist flags work as there: -m VAR or -c VAR with -s, -S
+// FIELDS or -T add onmax/onchange handlers in its order (save, trace,
+// snapshot; -T is trace and snapshot, each replacing the default onmatch),
+// and -m/-c alone only warn. --size N sizes every histogram's map, in
+// scripts, plans and bootconfigs as with -r.
+//
 // Exit status: 0 ok, 1 bad query or failed apply, 2 bad usage.
 //
 // `sqlhist --help` lists the flags; README.md describes the language,

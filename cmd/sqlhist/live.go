@@ -13,15 +13,18 @@ type liveOptions struct {
 	events   bool   // --events: stream the synthetic events' trace lines
 	output   string // -o: table, json, csv, folded or pprof
 	out      string // --out: the results' file
-	size     int    // --size: entries of the histograms read
+	size     int    // --size: entries of each histogram's map (see checkSize)
 	interval string // -i: print each interval alone
 	every    time.Duration
 }
 
 // checkLive validates the --run flags against the others.
 func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
+	if code := o.checkSize(e, fl); code != exitOK {
+		return 0, code
+	}
 	if !o.run {
-		for _, f := range []string{"duration", "events", "size", "interval", "out"} {
+		for _, f := range []string{"duration", "events", "interval", "out"} {
 			if fl(f) {
 				return 0, usageError(e, "--%s goes with --run (-r)", f)
 			}
@@ -38,9 +41,6 @@ func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 	case "table", "json", "csv", "folded", "pprof":
 	default:
 		return 0, usageError(e, "-o %q: with --run use table, json, csv, folded or pprof", o.live.output)
-	}
-	if fl("size") && (o.live.size < 128 || o.live.size > 131072) {
-		return 0, usageError(e, "--size %d: the kernel takes 128 to 131072 entries", o.live.size)
 	}
 	if o.live.interval != "" {
 		if o.live.events {

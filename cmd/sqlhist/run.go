@@ -140,7 +140,7 @@ func run(args []string, e env) int {
 	fl.StringVar(&o.live.out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
 	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (replacing one it has), instead of printing it")
 	fl.StringVar(&o.planFile, "plan", "", "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e")
-	fl.IntVar(&o.live.size, "size", 0, "with -r: entries of the histograms read (`N`, 128 to 131072; default 2048, 8192 for a JOIN's results)")
+	fl.IntVar(&o.live.size, "size", 0, "entries of each histogram's map (size=`N`, 128 to 131072; default 2048, and 8192 for the results of -r's JOINs), in scripts, plans, bootconfigs and -r")
 	fl.StringVarP(&o.onmax, "onmax", "m", "", "with -s, -S or -T: act on a new maximum of the synthetic field `VAR` (onmax)")
 	fl.StringVarP(&o.onchange, "onchange", "c", "", "with -s, -S or -T: act when the synthetic field `VAR` changes (onchange)")
 	fl.BoolVarP(&o.snapshot, "snapshot", "s", false, "with -m/-c: snapshot the trace buffer then (instead of firing the synthetic event)")
@@ -208,9 +208,9 @@ func run(args []string, e env) int {
 	}
 	if o.run {
 		popt = live.Prepare(popt, e.pid)
-		popt.Size = o.live.size
 		o.noteDeadRuns(e)
 	}
+	popt.Size = o.live.size
 	cat, code := o.catalog(e)
 	if code != exitOK {
 		return code
