@@ -78,7 +78,7 @@ func FindLeftovers(t *Target, alive func(pid int) bool) []Leftover {
 	for _, pid := range DeadRuns(t, alive) {
 		l := leftoverOf(t, pid)
 		if cmds, ok := readManifest(t, LeaseName(pid)); ok {
-			l = Leftover{PID: pid, Commands: leaseLeftover(pid, cmds, live)}
+			l = Leftover{PID: pid, Commands: leaseLeftover(t, pid, cmds, live)}
 		} else if t.HasInstance(LeaseName(pid)) {
 			lease := emit.Instance(LeaseName(pid))
 			l.Commands = append(l.Commands, emit.Command{Kind: emit.KindDir, File: lease.File, Line: "rmdir", What: "lease " + LeaseName(pid)})
@@ -89,16 +89,16 @@ func FindLeftovers(t *Target, alive func(pid int) bool) []Leftover {
 }
 
 // leaseLeftover is the removal of what a dead run's manifest lists (its
-// apply commands, cmds), in reverse, then of its lease; objects that a
-// live run claims are left out.
-func leaseLeftover(pid int, cmds []emit.Command, live []claim) []emit.Command {
+// apply commands, cmds) and is there, in reverse, then of its lease;
+// objects that a live run claims are left out.
+func leaseLeftover(t *Target, pid int, cmds []emit.Command, live []claim) []emit.Command {
 	var out []emit.Command
 	for _, c := range emit.Teardown(cmds) {
 		claimed := false
 		for _, o := range live {
 			claimed = claimed || sameObject(emit.Teardown([]emit.Command{o.cmd})[0], c)
 		}
-		if !claimed {
+		if !claimed && t.present(c) {
 			out = append(out, c)
 		}
 	}
@@ -318,4 +318,31 @@ func Cleanup(t *Target, alive func(pid int) bool, w io.Writer, dryRun bool) (int
 		}
 	}
 	return len(left), errors.Join(errs...)
+}
+
+// present reports whether what a removal command removes may be there:
+// false only when the tracefs shows it is not (an instance that does not
+// exist, a definition or trigger not in its listing, an enable that is
+// 0), so that --cleanup lists only what it removes.
+func (t *Target) present(c emit.Command) bool {
+	switch c.Kind {
+	case emit.KindDir:
+		return t.HasInstance(strings.TrimPrefix(c.File, "instances/"))
+	case emit.KindEnable:
+		data, err := fs.ReadFile(t.FS, c.File)
+		return err == nil && strings.TrimSpace(string(data)) == "1"
+	case emit.KindTrigger:
+		data, err := fs.ReadFile(t.FS, c.File)
+		if err != nil {
+			return false // its instance is gone
+		}
+		if c.Marker == "" {
+			// No variable to look for: a trigger with the same keys.
+			keys, _, _ := strings.Cut(strings.TrimPrefix(c.Line, "!hist:"), " ")
+			keys, _, _ = strings.Cut(keys, ":")
+			l := tracefs.RepairListing(string(data))
+			return strings.Contains(l, "hist:"+keys+":") || strings.Contains(l, "hist:"+keys+" ")
+		}
+	}
+	return !t.gone(c)
 }

@@ -47,6 +47,9 @@ func (f *fakeTracefs) Open(name string) (fs.File, error) {
 	if data, ok := f.Files[name]; ok {
 		return fstest.MapFS{name: &fstest.MapFile{Data: []byte(data)}}.Open(name)
 	}
+	if name == "dynamic_events" {
+		return fstest.MapFS{name: &fstest.MapFile{}}.Open(name) // none
+	}
 	if strings.HasSuffix(name, "/trigger") {
 		inst, _, _ := strings.Cut(strings.TrimPrefix(name, "instances/"), "/")
 		if !strings.HasPrefix(name, "instances/") || f.dirs["instances/"+inst] {

@@ -151,6 +151,11 @@ func TestKillAtEveryWrite(t *testing.T) {
 				if got := f.state(); got != before {
 					t.Errorf("killed after write %d (%s) of %d: after --cleanup:\n%s\nwant:\n%s\n--cleanup wrote:\n%s", k, whole.Writes[k-1], n, got, before, out.String())
 				}
+				// Killed before its first object, the run left its lease
+				// alone, and --cleanup says it removes only that.
+				if k <= leaseWrites(whole) && strings.Contains(out.String(), "echo") {
+					t.Errorf("killed after write %d of %d: --cleanup wrote:\n%s", k, n, out.String())
+				}
 				if err := killRun(t, f, c, 9, dead); err != nil && !strings.Contains(err.Error(), "reading the results") {
 					t.Errorf("killed after write %d of %d: after --cleanup the query: %v", k, n, err)
 				}
@@ -237,4 +242,15 @@ func TestTracefsChangedUnderARun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leaseWrites counts the writes a run makes to take its lease, before
+// its first object.
+func leaseWrites(f *fakeTracefs) int {
+	for i, w := range f.Writes {
+		if !strings.Contains(w, "_own") {
+			return i
+		}
+	}
+	return len(f.Writes)
 }
