@@ -2,6 +2,7 @@ package emit
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -123,6 +124,11 @@ func (n *bootNode) key() string { return n.instance + "\x00" + n.group + "\x00" 
 
 func (n *bootNode) groupKey() string { return n.instance + "\x00" + n.group }
 
+// eventKey is the node's key as the bootconfig writes it.
+func (n *bootNode) eventKey() string {
+	return bootPrefix(n.instance) + "event." + n.group + "." + n.event
+}
+
 // Bootconfig renders cmds (from BootCommands) as a bootconfig. Where
 // boot-time tracing cannot do what the commands do, it returns the reasons
 // at the SQL that asked for it and no text.
@@ -166,7 +172,11 @@ func Bootconfig(cmds []Command, opt BootOptions) (string, source.Diags) {
 	for _, k := range order {
 		if n := nodes[k]; n.enable != nil && !enabled[n.instance] {
 			enabled[n.instance] = true
-			fmt.Fprintf(&b, "\n# The default size of a trace buffer (per CPU), for the events recorded from boot.\n%sbuffer_size = %s\n", bootPrefix(n.instance), BootBufferSize)
+			// += so that bootconfigs of several queries can be
+			// concatenated: a second "=" is "Value is redefined" and the
+			// kernel drops the whole bootconfig. The kernel reads the
+			// first value of the array.
+			fmt.Fprintf(&b, "\n# The default size of a trace buffer (per CPU), for the events recorded from boot.\n%sbuffer_size += %s\n", bootPrefix(n.instance), BootBufferSize)
 		}
 	}
 	if len(diags) > 0 {
@@ -462,7 +472,7 @@ func writeNode(b *strings.Builder, n *bootNode, opt BootOptions, diags *source.D
 		}
 		return v
 	}
-	fmt.Fprintf(b, "%sevent.%s.%s {\n", bootPrefix(n.instance), n.group, n.event)
+	fmt.Fprintf(b, "%s {\n", n.eventKey())
 	if c := n.def; c != nil {
 		switch {
 		case c.Synth != nil:
@@ -476,12 +486,8 @@ func writeNode(b *strings.Builder, n *bootNode, opt BootOptions, diags *source.D
 		}
 	}
 	if opt.HistSubkeys() {
-		for i, c := range n.hists {
-			sub := "hist"
-			if len(n.hists) > 1 {
-				sub += "." + strconv.Itoa(i+1)
-			}
-			writeHist(b, c, sub, val, diags)
+		for _, c := range n.hists {
+			writeHist(b, c, histSubkey(c), val, diags)
 		}
 	} else if len(n.hists) > 0 {
 		var vs []string
@@ -492,7 +498,8 @@ func writeNode(b *strings.Builder, n *bootNode, opt BootOptions, diags *source.D
 			fmt.Fprintf(b, "\t# %s\n", c.What)
 			vs = append(vs, val(c, c.Line))
 		}
-		fmt.Fprintf(b, "\tactions = %s\n", strings.Join(vs, ",\n\t\t"))
+		// += as buffer_size: another query's actions on the event append.
+		fmt.Fprintf(b, "\tactions += %s\n", strings.Join(vs, ",\n\t\t"))
 	}
 	switch {
 	case n.enable != nil && n.enable.Probe != nil:
@@ -501,6 +508,18 @@ func writeNode(b *strings.Builder, n *bootNode, opt BootOptions, diags *source.D
 		fmt.Fprintf(b, "\t# its events go to the trace buffer from boot\n\tenable\n")
 	}
 	b.WriteString("}\n")
+}
+
+// histSubkey names a hist trigger's subkey: hist.N, where N (the kernel
+// takes the subkeys of hist whose name starts with a digit as triggers,
+// in the order they appear) is a checksum of the trigger, so that the
+// bootconfigs of several queries with triggers on the same event can be
+// concatenated: numbering them 1, 2, … in each bootconfig, or a bare
+// "hist", would make the second one's keys redefine the first's.
+func histSubkey(c *Command) string {
+	h := fnv.New32a()
+	h.Write([]byte(c.Line))
+	return "hist." + strconv.FormatUint(uint64(h.Sum32()), 10)
 }
 
 // action is a parsed hist action: handler(param).name(args).

@@ -173,11 +173,11 @@ func TestBootconfigActionsForm(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	want := "\tactions = \"hist:keys=pid:ts=common_timestamp.usecs\"\n"
+	want := "\tactions += \"hist:keys=pid:ts=common_timestamp.usecs\"\n"
 	if !strings.Contains(text, want) {
 		t.Errorf("5.10: want the start trigger as an action string %q in\n%s", want, text)
 	}
-	if !strings.Contains(text, `actions = 'hist:keys=next_pid:l=common_timestamp.usecs-$ts:onmatch(sched.sched_waking).trace(lat,$l) if next_comm != "swapper/0"'`) {
+	if !strings.Contains(text, `actions += 'hist:keys=next_pid:l=common_timestamp.usecs-$ts:onmatch(sched.sched_waking).trace(lat,$l) if next_comm != "swapper/0"'`) {
 		t.Errorf("5.10: the end trigger in single quotes:\n%s", text)
 	}
 	if strings.Contains(text, "hist {") {

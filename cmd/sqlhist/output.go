@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/emit"
@@ -124,22 +125,31 @@ func (o *options) bootconfig(e env, src *source.Source, cat *tracefs.Catalog, cm
 		fmt.Fprintf(e.stderr, "sqlhist: --initrd: %v\n", err)
 		return exitQuery
 	}
-	initrd, _, had, err := emit.SplitBootconfig(data)
+	initrd, old, had, err := emit.SplitBootconfig(data)
+	var merged string
+	var same bool
+	if err == nil {
+		merged, same, err = emit.MergeBootconfig(old, text, cmds, bopt)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sqlhist: --initrd %s: %v; the file is left as it was\n", o.initrd, err)
 		return exitQuery
 	}
-	out := emit.AttachBootconfig(initrd, text)
+	if same {
+		fmt.Fprintf(e.stderr, "sqlhist: %s: its bootconfig already holds this one; the file is left as it was\n", o.initrd)
+		return exitOK
+	}
+	out := emit.AttachBootconfig(initrd, merged)
 	if err := e.replaceFile(o.initrd, out); err != nil {
 		fmt.Fprintf(e.stderr, "sqlhist: --initrd: %v; the file is left as it was\n", err)
 		return exitQuery
 	}
-	verb := "added"
+	what := "added a bootconfig of " + strconv.Itoa(len(text)) + " bytes"
 	if had {
-		verb = "replaced its bootconfig with"
+		what = "added a bootconfig of " + strconv.Itoa(len(text)) + " bytes to the sqlhist bootconfig it carried (" + strconv.Itoa(len(merged)) + " bytes of bootconfig now)"
 	}
-	fmt.Fprintf(e.stderr, "sqlhist: %s: %s a bootconfig of %d bytes (%d bytes in all); boot with \"bootconfig\" on the kernel command line\n",
-		o.initrd, verb, len(text), len(out))
+	fmt.Fprintf(e.stderr, "sqlhist: %s: %s, %d bytes in all; boot with \"bootconfig\" on the kernel command line\n",
+		o.initrd, what, len(out))
 	return exitOK
 }
 

@@ -13,8 +13,10 @@ import (
 	"github.com/sqlhist/sqlhist/emit"
 )
 
-// TestInitrd adds a bootconfig to an initrd file, replaces it, and leaves
-// a file whose block is corrupt as it was.
+// TestInitrd adds a bootconfig to an initrd file, adds a second query's
+// to it, and leaves as it was a file that already holds the query, one
+// whose bootconfig would not parse once merged, one whose bootconfig is
+// not sqlhist's and one whose block is corrupt.
 func TestInitrd(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "initrd.img")
@@ -47,13 +49,38 @@ func TestInitrd(t *testing.T) {
 		t.Errorf("attached text differs from the printed bootconfig")
 	}
 
+	// A second query is added to the sqlhist bootconfig already there:
+	// both are kept, and the whole parses as the kernel's parser does.
 	code, _, msg = boot("-n", "other", wakeupSQL)
 	data, _ = os.ReadFile(path)
 	got, text, _, _ = emit.SplitBootconfig(data)
-	if code != exitOK || !strings.Contains(msg, "replaced its bootconfig") || !bytes.Equal(got, initrd) ||
-		!strings.Contains(text, "synthetic.other {") || strings.Contains(text, "synthetic.wl {") {
-		t.Errorf("replacing: exit %d, %s\n%s", code, msg, text)
+	if code != exitOK || !strings.Contains(msg, "to the sqlhist bootconfig it carried") || !bytes.Equal(got, initrd) ||
+		!strings.Contains(text, "synthetic.other {") || !strings.Contains(text, "synthetic.wl {") {
+		t.Errorf("adding: exit %d, %s\n%s", code, msg, text)
 	}
+	if err := emit.CheckBootconfig(text); err != nil {
+		t.Errorf("the merged bootconfig: %v\n%s", err, text)
+	}
+	// The same query again: the file is left as it was.
+	code, _, msg = boot("-n", "other", wakeupSQL)
+	if again, _ := os.ReadFile(path); code != exitOK || !strings.Contains(msg, "already holds this one") || !bytes.Equal(again, data) {
+		t.Errorf("the same query again: exit %d, %s; file changed %v", code, msg, !bytes.Equal(again, data))
+	}
+	// Another query under a name the bootconfig has: the kernel would
+	// reject the whole (wl's fields defined twice).
+	code, _, msg = boot("-n", "wl", strings.Replace(wakeupSQL, "end.next_comm AS comm, ", "", 1))
+	if again, _ := os.ReadFile(path); code != exitQuery || !strings.Contains(msg, "Value is redefined: ftrace.event.synthetic.wl.fields") || !bytes.Equal(again, data) {
+		t.Errorf("a name the bootconfig has: exit %d, %s; file changed %v", code, msg, !bytes.Equal(again, data))
+	}
+	// A bootconfig sqlhist did not write: refused, the file as it was.
+	foreign := emit.AttachBootconfig(initrd, "kernel.console = ttyS0\n")
+	os.WriteFile(path, foreign, 0o600)
+	code, _, msg = boot("-n", "wl", wakeupSQL)
+	if again, _ := os.ReadFile(path); code != exitQuery || !bytes.Equal(again, foreign) ||
+		!strings.Contains(msg, `it carries a bootconfig that sqlhist did not write (23 bytes, first line "kernel.console = ttyS0")`) {
+		t.Errorf("a foreign bootconfig: exit %d, %s; file changed %v", code, msg, !bytes.Equal(again, foreign))
+	}
+	os.WriteFile(path, data, 0o600)
 
 	// A corrupt block (a flipped byte of the text): refused, file as it was.
 	data[len(initrd)+3] ^= 0x20
