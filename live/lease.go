@@ -223,7 +223,8 @@ func (e *ConflictError) Error() string {
 }
 
 // checkClaims refuses cmds when another run's lease claims one of the
-// objects they create.
+// objects they create: a running run's, or a killed run's that is there
+// (a killed run's claim on what it never made is in no one's way).
 func checkClaims(t *Target, alive func(int) bool, self int, cmds []emit.Command) error {
 	cl := claims(t, alive, self)
 	for _, c := range cmds {
@@ -231,7 +232,7 @@ func checkClaims(t *Target, alive func(int) bool, self int, cmds []emit.Command)
 			continue // an enable is the instance's, which is checked
 		}
 		for _, o := range cl {
-			if sameObject(c, o.cmd) {
+			if sameObject(c, o.cmd) && (o.live || t.present(emit.Teardown([]emit.Command{o.cmd})[0])) {
 				return &ConflictError{PID: o.pid, Running: o.live, What: c.What}
 			}
 		}
