@@ -31,6 +31,10 @@ type Query struct {
 	GroupBy []Expr
 	OrderBy []*OrderItem
 	Limit   *Number
+	// Union holds the SELECTs after the first of "SELECT … UNION ALL
+	// SELECT …": histograms of other events into one shared map. ORDER
+	// BY and LIMIT of the union are on every one of them.
+	Union []*Query
 }
 
 // JoinStep is one JOIN after the first in a chain.

@@ -48,6 +48,8 @@ func (c *converter) stmt(st tidbast.StmtNode, toks []*token) *Query {
 	switch s := st.(type) {
 	case *tidbast.SelectStmt:
 		return c.selectStmt(s)
+	case *tidbast.SetOprStmt:
+		return c.unionStmt(s)
 	case *tidbast.CreateViewStmt:
 		sel, ok := s.Select.(*tidbast.SelectStmt)
 		if !ok {

@@ -131,7 +131,7 @@ func rewrite(toks []*token) *rewritten {
 						put("(", toks[i+1])
 					}
 					continue
-				case "GROUP", "ORDER", "LIMIT", "HAVING", "SELECT":
+				case "GROUP", "ORDER", "LIMIT", "HAVING", "SELECT", "UNION":
 					if clause == "where" && whereComma {
 						put(")", t)
 					}
@@ -197,7 +197,7 @@ func wrapWhereGroups(toks []*token) bool {
 		switch {
 		case t.kind == tKeyword && t.text == "WHERE" && depth == 0:
 			in = true
-		case t.kind == tKeyword && depth == 0 && (t.text == "GROUP" || t.text == "ORDER" || t.text == "LIMIT" || t.text == "HAVING"):
+		case t.kind == tKeyword && depth == 0 && (t.text == "GROUP" || t.text == "ORDER" || t.text == "LIMIT" || t.text == "HAVING" || t.text == "UNION"):
 			in = false
 		case t.kind == tOp && t.text == "(":
 			depth++

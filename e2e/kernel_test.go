@@ -35,6 +35,7 @@ type kernelCase struct {
 	sums   [][]string        // total, parts...: on every line that has them, total = sum of parts
 	sames  [][2]string       // a, b: on every line that has them, field a = field b
 	hitsum bool              // each histogram on a synthetic event: its rows' counts add up to its hits
+	histv  histChecks        // checks of the values the histograms hold (histcheck_test.go)
 	ownELF bool              // the golden describes the binary its uprobes read (elf/ files)
 	golden map[string]string // kernel → expected script (want/K/commands.sh, else want/commands.sh)
 	exit   map[string]int    // kernel → expected exit code
@@ -107,6 +108,9 @@ func loadCases(t *testing.T) []kernelCase {
 			case "e2e":
 				for _, l := range strings.Split(string(f.Data), "\n") {
 					w := strings.Fields(l)
+					if c.histv.parse(w) {
+						continue
+					}
 					switch {
 					case len(w) == 3 && w[0] == "bound":
 						c.bounds[w[1]] = w[2]
@@ -512,6 +516,9 @@ func verdict(c kernelCase, r *caseResult) (problems, outliers []string, accepted
 	problems = append(problems, checkSames(c, r.trace, synths)...)
 	if c.hitsum {
 		problems = append(problems, checkHitSums(r.commands, r.hists)...)
+	}
+	if fired {
+		problems = append(problems, c.histv.check(r, synths)...)
 	}
 	if !fired && c.nofire == "" {
 		problems = append(problems, fmt.Sprintf("did not fire: synthetic lines %v, hists:\n%s", seen, histSummary(r.hists)))

@@ -585,6 +585,14 @@ func writeHist(b *strings.Builder, c *Command, sub string, val func(*Command, st
 		fmt.Fprintf(b, "\t\tsize = %d\n", h.Size)
 		composed += ":size=" + strconv.Itoa(h.Size)
 	}
+	if h.Name != "" {
+		fmt.Fprintf(b, "\t\tname = %s\n", h.Name)
+		composed += ":name=" + h.Name
+	}
+	if h.NoHitcount {
+		diags.Add(c.Pos, c.End, "the %s hides the raw count (nohitcount), which hist subkeys cannot express", c.What).
+			Hint = "select COUNT(*) as well, which shows the count beside the percentage or bar"
+	}
 	if len(h.Vars) > 0 {
 		b.WriteString("\t\tvar {\n")
 		for _, v := range h.Vars {

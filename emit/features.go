@@ -110,14 +110,17 @@ func triggerNeeds(line string, set map[string]bool) {
 		switch {
 		case !ok:
 			if part == "nohitcount" || part == "NOHC" {
-				set["hist-display"] = true
+				set["nohitcount"] = true
 			}
 			handlerNeeds(part, set)
 		case name == "keys":
 			if len(strings.Split(val, ",")) > 2 {
 				set["hist-keys-3"] = true
 			}
-		case name == "vals" || name == "values" || name == "sort" || name == "size" || name == "name":
+			exprNeeds(val, set)
+		case name == "vals" || name == "values":
+			exprNeeds(val, set)
+		case name == "sort" || name == "size" || name == "name":
 		default:
 			// name=expr: one or more variables (comma-separated).
 			set["hist-variables"] = true
@@ -152,6 +155,21 @@ func triggerNeeds(line string, set map[string]bool) {
 	}
 	if has("common_comm") || hasWord(head, "COMM") {
 		set["common-comm"] = true
+	}
+}
+
+// exprNeeds records what the keys or values of a trigger need when they
+// are expressions: + and - of fields are hist variables' (4.17), * / and
+// constants 5.16's expressions.
+func exprNeeds(list string, set map[string]bool) {
+	for _, f := range strings.Split(list, ",") {
+		f = strings.ReplaceAll(f, ".sym-offset", "")
+		if strings.ContainsAny(f, "+-*/") {
+			set["hist-variables"] = true
+		}
+		if strings.ContainsAny(f, "*/") || hasConstant(f) {
+			set["expressions"] = true
+		}
 	}
 }
 

@@ -274,6 +274,8 @@ func jsonResults(results []*Result) []jsonResult {
 			m := map[string]any{}
 			for j, c := range res.Hist.Columns {
 				switch {
+				case c.Kind == planner.ColPercent:
+					m[c.Label], _ = jsonCell(c, r.At(c, j))
 				case c.Kind == planner.ColLatency:
 					m[c.Label] = jsonLatency{Avg: math.Round(r.Avg()*10) / 10, Max: r.Stats.Max, MaxBound: r.Stats.MaxBound,
 						P50: newJSONPercentile(r.Percentile(50)), P90: newJSONPercentile(r.Percentile(90)), P99: newJSONPercentile(r.Percentile(99))}

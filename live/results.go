@@ -155,7 +155,7 @@ type Bucket struct {
 // tracks its maximum: entries that differ only in the bucket are folded
 // into one Row with the latency's statistics.
 func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result {
-	res := &Result{Unit: u, Hist: h, Read: got, Title: h.System + "/" + h.Event}
+	res := &Result{Unit: u, Hist: h, Read: got, Title: titleOf(u, h)}
 	for i := range h.Columns {
 		if h.Columns[i].Kind == planner.ColLatency {
 			res.Latency = &h.Columns[i]
@@ -173,8 +173,8 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 	}
 	for _, ent := range entries {
 		hits := uint64(0)
-		if len(ent.Values) > 0 && ent.Values[0].Name == "hitcount" {
-			hits = ent.Values[0].Num
+		if n, ok := hitcountOf(ent); ok {
+			hits = n
 		}
 		var r Row
 		var key []string
@@ -187,8 +187,14 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 				}
 				r.Cells = append(r.Cells, cl)
 				key = append(key, cl.Text)
-			case planner.ColValue:
-				r.Cells = append(r.Cells, valueCell(ent, c.Index+1))
+			case planner.ColValue, planner.ColPercent, planner.ColGraph:
+				r.Cells = append(r.Cells, valueAt(ent, c.Index))
+			case planner.ColMax:
+				r.Cells = append(r.Cells, maxCell(ent))
+			case planner.ColChanged:
+				r.Cells = append(r.Cells, trackedCell(ent, "changed"))
+			case planner.ColSaved:
+				r.Cells = append(r.Cells, savedCell(ent, c.Index))
 			default: // computed from count and stats
 				r.Cells = append(r.Cells, Cell{})
 			}
@@ -337,14 +343,6 @@ func keyCell(ent *tracefs.HistEntry, i int) Cell {
 		return stackCell(v)
 	}
 	return Cell{Text: v.Raw}
-}
-
-func valueCell(ent *tracefs.HistEntry, i int) Cell {
-	if i >= len(ent.Values) {
-		return Cell{Text: "?"}
-	}
-	v := ent.Values[i]
-	return Cell{Text: strconv.FormatUint(v.Num, 10), Num: v.Num, IsNum: true}
 }
 
 func pow2(e uint64) uint64 {

@@ -38,6 +38,8 @@ type step struct {
 	first bool
 	// middle is set on the steps of a chain before its last JOIN.
 	middle bool
+	// shared is the name= of a UNION ALL's histogram, shared by its steps.
+	shared string
 	// units are the latency units of the final JOIN's fields, known from
 	// the whole statement (a carried timestamp looks like a plain number
 	// to the step).
@@ -51,6 +53,9 @@ const maxChain = 8
 
 // expand splits a statement into the steps that lower it.
 func (p *planner) expand(q *compiler.Query) []*step {
+	if len(q.Union) > 0 {
+		return p.unionSteps(q)
+	}
 	if q.Join == nil || len(q.More) == 0 && !aggregated(q) {
 		return []*step{{q: q, first: true}}
 	}
@@ -708,8 +713,12 @@ func (c *splitter) aggregate() ([]chainItem, *compiler.Query) {
 		switch x := compiler.Unparen(it.Expr).(type) {
 		case *compiler.Call:
 			out = x
-			if x.Func == "SUM" && len(x.Args) == 1 {
-				if id := add(x.Args[0], nil); id != nil {
+			if (x.Func == "SUM" || x.Func == "MAX") && len(x.Args) == 1 {
+				var label *compiler.Ident
+				if x.Func == "MAX" {
+					label = it.Label // the synthetic field MAX tracks is named as its column
+				}
+				if id := add(x.Args[0], label); id != nil {
 					out = &compiler.Call{Func: x.Func, Args: []compiler.Expr{field(id)}, Pos: x.Pos, End: x.End}
 				}
 			}
@@ -801,9 +810,9 @@ func (c *splitter) outer(e compiler.Expr, byKey map[string]string) compiler.Expr
 		if x.Func == "COUNT" {
 			return x
 		}
-		if x.Func == "SUM" && len(x.Args) == 1 {
+		if (x.Func == "SUM" || x.Func == "MAX") && len(x.Args) == 1 {
 			if a := c.outer(x.Args[0], byKey); a != nil {
-				return &compiler.Call{Func: "SUM", Args: []compiler.Expr{a}, Pos: x.Pos, End: x.End}
+				return &compiler.Call{Func: x.Func, Args: []compiler.Expr{a}, Pos: x.Pos, End: x.End}
 			}
 		}
 		return nil

@@ -14,11 +14,14 @@ type histItem struct {
 	sort  string // the name sort= uses: the field without its modifier
 	value bool
 	count bool // COUNT(*): the implicit hitcount
-	typ   vtype
-	label string
-	field string // resolved field name, for GROUP BY
-	pos   source.Pos
-	end   source.Pos
+	max   bool // MAX(field): an onmax() handler
+	// display is "percent" or "graph" for CAST(COUNT(*) AS PERCENT|GRAPH).
+	display string
+	typ     vtype
+	label   string
+	field   string // resolved field name, for GROUP BY
+	pos     source.Pos
+	end     source.Pos
 }
 
 // histogram lowers a statement without JOIN into one hist trigger.
@@ -49,6 +52,8 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 		items = append(items, hi)
 		switch {
 		case hi.count:
+		case hi.max:
+			p.addMax(h, hi)
 		case hi.value:
 			h.Vals = append(h.Vals, hi.text)
 		default:
@@ -88,6 +93,7 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 	}
 	h.Limit = p.limit(q)
 	h.Size = p.opt.Size
+	p.noHitcount(h, items)
 	h.Columns = histColumns(items)
 	if !hasAggregate(items) {
 		// Without COUNT(*) or a sum, the kernel's hit count is still the
@@ -99,6 +105,7 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 		}
 	}
 	h.Filter = p.where(q.Where, labels)[0]
+	p.histHandler(q, h, labels)
 }
 
 // limit checks LIMIT: it applies when --run reads the results; a printed
@@ -131,6 +138,20 @@ func histColumns(items []*histItem) []Column {
 			if c.Label == "" {
 				c.Label = "count"
 			}
+		case it.max:
+			c.Kind = ColMax
+			if c.Label == "" {
+				c.Label = "max(" + it.field + ")"
+			}
+		case it.display != "":
+			c.Kind, c.Index = ColPercent, vals
+			if it.display == "graph" {
+				c.Kind = ColGraph
+			}
+			vals++
+			if c.Label == "" {
+				c.Label = "count(" + it.display + ")"
+			}
 		case it.value:
 			c.Kind, c.Index = ColValue, vals
 			vals++
@@ -153,7 +174,7 @@ func histColumns(items []*histItem) []Column {
 // hasAggregate reports whether an item is COUNT(*) or a summed value.
 func hasAggregate(items []*histItem) bool {
 	for _, it := range items {
-		if it.count || it.value {
+		if it.count || it.value || it.max {
 			return true
 		}
 	}
@@ -163,7 +184,7 @@ func hasAggregate(items []*histItem) bool {
 func itemsOf(items []*histItem, values bool) []*histItem {
 	var out []*histItem
 	for _, it := range items {
-		if !it.count && it.value == values {
+		if !it.count && !it.max && it.value == values {
 			out = append(out, it)
 		}
 	}
@@ -187,6 +208,9 @@ func (p *planner) histItem(e compiler.Expr) *histItem {
 		}
 		return &histItem{text: r.text(), sort: r.name, typ: r.typ, field: r.name, pos: r.pos, end: r.end}
 	case *compiler.Cast:
+		if it, isDisplay := p.displayItem(x); isDisplay {
+			return it
+		}
 		mod, counter, ok := castModifier(x)
 		if !ok {
 			p.diags.Add(x.TargetPos, x.TargetEnd, "unknown CAST type %q: use HEX, SYM, SYM-OFFSET, SYSCALL, EXECNAME, LOG2, BUCKETS=N or _COUNTER_", x.Target)
@@ -217,9 +241,8 @@ func (p *planner) histItem(e compiler.Expr) *histItem {
 		return p.callItem(x)
 	case *compiler.Binary:
 		if x.Op.IsArith() {
-			x2 := p.diags.Add(x.OpPos, x.OpEnd, "arithmetic needs a JOIN; in a histogram, SUM(field) or CAST(field AS _COUNTER_) adds up a field")
-			x2.Hint = "to compute with two events, JOIN them"
-			return nil
+			pos, end := e.Span()
+			return p.exprItem(x, false, pos, end)
 		}
 	}
 	pos, end := e.Span()
@@ -268,10 +291,13 @@ func (p *planner) callItem(c *compiler.Call) *histItem {
 			p.diags.Add(c.Pos, c.End, "SUM takes one field")
 			return nil
 		}
+		if b, isArith := compiler.Unparen(c.Args[0]).(*compiler.Binary); isArith && b.Op.IsArith() {
+			return p.exprItem(b, true, c.Pos, c.End)
+		}
 		f, ok := compiler.Unparen(c.Args[0]).(*compiler.Field)
 		if !ok {
 			pos, end := c.Args[0].Span()
-			p.diags.Add(pos, end, "SUM takes a field")
+			p.diags.Add(pos, end, "SUM takes a field or an expression of fields")
 			return nil
 		}
 		r := p.r.field(f)
@@ -279,9 +305,11 @@ func (p *planner) callItem(c *compiler.Call) *histItem {
 			return nil
 		}
 		return p.valueItem(r, c.Pos, c.End)
+	case "MAX", "MIN":
+		return p.maxItem(c)
 	}
-	x := p.diags.Add(c.Pos, c.End, "%s is not supported: the kernel keeps counts and sums only", c.Func)
-	x.Hint = "use COUNT(*) or SUM(field)"
+	x := p.diags.Add(c.Pos, c.End, "%s is not supported: the kernel keeps counts, sums and maxima only", c.Func)
+	x.Hint = "use COUNT(*), SUM(field) or MAX(field)"
 	return nil
 }
 
@@ -340,6 +368,12 @@ func (p *planner) orderBy(q *compiler.Query, h *Hist, items []*histItem) {
 	for _, o := range q.OrderBy {
 		it := p.orderTarget(o.Expr, items)
 		if it == nil {
+			continue
+		}
+		if it.max {
+			pos, end := o.Expr.Span()
+			x := p.diags.Add(pos, end, "the kernel cannot sort by MAX: it sorts by keys, sums and the count, and the maximum is an onmax() value")
+			x.Hint = "order by COUNT(*) or a SUM"
 			continue
 		}
 		s := it.sort

@@ -99,6 +99,12 @@ type Hist struct {
 	Actions       []string
 	Filter        string
 	Size          int // size=: the map's entries; 0 for the kernel's default
+	// Name is the shared histogram's name= (a UNION ALL's events all
+	// write to one map); "" for a histogram of its own.
+	Name string
+	// NoHitcount hides the raw hitcount (nohitcount, 6.2): the SELECT
+	// shows the count only as a percentage or a bar.
+	NoHitcount bool
 	// Columns say how to show what the hist file prints, in SELECT order.
 	Columns []Column
 	// Limit is the number of entries shown (LIMIT, applied on read); 0
@@ -116,6 +122,11 @@ const (
 	ColValue                     // Vals[Index], a sum
 	ColCount                     // hitcount
 	ColLatency                   // Keys[Index], an exact latency: shown as min, avg, max
+	ColMax                       // the onmax line under the entry: MAX(field), -m on a histogram
+	ColChanged                   // the onchange line under the entry: -c on a histogram
+	ColSaved                     // the save() field Index of the handler's line
+	ColPercent                   // Vals[Index], hitcount.percent: the count as a share of all
+	ColGraph                     // Vals[Index], hitcount.graph: the count as a bar
 )
 
 // Column is one column of a hist's results.
@@ -176,6 +187,12 @@ func (h *Hist) Spec() string {
 	}
 	if h.Size > 0 {
 		fmt.Fprintf(&b, ":size=%d", h.Size)
+	}
+	if h.Name != "" {
+		b.WriteString(":name=" + h.Name)
+	}
+	if h.NoHitcount {
+		b.WriteString(":nohitcount")
 	}
 	for _, a := range h.Actions {
 		b.WriteString(":" + a)

@@ -111,6 +111,11 @@ type planner struct {
 	usecs map[string]bool
 	// failedViews are the CREATE VIEW names of statements that failed.
 	failedViews map[string]bool
+	// evVars hands out the variables of histogram triggers per event
+	// ("instance/system/event"): see histVar.
+	evVars map[string]*varNames
+	// shared holds, by name=, the first histogram of each UNION ALL.
+	shared map[string]*Hist
 }
 
 // Build plans a script against an event catalog.
@@ -139,8 +144,8 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 	} else if opt.Name != "" && joins != 1 {
 		diags.Add(source.NoPos, source.NoPos, "-n names the synthetic event of a JOIN; the script has %d JOIN statements (name each with CREATE VIEW name AS SELECT …)", joins)
 	}
-	if (opt.OnMax != "" || opt.OnChange != "") && joins != 1 {
-		diags.Add(source.NoPos, source.NoPos, "-m and -c act on the synthetic event of a JOIN; the script has %d JOIN statements", joins)
+	if (opt.OnMax != "" || opt.OnChange != "") && joins != 1 && !(joins == 0 && len(script.Stmts) == 1) {
+		diags.Add(source.NoPos, source.NoPos, "-m and -c act on the synthetic event of a JOIN, or on the histogram of a single query; the script has %d JOIN statements", joins)
 	}
 	if opt.TaskNote != "" {
 		p.note("%s", opt.TaskNote)
@@ -205,6 +210,12 @@ func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
 	}
 	if len(p.diags.Errors()) > before {
 		return nil
+	}
+	if p.cur.shared != "" {
+		p.share(u, p.cur.shared)
+		if len(p.diags.Errors()) > before {
+			return nil
+		}
 	}
 	if len(p.opt.Tasks) > 0 && p.cur.first {
 		p.filterTasks(q, u, names)

@@ -49,6 +49,14 @@ type Features struct {
 	// (6.16). The README does not list it: it is read from the kernel
 	// release (VERSION of a catalog, or the running kernel's).
 	CommonComm bool
+	// HistDisplay is .percent and .graph on hitcount (6.2; Debian's 6.1
+	// lists them in its README too); NoHitcount the nohitcount attribute
+	// (6.2). Both are read from the README.
+	HistDisplay bool
+	NoHitcount  bool
+	// OnChange is the onchange() handler and the snapshot() action (5.1),
+	// listed in the README.
+	OnChange bool
 	// ReturnSuffix is the %return suffix of probe locations (5.10): the
 	// only way a bootconfig can make a return probe.
 	ReturnSuffix bool
@@ -99,7 +107,7 @@ func allFeatures() Features {
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
 		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
-		ReturnSuffix: true, SynthFields64: true,
+		ReturnSuffix: true, SynthFields64: true, HistDisplay: true, NoHitcount: true, OnChange: true,
 	}
 }
 
@@ -119,6 +127,9 @@ func FeaturesFromREADME(readme string) Features {
 	f.ProbeArgs = has("$arg<N>")
 	f.CommonComm = has("common_comm")
 	f.ReturnSuffix = has("%return")
+	f.HistDisplay = has(".percent")
+	f.NoHitcount = has("nohitcount")
+	f.OnChange = has("onchange(var)")
 	f.StacktraceVars = f.CommonStacktrace
 	// '*', '/', constants and left-to-right evaluation came together in
 	// 5.16 with this README text (5.15 has .buckets but not these).

@@ -23,13 +23,14 @@ func TestFeaturesEmbedded(t *testing.T) {
 			FromREADME: true, Kernel: "5.10.262-sqlhist",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, ErrorLog: true, ProbeArgs: true, ReturnSuffix: true,
-			BrokenSynthStrings: true,
+			BrokenSynthStrings: true, OnChange: true,
 		}},
 		{"6.1", Features{
 			FromREADME: true, Kernel: "6.1.0-56-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true, ErrorLog: true,
 			Eprobes: true, ProbeArgs: true, ReturnSuffix: true, SynthFields64: true,
+			HistDisplay: true, OnChange: true, // .percent and .graph are in 6.1's README; nohitcount is not
 		}},
 		{"6.12", Features{
 			FromREADME: true, Kernel: "6.12.117+deb13-cloud-amd64",
@@ -37,6 +38,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
 			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, ReturnSuffix: true, SynthFields64: true,
+			HistDisplay: true, NoHitcount: true, OnChange: true,
 		}},
 		{"7.2", Features{
 			FromREADME: true, Kernel: "7.2.13+deb14-cloud-amd64",
@@ -44,7 +46,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
 			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, CommonComm: true, // from its release: the README does not say
-			ReturnSuffix: true, SynthFields64: true,
+			ReturnSuffix: true, SynthFields64: true, HistDisplay: true, NoHitcount: true, OnChange: true,
 		}},
 	}
 	for _, tt := range tests {
@@ -79,7 +81,7 @@ func TestFeaturesWithoutREADME(t *testing.T) {
 		TraceAction: true, DynStrings: true, CommonCPU: true, Buckets: true,
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
 		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
-		ReturnSuffix: true, SynthFields64: true,
+		ReturnSuffix: true, SynthFields64: true, HistDisplay: true, NoHitcount: true, OnChange: true,
 	}
 	noDynamic := all
 	noDynamic.DynamicEvents = false

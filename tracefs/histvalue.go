@@ -8,8 +8,10 @@ import (
 )
 
 var (
-	keyNameRE = regexp.MustCompile(`(?:^|, )([A-Za-z_][A-Za-z0-9_.]*):(?: |$)`)
-	valNameRE = regexp.MustCompile(`(?:^|\s)([A-Za-z_$][A-Za-z0-9_.$]*)( \(%\))?:`)
+	// A key or value that is an expression is printed as its text:
+	// "common_timestamp/1000000", "16-8-4-2".
+	keyNameRE = regexp.MustCompile(`(?:^|, )([A-Za-z_0-9][A-Za-z0-9_.+*/-]*):(?: |$)`)
+	valNameRE = regexp.MustCompile(`(?:^|\s)([A-Za-z_$0-9][A-Za-z0-9_.$+*/-]*)( \(%\))?:`)
 )
 
 // parseHistKeys splits "a: 1, b: x" into keys; mods are the key modifiers
