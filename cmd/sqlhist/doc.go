@@ -15,6 +15,15 @@
 //
 //	SELECT CAST(id AS SYSCALL), COUNT(*) FROM raw_syscalls.sys_enter ORDER BY COUNT(*) DESC
 //
+// A histogram also takes MAX(field) (an onmax() handler; there is no
+// MIN), arithmetic on its event's fields as a key or in SUM(), the count
+// as CAST(COUNT(*) AS PERCENT|GRAPH), and -m/-c with -S/-s on a field of
+// its event. SELECT … UNION ALL SELECT … on several events is one
+// histogram they share (name=):
+//
+//	SELECT skbaddr.hex, SUM(len) FROM netif_receive_skb
+//	UNION ALL SELECT skbaddr.hex, SUM(len) FROM netif_rx
+//
 // The output is a POSIX shell script on standard output, one append per
 // line, safe to paste on a busybox target:
 //
