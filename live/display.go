@@ -1,7 +1,9 @@
 package live
 
 import (
+	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -114,4 +116,25 @@ func titleOf(u *planner.Unit, h *planner.Hist) string {
 		title += "+" + q.From.Name.String()
 	}
 	return title
+}
+
+// checkIntervalColumns refuses -i for columns an interval cannot show: a
+// percentage or bar of the count is a share of everything the kernel
+// counted since the start, and the difference of two is not the share of
+// what came between.
+func checkIntervalColumns(plan *planner.Plan, every time.Duration) error {
+	if every <= 0 {
+		return nil
+	}
+	for _, u := range plan.Units {
+		if u.Start == nil {
+			continue
+		}
+		for _, c := range u.Start.Columns {
+			if c.Kind == planner.ColPercent || c.Kind == planner.ColGraph {
+				return fmt.Errorf("-i shows what each interval collected, and %s is the count's share of all the kernel counted since the start: run without -i, or select COUNT(*)", c.Label)
+			}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sqlhist/sqlhist/planner"
 )
@@ -50,5 +51,17 @@ func TestDisplayColumns(t *testing.T) {
 		if v, _ := jsonCell(h.Columns[1], got.Cells[1]); v != 75.0 {
 			t.Errorf("nohitcount %v: JSON percentage %v", nohc, v)
 		}
+	}
+}
+
+// -i is refused for a percentage of the count: the kernel's shares are of
+// the whole run.
+func TestIntervalPercentRefused(t *testing.T) {
+	plan := &planner.Plan{Units: []*planner.Unit{{Start: &planner.Hist{Columns: []planner.Column{{Label: "share", Kind: planner.ColPercent}}}}}}
+	if err := checkIntervalColumns(plan, 0); err != nil {
+		t.Errorf("without -i: %v", err)
+	}
+	if err := checkIntervalColumns(plan, time.Second); err == nil {
+		t.Error("-i of a percentage was accepted")
 	}
 }

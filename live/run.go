@@ -118,6 +118,9 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 		r.log = io.Discard
 	}
 	r.instance = instanceOf(plan)
+	if err := checkIntervalColumns(plan, opt.Interval); err != nil {
+		return nil, err
+	}
 	if t.FS == nil || r.instance == "" {
 		return nil, errors.New("live.Run needs a Target with an FS and a plan made with Prepare's options")
 	}
