@@ -9,7 +9,8 @@ build:
 # real kernels under qemu.
 test: unit kernels
 
-# The fast part: vet, every unit and golden test in random order twice,
+# The fast part: the shells of emit's script tests (installed when
+# missing), vet, every unit and golden test in random order twice,
 # and short fuzz runs of the parser, the whole command, shell quoting and
 # the readers of hist and trace output. Each fuzz run goes through
 # tools/fuzzcheck, which fails it when its execs counter stops for 6 s or
@@ -17,7 +18,7 @@ test: unit kernels
 # (internal/fuzzguard) and crashes, saving the input, past that.
 FUZZCHECK = $(GO) run ./tools/fuzzcheck
 
-unit:
+unit: test-shells
 	$(GO) vet ./...
 	$(GO) test -shuffle=on -count=2 ./...
 	$(FUZZCHECK) -time 20s ./compiler FuzzParse
@@ -25,6 +26,13 @@ unit:
 	$(FUZZCHECK) -time 10s ./emit FuzzQuote
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseHist
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseTraceLine
+
+# The shells printed scripts are run under by emit's unit tests (dash,
+# mksh, busybox, bash --posix): installed with apt-get when missing (as
+# root or with passwordless sudo; under CI=true a failure stops make).
+.PHONY: test-shells
+test-shells:
+	$(GO) run ./tools/test-shells
 
 # Static, reproducible binaries for linux/amd64, arm64, arm (GOARM=7) and
 # riscv64 in dist/, with SHA256SUMS; each is checked to be a static ELF of

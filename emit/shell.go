@@ -21,8 +21,11 @@ type PrintOptions struct {
 }
 
 // Print writes cmds as a shell script: one "echo 'LINE' >> PATH" per
-// command, always appending. A line holding a backslash is written with
-// printf '%s\n' instead, because dash's echo would interpret it.
+// command, always appending. A line that some shell's echo would not
+// print as it is is written with printf '%s\n' instead: one holding a
+// backslash (dash's and mksh's echo interpret it) and one that is an
+// option of echo ("-n", "-e", "-E" or a combination: bash's, busybox's
+// and mksh's echo take them, dash's takes "-n").
 func Print(w io.Writer, cmds []Command, opt PrintOptions) error {
 	var b strings.Builder
 	for _, n := range opt.Notes {
@@ -48,10 +51,15 @@ func Line(c Command, root string) string {
 	if safePath(path.Join(root, c.File)) {
 		p = path.Join(root, c.File)
 	}
-	if strings.ContainsRune(c.Line, '\\') {
+	if strings.ContainsRune(c.Line, '\\') || echoOption(c.Line) {
 		return fmt.Sprintf("printf '%%s\\n' %s >> %s", Quote(c.Line), p)
 	}
 	return fmt.Sprintf("echo %s >> %s", Quote(c.Line), p)
+}
+
+// echoOption reports whether echo would take s as its options.
+func echoOption(s string) bool {
+	return len(s) >= 2 && s[0] == '-' && strings.Trim(s[1:], "neE") == ""
 }
 
 // safePath reports whether p can be printed without quotes.

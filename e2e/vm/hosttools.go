@@ -85,6 +85,40 @@ func aptInstall(pkgs []string) error {
 	return run(append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, pkgs...)...)
 }
 
+// TestShells are the shells emit's unit tests run printed scripts under
+// (TestScriptsUnderShells), by binary, with the Debian package of each.
+var TestShells = []struct{ Bin, Package string }{
+	{"dash", "dash"}, {"mksh", "mksh"}, {"busybox", "busybox-static"}, {"bash", "bash"},
+}
+
+// MissingTestShells returns the packages of the TestShells that are not
+// on the PATH.
+func MissingTestShells() []string {
+	var pkgs []string
+	for _, s := range TestShells {
+		if _, err := exec.LookPath(s.Bin); err != nil {
+			pkgs = append(pkgs, s.Package)
+		}
+	}
+	return pkgs
+}
+
+// EnsureTestShells installs the packages of the missing TestShells with
+// apt-get (as EnsureHostTools does: root or passwordless sudo).
+func EnsureTestShells() error {
+	pkgs := MissingTestShells()
+	if len(pkgs) == 0 {
+		return nil
+	}
+	if err := aptInstall(pkgs); err != nil {
+		return fmt.Errorf("installing the test shells: %w", err)
+	}
+	if still := MissingTestShells(); len(still) > 0 {
+		return fmt.Errorf("installing the test shells: %v installed but still missing", still)
+	}
+	return nil
+}
+
 // StaticBusybox returns the path of a statically linked busybox on the host.
 func StaticBusybox() (string, error) {
 	for _, p := range busyboxCandidates {
