@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sqlhist/sqlhist/planner"
@@ -137,4 +138,17 @@ func checkIntervalColumns(plan *planner.Plan, every time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// sameNameAndFilter reports whether a trigger listing ("hist:name=u:keys=…
+// if count == 3") has the hist's name= (or none) and its filter.
+func sameNameAndFilter(info string, h *planner.Hist) bool {
+	head, filter, _ := strings.Cut(info, " if ")
+	name := ""
+	for _, part := range strings.Split(head, ":") {
+		if v, ok := strings.CutPrefix(part, "name="); ok {
+			name = v
+		}
+	}
+	return name == h.Name && strings.TrimSpace(filter) == strings.TrimSpace(h.Filter)
 }

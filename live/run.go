@@ -427,10 +427,24 @@ func (r *runState) countNegatives(h *planner.Hist) (uint64, error) {
 // trigger sqlhist wrote: the one keyed as it is (other tools may have
 // triggers on the same event when -B names a shared instance).
 func findHist(hs []*tracefs.Histogram, h *planner.Hist) *tracefs.Histogram {
+	var keyed []*tracefs.Histogram
 	for _, got := range hs {
 		if strings.Join(got.KeyFields(), ",") == strings.Join(h.Keys, ",") {
-			return got
+			keyed = append(keyed, got)
 		}
+	}
+	if len(keyed) > 1 {
+		// Several triggers keyed alike (a UNION ALL's shared histogram
+		// beside a statement of its own on the event): the one with this
+		// trigger's name= and filter.
+		for _, got := range keyed {
+			if sameNameAndFilter(got.TriggerInfo, h) {
+				return got
+			}
+		}
+	}
+	if len(keyed) > 0 {
+		return keyed[0]
 	}
 	if len(hs) == 1 {
 		return hs[0]

@@ -12,8 +12,9 @@ import (
 )
 
 // A UNION ALL is one shared histogram (name=) that each event's trigger
-// writes to: --run shows it once, read from the first event's hist file,
-// and its MAX column from the onmax line under each entry.
+// writes to: --run shows it once, read from the first event's hist file
+// (the named trigger's, not another keyed alike), and its MAX column from
+// the onmax line under each entry.
 func TestRunUnionAllShared(t *testing.T) {
 	fsys, err := tracefs.Embedded("6.1")
 	if err != nil {
@@ -31,6 +32,18 @@ UNION ALL SELECT fd, MAX(count) AS biggest, COUNT(*) AS n FROM sys_enter_write W
 	}
 	f := newFake()
 	f.Files["instances/sqlhist_9/events/syscalls/sys_enter_read/hist"] = `# event histogram
+#
+# trigger info: hist:keys=fd:vals=hitcount:sort=hitcount:size=2048 if count == 1234 [active]
+#
+
+{ fd:          0 } hitcount:          5
+
+Totals:
+    Hits: 5
+    Entries: 1
+    Dropped: 0
+
+# event histogram
 #
 # trigger info: hist:name=sys_enter_read_union_9:keys=fd:vals=hitcount:max_count=count:sort=hitcount:size=2048:onmax($max_count).save(count) if count == 1234 [active]
 #
