@@ -80,8 +80,12 @@ func aggregated(q *compiler.Query) bool {
 	}
 	for _, it := range q.Select {
 		switch x := compiler.Unparen(it.Expr).(type) {
-		case *compiler.Call, *compiler.Cast:
+		case *compiler.Call:
 			return true
+		case *compiler.Cast:
+			if !isTypeCast(x) {
+				return true
+			}
 		case *compiler.Field:
 			if displayModifier(x) != nil {
 				return true
@@ -723,6 +727,13 @@ func (c *splitter) aggregate() ([]chainItem, *compiler.Query) {
 				}
 			}
 		case *compiler.Cast:
+			if isTypeCast(x) {
+				// A synthetic field's type: the JOIN item keeps the CAST.
+				if id := add(x, it.Label); id != nil {
+					out = field(id)
+				}
+				break
+			}
 			if f, isField := compiler.Unparen(x.X).(*compiler.Field); isField && (x.Target == "EXECNAME" || x.Target == "COMM") && c.refs[f] != nil {
 				// The task's name travels as a string: the histogram keys
 				// by it as it is.

@@ -211,6 +211,10 @@ func (p *planner) histItem(e compiler.Expr) *histItem {
 		if it, isDisplay := p.displayItem(x); isDisplay {
 			return it
 		}
+		if isTypeCast(x) {
+			errTypeCastInHistogram(p.diags, x)
+			return nil
+		}
 		mod, counter, ok := castModifier(x)
 		if !ok {
 			p.diags.Add(x.TargetPos, x.TargetEnd, "unknown CAST type %q: use HEX, SYM, SYM-OFFSET, SYSCALL, EXECNAME, LOG2, BUCKETS=N or _COUNTER_", x.Target)

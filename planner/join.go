@@ -207,7 +207,7 @@ func (js *joinState) keyCompatible(l, r *ref, m *compiler.Match) bool {
 // parameter that fills it.
 func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 	p := js.p
-	e := compiler.Unparen(it.Expr)
+	cast, e := typeCast(compiler.Unparen(it.Expr))
 	pos, end := it.Expr.Span()
 	label := ""
 	if it.Label != nil {
@@ -254,6 +254,9 @@ func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 		return nil, ""
 	}
 	f := p.synthField(label, op.typ, pos, end)
+	if cast != nil {
+		p.castField(f, op.typ, cast)
+	}
 	f.Unit = js.latencyUnit(e)
 	if p.cur.units != nil {
 		f.Unit = p.cur.units[label]
