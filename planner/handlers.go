@@ -28,6 +28,11 @@ func (js *joinState) handlerActions(h string, o Options, call string) {
 	if o.Trace || o.Snapshot {
 		js.end.Actions = append(js.end.Actions, h+"snapshot()")
 	}
+	if o.Run && !o.Trace {
+		x := js.p.diags.Add(source.NoPos, source.NoPos, "with -s or -S and no -T, nothing fires the synthetic event %s: --run will show no rows", js.name)
+		x.Hint = "add -T to fire it on each new value (with a snapshot), or leave out -m/-c"
+		x.Warning = true
+	}
 }
 
 // warnHandlerAlone says that -m/-c without -s, -S or -T adds nothing:
