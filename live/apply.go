@@ -81,26 +81,31 @@ func Apply(t *Target, cmds []emit.Command) error {
 // on past what is already gone, so it can be repeated, and past other
 // failures, which it returns joined, each an *ApplyError.
 func Teardown(t *Target, cmds []emit.Command) error {
-	_, err := TeardownSkipped(t, cmds)
+	_, err := teardown(t, cmds, false)
 	return err
 }
 
 // TeardownSkipped is Teardown that also returns the removals that found
 // nothing to remove: what an -e killed or refused part way never made, or
-// what was removed already. A disable (a write of 0 to an enable file,
-// emit.DisableFirst) of an event that is not there is not among them: the
+// what was removed already. A removal is among them when its write fails
+// with ENOENT, or when the listing of its file (dynamic_events, a trigger
+// file) did not show what it removes before the write: the kernel accepts
+// the removal of a hist trigger that does not exist. A disable (a write
+// of 0 to an enable file, emit.DisableFirst) is never among them: the
 // event's removal is.
 func TeardownSkipped(t *Target, cmds []emit.Command) ([]emit.Command, error) {
+	return teardown(t, cmds, true)
+}
+
+func teardown(t *Target, cmds []emit.Command, look bool) ([]emit.Command, error) {
 	var errs []error
 	var skipped []emit.Command
 	before := t.errorLog()
 	for _, c := range cmds {
+		absent := look && c.Kind != emit.KindEnable && t.gone(c)
 		err := t.write(c.Kind, c.File, c.Line)
-		if err == nil {
-			continue
-		}
-		if errors.Is(err, fs.ErrNotExist) || t.gone(c) {
-			if c.Kind != emit.KindEnable {
+		if err == nil || errors.Is(err, fs.ErrNotExist) || absent || t.gone(c) {
+			if (err != nil || absent) && c.Kind != emit.KindEnable {
 				skipped = append(skipped, c)
 			}
 			continue
