@@ -8,9 +8,11 @@ import (
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
-// Arithmetic in a histogram: a key or a SUM() computed from one event's
-// fields and constants ("hist:keys=common_timestamp/1000000",
-// "vals=bytes_alloc-bytes_req"). The kernel reads an expression without
+// Arithmetic in a histogram: a key computed from one event's fields and
+// constants ("hist:keys=common_timestamp/1000000"), or a SUM() of
+// constants (vals=16-8-4-2, which the kernel folds to 2 and prints without
+// a name). A SUM() of fields is refused: the kernel computes it but its
+// hist file never shows a value that is an expression. The kernel reads an expression without
 // parentheses, left to right with * and / before + and - (5.16; + and -
 // of fields since 4.17), and takes at most three operators; keys cannot
 // read variables, so an expression is printed flat or refused.
@@ -29,6 +31,13 @@ func (p *planner) exprItem(x *compiler.Binary, value bool, pos, end source.Pos) 
 	}
 	if e.usecs && e.other {
 		p.diags.Add(pos, end, "this expression mixes a µs timestamp with other values, which the kernel refuses (\"Timestamp units in expression don't match\")")
+		return nil
+	}
+	if e.field && value {
+		// Seen on 6.12: vals=bytes_alloc-bytes_req is accepted and summed,
+		// but the hist file hides values that are expressions.
+		x := p.diags.Add(pos, end, "the kernel sums an expression of fields but never shows it: the hist file leaves out values that are expressions")
+		x.Hint = "SUM each field, or key by the expression"
 		return nil
 	}
 	if !e.field && !value {

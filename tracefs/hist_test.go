@@ -414,3 +414,28 @@ func TestParseHistStackForms(t *testing.T) {
 		})
 	}
 }
+
+// An expression key is printed by its text, and a constant the kernel
+// folded (vals=16-8-4-2, listed as 2) as a value without a name (6.12).
+func TestParseHistExpressions(t *testing.T) {
+	read := func(name string) *Histogram {
+		t.Helper()
+		data, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, err := ParseHist(string(data))
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return hs[0]
+	}
+	key := read("hist-6.12-expression-key.txt")
+	if e := key.Entries[1]; len(key.Entries) != 3 || e.Keys[0].Name != "common_timestamp/1000000000" || e.Keys[0].Num != 22 || e.Values[0].Num != 114 {
+		t.Errorf("expression key: %+v", key.Entries)
+	}
+	c := read("hist-6.12-folded-constant.txt")
+	if e := c.Entries[1]; len(c.Entries) != 2 || len(e.Values) != 2 || e.Values[0].Num != 21 || e.Values[1].Name != "" || e.Values[1].Num != 42 {
+		t.Errorf("folded constant: %+v", c.Entries)
+	}
+}

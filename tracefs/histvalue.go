@@ -11,7 +11,8 @@ var (
 	// A key or value that is an expression is printed as its text:
 	// "common_timestamp/1000000", "16-8-4-2".
 	keyNameRE = regexp.MustCompile(`(?:^|, )([A-Za-z_0-9][A-Za-z0-9_.+*/-]*):(?: |$)`)
-	valNameRE = regexp.MustCompile(`(?:^|\s)([A-Za-z_$0-9][A-Za-z0-9_.$+*/-]*)( \(%\))?:`)
+	// A constant the kernel folded (vals=16-8-4-2) has no name: "  : 2".
+	valNameRE = regexp.MustCompile(`(?:^|\s)([A-Za-z_$0-9][A-Za-z0-9_.$+*/-]*|)( \(%\))?:`)
 )
 
 // parseHistKeys splits "a: 1, b: x" into keys; mods are the key modifiers

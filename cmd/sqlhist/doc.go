@@ -16,9 +16,9 @@
 //	SELECT CAST(id AS SYSCALL), COUNT(*) FROM raw_syscalls.sys_enter ORDER BY COUNT(*) DESC
 //
 // A histogram also takes MAX(field) (an onmax() handler; there is no
-// MIN), arithmetic on its event's fields as a key or in SUM(), the count
-// as CAST(COUNT(*) AS PERCENT|GRAPH), and -m/-c with -S/-s on a field of
-// its event. SELECT … UNION ALL SELECT … on several events is one
+// MIN), arithmetic on its event's fields as a key, the count as
+// CAST(COUNT(*) AS PERCENT|GRAPH), and -m/-c with -S/-s on a field of its
+// event. SELECT … UNION ALL SELECT … on several events is one
 // histogram they share (name=):
 //
 //	SELECT skbaddr.hex, SUM(len) FROM netif_receive_skb
