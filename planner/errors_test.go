@@ -45,7 +45,7 @@ func TestErrorPositions(t *testing.T) {
 		{"MAX of a signed field", "6.1", "SELECT next_pid, MAX(prev_prio) FROM sched_switch", "", "MAX(prev_prio)",
 			"prev_prio is signed (int), and the kernel's onmax() compares values as unsigned 64-bit numbers: a negative value would count as the largest"},
 		{"percent on 5.10", "5.10", "SELECT next_pid, CAST(COUNT(*) AS PERCENT) FROM sched_switch", "", "CAST(COUNT(*) AS PERCENT)",
-			"CAST(COUNT(*) AS PERCENT) (hitcount.percent) needs Linux 6.1 (the .percent and .graph modifiers); this target is Linux 5.10 (5.10.262-sqlhist)"},
+			"CAST(COUNT(*) AS PERCENT) (hitcount.percent) needs Linux 6.2 (the .percent and .graph modifiers on the count (hitcount.percent, hitcount.graph)); this target is Linux 5.10 (5.10.262-sqlhist)"},
 		{"stack trace on 6.1", "6.1", "SELECT start.STACKTRACE AS stack, TIMESTAMP_DELTA_USECS AS lat FROM sched_switch AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid",
 			"AS ", "stack", "passing a stack trace to a synthetic event needs Linux 6.3 (stack traces in hist variables and synthetic events); this target is Linux 6.1 (6.1.0-56-cloud-amd64)"},
 		{"duplicate output name", "6.1", "SELECT start.pid, end.next_pid AS pid" + join, "AS ", "pid",

@@ -116,9 +116,8 @@ func (p *planner) displayItem(x *compiler.Cast) (*histItem, bool) {
 }
 
 // noHitcount hides the raw count when the SELECT shows the count only as
-// a percentage or a bar (nohitcount, 6.2). A kernel without it (Debian's
-// 6.1 lists .percent but not nohitcount) shows the count as well: sqlhist
-// only shows the columns asked for.
+// a percentage or a bar (nohitcount, 6.2, the release of hitcount.percent
+// and hitcount.graph).
 func (p *planner) noHitcount(h *Hist, items []*histItem) {
 	display, count := false, false
 	for _, it := range items {

@@ -49,9 +49,11 @@ type Features struct {
 	// (6.16). The README does not list it: it is read from the kernel
 	// release (VERSION of a catalog, or the running kernel's).
 	CommonComm bool
-	// HistDisplay is .percent and .graph on hitcount (6.2; Debian's 6.1
-	// lists them in its README too); NoHitcount the nohitcount attribute
-	// (6.2). Both are read from the README.
+	// HistDisplay is .percent and .graph on hitcount, and NoHitcount the
+	// nohitcount attribute: both 6.2, read from the README's nohitcount.
+	// Debian's 6.1 lists .percent and .graph in its README too, for other
+	// values: it refuses hitcount.percent ("Couldn't find field", seen in
+	// 6.1.0-56 under qemu), and 6.3 refuses them on other values.
 	HistDisplay bool
 	NoHitcount  bool
 	// OnChange is the onchange() handler and the snapshot() action (5.1),
@@ -127,8 +129,8 @@ func FeaturesFromREADME(readme string) Features {
 	f.ProbeArgs = has("$arg<N>")
 	f.CommonComm = has("common_comm")
 	f.ReturnSuffix = has("%return")
-	f.HistDisplay = has(".percent")
 	f.NoHitcount = has("nohitcount")
+	f.HistDisplay = f.NoHitcount
 	f.OnChange = has("onchange(var)")
 	f.StacktraceVars = f.CommonStacktrace
 	// '*', '/', constants and left-to-right evaluation came together in
