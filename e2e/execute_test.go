@@ -70,6 +70,58 @@ echo "@@diff-probe"; diff /tmp/s4 /tmp/s5
 echo "@@done"
 `
 
+// teardownScript is the part of executeScript that 6.1 and 7.2 run
+// (teardownKernels): teardowns after a killed -e and of an enabled
+// synthetic event (checkTeardowns). About 3.5 s of guest time each.
+const teardownScript = `
+# Teardowns that always work. An -e killed after its Nth write (made
+# here by the first N lines of the printed script): --teardown -e
+# removes what is there, names what it skipped, exits 0.
+read t0 x < /proc/uptime
+snap > /tmp/s6
+/work/sqlhist -n sqlhist_kill "$Q" | grep -v '^#' > /tmp/full.sh
+for n in 1 2; do
+	head -n $n /tmp/full.sh > /tmp/part.sh
+	sh -e /tmp/part.sh; echo "@@part$n-apply $?"
+	# What the kernel says to the removal of the end trigger that is not there.
+	sed -n 3p /tmp/full.sh | sed "s/^echo '/echo '!/" > /tmp/rm.sh
+	sh /tmp/rm.sh 2> /tmp/err; echo "@@part$n-rm-end $? $(cat /tmp/err)"
+	/work/sqlhist -e --teardown -n sqlhist_kill "$Q" 2> /tmp/err; echo "@@part$n-teardown $?"
+	echo "@@part$n-stderr"; cat /tmp/err
+	snap > /tmp/s7
+	echo "@@diff-part$n"; diff /tmp/s6 /tmp/s7
+done
+# A synthetic event someone enabled. The teardown before disables (the
+# printed one without its disable line) fails on the removal: EBUSY.
+/work/sqlhist -e -n sqlhist_en "$Q"; echo "@@en-apply $?"
+echo 1 > $T/events/synthetic/sqlhist_en/enable
+/work/sqlhist --teardown -n sqlhist_en "$Q" > /tmp/td.sh
+grep -v '/enable$' /tmp/td.sh > /tmp/old.sh
+sh /tmp/old.sh 2> /tmp/err; echo "@@en-old $?"
+echo "@@en-old-stderr"; cat /tmp/err
+echo "@@en-old-left"; grep -c sqlhist_en $T/dynamic_events; cat $T/events/synthetic/sqlhist_en/enable
+# --teardown -e then disables it and removes it (the triggers are gone:
+# their removals are noted as skipped).
+/work/sqlhist -e --teardown -n sqlhist_en "$Q" 2> /tmp/err; echo "@@en-teardown $?"
+echo "@@en-teardown-stderr"; cat /tmp/err
+snap > /tmp/s8
+echo "@@diff-en"; diff /tmp/s6 /tmp/s8
+# The printed teardown under sh -e, of an enabled event and of one that
+# is not (0 to a disabled event's enable is accepted).
+for state in 1 0; do
+	/work/sqlhist -e -n sqlhist_en "$Q"; echo "@@en$state-apply $?"
+	echo $state > $T/events/synthetic/sqlhist_en/enable
+	sh -e /tmp/td.sh; echo "@@en$state-script $?"
+	snap > /tmp/s9
+	echo "@@diff-en$state-script"; diff /tmp/s6 /tmp/s9
+done
+read t1 x < /proc/uptime
+echo "@@teardowns-seconds $t0 $t1"
+`
+
+// teardownKernels run teardownScript in their execute phase.
+var teardownKernels = map[string]bool{"6.1": true, "7.2": true}
+
 // executePhase proves -e in kernel kname: a JOIN applied and torn down
 // (twice), a write the kernel refuses at each step leaving tracefs as it
 // was with the kernel's error_log in the diagnostic, -e -B, and a refused
@@ -84,6 +136,9 @@ func executePhase(t *testing.T, kname string) phase {
 	manPage := manPageKernels[kname]
 	if manPage {
 		script += manPageScript
+	}
+	if teardownKernels[kname] {
+		script = strings.Replace(script, "echo \"@@done\"\n", teardownScript+"echo \"@@done\"\n", 1)
 	}
 	return phase{name: "execute", script: script, timeout: 4 * time.Minute,
 		files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)}},
@@ -145,4 +200,61 @@ func checkExecute(t *testing.T, kname, q, out string) {
 		}
 	}
 	t.Logf("%s: a probe on a missing function as sqlhist reports it:\n%s", kname, probeErr)
+	if teardownKernels[kname] {
+		checkTeardowns(t, kname, sec, lineValues(out))
+	}
+}
+
+// lineValues maps NAME to REST for each "@@NAME REST" line of out (an
+// exit status, a count).
+func lineValues(out string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, "@@"); ok {
+			name, v, _ := strings.Cut(rest, " ")
+			m[name] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+// checkTeardowns checks the teardowns of executeScript: after an -e
+// killed after one write and after two, --teardown -e exits 0, names
+// what it skipped and leaves tracefs as before; an enabled synthetic
+// event is refused by the kernel (EBUSY) to a teardown that does not
+// disable it, and removed by --teardown -e and by the printed teardown
+// under sh -e, which also runs clean when the event is not enabled.
+func checkTeardowns(t *testing.T, kname string, sec, val map[string]string) {
+	for _, p := range []struct{ n, skipped string }{
+		{"1", "2 of the 3 removals found nothing to remove (never made, or removed already), skipped: end trigger on sched/sched_switch; start trigger on sched/sched_waking"},
+		{"2", "1 of the 3 removals found nothing to remove (never made, or removed already), skipped: end trigger on sched/sched_switch"},
+	} {
+		if val["part"+p.n+"-apply"] != "0" || val["part"+p.n+"-teardown"] != "0" {
+			t.Errorf("%s: -e killed after %s writes: apply exit %q, --teardown -e exit %q:\n%s", kname, p.n, val["part"+p.n+"-apply"], val["part"+p.n+"-teardown"], sec["part"+p.n+"-stderr"])
+		}
+		if got := sec["part"+p.n+"-stderr"]; got != "sqlhist: note: "+p.skipped {
+			t.Errorf("%s: -e killed after %s writes: --teardown -e said %q, want the note %q", kname, p.n, got, p.skipped)
+		}
+		t.Logf("%s: after %s writes, the kernel's answer to removing the end trigger that is not there: exit %s", kname, p.n, val["part"+p.n+"-rm-end"])
+		if d := sec["diff-part"+p.n]; d != "" {
+			t.Errorf("%s: -e killed after %s writes, then --teardown -e: tracefs is not as before:\n%s", kname, p.n, d)
+		}
+	}
+	if val["en-apply"] != "0" || val["en-old"] == "0" || !strings.Contains(sec["en-old-stderr"], "busy") || sec["en-old-left"] != "1\n1" {
+		t.Errorf("%s: the teardown without a disable of an enabled synthetic event: exit %q, stderr %q, left %q; want a failure with EBUSY and the event left, enabled",
+			kname, val["en-old"], sec["en-old-stderr"], sec["en-old-left"])
+	}
+	t.Logf("%s: an enabled synthetic event, removed without a disable: %s", kname, sec["en-old-stderr"])
+	if val["en-teardown"] != "0" || sec["diff-en"] != "" {
+		t.Errorf("%s: --teardown -e of an enabled synthetic event: exit %q, stderr %q, tracefs after:\n%s", kname, val["en-teardown"], sec["en-teardown-stderr"], sec["diff-en"])
+	}
+	for _, state := range []string{"1", "0"} {
+		if val["en"+state+"-apply"] != "0" || val["en"+state+"-script"] != "0" || sec["diff-en"+state+"-script"] != "" {
+			t.Errorf("%s: the printed teardown under sh -e with the event's enable at %s: apply %q, script exit %q, tracefs after:\n%s",
+				kname, state, val["en"+state+"-apply"], val["en"+state+"-script"], sec["diff-en"+state+"-script"])
+		}
+	}
+	var t0, t1 float64
+	fmt.Sscan(val["teardowns-seconds"], &t0, &t1)
+	t.Logf("%s: the teardown checks took %.2f s of the guest", kname, t1-t0)
 }

@@ -241,9 +241,14 @@ func (b *profileBuilder) location(name string) *profile.Location {
 	if l := b.locs[name]; l != nil {
 		return l
 	}
+	if len(b.p.Mapping) == 0 {
+		// One mapping, the kernel, whose functions are known: pprof then
+		// neither looks for a binary to symbolize nor warns of none.
+		b.p.Mapping = []*profile.Mapping{{ID: 1, File: "[kernel.kallsyms]", HasFunctions: true}}
+	}
 	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name}
 	b.p.Function = append(b.p.Function, fn)
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Line: []profile.Line{{Function: fn}}}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: b.p.Mapping[0], Line: []profile.Line{{Function: fn}}}
 	b.p.Location = append(b.p.Location, l)
 	b.locs[name] = l
 	return l

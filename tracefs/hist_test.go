@@ -122,6 +122,13 @@ func TestParseHistEntries(t *testing.T) {
 			)},
 			Values: []HistValue{num("hitcount", "2", 2)},
 		}, HistTotals{Hits: 56, Entries: 9}},
+		{"hist-7.2-stack-field.txt", 0, 0, &HistEntry{
+			Keys: []HistValue{stack("stack",
+				"__schedule+0x8fc/0x1070", "schedule+0x27/0xa0", "smpboot_thread_fn+0x190/0x220",
+				"kthread+0xe4/0x120", "ret_from_fork+0x2b1/0x340", "ret_from_fork_asm+0x1a/0x30",
+			), {Name: "lat", Raw: "~ 2^13", Kind: HistLog2, Num: 13}},
+			Values: []HistValue{num("hitcount", "1", 1), num("lat", "6845", 6845)},
+		}, HistTotals{Hits: 44, Entries: 15}},
 		{"hist-6.12-string-key.txt", 0, 0, &HistEntry{
 			Keys:   []HistValue{{Name: "next_comm", Raw: "kworker/u8:3", Kind: HistString, Text: "kworker/u8:3"}},
 			Values: []HistValue{num("hitcount", "1", 1)},
@@ -271,7 +278,7 @@ func TestParseHistMalformed(t *testing.T) {
 // TestParseHistTruncated cuts real files after every line: only a cut
 // right after a histogram's Totals may parse.
 func TestParseHistTruncated(t *testing.T) {
-	for _, name := range []string{"hist-6.12-two-triggers.txt", "hist-7.2-stacktrace.txt", "hist-6.1-onmax-snapshot.txt"} {
+	for _, name := range []string{"hist-6.12-two-triggers.txt", "hist-7.2-stacktrace.txt", "hist-7.2-stack-field.txt", "hist-6.1-onmax-snapshot.txt"} {
 		lines := strings.Split(readTestdata(t, name), "\n")
 		for n := 1; n < len(lines)-1; n++ {
 			cut := strings.Join(lines[:n], "\n")
