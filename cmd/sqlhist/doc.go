@@ -29,11 +29,12 @@
 //
 //	echo 'LINE' >> /sys/kernel/tracing/FILE
 //
-// or printf '%s\n' 'LINE' >> … when LINE holds a backslash, plus "#"
-// comments. Fields and types come from --formats DIR, the -t tracefs, or a
+// or printf '%s\n' 'LINE' >> … when LINE holds a backslash or is all
+// echo options (-n, -e, -E), plus "#" comments. Fields and types come from --formats DIR, the -t tracefs, or a
 // catalog embedded in the binary (--kernel); printing needs no root and
 // writes nothing. -e applies all or nothing; --teardown prints (or with -e
-// applies) the removals; -r applies in a private instance, collects for
+// applies) the removals, each synthetic event and probe disabled first
+// (with -e, what is not there is skipped and named); -r applies in a private instance, collects for
 // -d or until Ctrl-C, prints the results and removes everything; with
 // -o folded or -o pprof, results keyed by a stack trace (STACKTRACE) come
 // out as folded stacks or a gzipped pprof profile, for flame graphs.
