@@ -154,3 +154,19 @@ func errTypeCastInHistogram(d *source.Diags, c *compiler.Cast) {
 	x := d.Add(c.TargetPos, c.TargetEnd, "CAST(… AS %s) chooses the type of a synthetic event field: it applies to the items of a JOIN, and a histogram's keys and values keep their fields' types", castTypeText(c.Target))
 	x.Hint = "display modifiers here are HEX, SYM, SYM-OFFSET, SYSCALL, EXECNAME, LOG2, BUCKETS=N or _COUNTER_"
 }
+
+// signedParam returns the trace() parameter that passes op to field f.
+// The kernel checks a parameter whose type text differs from the field's
+// by size and signedness, but a field of the end event passed as it is
+// becomes a variable that has lost its sign (create_field_var), so it
+// fails against a signed field of another type text ("Param type doesn't
+// match synthetic event field type"): such a value goes through a
+// variable of the end trigger, which keeps the sign.
+func (js *joinState) signedParam(f *SynthField, op operand) string {
+	if strings.HasPrefix(op.text, "$") || f.Array != "" || !op.typ.isNumeric() || f.Type == op.typ.Kernel || !synthSigned(f.Type) {
+		return op.text
+	}
+	v := js.names.take(js.name + "_" + f.Name)
+	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: op.text})
+	return "$" + v
+}

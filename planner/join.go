@@ -261,7 +261,7 @@ func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 	if p.cur.units != nil {
 		f.Unit = p.cur.units[label]
 	}
-	return f, op.text
+	return f, js.signedParam(f, op)
 }
 
 // latencyUnit says whether e is a latency, a value computed from the
