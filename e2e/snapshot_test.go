@@ -9,22 +9,26 @@ import (
 )
 
 // manPageScript is libtracefs's sqlhist man page example as a user runs
-// it: -e -n wakeup_lat -T -m lat, some wakeups, then the snapshot buffer
-// is read. -T is trace and snapshot, so each new maximum of lat fires
-// wakeup_lat and then swaps the buffers: the snapshot holds the line of
-// the maximum that took it. (The man page filters next_prio < 100 and
-// cyclictest; the guest has neither real-time tasks nor cyclictest, so
-// every task is kept.)
+// it: -e -n wakeup_lat -T -m lat, then the synthetic event enabled, some
+// wakeups, and the snapshot buffer read. -T is trace and snapshot, so each
+// new maximum of lat fires wakeup_lat and then swaps the buffers: the
+// snapshot holds the line of the maximum that took it. As in the man page
+// (next_comm == "cyclictest") only one program's wakeups count, here
+// sleep's, which run only once wakeup_lat is enabled: a maximum taken
+// before (sqlhist's own writes and the enable wait for RCU, tens of ms)
+// would fire a line the disabled event drops. The end trigger is paused
+// before anything is read, so that no later maximum swaps the buffers.
 const manPageScript = `
 T=/sys/kernel/tracing
-M='SELECT end.next_comm AS comm, (end.TIMESTAMP_USECS - start.TIMESTAMP_USECS) AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid WHERE end.next_prio < 140'
+M='SELECT end.next_comm AS comm, (end.TIMESTAMP_USECS - start.TIMESTAMP_USECS) AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid WHERE end.next_prio < 140 && end.next_comm == "sleep"'
 echo "@@manpage-at"; cut -d' ' -f1 /proc/uptime
 snap > /tmp/m0
 echo > $T/trace
 /work/sqlhist -e -n wakeup_lat -T -m lat "$M" > /dev/null; echo "@@manpage-apply $?"
 echo 1 > $T/events/synthetic/wakeup_lat/enable
 for i in 1 2 3 4 5 6 7 8; do sleep 0.01; done
-echo 0 > $T/events/synthetic/wakeup_lat/enable
+end=$(/work/sqlhist -n wakeup_lat -T -m lat "$M" | sed -n "s|^echo '\\(hist:keys=next_pid:.*\\)' >> .*/sched_switch/trigger\$|\\1|p")
+echo "$end" | sed 's/ if /:pause if /' >> $T/events/sched/sched_switch/trigger; echo "@@manpage-pause $?"
 echo "@@manpage-snapshot"; grep ' wakeup_lat: ' $T/snapshot
 echo "@@manpage-trace"; grep ' wakeup_lat: ' $T/trace
 echo "@@manpage-hist"; cat $T/events/sched/sched_switch/hist
@@ -47,7 +51,7 @@ var latRE = regexp.MustCompile(` wakeup_lat: .*\blat=(\d+)`)
 // snapshot). It returns the guest seconds the script took.
 func checkManPage(t *testing.T, kname, out string) float64 {
 	sec := sections(out)
-	wantLines(t, out, "@@manpage-apply 0", "@@manpage-teardown 0")
+	wantLines(t, out, "@@manpage-apply 0", "@@manpage-pause 0", "@@manpage-teardown 0")
 	if d := sec["manpage-diff"]; d != "" {
 		t.Errorf("the man page example left tracefs different after --teardown:\n%s", d)
 	}
