@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strings"
 
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -216,15 +217,57 @@ func (d PlanDoc) Commands(teardown bool) []Command {
 			if u.Undoes >= 1 && u.Undoes <= len(d.Writes) {
 				k = kindOf(d.Writes[u.Undoes-1].Kind)
 			}
-			out = append(out, Command{Kind: k, File: u.File, Line: u.Text, What: fmt.Sprintf("teardown of write %d", u.Undoes)})
+			marker := ""
+			if u.Undoes >= 1 && u.Undoes <= len(d.Writes) {
+				marker = markerOf(k, d.Writes[u.Undoes-1].Text)
+			}
+			out = append(out, Command{Kind: k, File: u.File, Line: u.Text, What: fmt.Sprintf("teardown of write %d", u.Undoes), Marker: marker})
 		}
 		return out
 	}
 	for _, w := range d.Writes {
-		out = append(out, Command{Kind: kindOf(w.Kind), File: w.File, Line: w.Text, Undo: w.Undo, What: w.What, Role: w.Role})
+		k := kindOf(w.Kind)
+		out = append(out, Command{Kind: k, File: w.File, Line: w.Text, Undo: w.Undo, What: w.What, Role: w.Role, Marker: markerOf(k, w.Text)})
 	}
 	return out
 }
+
+// markerOf is the Marker of the command of kind k that writes text, as
+// the command made from the plan would have it: the name of a synthetic
+// event or probe, the first variable of a trigger. A teardown replayed
+// from a plan uses it to tell what is not there (the removal of an end
+// trigger whose start trigger is gone fails with EINVAL).
+func markerOf(k Kind, text string) string {
+	switch k {
+	case KindSynth:
+		def := strings.TrimPrefix(text, "s:")
+		name, _, _ := strings.Cut(def, " ")
+		name = strings.TrimPrefix(name, "synthetic/")
+		if name != "" {
+			return "/" + name + "\t"
+		}
+	case KindProbe:
+		_, rest, ok := strings.Cut(text, ":")
+		id, _, _ := strings.Cut(rest, " ")
+		if ok && strings.Contains(id, "/") {
+			return ":" + id + " "
+		}
+	case KindTrigger:
+		spec, _, _ := strings.Cut(text, " if ")
+		for _, seg := range strings.Split(spec, ":")[1:] {
+			name, _, ok := strings.Cut(seg, "=")
+			if ok && !triggerKeywords[name] && !strings.ContainsAny(name, "(.") {
+				return name + "="
+			}
+		}
+	}
+	return ""
+}
+
+// triggerKeywords are the attributes of a hist trigger that are not
+// variables.
+var triggerKeywords = map[string]bool{"keys": true, "key": true, "vals": true, "values": true, "sort": true,
+	"size": true, "name": true, "clock": true}
 
 func kindOf(name string) Kind {
 	for _, k := range []Kind{KindSynth, KindTrigger, KindDir, KindEnable, KindProbe} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -124,6 +125,48 @@ func TestFeatureTableVersions(t *testing.T) {
 		seen[f.ID] = true
 		if i > 0 && tracefs.CompareVersions(tracefs.FeatureTable[i-1].Since, f.Since) > 0 {
 			t.Errorf("%s (%s) listed after %s (%s): keep the table oldest first", f.ID, f.Since, tracefs.FeatureTable[i-1].ID, tracefs.FeatureTable[i-1].Since)
+		}
+	}
+}
+
+// TestPlanCommandsMarkers: the commands replayed from a JSON plan carry
+// the markers of the commands it was made from, so that --plan
+// --teardown -e can tell what is not there (after a --plan -e killed
+// part way, the removal of an end trigger whose start trigger was never
+// made fails with EINVAL).
+func TestPlanCommandsMarkers(t *testing.T) {
+	p := wakeupPlan("wl", "sched.sched_waking", "sched.sched_switch")
+	p.Units[0].Probes = []*planner.Probe{
+		{Group: "sqlhist", Name: "do_sys_openat2", Line: "p:sqlhist/do_sys_openat2 do_sys_openat2 dfd=$arg1:s32"},
+		{Group: "sqlhist", Name: "do_sys_openat2__return", Line: "r16:sqlhist/do_sys_openat2__return do_sys_openat2 ret=$retval:s64"},
+	}
+	p.Units = append(p.Units, &planner.Unit{Start: hist("sched", "sched_switch", "histogram", []string{"prev_pid"})})
+	for _, opt := range []Options{{}, {SyntheticEventsFile: true}} {
+		cmds := Commands(p, opt)
+		var b strings.Builder
+		if err := WritePlan(&b, BuildPlan(cmds, PlanOptions{Root: "/sys/kernel/tracing"})); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := ReadPlan([]byte(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		markers := func(cs []Command) []string {
+			var out []string
+			for _, c := range cs {
+				out = append(out, c.Marker)
+			}
+			return out
+		}
+		want := markers(cmds)
+		if want[0] == "" || want[2] == "" || want[3] == "" {
+			t.Fatalf("the test's commands lack markers: %q", want)
+		}
+		if d := cmp.Diff(want, markers(doc.Commands(false))); d != "" {
+			t.Errorf("writes' markers (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(markers(Teardown(cmds)), markers(doc.Commands(true))); d != "" {
+			t.Errorf("teardown's markers (-want +got):\n%s", d)
 		}
 	}
 }
