@@ -217,11 +217,15 @@ func (d PlanDoc) Commands(teardown bool) []Command {
 			if u.Undoes >= 1 && u.Undoes <= len(d.Writes) {
 				k = kindOf(d.Writes[u.Undoes-1].Kind)
 			}
-			marker := ""
+			marker, what := "", fmt.Sprintf("teardown of write %d", u.Undoes)
 			if u.Undoes >= 1 && u.Undoes <= len(d.Writes) {
-				marker = markerOf(k, d.Writes[u.Undoes-1].Text)
+				w := d.Writes[u.Undoes-1]
+				marker = markerOf(k, w.Text)
+				if w.What != "" {
+					what = "removal of the " + w.What + fmt.Sprintf(" (write %d)", u.Undoes)
+				}
 			}
-			out = append(out, Command{Kind: k, File: u.File, Line: u.Text, What: fmt.Sprintf("teardown of write %d", u.Undoes), Marker: marker})
+			out = append(out, Command{Kind: k, File: u.File, Line: u.Text, What: what, Marker: marker})
 		}
 		return out
 	}

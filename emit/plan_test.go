@@ -165,8 +165,12 @@ func TestPlanCommandsMarkers(t *testing.T) {
 		if d := cmp.Diff(want, markers(doc.Commands(false))); d != "" {
 			t.Errorf("writes' markers (-want +got):\n%s", d)
 		}
-		if d := cmp.Diff(markers(Teardown(cmds)), markers(doc.Commands(true))); d != "" {
+		td := doc.Commands(true)
+		if d := cmp.Diff(markers(Teardown(cmds)), markers(td)); d != "" {
 			t.Errorf("teardown's markers (-want +got):\n%s", d)
+		}
+		if want := "removal of the histogram trigger on sched/sched_switch (write 6)"; td[0].What != want {
+			t.Errorf("the first removal is %q, want %q", td[0].What, want)
 		}
 	}
 }
