@@ -234,6 +234,8 @@ func runPhase(t *testing.T, kname string) phase {
 		// and sqlhist reads a signed key column back as -100.
 		col, probeCol, probeVals = "pid", "dfd", []any{float64(-100)}
 	}
+	// Stacks (stacks_test.go) while the workload still runs.
+	script = strings.Replace(script, "kill $W\nwait $W\n", stackScript(kname)+"kill $W\nwait $W\n", 1)
 	// Issue 23's hist language (run_hist_test.go) while the workload runs.
 	script = strings.Replace(script, "kill $W\nwait $W\n", histRunScript(kname)+"kill $W\nwait $W\n", 1)
 	return phase{name: "run", script: script, timeout: 9 * time.Minute,
@@ -241,6 +243,7 @@ func runPhase(t *testing.T, kname string) phase {
 		check: func(t *testing.T, out string) string {
 			checkRun(t, kname, col, probeCol, probeVals, out)
 			checkHistRun(t, kname, out)
+			checkStacks(t, kname, out)
 			return ""
 		}}
 }
