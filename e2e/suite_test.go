@@ -96,9 +96,13 @@ func mergeFiles(phases []phase) []vm.File {
 }
 
 // kernelJob boots kernel kname once and runs every phase there: -e, the
-// golden queries, --run. Each phase is a subtest with its own verdict.
+// golden queries, --run, and on some kernels the kill points of --run
+// (killPhase). Each phase is a subtest with its own verdict.
 func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 	phases := []phase{executePhase(t, kname), queriesPhase(t, kname, cases), runPhase(t, kname)}
+	if kp := killPhase(t, kname); kp != nil {
+		phases = append(phases, *kp)
+	}
 	files := mergeFiles(phases)
 	var timeout time.Duration
 	for _, p := range phases {
