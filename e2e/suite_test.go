@@ -247,6 +247,9 @@ func jobCost(kname string) time.Duration {
 	case k.DebArch() == "armhf":
 		cost = 5 * time.Minute
 	}
+	if killKernels[goldenKey(kname)] != 0 && k.DebArch() == "amd64" {
+		cost += 3 * time.Minute // the kill phase: 1 to 3 min alone
+	}
 	return cost
 }
 
