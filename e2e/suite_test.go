@@ -247,7 +247,7 @@ func jobCost(kname string) time.Duration {
 	case k.DebArch() == "armhf":
 		cost = 5 * time.Minute
 	}
-	if killKernels[goldenKey(kname)] != 0 && k.DebArch() == "amd64" {
+	if killKernels[goldenKey(kname)] != 0 && k.DebArch() == "amd64" && kname != "5.10" && kname != bootKernel {
 		cost += 3 * time.Minute // the kill phase: 1 to 3 min alone
 	}
 	return cost
