@@ -138,7 +138,7 @@ func run(args []string, e env) int {
 	fl.BoolVar(&o.live.events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
 	fl.StringVarP(&o.live.output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
 	fl.StringVar(&o.live.out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
-	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (replacing one it has), instead of printing it")
+	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (after the sqlhist bootconfigs it has), instead of printing it")
 	fl.StringVar(&o.planFile, "plan", "", "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e")
 	fl.IntVar(&o.live.size, "size", 0, "entries of each histogram's map (size=`N`, 128 to 131072; default 2048, and 8192 for the results of -r's JOINs), in scripts, plans, bootconfigs and -r")
 	fl.StringVarP(&o.onmax, "onmax", "m", "", "with -s, -S or -T: act on a new maximum of the synthetic field `VAR` (onmax); without JOIN, of the event's field VAR")
