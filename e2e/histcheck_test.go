@@ -124,9 +124,9 @@ func checkMaxStream(all []*tracefs.Histogram, lines []map[string]string, key, fi
 							continue
 						}
 						if k.Kind == tracefs.HistString {
-							maxima[k.Text] = t.Value
+							maxima[k.Text] = max(maxima[k.Text], t.Value)
 						} else {
-							maxima[k.Raw] = t.Value
+							maxima[k.Raw] = max(maxima[k.Raw], t.Value)
 						}
 					}
 				}
