@@ -939,7 +939,9 @@ func checkHitSums(commands string, hists map[string]string) []string {
 			problems = append(problems, fmt.Sprintf("%s: the histogram counted no event", path))
 		case nhits < rows || nhits > rows+hitSlack:
 			problems = append(problems, fmt.Sprintf("%s: rows count %d events, the histogram's hits are %s", path, rows, hits[1]))
-		case dropped == nil || dropped[1] != "0":
+		case dropped == nil:
+			problems = append(problems, fmt.Sprintf("%s: no Dropped in the Totals:\n%s", path, text))
+		case dropped[1] != "0" && !raceDrops(text, nhits, dropped[1]):
 			problems = append(problems, fmt.Sprintf("%s: entries dropped:\n%s", path, text))
 		}
 	}
@@ -947,6 +949,31 @@ func checkHitSums(commands string, hists map[string]string) []string {
 		problems = append(problems, "hitsum: the script puts no histogram on a synthetic event")
 	}
 	return problems
+}
+
+// raceDrops reports whether a histogram's drops can only be the kernel's
+// lost races, not a full map: its entries fill less than half of its
+// size= (2048 by default) and the drops are at most 1% of the hits. Two
+// CPUs inserting the same new key at once make one of them wait for the
+// other's element; the waiter gives up after map_size tries and counts a
+// drop (tracing_map.c, __tracing_map_insert). Under TCG with three guests
+// on two host cores a vCPU can be descheduled in the middle of its insert:
+// 6.1-armhf dropped 2 of 479 events in a map of 26 entries.
+func raceDrops(text string, hits uint64, dropped string) bool {
+	n, err := strconv.ParseUint(dropped, 10, 64)
+	if err != nil {
+		return false
+	}
+	size := uint64(2048)
+	if m := regexp.MustCompile(`:size=(\d+)`).FindStringSubmatch(text); m != nil {
+		size, _ = strconv.ParseUint(m[1], 10, 64)
+	}
+	entries := regexp.MustCompile(`(?m)^\s*Entries: (\d+)`).FindStringSubmatch(text)
+	if entries == nil {
+		return false
+	}
+	e, _ := strconv.ParseUint(entries[1], 10, 64)
+	return e*2 < size && n*100 <= hits+n
 }
 
 // parseSum reads a field of a sum check: unsigned, or signed (an int
