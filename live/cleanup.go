@@ -96,7 +96,13 @@ func leaseLeftover(t *Target, pid int, cmds []emit.Command, live []claim) []emit
 	for _, c := range emit.Teardown(cmds) {
 		claimed := false
 		for _, o := range live {
-			claimed = claimed || sameObject(emit.Teardown([]emit.Command{o.cmd})[0], c)
+			// A manifest keeps the undo, not the line that made the
+			// object: compare what the removals write (c.Undo is empty
+			// here, as is every other run's, so sameObject would match
+			// any synthetic event of a live run).
+			for _, r := range emit.Teardown([]emit.Command{o.cmd}) {
+				claimed = claimed || r.Kind == c.Kind && r.File == c.File && r.Line == c.Line
+			}
 		}
 		if !claimed && t.present(c) {
 			out = append(out, c)

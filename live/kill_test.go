@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -253,4 +254,45 @@ func leaseWrites(f *fakeTracefs) int {
 		}
 	}
 	return len(f.Writes)
+}
+
+// A run killed while another runs the same query beside it: --cleanup
+// removes every object of the dead run, its synthetic event too, and
+// none of the live run's (a manifest keeps removals without the line that
+// made the object, and once every synthetic event of a live run looked
+// like the dead run's: seen on 5.10-hist in the kernel suite).
+func TestCleanupBesideALiveRun(t *testing.T) {
+	c := killCases[0]
+	whole := killFake(c)
+	killRun(t, whole, c, 7, func(int) bool { return false })
+	// The first write after which run 7's synthetic event exists.
+	k := 0
+	for i := 1; i < len(whole.Writes) && k == 0; i++ {
+		f := killFake(c)
+		f.KillAfter = i
+		killRun(t, f, c, 7, func(int) bool { return false })
+		if data, _ := fs.ReadFile(f, "dynamic_events"); strings.Contains(string(data), "_7\t") {
+			k = i
+		}
+	}
+	if k == 0 {
+		t.Fatalf("run 7 never made its synthetic event:\n%v", whole.Writes)
+	}
+	f := killFake(c)
+	f.KillAfter = k
+	killRun(t, f, c, 7, func(int) bool { return false })
+	f.KillAfter = 0
+	w := f.writes
+	f.KillAfter = w + k // run 8 stops at the same point: it stays, as a live run does
+	killRun(t, f, c, 8, func(int) bool { return false })
+	f.KillAfter = 0
+	alive := func(pid int) bool { return pid == 8 }
+	var out strings.Builder
+	if runs, err := live.Cleanup(&live.Target{Root: "/t", FS: f, W: f}, alive, &out, false); runs != 1 || err != nil {
+		t.Fatalf("--cleanup found %d runs, err %v\n%s", runs, err, out.String())
+	}
+	data, _ := fs.ReadFile(f, "dynamic_events")
+	if strings.Contains(string(data), "_7\t") || !strings.Contains(string(data), "_8\t") {
+		t.Errorf("after --cleanup, dynamic_events:\n%s\n--cleanup wrote:\n%s", data, out.String())
+	}
 }
