@@ -61,7 +61,7 @@ echo > $T/trace
 kill $W
 wait $W
 gstate > /tmp/g1
-echo "@@gdiff"; diff /tmp/g0 /tmp/g1
+echo "@@gdiff"; diff /tmp/g0 /tmp/g1 | sed "s/^@@/ @@/"
 echo "@@done"
 `
 

@@ -32,7 +32,7 @@ echo "@@active"; grep -c sqlhist_exec $T/dynamic_events $T/events/sched/sched_sw
 /work/sqlhist -e --teardown -n sqlhist_exec "$Q"; echo "@@teardown $?"
 /work/sqlhist -e --teardown -n sqlhist_exec "$Q"; echo "@@teardown-again $?"
 snap > /tmp/s1
-echo "@@diff-teardown"; diff /tmp/s0 /tmp/s1
+echo "@@diff-teardown"; diff /tmp/s0 /tmp/s1 | sed "s/^@@/ @@/"
 for e in sched_waking sched_switch; do
 	mkdir -p /tmp/tfs/events/sched/$e
 	for f in format trigger; do ln -s $T/events/sched/$e/$f /tmp/tfs/events/sched/$e/$f; done
@@ -44,14 +44,14 @@ fault() {
 	/work/sqlhist -e -t "$3" -n sqlhist_exec "$Q" 2> /tmp/err; echo "@@fault$4 $?"
 	echo "@@fault$4-stderr"; cat /tmp/err
 	snap > /tmp/after
-	echo "@@diff-fault$4"; diff /tmp/before /tmp/after
+	echo "@@diff-fault$4"; diff /tmp/before /tmp/after | sed "s/^@@/ @@/"
 	echo "$5" >> $T/$1
 }
 fault dynamic_events 's:sqlhist_exec u64 other' /tmp/tfs 1 '-:sqlhist_exec'
 fault events/sched/sched_waking/trigger 'hist:keys=common_pid:sqlhist_exec_ts_us=common_timestamp' $T 2 '!hist:keys=common_pid:sqlhist_exec_ts_us=common_timestamp'
 fault events/sched/sched_switch/trigger 'hist:keys=next_pid:sqlhist_exec_lat=next_prio' $T 3 '!hist:keys=next_pid:sqlhist_exec_lat=next_prio'
 snap > /tmp/s2
-echo "@@diff-end"; diff /tmp/s0 /tmp/s2
+echo "@@diff-end"; diff /tmp/s0 /tmp/s2 | sed "s/^@@/ @@/"
 # -e -B: a missing instance is created with the rest; --teardown leaves it.
 /work/sqlhist -e -B sqlhist_eb -n sqlhist_eb "$Q" 2> /tmp/err; echo "@@instance-apply $?"
 echo "@@instance-trigger"; grep -c sqlhist_eb $T/instances/sqlhist_eb/events/sched/sched_switch/trigger
@@ -59,14 +59,14 @@ echo "@@instance-trigger"; grep -c sqlhist_eb $T/instances/sqlhist_eb/events/sch
 echo "@@instance-left"; grep -v '^#' $T/instances/sqlhist_eb/events/sched/sched_switch/trigger; ls -d $T/instances/sqlhist_eb
 rmdir $T/instances/sqlhist_eb
 snap > /tmp/s3
-echo "@@diff-instance"; diff /tmp/s0 /tmp/s3
+echo "@@diff-instance"; diff /tmp/s0 /tmp/s3 | sed "s/^@@/ @@/"
 P='SELECT TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, dfd=$arg1:s32) AS start
 JOIN kretprobe(sqlhist_no_such_function, ret=$retval:s64) AS end ON start.common_pid = end.common_pid'
 snap > /tmp/s4
 /work/sqlhist -e -n sqlhist_probe "$P" 2> /tmp/err; echo "@@probe-fault $?"
 echo "@@probe-stderr"; cat /tmp/err
 snap > /tmp/s5
-echo "@@diff-probe"; diff /tmp/s4 /tmp/s5
+echo "@@diff-probe"; diff /tmp/s4 /tmp/s5 | sed "s/^@@/ @@/"
 echo "@@done"
 `
 
@@ -89,7 +89,7 @@ for n in 1 2; do
 	/work/sqlhist -e --teardown -n sqlhist_kill "$Q" 2> /tmp/err; echo "@@part$n-teardown $?"
 	echo "@@part$n-stderr"; cat /tmp/err
 	snap > /tmp/s7
-	echo "@@diff-part$n"; diff /tmp/s6 /tmp/s7
+	echo "@@diff-part$n"; diff /tmp/s6 /tmp/s7 | sed "s/^@@/ @@/"
 done
 # A synthetic event someone enabled. The teardown before disables (the
 # printed one without its disable line) fails on the removal: EBUSY.
@@ -105,7 +105,7 @@ echo "@@en-old-left"; grep -c sqlhist_en $T/dynamic_events; cat $T/events/synthe
 /work/sqlhist -e --teardown -n sqlhist_en "$Q" 2> /tmp/err; echo "@@en-teardown $?"
 echo "@@en-teardown-stderr"; cat /tmp/err
 snap > /tmp/s8
-echo "@@diff-en"; diff /tmp/s6 /tmp/s8
+echo "@@diff-en"; diff /tmp/s6 /tmp/s8 | sed "s/^@@/ @@/"
 # The printed teardown under sh -e, of an enabled event and of one that
 # is not (0 to a disabled event's enable is accepted).
 for state in 1 0; do
@@ -113,7 +113,7 @@ for state in 1 0; do
 	echo $state > $T/events/synthetic/sqlhist_en/enable
 	sh -e /tmp/td.sh; echo "@@en$state-script $?"
 	snap > /tmp/s9
-	echo "@@diff-en$state-script"; diff /tmp/s6 /tmp/s9
+	echo "@@diff-en$state-script"; diff /tmp/s6 /tmp/s9 | sed "s/^@@/ @@/"
 done
 read t1 x < /proc/uptime
 echo "@@teardowns-seconds $t0 $t1"

@@ -114,7 +114,7 @@ for dir in /work/cases/*/; do
 		cat exec.err
 		gstate > /tmp/refuse-after.txt
 		echo "@@refusediff"
-		diff /tmp/refuse-before.txt /tmp/refuse-after.txt
+		diff /tmp/refuse-before.txt /tmp/refuse-after.txt | sed "s/^@@/ @@/"
 		[ -n "$inst" ] && rmdir $T/instances/$inst
 		echo "@@end"
 		continue
@@ -189,6 +189,6 @@ for dir in /work/cases/*/; do
 done
 gstate > /tmp/global-after.txt
 echo "@@globaldiff"
-diff /tmp/global-before.txt /tmp/global-after.txt
+diff /tmp/global-before.txt /tmp/global-after.txt | sed "s/^@@/ @@/"
 rmdir $T/instances/sqlhist_dstate
 echo "@@done"

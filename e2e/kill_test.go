@@ -59,7 +59,7 @@ kfail() { echo "@@kp-fail $*"; bad=$((bad + 1)); }
 kclean() {
 	/work/sqlhist --cleanup > /tmp/kco 2> /tmp/kce || { kfail "$1 cleanup exit $?"; cat /tmp/kce; }
 	kstate > /tmp/k1
-	cmp -s /tmp/k0 /tmp/k1 || { kfail "$1 state"; cat /tmp/kco; diff /tmp/k0 /tmp/k1; }
+	cmp -s /tmp/k0 /tmp/k1 || { kfail "$1 state"; cat /tmp/kco; diff /tmp/k0 /tmp/k1 | sed "s/^@@/ @@/"; }
 }
 kp() {
 	name=$1; shift
@@ -84,7 +84,7 @@ kp() {
 	kclean "$name collecting"
 	/work/sqlhist -r -d 0.2 "$@" > /dev/null 2> /tmp/kw || { kfail "$name again exit $?"; tail -3 /tmp/kw; }
 	kstateall > /tmp/k1
-	cmp -s /tmp/kall0 /tmp/k1 || { kfail "$name every trigger"; diff /tmp/kall0 /tmp/k1; }
+	cmp -s /tmp/kall0 /tmp/k1 || { kfail "$name every trigger"; diff /tmp/kall0 /tmp/k1 | sed "s/^@@/ @@/"; }
 	echo "@@kp $name $((points + 1)) bad=$bad $(cut -d' ' -f1 /proc/uptime) of $total writes"
 }
 mkdir $T/instances/sqlhist_kb
@@ -108,7 +108,7 @@ echo "@@same2-writes $(grep -c '^sqlhist: test: write' /tmp/s2e)"
 echo "@@same2-stderr"; grep -v '^sqlhist: test: write' /tmp/s2e
 wait $P; echo "@@same1-exit $?"
 echo "@@same1"; cat /tmp/s1
-kstate > /tmp/k1; cmp -s /tmp/k0 /tmp/k1 || { echo "@@same-state"; diff /tmp/k0 /tmp/k1; }
+kstate > /tmp/k1; cmp -s /tmp/k0 /tmp/k1 || { echo "@@same-state"; diff /tmp/k0 /tmp/k1 | sed "s/^@@/ @@/"; }
 # Someone removes a trigger of a run that collects until Ctrl-C: the run
 # says so, ends by itself with exit 1, and removes the rest.
 /work/sqlhist -r "$J" > /dev/null 2> /tmp/c1e &
@@ -122,7 +122,7 @@ i=0; while [ $i -lt 100 ] && kill -0 $P 2>/dev/null; do sleep 0.1; i=$((i + 1));
 kill -KILL $P 2>/dev/null && echo "@@changed-hung"
 wait $P; echo "@@changed-exit $?"
 echo "@@changed-stderr"; cat /tmp/c1e
-kstate > /tmp/k1; cmp -s /tmp/k0 /tmp/k1 || { echo "@@changed-state"; diff /tmp/k0 /tmp/k1; }
+kstate > /tmp/k1; cmp -s /tmp/k0 /tmp/k1 || { echo "@@changed-state"; diff /tmp/k0 /tmp/k1 | sed "s/^@@/ @@/"; }
 rmdir $T/instances/sqlhist_kb
 echo "@@kdone"
 `

@@ -17,7 +17,7 @@ echo "@@exit $?"
 echo "@@stdout"; cat /tmp/out.txt
 echo "@@stderr"; cat /tmp/err.txt
 snap > /tmp/after.txt
-echo "@@diff"; diff /tmp/before.txt /tmp/after.txt
+echo "@@diff"; diff /tmp/before.txt /tmp/after.txt | sed "s/^@@/ @@/"
 echo "@@done"
 `
 

@@ -163,7 +163,7 @@ kill $W
 wait $W
 gstate > /tmp/g1
 rmdir $T/instances/sqlhist_dstate
-echo "@@gdiff"; diff /tmp/g0 /tmp/g1
+echo "@@gdiff"; diff /tmp/g0 /tmp/g1 | sed "s/^@@/ @@/"
 echo "@@done"
 `
 

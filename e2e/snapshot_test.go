@@ -35,7 +35,7 @@ echo "@@manpage-hist"; cat $T/events/sched/sched_switch/hist
 /work/sqlhist -e --teardown -n wakeup_lat -T -m lat "$M"; echo "@@manpage-teardown $?"
 echo 0 > $T/snapshot
 snap > /tmp/m1
-echo "@@manpage-diff"; diff /tmp/m0 /tmp/m1
+echo "@@manpage-diff"; diff /tmp/m0 /tmp/m1 | sed "s/^@@/ @@/"
 echo "@@manpage-end"; cut -d' ' -f1 /proc/uptime
 `
 
