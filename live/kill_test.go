@@ -296,3 +296,56 @@ func TestCleanupBesideALiveRun(t *testing.T) {
 		t.Errorf("after --cleanup, dynamic_events:\n%s\n--cleanup wrote:\n%s", data, out.String())
 	}
 }
+
+// triggerReads is a tracefs that counts the trigger files read from it.
+type triggerReads struct {
+	fs.FS
+	n int
+}
+
+func (r *triggerReads) Open(name string) (fs.File, error) {
+	if strings.HasSuffix(name, "/trigger") {
+		r.n++
+	}
+	return r.FS.Open(name)
+}
+
+// --cleanup of a run that left its manifest reads only the trigger files
+// the manifest names, and of a run killed before its manifest was whole
+// none:
+// the search by name reads every trigger file of every instance (a
+// thousand and more a kernel, seconds of a slow machine's time), which
+// only a run without a manifest needs.
+func TestCleanupReadsWhatTheManifestNames(t *testing.T) {
+	dead := func(pid int) bool { return false }
+	for _, c := range killCases {
+		t.Run(c.name, func(t *testing.T) {
+			whole := killFake(c)
+			killRun(t, whole, c, 7, dead)
+			n := len(whole.Writes)
+			triggers := 0
+			for _, w := range whole.Writes {
+				if file, _, _ := strings.Cut(w, ": "); strings.HasSuffix(file, "/trigger") {
+					triggers++
+				}
+			}
+			for k := 1; k < n; k++ {
+				f := killFake(c)
+				f.KillAfter = k
+				killRun(t, f, c, 7, dead)
+				f.KillAfter = 0
+				r := &triggerReads{FS: f}
+				if _, err := live.Cleanup(&live.Target{Root: "/t", FS: r, W: f}, dead, io.Discard, false); err != nil {
+					t.Errorf("killed after write %d of %d: %v", k, n, err)
+				}
+				want := triggers // the manifest's, each looked for
+				if k < leaseWrites(whole) {
+					want = 0
+				}
+				if r.n > want {
+					t.Errorf("killed after write %d of %d: --cleanup read %d trigger files, want at most %d", k, n, r.n, want)
+				}
+			}
+		})
+	}
+}
