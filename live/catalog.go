@@ -28,6 +28,13 @@ type CatalogSource struct {
 	Root string
 	// Dir opens a directory of the machine.
 	Dir func(string) (fs.FS, error)
+	// FormatsDir opens Formats unless Machine is set; nil is Dir. (With
+	// sqlhist --via, Dir is the target's and Formats a directory of this
+	// machine.)
+	FormatsDir func(string) (fs.FS, error)
+	// Uname returns the release and machine of the kernel behind Root;
+	// nil is this machine's ([Machine]).
+	Uname func() (release, machine string)
 }
 
 // OpenCatalog picks where event formats come from: the directory Formats,
@@ -46,7 +53,11 @@ func OpenCatalog(src CatalogSource) (*tracefs.Catalog, error) {
 	machine := src.Machine
 	switch {
 	case src.Formats != "":
-		fsys, err := src.Dir(src.Formats)
+		dir := src.FormatsDir
+		if dir == nil || src.Machine {
+			dir = src.Dir
+		}
+		fsys, err := dir(src.Formats)
 		if err != nil {
 			return nil, fmt.Errorf("--formats: %v", err)
 		}
@@ -73,7 +84,11 @@ func OpenCatalog(src CatalogSource) (*tracefs.Catalog, error) {
 	}
 	if machine {
 		// The tracefs of this machine: its kernel is the running one.
-		release, mach := Machine()
+		uname := src.Uname
+		if uname == nil {
+			uname = Machine
+		}
+		release, mach := uname()
 		if release != "" {
 			cat.SetRelease(release)
 		}

@@ -27,13 +27,14 @@ type Leftover struct {
 
 // runName matches what a run names after its process id: its instance and
 // its probe group, sqlhist_<pid>, and its lease, sqlhist_<pid>_own.
-var runName = regexp.MustCompile(`^` + InstancePrefix + `([0-9]+)(` + leaseSuffix + `)?$`)
+var runName = regexp.MustCompile(`^` + InstancePrefix + `([0-9]+)(` + leaseSuffix + `|` + beatSuffix + `)?$`)
 
 // DeadRuns returns the process ids of the runs that left a lease, an
 // instance or a probe group sqlhist_<pid> behind and are no longer
 // running: alive reports whether a process exists. It reads two listings,
 // so a run can check at its start.
 func DeadRuns(t *Target, alive func(pid int) bool) []int {
+	alive = t.liveness(alive)
 	var pids []int
 	dirs := true
 	add := func(name string) {
@@ -68,6 +69,7 @@ func DeadRuns(t *Target, alive func(pid int) bool) []int {
 // given -B NAME puts its triggers in that instance). Objects of live runs
 // and of other tools are not touched.
 func FindLeftovers(t *Target, alive func(pid int) bool) []Leftover {
+	alive = t.liveness(alive)
 	var out []Leftover
 	var live []claim
 	for _, c := range claims(t, alive, -1) {
@@ -87,6 +89,9 @@ func FindLeftovers(t *Target, alive func(pid int) bool) []Leftover {
 		if t.HasInstance(LeaseName(pid)) {
 			lease := emit.Instance(LeaseName(pid))
 			l.Commands = append(l.Commands, emit.Command{Kind: emit.KindDir, File: lease.File, Line: "rmdir", What: "lease " + LeaseName(pid)})
+		}
+		if t.HasInstance(BeatName(pid)) {
+			l.Commands = append(l.Commands, emit.Command{Kind: emit.KindDir, File: "instances/" + BeatName(pid), Line: "rmdir", What: "heartbeat " + BeatName(pid)})
 		}
 		out = append(out, l)
 	}

@@ -135,6 +135,7 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 	if alive == nil {
 		alive = processAlive
 	}
+	alive = t.liveness(alive)
 	id := runID(opt.ID, r.instance)
 	if err := checkClaims(t, alive, id, r.cmds); err != nil {
 		return nil, err
@@ -143,10 +144,18 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 	if t.HasInstance(r.lease) {
 		return nil, fmt.Errorf("the instance %s is there already: a killed run with the same process id (%d) left it; sqlhist --cleanup removes what it left", r.lease, id)
 	}
-	if err := takeLease(t, r.lease, r.cmds); err != nil {
-		return nil, err
+	var h *heart
+	if t.Beat {
+		var err error
+		if h, err = startBeat(t, id); err != nil {
+			return nil, err
+		}
 	}
-	return r.run(ctx)
+	if err := takeLease(t, r.lease, r.cmds); err != nil {
+		return nil, errors.Join(err, h.end(r.lease))
+	}
+	rep, err := r.run(ctx)
+	return rep, errors.Join(err, h.end(r.lease))
 }
 
 // runID is the id of a run: id, or the one in the name of its private

@@ -25,6 +25,13 @@ type Target struct {
 	// OpenPipe opens a trace_pipe (a path under Root) for blocking reads;
 	// Close must end a read that waits. Nil means the machine's.
 	OpenPipe func(path string) (io.ReadCloser, error)
+	// Beat makes a run keep a heartbeat (see [BeatName]): set when the
+	// run's process is not on the target (sqlhist --via), where its
+	// process id tells nothing.
+	Beat bool
+	// Uptime returns the target's seconds since boot, the clock of
+	// heartbeats; nil reads this machine's /proc/uptime.
+	Uptime func() (float64, error)
 }
 
 // Dir returns the tracefs mounted at root on this machine. It does not

@@ -52,6 +52,21 @@ type env struct {
 	// isTerminal reports whether a writer is a terminal (-o pprof
 	// refuses one); nil: never.
 	isTerminal func(w io.Writer) bool
+	// With --via: hostDir opens this machine's directories (--formats),
+	// while dir, writer, mounts, pipe and writable reach the target;
+	// uname is the target's release and machine; beat and uptime make
+	// -r keep a heartbeat on the target (live.Target.Beat); collect, for
+	// a fleet, takes -r's report instead of printing it.
+	hostDir func(path string) (fs.FS, error)
+	uname   func() (release, machine string)
+	beat    bool
+	uptime  func() (float64, error)
+	collect func(*live.Report)
+	// via describes the target for messages ("" on this machine).
+	via string
+	// getenv reads the environment (the kill hook of the kernel suite);
+	// nil reads nothing.
+	getenv func(string) string
 }
 
 func osEnv() env {
@@ -81,6 +96,7 @@ func osEnv() env {
 		writable:    live.Access,
 		replaceFile: replaceFile,
 		isTerminal:  stdoutTerminal,
+		getenv:      os.Getenv,
 	}
 }
 
@@ -103,6 +119,9 @@ type options struct {
 	initrd                                  string   // --initrd FILE
 	planFile                                string   // --plan FILE
 	tracefsExplicit                         bool     // -t was given
+	via                                     []string // --via COMMAND
+	viaFile                                 string   // --via-file FILE
+	viaJobs                                 int      // --via-jobs N
 }
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]
@@ -154,6 +173,9 @@ func run(args []string, e env) int {
 	fl.BoolVar(&o.deref, "deref", false, "read char * fields a query selects through an eprobe that dereferences them to strings")
 	fl.BoolVar(&o.cleanup, "cleanup", false, "remove what killed --run processes left in the tracefs (their instances, triggers, synthetic events, probes)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "with --cleanup: print what it would remove, remove nothing")
+	fl.StringArrayVar(&o.via, "via", nil, "reach the target through `COMMAND`, run with sh -c here, whose input and output are a shell on the target (ssh root@board, adb shell, kubectl exec -i POD -- sh, socat - /dev/ttyUSB0,raw,echo=0); nothing is installed there; repeat for a fleet")
+	fl.StringVar(&o.viaFile, "via-file", "", "read --via commands from `FILE`, one a line (# comments)")
+	fl.IntVar(&o.viaJobs, "via-jobs", 8, "with a fleet: how many targets are worked on at once")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
 	fl.BoolVar(&o.version, "version", false, "print the build's commit, Go version and architecture, and the embedded catalogs")
 	fl.Usage = func() {
@@ -176,6 +198,14 @@ func run(args []string, e env) int {
 		fmt.Fprint(e.stdout, versionText())
 		return exitOK
 	}
+	if len(o.via) > 0 || o.viaFile != "" {
+		return o.runVia(e, fl)
+	}
+	return o.main(e, fl)
+}
+
+// main does what the flags ask, on the target e reaches.
+func (o *options) main(e env, fl *pflag.FlagSet) int {
 	if o.describe != "" || o.listEvents {
 		return o.inspect(fl.Args(), e)
 	}
@@ -257,7 +287,7 @@ func report(e env, src *source.Source, err error) int {
 // target is the tracefs at root as this environment reaches it.
 func (e env) target(root string) *live.Target {
 	fsys, _ := e.dir(root)
-	return &live.Target{Root: root, FS: fsys, W: e.writer(root), OpenPipe: e.pipe}
+	return &live.Target{Root: root, FS: fsys, W: e.writer(root), OpenPipe: e.pipe, Beat: e.beat, Uptime: e.uptime}
 }
 
 // runLive runs the plan with -r: collect until -d or a signal, then print
@@ -274,7 +304,7 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 		case <-ctx.Done():
 		}
 	}()
-	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid)}
+	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid), Alive: e.alive}
 	if o.live.events {
 		opt.Events, opt.Format = e.stdout, o.live.output
 	}
@@ -292,6 +322,10 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 	code := report(e, src, err)
 	if rep == nil || rep.Results == nil && err != nil {
 		return code // nothing was read
+	}
+	if e.collect != nil {
+		e.collect(rep)
+		return code
 	}
 	if ivErr != nil {
 		return report(e, src, ivErr)
@@ -355,7 +389,7 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 		return nil, usageError(e, "--formats and --kernel both choose the event catalog: give one")
 	}
 	cat, err := live.OpenCatalog(live.CatalogSource{Formats: o.formats, Machine: o.machine, Kernel: o.kernel,
-		Arch: o.arch, Root: o.tracefsDir, Dir: e.dir})
+		Arch: o.arch, Root: o.tracefsDir, Dir: e.dir, FormatsDir: e.hostDir, Uname: e.uname})
 	if err != nil {
 		return nil, usageError(e, "%v", err)
 	}

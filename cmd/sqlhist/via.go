@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/live/remote"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// runVia does what the flags ask on the targets --via and --via-file
+// name: one target like this machine, several as a fleet.
+func (o *options) runVia(e env, fl *pflag.FlagSet) int {
+	cmds, code := o.viaCommands(e)
+	if code != exitOK {
+		return code
+	}
+	if len(cmds) == 1 {
+		return o.viaOne(e, fl, cmds[0])
+	}
+	return o.viaFleet(e, fl, cmds)
+}
+
+// viaCommands are the transport commands of --via and --via-file.
+func (o *options) viaCommands(e env) ([]string, int) {
+	cmds := append([]string{}, o.via...)
+	if o.viaFile != "" {
+		data, err := e.readFile(o.viaFile)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "sqlhist: --via-file: %v\n", err)
+			return nil, exitQuery
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				cmds = append(cmds, l)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range cmds {
+		if strings.TrimSpace(c) == "" {
+			return nil, usageError(e, "--via: empty command")
+		}
+		if seen[c] {
+			return nil, usageError(e, "--via %s: the same target twice", c)
+		}
+		seen[c] = true
+	}
+	if len(cmds) == 0 {
+		return nil, usageError(e, "--via-file %s: no command in it", o.viaFile)
+	}
+	if o.viaJobs < 1 {
+		return nil, usageError(e, "--via-jobs must be at least 1")
+	}
+	return cmds, exitOK
+}
+
+// viaOne does what the flags ask on one target.
+func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd string) int {
+	s, err := remote.Dial(context.Background(), cmd, remote.Options{Stderr: e.stderr})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sqlhist: --via %s: %v\n", cmd, err)
+		return exitQuery
+	}
+	defer s.Close()
+	re := viaEnv(e, s)
+	o.viaRoot(re, fl)
+	code := o.main(re, fl)
+	if serr := s.Err(); serr != nil && (o.run || o.execute || o.cleanup) {
+		viaLost(re, o, serr)
+	}
+	return code
+}
+
+// viaRoot finds the target's tracefs when -t does not name one, and
+// makes it the event catalog of a printing run: the formats are the
+// target's, as they are this machine's without --via.
+func (o *options) viaRoot(e env, fl *pflag.FlagSet) {
+	var mounts []byte
+	if !fl.Changed("tracefs") {
+		mounts, _ = e.mounts()
+	}
+	root, err := live.Find(o.tracefsDir, !fl.Changed("tracefs"), string(mounts), e.dir)
+	if err != nil {
+		return // -e, -r and --cleanup say so
+	}
+	o.tracefsDir = root
+	if !o.execute && !o.run && !o.cleanup && !o.dryRun && o.formats == "" && o.kernel == "" && o.planFile == "" {
+		o.formats, o.machine = root, true
+	}
+}
+
+// viaEnv is e with the target reached through s: its directories, its
+// tracefs writes, its trace_pipe, its release, and a run id that cannot
+// be one of its processes (a run keeps a heartbeat there instead).
+func viaEnv(e env, s *remote.Session) env {
+	re := e
+	re.hostDir = e.dir
+	root := s.FS("/")
+	re.dir = func(p string) (fs.FS, error) {
+		name := strings.TrimPrefix(path.Clean("/"+p), "/")
+		if name == "" {
+			name = "."
+		}
+		st, err := root.Stat(name)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("%s: not a directory", p)
+		}
+		return s.FS(p), nil
+	}
+	getenv := e.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	re.writer = killHook(func(root string) tracefs.Writer { return s.Writer(root) }, getenv, e.stderr, selfKill)
+	re.mounts = s.Mounts
+	re.pipe = s.OpenPipe
+	re.writable = s.Writable
+	re.uname = func() (string, string) { return s.Info.Release, s.Info.Machine }
+	re.beat, re.uptime = true, s.Uptime
+	re.pid = remoteRunID()
+	re.via = s.Command
+	return re
+}
+
+// remoteRunID is an id for a run made through a transport: eight digits,
+// above any process id a Linux kernel hands out (PID_MAX_LIMIT is 2^22),
+// so that no target mistakes it for one of its processes.
+func remoteRunID() int {
+	var b [8]byte
+	rand.Read(b[:])
+	return 10_000_000 + int(binary.LittleEndian.Uint64(b[:])%90_000_000)
+}
+
+// viaLost says what a lost transport may have left on the target and
+// how to remove it.
+func viaLost(e env, o *options, err error) {
+	fmt.Fprintf(e.stderr, "sqlhist: the target cannot be reached any more (%v)\n", err)
+	switch {
+	case o.run:
+		fmt.Fprintf(e.stderr, "sqlhist: the run's instances %s, %s and %s, and what its lease lists, may be left on the target;\n"+
+			"sqlhist: once its heartbeat is %v old, this removes them: sqlhist --cleanup --via %s\n",
+			live.InstancePrefix+fmt.Sprint(e.pid), live.LeaseName(e.pid), live.BeatName(e.pid), live.BeatStale, emit.Quote(e.via))
+	case o.execute:
+		fmt.Fprintf(e.stderr, "sqlhist: some of the commands may be applied on the target; the same command with --teardown -e removes them\n")
+	}
+}
+
+func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
+	return usageError(e, "fleets: not yet")
+}

@@ -1,0 +1,452 @@
+// Package remote reaches a target's tracefs through a shell: sqlhist runs
+// a command on this machine (ssh root@board, adb shell, kubectl exec -i
+// POD -- sh, a serial line through socat, nc to a busybox nc -l -e sh)
+// whose standard input and output are a POSIX shell on the target, and
+// every read and write of the tracefs becomes a short shell command sent
+// to it. The target needs only a shell and the tools busybox, toybox and
+// coreutils all have (cat, mkdir, rmdir, kill, uname); nothing is
+// installed there.
+//
+// The target is untrusted input. Each request is one line the shell runs
+// through a function defined at the start of the session; its answer is
+// framed by markers made from a random nonce that is never sent whole (a
+// tty that echoes what it receives cannot forge them), and is bounded in
+// time and size. Anything else the transport prints (echo, prompts, a
+// banner) is ignored; an answer that is cut, late or too big is an error
+// naming the step. Nothing sent to the target blocks without a bound, and
+// every request line is built so that a line cut by a lost transport is
+// rejected, not run, when a later session's input completes it (a serial
+// console's shell outlives the host).
+package remote
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Options configure a session.
+type Options struct {
+	// Timeout bounds each request; 0 is DefaultTimeout.
+	Timeout time.Duration
+	// MaxAnswer bounds the bytes of one answer; 0 is DefaultMaxAnswer.
+	MaxAnswer int
+	// Stderr receives what the transport command prints on its standard
+	// error (ssh's warnings, say); nil keeps only its end, for errors.
+	Stderr io.Writer
+	// Shell runs the command; nil is "sh".
+	Shell string
+}
+
+// Defaults of Options.
+const (
+	DefaultTimeout   = 30 * time.Second
+	DefaultMaxAnswer = 64 << 20
+)
+
+// ErrLost is the error of every request once the transport ended.
+var ErrLost = errors.New("the transport to the target ended")
+
+// Session is one shell on a target. Its methods may be called from
+// several goroutines: requests are made one at a time.
+type Session struct {
+	Command string // the transport command, as given
+
+	opt   Options
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	m1    string // the nonce, sent in two halves
+	m2    string
+	mark  string // m1+m2: never sent whole
+	tail  *tailWriter
+	lines chan []byte // lines of the transport's output
+	done  chan struct{}
+
+	mu     sync.Mutex // one request at a time
+	seq    int
+	broken error // set once the session cannot be used
+
+	// Counters, for measurements: bytes sent and received, requests.
+	sent, received, requests atomic.Int64
+
+	ev events // kept listings of events/ directories
+
+	// Info is what the handshake read.
+	Info Info
+}
+
+// Info describes the target.
+type Info struct {
+	Release string // uname -r
+	Machine string // uname -m
+	BootID  string // /proc/sys/kernel/random/boot_id
+	Host    string // uname -n
+}
+
+// Dial starts the transport command and greets the shell at its far end.
+// The command runs in its own process group, so that a Ctrl-C meant for
+// sqlhist does not end it before sqlhist has cleaned up on the target.
+func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
+	if strings.TrimSpace(command) == "" {
+		return nil, errors.New("--via: empty command")
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	if opt.MaxAnswer <= 0 {
+		opt.MaxAnswer = DefaultMaxAnswer
+	}
+	shell := opt.Shell
+	if shell == "" {
+		shell = "sh"
+	}
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	h := hex.EncodeToString(nonce)
+	s := &Session{Command: command, opt: opt, m1: "SQH" + h[:16], m2: h[16:], tail: &tailWriter{max: 4096},
+		lines: make(chan []byte, 256), done: make(chan struct{})}
+	s.mark = s.m1 + s.m2
+	s.cmd = exec.Command(shell, "-c", command)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var errw io.Writer = s.tail
+	if opt.Stderr != nil {
+		errw = io.MultiWriter(s.tail, opt.Stderr)
+	}
+	s.cmd.Stderr = errw
+	in, err := s.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s.in = in
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("--via %s: %v", command, err)
+	}
+	go s.readLines(out)
+	if err := s.greet(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// readLines reads the transport's output into s.lines until it ends.
+func (s *Session) readLines(out io.Reader) {
+	defer close(s.done)
+	r := bufio.NewReaderSize(out, 64*1024)
+	for {
+		l, err := r.ReadSlice('\n')
+		if len(l) > 0 {
+			s.received.Add(int64(len(l)))
+			s.lines <- append([]byte(nil), l...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// greet sends the lines that make any partial line an earlier session
+// left harmless, defines the request function and reads the target's
+// release, machine and boot.
+func (s *Session) greet(ctx context.Context) error {
+	var b strings.Builder
+	b.WriteString(resync)
+	b.WriteString("LC_ALL=C; export LC_ALL; PS1=; PS2=; PS4=; M1=" + s.m1 + "; M2=" + s.m2 + "\n")
+	b.WriteString("D=" + escape(requestFunctions) + "\n")
+	b.WriteString("set -f; eval $D; set +f\n")
+	if err := s.write(b.String()); err != nil {
+		return s.lostErr("greeting the target's shell", err)
+	}
+	out, err := s.request(ctx, "greeting the target's shell (is the command's other end a POSIX shell?)",
+		`uname -r; uname -m; uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -`)
+	if err != nil {
+		return err
+	}
+	f := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(f) != 4 || f[0] == "" || f[1] == "" {
+		return fmt.Errorf("--via %s: greeting the target's shell: expected its release, machine, host name and boot id, got %q", s.Command, clip(out))
+	}
+	s.Info = Info{Release: f[0], Machine: f[1], Host: f[2], BootID: f[3]}
+	return nil
+}
+
+// resync ends whatever partial line a cut session left in a shell that
+// outlives it: a line continuation (two newlines), an open single quote
+// (the quote in a comment line closes it, else the line is a comment), an
+// open double quote (the same), then a newline that runs what is left,
+// which the request function rejects (see requestFunctions).
+const resync = "\n\n# '\n# \"\n\n"
+
+// requestFunctions is defined in the target's shell at the start of a
+// session. R SEQ CMD SEQ runs CMD (standard input /dev/null, standard
+// error into the answer) between the markers "<nonce> SEQ B" and
+// "<nonce> SEQ E STATUS", each on a line of its own; a call with another
+// number of arguments or with two different SEQs is a cut line and is
+// answered "<nonce> SEQ X". Q N sets the status N; P prints its argument
+// as it is and a newline, with a builtin (mksh's printf is a program: a
+// process a line). Only builtins: a request costs the target no process
+// unless its command runs one. The text travels escaped and is run by
+// "eval $D" (split at single spaces, joined again): it has no runs of
+// spaces, no tabs and no newlines.
+const requestFunctions = `R() { if [ $# = 3 ] && [ "$1" = "$3" ]; then echo; echo "$M1$M2 $1 B"; eval "$2" </dev/null 2>&1; S=$?; echo; echo "$M1$M2 $1 E $S"; else echo; echo "$M1$M2 $1 X"; fi; }; Q() { return $1; }; if [ -n "$KSH_VERSION" ]; then P() { print -r -- "$1"; }; else P() { printf '%s\n' "$1"; }; fi`
+
+// escape writes s as one shell word without quotes: every byte but
+// letters, digits and a few punctuation marks is preceded by a backslash,
+// so that a line cut anywhere leaves no quote open; a newline, which a
+// backslash would join to the next line, travels as "<newline>".
+func escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-./:,+@%^", c) >= 0:
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString("\"\n\"")
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// write sends text to the target.
+func (s *Session) write(text string) error {
+	s.sent.Add(int64(len(text)))
+	_, err := io.WriteString(s.in, text)
+	return err
+}
+
+// AnswerError is a request the target answered with a non-zero status.
+type AnswerError struct {
+	Step   string
+	Status int
+	Output string // what the command printed (its standard error too)
+}
+
+func (e *AnswerError) Error() string {
+	msg := strings.TrimSpace(e.Output)
+	if msg == "" {
+		return fmt.Sprintf("%s: exit status %d", e.Step, e.Status)
+	}
+	return fmt.Sprintf("%s: %s", e.Step, clip(msg))
+}
+
+// Run runs cmd, a shell command, on the target and returns what it
+// printed (standard output and error); a non-zero status is an
+// *AnswerError. step names the request in errors ("reading error_log").
+func (s *Session) Run(ctx context.Context, step, cmd string) (string, error) {
+	return s.request(ctx, step, cmd)
+}
+
+func (s *Session) request(ctx context.Context, step, cmd string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return "", fmt.Errorf("%s: %w", step, s.broken)
+	}
+	s.seq++
+	s.requests.Add(1)
+	seq := strconv.Itoa(s.seq)
+	if err := s.write("R " + seq + " " + escape(cmd) + " " + seq + "\n"); err != nil {
+		return "", s.lostErrLocked(step, err)
+	}
+	begin := s.mark + " " + seq + " B"
+	end := s.mark + " " + seq + " E "
+	reject := s.mark + " " + seq + " X"
+	timer := time.NewTimer(s.opt.Timeout)
+	defer timer.Stop()
+	var body bytes.Buffer
+	var pending []byte // the last line, when the next may be the end marker
+	started := false
+	for {
+		var l []byte
+		select {
+		case l = <-s.lines:
+		case <-s.done:
+			// Lines read before the end may still be queued.
+			select {
+			case l = <-s.lines:
+			default:
+				return "", s.lostErrLocked(step, nil)
+			}
+		case <-timer.C:
+			s.broken = fmt.Errorf("the target did not answer within %v (transport %s)", s.opt.Timeout, s.Command)
+			return "", fmt.Errorf("%s: %w", step, s.broken)
+		case <-ctx.Done():
+			s.broken = fmt.Errorf("interrupted while waiting for the target (%v)", context.Cause(ctx))
+			return "", fmt.Errorf("%s: %w", step, s.broken)
+		}
+		text := trimEOL(l)
+		if !started {
+			switch {
+			case string(text) == begin:
+				started = true
+			case string(text) == reject:
+				s.broken = errors.New("the target's shell rejected a request line as cut; the transport changed or dropped bytes")
+				return "", fmt.Errorf("%s: %w", step, s.broken)
+			}
+			continue
+		}
+		if st, ok := bytes.CutPrefix(text, []byte(end)); ok && len(l) > 0 && l[len(l)-1] == '\n' {
+			status, err := strconv.Atoi(string(st))
+			if err != nil {
+				s.broken = fmt.Errorf("the target's answer ends with a malformed status %q", clip(string(st)))
+				return "", fmt.Errorf("%s: %w", step, s.broken)
+			}
+			// The end marker starts with a newline of its own: the line
+			// before it is the answer's last, with or without one.
+			if pending != nil {
+				body.Write(pending[:len(pending)-eolLen(pending)])
+			}
+			out := body.String()
+			if status != 0 {
+				return out, &AnswerError{Step: step, Status: status, Output: out}
+			}
+			return out, nil
+		}
+		if pending != nil {
+			if bytes.HasSuffix(pending, []byte("\r\n")) {
+				body.Write(pending[:len(pending)-eolLen(pending)])
+				body.WriteByte('\n')
+			} else {
+				body.Write(pending)
+			}
+		}
+		pending = l
+		if body.Len()+len(pending) > s.opt.MaxAnswer {
+			s.broken = fmt.Errorf("the target's answer exceeds %d MiB", s.opt.MaxAnswer>>20)
+			return "", fmt.Errorf("%s: %w", step, s.broken)
+		}
+	}
+}
+
+// trimEOL drops a line's \n or \r\n.
+func trimEOL(l []byte) []byte { return l[:len(l)-eolLen(l)] }
+
+func eolLen(l []byte) int {
+	switch {
+	case bytes.HasSuffix(l, []byte("\r\n")):
+		return 2
+	case bytes.HasSuffix(l, []byte("\n")):
+		return 1
+	}
+	return 0
+}
+
+// lostErr is the error of a request made after the transport ended.
+func (s *Session) lostErr(step string, werr error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lostErrLocked(step, werr)
+}
+
+func (s *Session) lostErrLocked(step string, werr error) error {
+	if s.broken == nil {
+		msg := "the transport command (" + s.Command + ") ended"
+		if t := strings.TrimSpace(s.tail.String()); t != "" {
+			msg += "; it said: " + clip(t)
+		} else if werr != nil {
+			msg += ": " + werr.Error()
+		}
+		s.broken = fmt.Errorf("%w: %s", ErrLost, msg)
+	}
+	return fmt.Errorf("%s: %w", step, s.broken)
+}
+
+// Err is the error that broke the session, or nil.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broken
+}
+
+// Stats are a session's counters.
+type Stats struct {
+	Sent, Received, Requests int64
+}
+
+// Stats returns the bytes sent and received and the requests made.
+func (s *Session) Stats() Stats {
+	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Requests: s.requests.Load()}
+}
+
+// Close ends the session: it closes the command's standard input (the
+// end of a shell over ssh, adb or kubectl; a serial console's shell stays)
+// and waits a little for the command to end before killing its process
+// group.
+func (s *Session) Close() error {
+	s.in.Close()
+	wait := make(chan struct{})
+	go func() { s.cmd.Wait(); close(wait) }()
+	select {
+	case <-wait:
+	case <-time.After(2 * time.Second):
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-wait
+	}
+	s.mu.Lock()
+	if s.broken == nil {
+		s.broken = errors.New("the session is closed")
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// clip shortens s for a message, and shows its odd bytes.
+func clip(s string) string {
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || r >= ' ' && r != 0x7f && r != 0xfffd {
+			return r
+		}
+		return '?'
+	}, s)
+}
