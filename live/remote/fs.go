@@ -145,7 +145,7 @@ func (f *FS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &file{info: st.(entry), r: bytes.NewReader(data), size: int64(len(data))}, nil
+	return &file{info: st.(entry), r: bytes.NewReader(data)}, nil
 }
 
 // Sub is the target's directory dir under f.
@@ -161,7 +161,6 @@ func (f *FS) Sub(dir string) (fs.FS, error) {
 type entry struct {
 	name string
 	dir  bool
-	size int64
 }
 
 func (e entry) Name() string { return e.name }
@@ -173,7 +172,7 @@ func (e entry) Type() fs.FileMode {
 	return 0
 }
 func (e entry) Info() (fs.FileInfo, error) { return e, nil }
-func (e entry) Size() int64                { return e.size }
+func (e entry) Size() int64                { return 0 }
 func (e entry) Mode() fs.FileMode {
 	if e.dir {
 		return fs.ModeDir | 0o555
@@ -186,14 +185,10 @@ func (e entry) Sys() any           { return nil }
 type file struct {
 	info entry
 	r    *bytes.Reader
-	size int64
 }
 
-func (f *file) Stat() (fs.FileInfo, error) {
-	i := f.info
-	i.size = f.size
-	return i, nil
-}
+// Stat says what the listing said: no size (tracefs has none either).
+func (f *file) Stat() (fs.FileInfo, error) { return f.info, nil }
 func (f *file) Read(p []byte) (int, error) { return f.r.Read(p) }
 func (f *file) Close() error               { return nil }
 
@@ -233,7 +228,7 @@ type events struct {
 }
 
 type eventTree struct {
-	systems map[string][]string // system → its events
+	systems map[string][]fs.DirEntry // system → its events (directories) and files
 }
 
 // eventsDir splits an absolute path into the events/ directory it is
@@ -266,18 +261,31 @@ func (s *Session) tree(dir string) *eventTree {
 	}
 	p := emit.Quote(dir)
 	out, err := s.request(context.Background(), "listing the events of "+dir,
-		"if [ -d "+p+" ]; then for e in "+p+"/*/*/; do P \"$e\"; done; else Q 2; fi")
+		"if [ -d "+p+" ]; then for e in "+p+"/*/*; do if [ -d \"$e\" ]; then P \"d$e\"; elif [ -e \"$e\" ]; then P \"f$e\"; fi; done; for e in "+p+"/*/; do P \"d$e\"; done; else Q 2; fi")
 	if err != nil {
 		return nil
 	}
-	t = &eventTree{systems: map[string][]string{}}
+	t = &eventTree{systems: map[string][]fs.DirEntry{}}
 	for _, l := range strings.Split(out, "\n") {
-		rel, ok := strings.CutPrefix(l, dir+"/")
-		sys, ev, ok2 := strings.Cut(strings.TrimSuffix(rel, "/"), "/")
-		if !ok || !ok2 || sys == "" || ev == "" || strings.Contains(ev, "/") || strings.ContainsAny(rel, "*") {
+		if len(l) < 2 || l[0] != 'd' && l[0] != 'f' {
 			continue
 		}
-		t.systems[sys] = append(t.systems[sys], ev)
+		rel, ok := strings.CutPrefix(l[1:], dir+"/")
+		rel = strings.TrimSuffix(rel, "/")
+		sys, name, two := strings.Cut(rel, "/")
+		if !ok || sys == "" || strings.ContainsAny(rel, "*") {
+			continue
+		}
+		if !two {
+			if _, seen := t.systems[sys]; !seen && l[0] == 'd' {
+				t.systems[sys] = nil
+			}
+			continue
+		}
+		if name == "" || strings.Contains(name, "/") {
+			continue
+		}
+		t.systems[sys] = append(t.systems[sys], entry{name: name, dir: l[0] == 'd'})
 	}
 	s.ev.mu.Lock()
 	if s.ev.dirs == nil {
@@ -288,12 +296,9 @@ func (s *Session) tree(dir string) *eventTree {
 	return t
 }
 
-// eventFiles are the files every event directory has.
-var eventFiles = []string{"format", "enable", "filter", "id", "trigger"}
-
 // listed answers whether the path p exists, and is a directory, from
-// the events/ listing: known is false when the listing does not tell
-// (another path, a file other than eventFiles).
+// the events/ listing: known is false when the listing does not tell (a
+// path outside it, a file of an event other than its format).
 func (s *Session) listed(p string) (ok, dir, known bool) {
 	d, rest, isEv := eventsDir(p)
 	if !isEv || rest == "" {
@@ -304,37 +309,32 @@ func (s *Session) listed(p string) (ok, dir, known bool) {
 		return false, false, false
 	}
 	parts := strings.Split(rest, "/")
-	evs, hasSys := t.systems[parts[0]]
-	switch len(parts) {
-	case 1:
+	ents, hasSys := t.systems[parts[0]]
+	if len(parts) == 1 {
 		// A system, or one of the files in events/ (enable, header_page).
 		if hasSys {
 			return true, true, true
 		}
 		return false, false, false
-	case 2:
-		if !hasSys {
-			return false, false, true
-		}
-		if slices.Contains(evs, parts[1]) {
-			return true, true, true
-		}
-		return false, false, false // a file of the system (enable, filter)
-	default:
-		if !hasSys || !slices.Contains(evs, parts[1]) {
-			return false, false, true
-		}
-		if slices.Contains(eventFiles, parts[2]) {
-			return true, false, true
-		}
-		return false, false, false
 	}
+	if !hasSys {
+		return false, false, true
+	}
+	i := slices.IndexFunc(ents, func(e fs.DirEntry) bool { return e.Name() == parts[1] })
+	if i < 0 {
+		return false, false, true
+	}
+	if len(parts) == 2 {
+		return true, ents[i].IsDir(), true
+	}
+	if ents[i].IsDir() && len(parts) == 3 && parts[2] == "format" {
+		return true, false, true // every event has its format
+	}
+	return false, false, false
 }
 
-// listing returns the entries of a directory the events/ listing holds:
-// events/ (its systems) and a system (its events). Files beside them are
-// not in it: only directories are listed, so ok is false for any other
-// path, and for events/ itself (it has files too).
+// listing returns the entries of a system's directory from the events/
+// listing.
 func (s *Session) listing(p string) ([]fs.DirEntry, bool) {
 	dir, rest, isEv := eventsDir(p)
 	if !isEv || rest == "" || strings.Contains(rest, "/") {
@@ -344,15 +344,11 @@ func (s *Session) listing(p string) ([]fs.DirEntry, bool) {
 	if t == nil {
 		return nil, false
 	}
-	evs, ok := t.systems[rest]
+	ents, ok := t.systems[rest]
 	if !ok {
 		return nil, false
 	}
-	// A system's directory also holds enable and filter.
-	ents := []fs.DirEntry{entry{name: "enable"}, entry{name: "filter"}}
-	for _, e := range evs {
-		ents = append(ents, entry{name: e, dir: true})
-	}
+	ents = slices.Clone(ents)
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return ents, true
 }

@@ -64,8 +64,8 @@ var errnos = []syscall.Errno{
 // def when it names none of errnos.
 func errnoOf(msg string, def error) error {
 	low := strings.ToLower(msg)
-	if strings.Contains(low, "nonexistent directory") {
-		return syscall.ENOENT // busybox ash's own words
+	if strings.Contains(low, "nonexistent directory") || strings.Contains(low, "directory nonexistent") {
+		return syscall.ENOENT // busybox ash's and dash's own words
 	}
 	for _, e := range errnos {
 		if strings.Contains(low, e.Error()) {
