@@ -23,6 +23,9 @@ func (res *Result) WriteWarnings(w io.Writer) {
 		fmt.Fprintf(w, "sqlhist: warning: %s: %d events had a negative %s (the end stamped before the start: clock skew between CPUs); they are not in the results\n",
 			res.Title, res.Negative, res.Latency.Label)
 	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "sqlhist: note: %s: %s\n", res.Title, n)
+	}
 	t := res.Read.Totals
 	if t.Dropped == 0 {
 		return
@@ -197,8 +200,18 @@ func writeDistribution(w io.Writer, dist []Bucket) {
 
 // jsonResult is the JSON form of one statement's results.
 type jsonResult struct {
-	Event        string           `json:"event"`
-	Columns      []string         `json:"columns"`
+	Event   string   `json:"event"`
+	Columns []string `json:"columns"`
+	// Kinds say what each column is (key, count, sum, max, last, saved,
+	// percent, graph, latency), Keys the histogram's key fields as the
+	// trigger names them ("lat.log2"), Order how the rows are sorted,
+	// Limit and Size the query's LIMIT and --size: what reading the
+	// results back for a merge needs (see [ReadJSONReport]).
+	Kinds        []string         `json:"kinds"`
+	Keys         []string         `json:"keys,omitempty"`
+	Order        []jsonOrder      `json:"order,omitempty"`
+	Limit        int              `json:"limit,omitempty"`
+	Size         int              `json:"size,omitempty"`
 	Rows         []map[string]any `json:"rows"`
 	Totals       jsonTotals       `json:"totals"`
 	Unit         string           `json:"unit,omitempty"`
@@ -214,6 +227,13 @@ type jsonTotals struct {
 	Dropped uint64 `json:"dropped"`
 	// Negative counts the events left out for a negative latency.
 	Negative uint64 `json:"negative,omitempty"`
+}
+
+// jsonOrder is one sort column of the rows: a column's label, or
+// "count".
+type jsonOrder struct {
+	Column string `json:"column"`
+	Desc   bool   `json:"desc,omitempty"`
 }
 
 type jsonBucket struct {
@@ -232,6 +252,10 @@ type jsonLatency struct {
 	P50      jsonPercentile `json:"p50"`
 	P90      jsonPercentile `json:"p90"`
 	P99      jsonPercentile `json:"p99"`
+	// Sum and Distribution (the row's counts per log2 bucket with any)
+	// make the row mergeable exactly with another target's.
+	Sum          float64      `json:"sum"`
+	Distribution []jsonBucket `json:"distribution"`
 }
 
 // jsonPercentile is a percentile interpolated in the log2 bucket (low,
@@ -247,9 +271,16 @@ func newJSONPercentile(p Percentile) jsonPercentile {
 }
 
 func renderJSON(w io.Writer, results []*Result) error {
+	return renderJSONLabelled(w, results, "")
+}
+
+// renderJSONLabelled writes the JSON document of results, with the
+// target's label first when it is not "".
+func renderJSONLabelled(w io.Writer, results []*Result, label string) error {
 	out := struct {
+		Label   string       `json:"label,omitempty"`
 		Results []jsonResult `json:"results"`
-	}{Results: jsonResults(results)}
+	}{Label: label, Results: jsonResults(results)}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
@@ -263,6 +294,11 @@ func jsonResults(results []*Result) []jsonResult {
 		jr := jsonResult{Event: res.Title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits + t.Dropped + res.Negative, t.Hits, t.Entries, t.Dropped, res.Negative}}
 		for _, c := range res.Hist.Columns {
 			jr.Columns = append(jr.Columns, c.Label)
+			jr.Kinds = append(jr.Kinds, kindNames[c.Kind])
+		}
+		jr.Keys, jr.Limit, jr.Size = res.Hist.Keys, res.Hist.Limit, res.Hist.Size
+		for _, o := range resultOrder(res) {
+			jr.Order = append(jr.Order, jsonOrder{o.Label, o.Desc})
 		}
 		if res.Latency != nil {
 			jr.Unit = res.Latency.Unit
@@ -278,7 +314,8 @@ func jsonResults(results []*Result) []jsonResult {
 					m[c.Label], _ = jsonCell(c, r.At(c, j))
 				case c.Kind == planner.ColLatency:
 					m[c.Label] = jsonLatency{Avg: math.Round(r.Avg()*10) / 10, Max: r.Stats.Max, MaxBound: r.Stats.MaxBound,
-						P50: newJSONPercentile(r.Percentile(50)), P90: newJSONPercentile(r.Percentile(90)), P99: newJSONPercentile(r.Percentile(99))}
+						P50: newJSONPercentile(r.Percentile(50)), P90: newJSONPercentile(r.Percentile(90)), P99: newJSONPercentile(r.Percentile(99)),
+						Sum: r.Stats.Sum, Distribution: rowBuckets(r.Stats.Dist)}
 				case r.At(c, j).Frames != nil:
 					// A stack: its frames, the innermost first.
 					m[c.Label] = r.At(c, j).Frames
@@ -297,6 +334,18 @@ func jsonResults(results []*Result) []jsonResult {
 	return out
 }
 
+// rowBuckets lists a row's log2 buckets that counted events, the lowest
+// first.
+func rowBuckets(dist map[int]uint64) []jsonBucket {
+	out := []jsonBucket{}
+	for _, b := range buckets(dist) {
+		if b.Count > 0 {
+			out = append(out, jsonBucket{b.Low, b.High, b.Count})
+		}
+	}
+	return out
+}
+
 // renderCSV writes one header and the rows per statement, with a blank
 // line between statements.
 func renderCSV(w io.Writer, results []*Result) error {
@@ -306,31 +355,44 @@ func renderCSV(w io.Writer, results []*Result) error {
 // renderCSVPrefixed writes CSV as renderCSV does, with a first column
 // (title, its value on every row) when title is not "".
 func renderCSVPrefixed(w io.Writer, results []*Result, title, value string) error {
+	if title == "" {
+		return renderCSVColumns(w, results, nil, nil)
+	}
+	return renderCSVColumns(w, results, []string{title}, []string{value})
+}
+
+// renderCSVColumns writes CSV as renderCSV does, with first columns
+// titled titles holding values on every row.
+func renderCSVColumns(w io.Writer, results []*Result, titles, values []string) error {
 	for i, res := range results {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		var h []string
-		if title != "" {
-			h = append(h, title)
-		}
-		for _, c := range res.Hist.Columns {
-			if c.Kind == planner.ColLatency {
-				h = append(h, c.Label+"_avg", c.Label+"_p50", c.Label+"_p90", c.Label+"_p99", c.Label+"_max")
-				continue
-			}
-			h = append(h, c.Label)
-		}
-		writeCSV(w, h)
-		for _, r := range res.Rows {
-			row := res.cells(r, "")
-			if title != "" {
-				row = append([]string{value}, row...)
-			}
-			writeCSV(w, row)
-		}
+		writeCSV(w, res.csvHeader(titles))
+		res.writeCSVRows(w, values)
 	}
 	return nil
+}
+
+// csvHeader is the CSV header of a result, after the titles of the
+// columns put first.
+func (res *Result) csvHeader(titles []string) []string {
+	h := append([]string(nil), titles...)
+	for _, c := range res.Hist.Columns {
+		if c.Kind == planner.ColLatency {
+			h = append(h, c.Label+"_avg", c.Label+"_p50", c.Label+"_p90", c.Label+"_p99", c.Label+"_max")
+			continue
+		}
+		h = append(h, c.Label)
+	}
+	return h
+}
+
+// writeCSVRows writes a result's rows as CSV, each after values.
+func (res *Result) writeCSVRows(w io.Writer, values []string) {
+	for _, r := range res.Rows {
+		writeCSV(w, append(append([]string(nil), values...), res.cells(r, "")...))
+	}
 }
 
 func writeCSV(w io.Writer, rec []string) {
@@ -365,18 +427,30 @@ func writeEventJSON(w io.Writer, rec *tracefs.TraceRecord, fields []tracefs.Trac
 // "partial": …, "results": […]}; in CSV, its rows with the interval's
 // number as the first column.
 func (iv *Interval) Write(w io.Writer, format string) error {
+	return iv.WriteLabelled(w, format, "")
+}
+
+// WriteLabelled prints one interval as [Interval.Write] does, with the
+// target's label when it is not "": in the title line, as the JSON
+// line's "label", as a first CSV column "target".
+func (iv *Interval) WriteLabelled(w io.Writer, format, label string) error {
 	switch format {
 	case "json":
-		return writeJSONLine(w, map[string]any{"interval": iv.N, "start": iv.Start.Seconds(), "end": iv.End.Seconds(),
-			"partial": iv.Partial, "results": jsonResults(iv.Results)})
+		line := map[string]any{"interval": iv.N, "start": iv.Start.Seconds(), "end": iv.End.Seconds(),
+			"partial": iv.Partial, "results": jsonResults(iv.Results)}
+		if label != "" {
+			line["label"] = label
+		}
+		return writeJSONLine(w, line)
 	case "csv":
-		return renderCSVPrefixed(w, iv.Results, "interval", strconv.Itoa(iv.N))
+		titles, values := labelColumns(label)
+		return renderCSVColumns(w, iv.Results, append(titles, "interval"), append(values, strconv.Itoa(iv.N)))
 	}
 	partial := ""
 	if iv.Partial {
 		partial = ", partial"
 	}
-	fmt.Fprintf(w, "=== interval %d: %.1f s to %.1f s%s\n", iv.N, iv.Start.Seconds(), iv.End.Seconds(), partial)
+	fmt.Fprintf(w, "=== %sinterval %d: %.1f s to %.1f s%s\n", labelHead(label), iv.N, iv.Start.Seconds(), iv.End.Seconds(), partial)
 	if err := renderTables(w, iv.Results); err != nil {
 		return err
 	}
@@ -384,20 +458,47 @@ func (iv *Interval) Write(w io.Writer, format string) error {
 	return nil
 }
 
+// labelColumns are the first CSV column of a labelled target's rows.
+func labelColumns(label string) (titles, values []string) {
+	if label == "" {
+		return nil, nil
+	}
+	return []string{"target"}, []string{label}
+}
+
+// labelHead starts a title line with a target's label.
+func labelHead(label string) string {
+	if label == "" {
+		return ""
+	}
+	return label + ": "
+}
+
 // WriteTotal prints, after the intervals, the results of the whole run:
 // a titled table, a JSON line {"total": true, "results": […]}, or CSV rows
 // with "total" as the first column.
 func (rep *Report) WriteTotal(w, errw io.Writer, format string) error {
+	return rep.WriteTotalLabelled(w, errw, format, "")
+}
+
+// WriteTotalLabelled prints the total as [Report.WriteTotal] does, with
+// the target's label when it is not "" (see [Interval.WriteLabelled]).
+func (rep *Report) WriteTotalLabelled(w, errw io.Writer, format, label string) error {
 	for _, res := range rep.Results {
 		res.WriteWarnings(errw)
 	}
 	switch format {
 	case "json":
-		return writeJSONLine(w, map[string]any{"total": true, "results": jsonResults(rep.Results)})
+		line := map[string]any{"total": true, "results": jsonResults(rep.Results)}
+		if label != "" {
+			line["label"] = label
+		}
+		return writeJSONLine(w, line)
 	case "csv":
-		return renderCSVPrefixed(w, rep.Results, "interval", "total")
+		titles, values := labelColumns(label)
+		return renderCSVColumns(w, rep.Results, append(titles, "interval"), append(values, "total"))
 	}
-	fmt.Fprintln(w, "=== total")
+	fmt.Fprintf(w, "=== %stotal\n", labelHead(label))
 	return renderTables(w, rep.Results)
 }
 

@@ -29,6 +29,9 @@ type Result struct {
 	// event stamped before the start event (clock skew between CPUs). The
 	// u64 latency then wraps around; they are left out of the rows.
 	Negative uint64
+	// Notes say what a merged result (see [Merge]) cannot show exactly;
+	// nil for a target's own.
+	Notes []string
 }
 
 // Totals are the kernel's counts for the histogram read.

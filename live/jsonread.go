@@ -1,0 +1,359 @@
+package live
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// ReadJSONReport reads back what sqlhist -r -o json printed: the document
+// {"results": […]}, with its "label" when it has one (see
+// [Report.WriteLabelled]), or the lines of -i, whose {"total": true, …}
+// line it takes (the intervals are in the total). The report is precise
+// enough to [Merge] exactly: counts, sums, the latency's distributions
+// and maxima, the Totals. A table printed from it is the one sqlhist
+// printed, but for what JSON does not keep: a syscall key's number, a
+// symbol's address.
+//
+// Errors say where: "3:5: …" (line and column) for JSON that does not
+// parse, else the line where the document starts and the path in it
+// ("results[0].rows[2].lat: …").
+func ReadJSONReport(r io.Reader) (label string, rep *Report, err error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return "", nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type doc struct {
+		Label    *string         `json:"label"`
+		Total    bool            `json:"total"`
+		Interval json.RawMessage `json:"interval"`
+		Targets  json.RawMessage `json:"targets"`
+		Results  json.RawMessage `json:"results"`
+	}
+	var found *doc
+	foundAt, intervals := 0, 0
+	for {
+		start := int(dec.InputOffset())
+		var d doc
+		if err := dec.Decode(&d); err == io.EOF {
+			break
+		} else if err != nil {
+			return "", nil, jsonSyntaxError(data, start, err)
+		}
+		start = skipSpace(data, start)
+		switch {
+		case d.Targets != nil:
+			return "", nil, posError(data, start, "a fleet's document (\"targets\" and \"merged\"), not one target's results: give each target's -o json output")
+		case d.Interval != nil:
+			intervals++
+			continue
+		case d.Results == nil:
+			return "", nil, posError(data, start, "no \"results\": not the -o json output of sqlhist -r")
+		case found != nil:
+			return "", nil, posError(data, start, "a second document of results (the first is at line %d): give one run's output per file", lineOf(data, foundAt))
+		}
+		found, foundAt = &d, start
+	}
+	if found == nil {
+		if intervals > 0 {
+			return "", nil, fmt.Errorf("%d intervals and no total (the line {\"total\": true, …} that ends -i's output): the run was cut short", intervals)
+		}
+		return "", nil, errors.New("empty: no results")
+	}
+	if found.Label != nil {
+		label = *found.Label
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(found.Results, &raw); err != nil {
+		return "", nil, posError(data, foundAt, "results: %v", err)
+	}
+	rep = &Report{}
+	for i, m := range raw {
+		res, err := readJSONResult(m)
+		if err != nil {
+			return "", nil, posError(data, foundAt, "results[%d]%v", i, err)
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return label, rep, nil
+}
+
+// readJSONResult reads one result object (see jsonResults).
+func readJSONResult(m json.RawMessage) (*Result, error) {
+	var in struct {
+		Event        string
+		Columns      []string
+		Kinds        []string
+		Keys         []string
+		Order        []jsonOrder
+		Limit        int
+		Size         int
+		Rows         []map[string]json.RawMessage
+		Totals       *jsonTotals
+		Unit         string
+		Distribution []jsonBucket
+	}
+	dec := json.NewDecoder(bytes.NewReader(m))
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf(": %v", err)
+	}
+	switch {
+	case in.Event == "":
+		return nil, errors.New(": no \"event\"")
+	case in.Totals == nil:
+		return nil, fmt.Errorf(" (%s): no \"totals\"", in.Event)
+	case in.Kinds == nil:
+		return nil, fmt.Errorf(" (%s): no \"kinds\" (written by an sqlhist older than merge: run the query again with this one)", in.Event)
+	case len(in.Kinds) != len(in.Columns):
+		return nil, fmt.Errorf(" (%s): %d kinds for %d columns", in.Event, len(in.Kinds), len(in.Columns))
+	}
+	h := &planner.Hist{Keys: in.Keys, Limit: in.Limit, Size: in.Size, NoHitcount: true}
+	h.System, h.Event, _ = strings.Cut(in.Event, "/")
+	byName := map[string]planner.ColumnKind{}
+	for k, name := range kindNames {
+		byName[name] = k
+	}
+	keys, vals, saved := 0, 0, 0
+	for j, label := range in.Columns {
+		kind, ok := byName[in.Kinds[j]]
+		if !ok {
+			return nil, fmt.Errorf(".kinds[%d]: unknown kind %q", j, in.Kinds[j])
+		}
+		c := planner.Column{Label: label, Kind: kind}
+		switch kind {
+		case planner.ColKey, planner.ColLatency:
+			c.Index = keys
+			keys++
+		case planner.ColValue, planner.ColPercent, planner.ColGraph:
+			c.Index = vals
+			vals++
+		case planner.ColSaved:
+			c.Index = saved
+			saved++
+		case planner.ColCount:
+			h.NoHitcount = false
+		}
+		if kind == planner.ColLatency {
+			c.Unit = in.Unit
+		}
+		h.Columns = append(h.Columns, c)
+	}
+	if keys > len(h.Keys) {
+		return nil, fmt.Errorf(" (%s): %d key columns and %d \"keys\"", in.Event, keys, len(h.Keys))
+	}
+	u := &planner.Unit{}
+	for _, o := range in.Order {
+		u.Order = append(u.Order, planner.ResultOrder{Label: o.Column, Desc: o.Desc})
+	}
+	t := in.Totals
+	res := &Result{Unit: u, Hist: h, Title: in.Event, Negative: t.Negative,
+		Read: &tracefs.Histogram{Totals: tracefs.HistTotals{Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}}}
+	for j := range h.Columns {
+		if h.Columns[j].Kind == planner.ColLatency {
+			res.Latency = &h.Columns[j]
+		}
+	}
+	for _, b := range in.Distribution {
+		res.Distribution = append(res.Distribution, Bucket{b.Low, b.High, b.Count})
+	}
+	for i, m := range in.Rows {
+		row, err := readJSONRow(h, m)
+		if err != nil {
+			return nil, fmt.Errorf(".rows[%d]%v", i, err)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
+
+// readJSONRow reads one row: a value per column, by its kind.
+func readJSONRow(h *planner.Hist, m map[string]json.RawMessage) (Row, error) {
+	var r Row
+	for _, c := range h.Columns {
+		v, ok := m[c.Label]
+		if !ok {
+			return r, fmt.Errorf(": no %q", c.Label)
+		}
+		cl, err := readJSONCell(h, c, v, &r)
+		if err != nil {
+			return r, fmt.Errorf(".%s: %v", c.Label, err)
+		}
+		r.Cells = append(r.Cells, cl)
+	}
+	return r, nil
+}
+
+// readJSONCell reads the cell of column c (the count and the latency go to
+// the row).
+func readJSONCell(h *planner.Hist, c planner.Column, v json.RawMessage, r *Row) (Cell, error) {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	switch c.Kind {
+	case planner.ColCount:
+		n, err := strconv.ParseUint(string(v), 10, 64)
+		if err != nil {
+			return Cell{}, fmt.Errorf("a count, not %s", v)
+		}
+		r.Count = n
+		return Cell{}, nil
+	case planner.ColLatency:
+		var l struct {
+			Max          *uint64
+			MaxBound     bool `json:"max_is_bound"`
+			Sum          *float64
+			Distribution []jsonBucket
+		}
+		if err := dec.Decode(&l); err != nil {
+			return Cell{}, err
+		}
+		if l.Sum == nil || l.Max == nil || l.Distribution == nil {
+			return Cell{}, errors.New("no \"sum\", \"max\" or \"distribution\" (written by an sqlhist older than merge: run the query again with this one)")
+		}
+		s := &LatencyStats{Sum: *l.Sum, Max: *l.Max, MaxBound: l.MaxBound, Dist: map[int]uint64{}}
+		for _, b := range l.Distribution {
+			s.Dist[bucketExp(Bucket{b.Low, b.High, b.Count})] += b.Count
+		}
+		r.Stats = s
+		return Cell{}, nil
+	}
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return Cell{}, err
+	}
+	switch x := x.(type) {
+	case json.Number:
+		return numberCell(h, c, x)
+	case string:
+		return stringCell(c, x), nil
+	case []any:
+		frames := []string{}
+		for _, f := range x {
+			s, ok := f.(string)
+			if !ok {
+				return Cell{}, fmt.Errorf("a stack's frames are strings, not %v", f)
+			}
+			frames = append(frames, s)
+		}
+		return Cell{Text: strings.Join(frames, "\n"), Frames: frames}, nil
+	}
+	return Cell{}, fmt.Errorf("a number, a string or frames, not %s", v)
+}
+
+// numberCell is a cell of a number as JSON has it: a key's value (shown
+// as its modifier shows it), a sum, a maximum, a percentage.
+func numberCell(h *planner.Hist, c planner.Column, x json.Number) (Cell, error) {
+	if c.Kind == planner.ColPercent {
+		f, err := x.Float64()
+		if err != nil {
+			return Cell{}, err
+		}
+		return Cell{Text: strconv.FormatFloat(f, 'f', 2, 64)}, nil
+	}
+	if strings.HasPrefix(string(x), "-") {
+		n, err := strconv.ParseInt(string(x), 10, 64)
+		if err != nil || c.Kind != planner.ColKey {
+			return Cell{}, fmt.Errorf("%s: not a signed key", x)
+		}
+		return Cell{Text: string(x), Num: uint64(n), IsNum: true, Neg: true}, nil
+	}
+	n, err := strconv.ParseUint(string(x), 10, 64)
+	if err != nil {
+		return Cell{}, fmt.Errorf("%s: not an unsigned 64-bit number", x)
+	}
+	cl := Cell{Text: string(x), Num: n, IsNum: true}
+	mod := keyModifier(h, c)
+	switch {
+	case mod == "log2":
+		lo, hi := bucketRange(bucketExp(Bucket{High: n}))
+		if hi != n {
+			return Cell{}, fmt.Errorf("%d: not the top of a log2 bucket", n)
+		}
+		cl.Text = bucketText(lo, hi)
+	case strings.HasPrefix(mod, "buckets="):
+		size, err := strconv.ParseUint(strings.TrimPrefix(mod, "buckets="), 10, 64)
+		if err != nil || size == 0 {
+			return Cell{}, fmt.Errorf("key %q: no bucket size", h.Keys[c.Index])
+		}
+		cl.Text = fmt.Sprintf("%d-%d", n, n+size-1)
+	case mod == "hex":
+		cl.Text = strconv.FormatUint(n, 16)
+	}
+	return cl, nil
+}
+
+// stringCell is a cell of a string: a key's text, a bound ("<=N") or an
+// unknown ("?") maximum, a saved string, a bar.
+func stringCell(c planner.Column, s string) Cell {
+	if c.Kind == planner.ColMax {
+		if rest, ok := strings.CutPrefix(s, "<="); ok {
+			if n, err := strconv.ParseUint(rest, 10, 64); err == nil {
+				return Cell{Text: s, Num: n}
+			}
+		}
+	}
+	return Cell{Text: s}
+}
+
+// posError is an error at the document that starts at offset off.
+func posError(data []byte, off int, format string, args ...any) error {
+	line, col := lineCol(data, off)
+	return fmt.Errorf("%d:%d: "+format, append([]any{line, col}, args...)...)
+}
+
+// jsonSyntaxError places a decoding error: at its offset when it has one.
+func jsonSyntaxError(data []byte, start int, err error) error {
+	off := start
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = int(se.Offset) - 1
+	case errors.As(err, &te):
+		off = int(te.Offset) - 1
+		err = fmt.Errorf("%s is a JSON %s, not %s: not the -o json output of sqlhist -r", pathOr(te.Field, "the document"), te.Value, te.Type)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		off = len(data)
+		err = errors.New("unexpected end of the file: the output was cut short")
+	}
+	return posError(data, max(off, 0), "%v", err)
+}
+
+func pathOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+// lineCol is the line and byte column (from 1) of offset off.
+func lineCol(data []byte, off int) (int, int) {
+	off = min(off, len(data))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := off - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+func lineOf(data []byte, off int) int {
+	l, _ := lineCol(data, off)
+	return l
+}
+
+// skipSpace is the offset of the first byte at or after off that is not
+// JSON white space.
+func skipSpace(data []byte, off int) int {
+	for off < len(data) && bytes.IndexByte([]byte(" \t\r\n"), data[off]) >= 0 {
+		off++
+	}
+	return off
+}

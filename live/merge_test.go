@@ -1,0 +1,207 @@
+package live_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// runOn runs sql as run id on a fake tracefs whose hist file of the event
+// (relative to the run's instance) holds hist, and returns the report.
+func runOn(t *testing.T, sql string, id int, event, hist string) *live.Report {
+	t.Helper()
+	fsys, err := tracefs.Embedded("6.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := source.NewSource("q.sql", sql)
+	plan, diags := live.Compile(src, tracefs.Open(fsys), live.Prepare(planner.Options{}, id))
+	if plan == nil {
+		t.Fatal(diags.Render(src))
+	}
+	f := newFake()
+	f.Files[fmt.Sprintf("instances/sqlhist_%d/events/%s/hist", id, event)] = hist
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, err := live.Run(ctx, &live.Target{Root: "/t", FS: f, W: f}, plan, live.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// joinHist is the results histogram of the wakeup JOIN of run id, with
+// its entries, and the counter of negative latencies with neg events.
+func joinHist(id int, entries string, hits, n, neg int) string {
+	return fmt.Sprintf(`# event histogram
+#
+# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:sched_waking_to_sched_switch_%[1]d_max=lat:sort=hitcount:size=8192:onmax($sched_waking_to_sched_switch_%[1]d_max).save(lat) if lat < 9223372036854775808 [active]
+#
+
+%[2]s
+Totals:
+    Hits: %[3]d
+    Entries: %[4]d
+    Dropped: 0
+
+# event histogram
+#
+# trigger info: hist:keys=common_cpu:vals=hitcount:sort=hitcount:size=2048 if lat >= 9223372036854775808 [active]
+#
+
+Totals:
+    Hits: %[5]d
+    Entries: 0
+    Dropped: 0
+`, id, entries, hits, n, neg)
+}
+
+// Two targets' runs of the wakeup JOIN.
+func wakeupFleet(t *testing.T) (a, b *live.Report) {
+	a = runOn(t, wakeup, 9, "synthetic/sched_waking_to_sched_switch_9", joinHist(9,
+		"{ comm: sh                                                 , lat: ~ 2^4  } hitcount:          3  lat:         36\n\tmax:         12  lat:         12\n"+
+			"{ comm: kworker/0:1                                        , lat: ~ 2^3  } hitcount:          2  lat:         10\n\tmax:          5  lat:          5\n"+
+			"{ comm: sh                                                 , lat: ~ 2^7  } hitcount:          1  lat:        100\n\tmax:        100  lat:        100\n",
+		6, 3, 0))
+	b = runOn(t, wakeup, 11, "synthetic/sched_waking_to_sched_switch_11", joinHist(11,
+		"{ comm: sh                                                 , lat: ~ 2^5  } hitcount:          4  lat:        100\n\tmax:         30  lat:         30\n"+
+			"{ comm: rcu_preempt                                        , lat: ~ 2^11 } hitcount:          2  lat:       3000\n\tmax:       1500  lat:       1500\n",
+		6, 2, 1))
+	return a, b
+}
+
+// Merging a JOIN's results: counts and sums add, the maximum is the
+// largest, the distributions add (per row and overall), and the
+// percentiles come from the merged distribution; a key on both targets
+// is one row, a key on one is kept.
+func TestMergeJoin(t *testing.T) {
+	a, b := wakeupFleet(t)
+	m, err := live.Merge([]*live.Report{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := m.Results[0]
+	if res.Title != "synthetic/sched_waking_to_sched_switch" {
+		t.Errorf("title %q, want the event's name without the runs' ids", res.Title)
+	}
+	if tot := res.Totals(); tot.Hits != 12 || tot.Entries != 5 || tot.Dropped != 0 || res.Negative != 1 {
+		t.Errorf("totals %+v, negative %d; want hits 12, entries 5, negative 1", tot, res.Negative)
+	}
+	type row struct {
+		Comm  string
+		Count uint64
+		Sum   float64
+		Max   uint64
+		Dist  map[int]uint64
+		P50   live.Percentile
+		P90   live.Percentile
+		P99   live.Percentile
+		Bound bool
+	}
+	var got []row
+	for _, r := range res.Rows {
+		got = append(got, row{r.Cells[0].Text, r.Count, r.Stats.Sum, r.Stats.Max, r.Stats.Dist,
+			r.Percentile(50), r.Percentile(90), r.Percentile(99), r.Stats.MaxBound})
+	}
+	// sh: 3 events in (8, 16], 1 in (64, 128] on the first target, 4 in
+	// (16, 32] on the second. The median is the 4th of 8: the first of
+	// the 4 in (16, 32], interpolated over 17…32: 17 + 0.5/4*15. p90 and
+	// p99 are the 8th, the maximum.
+	max100 := live.Percentile{Value: 100, Low: 100, High: 100}
+	want := []row{
+		{"sh", 8, 236, 100, map[int]uint64{4: 3, 7: 1, 5: 4}, live.Percentile{Value: 18.875, Low: 16, High: 32}, max100, max100, false},
+		{"kworker/0:1", 2, 10, 5, map[int]uint64{3: 2}, live.Percentile{Value: 5, Low: 4, High: 5}, live.Percentile{Value: 5, Low: 5, High: 5}, live.Percentile{Value: 5, Low: 5, High: 5}, false},
+		{"rcu_preempt", 2, 3000, 1500, map[int]uint64{11: 2}, live.Percentile{Value: 1025 + 0.25*475, Low: 1024, High: 1500}, live.Percentile{Value: 1500, Low: 1500, High: 1500}, live.Percentile{Value: 1500, Low: 1500, High: 1500}, false},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("merged rows (-want +got):\n%s", d)
+	}
+	var dist []uint64
+	for _, bk := range res.Distribution {
+		dist = append(dist, bk.Count)
+	}
+	// (4, 8] … (1K, 2K]
+	if d := cmp.Diff([]uint64{2, 3, 4, 0, 1, 0, 0, 0, 2}, dist); d != "" || res.Distribution[0].Low != 4 {
+		t.Errorf("merged distribution from %d (-want +got):\n%s", res.Distribution[0].Low, d)
+	}
+	// The targets' own rows are left alone.
+	if a.Results[0].Rows[0].Count != 4 || a.Results[0].Rows[0].Stats.Max != 100 || len(a.Results[0].Rows[0].Stats.Dist) != 2 {
+		t.Errorf("merging changed a target's row: %+v", a.Results[0].Rows[0])
+	}
+}
+
+// kmallocHist is a GROUP BY histogram with a count, a sum and a maximum
+// with its saved field.
+func kmallocHist(entries string, hits, n, dropped int) string {
+	return fmt.Sprintf(`# event histogram
+#
+# trigger info: hist:keys=common_pid:vals=hitcount,bytes_alloc:max_bytes_req=bytes_req:sort=hitcount:size=2048:onmax($max_bytes_req).save(bytes_req) [active]
+#
+
+%s
+Totals:
+    Hits: %d
+    Entries: %d
+    Dropped: %d
+`, entries, hits, n, dropped)
+}
+
+const kmallocSQL = `SELECT common_pid, COUNT(*) AS n, SUM(bytes_alloc), MAX(bytes_req) FROM kmalloc GROUP BY common_pid`
+
+// Merging GROUP BY aggregates: COUNT(*) and SUM add, MAX is the largest,
+// the Totals add, and the rows follow the histogram's order (the
+// kernel's: fewest first).
+func TestMergeAggregates(t *testing.T) {
+	a := runOn(t, kmallocSQL, 9, "kmem/kmalloc", kmallocHist(
+		"{ common_pid:        100 } hitcount:          3  bytes_alloc:        300\n\tmax:         64  bytes_req:         64\n"+
+			"{ common_pid:        200 } hitcount:          1  bytes_alloc:         32\n\tmax:         32  bytes_req:         32\n", 4, 2, 0))
+	b := runOn(t, kmallocSQL, 11, "kmem/kmalloc", kmallocHist(
+		"{ common_pid:        100 } hitcount:          2  bytes_alloc:       1000\n\tmax:        512  bytes_req:        512\n"+
+			"{ common_pid:        300 } hitcount:          5  bytes_alloc:         50\n\tmax:         10  bytes_req:         10\n", 7, 2, 1))
+	m, err := live.Merge([]*live.Report{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := live.Write(&out, m.Results, "csv"); err != nil {
+		t.Fatal(err)
+	}
+	want := "common_pid,n,sum(bytes_alloc),max(bytes_req)\n200,1,32,32\n100,5,1300,512\n300,5,50,10\n"
+	if out.String() != want {
+		t.Errorf("merged:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if tot := m.Results[0].Totals(); tot != (tracefs.HistTotals{Hits: 11, Entries: 4, Dropped: 1}) {
+		t.Errorf("totals %+v", tot)
+	}
+}
+
+// Reports of different queries are refused, naming what differs.
+func TestMergeRefusesDifferentQueries(t *testing.T) {
+	a, _ := wakeupFleet(t)
+	k := runOn(t, kmallocSQL, 13, "kmem/kmalloc", kmallocHist("", 0, 0, 0))
+	other := runOn(t, `SELECT call_site, COUNT(*) AS n, SUM(bytes_alloc), MAX(bytes_req) FROM kmalloc GROUP BY call_site`, 15, "kmem/kmalloc", kmallocHist("", 0, 0, 0))
+	for _, c := range []struct {
+		reps []*live.Report
+		want string
+	}{
+		{[]*live.Report{a, k}, "report 1 and report 2 ran different queries: statement 1 reads synthetic/sched_waking_to_sched_switch_9 against kmem/kmalloc"},
+		{[]*live.Report{k, other}, "statement 1 (kmem/kmalloc) shows common_pid (key)"},
+		{[]*live.Report{k, {Results: append(k.Results, k.Results...)}}, "1 statements against 2"},
+	} {
+		_, err := live.Merge(c.reps)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+	if _, err := live.Merge(nil); err == nil {
+		t.Error("merged nothing")
+	}
+}
