@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -203,5 +204,201 @@ func TestMergeRefusesDifferentQueries(t *testing.T) {
 	}
 	if _, err := live.Merge(nil); err == nil {
 		t.Error("merged nothing")
+	}
+}
+
+// jsonOf is what sqlhist -r -o json prints for a report.
+func jsonOf(t *testing.T, rep *live.Report) string {
+	t.Helper()
+	var b strings.Builder
+	if err := live.Write(&b, rep.Results, "json"); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func tableOf(t *testing.T, rep *live.Report) string {
+	t.Helper()
+	var b strings.Builder
+	if err := live.Write(&b, rep.Results, "table"); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// readBack reads a report back from its JSON.
+func readBack(t *testing.T, js string) (string, *live.Report) {
+	t.Helper()
+	label, rep, err := live.ReadJSONReport(strings.NewReader(js))
+	if err != nil {
+		t.Fatalf("%v in\n%s", err, js)
+	}
+	return label, rep
+}
+
+// What -o json prints reads back into a report that prints the same JSON
+// and the same table, merged alone or not; and merging reports read back
+// gives what merging the runs' reports gives.
+func TestJSONRoundTrip(t *testing.T) {
+	a, b := wakeupFleet(t)
+	k := runOn(t, kmallocSQL, 9, "kmem/kmalloc", kmallocHist(
+		"{ common_pid:        100 } hitcount:          3  bytes_alloc:        300\n\tmax:         64  bytes_req:         64\n", 3, 1, 0))
+	agg := runOn(t, aggregateJoin, 7, "synthetic/sched_waking_to_sched_switch_7", `# event histogram
+#
+# trigger info: hist:keys=comm,lat.log2:vals=hitcount:sort=hitcount.descending:size=2048 [active]
+#
+
+{ comm: kworker/0:1                                       , lat: ~ 2^5        } hitcount:          5
+{ comm: sh                                                , lat: ~ 2^0        } hitcount:          2
+
+Totals:
+    Hits: 7
+    Entries: 2
+    Dropped: 0
+`)
+	m, err := live.Merge([]*live.Report{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rep := range map[string]*live.Report{"join": a, "aggregates": k, "log2 key": agg, "merged": m} {
+		js := jsonOf(t, rep)
+		_, back := readBack(t, js)
+		if d := cmp.Diff(js, jsonOf(t, back)); d != "" {
+			t.Errorf("%s: JSON read back and written again (-want +got):\n%s", name, d)
+		}
+		if d := cmp.Diff(tableOf(t, rep), tableOf(t, back)); d != "" {
+			t.Errorf("%s: table of the JSON read back (-want +got):\n%s", name, d)
+		}
+		one, err := live.Merge([]*live.Report{back})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(js, jsonOf(t, one)); d != "" {
+			t.Errorf("%s: one report read back and merged alone (-want +got):\n%s", name, d)
+		}
+	}
+	_, ra := readBack(t, jsonOf(t, a))
+	_, rb := readBack(t, jsonOf(t, b))
+	m2, err := live.Merge([]*live.Report{ra, rb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(jsonOf(t, m), jsonOf(t, m2)); d != "" {
+		t.Errorf("merging what was read back (-runs +read back):\n%s", d)
+	}
+	if !strings.HasPrefix(jsonOf(t, a), "{\n  \"results\": [") {
+		t.Errorf("unlabelled JSON starts %q", jsonOf(t, a)[:20])
+	}
+}
+
+// A label written with the results reads back; so does the total of -i's
+// lines; what is not one run's results is an error that says where.
+func TestReadJSONForms(t *testing.T) {
+	a, _ := wakeupFleet(t)
+	var b, errw strings.Builder
+	if err := a.WriteLabelled(&b, &errw, "json", "root@board"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "{\n  \"label\": \"root@board\",\n  \"results\": [") {
+		t.Errorf("labelled JSON starts %q", b.String()[:40])
+	}
+	label, back := readBack(t, b.String())
+	if label != "root@board" || jsonOf(t, back) != jsonOf(t, a) {
+		t.Errorf("label %q, results read back differ", label)
+	}
+	var iv strings.Builder
+	(&live.Interval{N: 1, Results: a.Results}).WriteLabelled(&iv, "json", "b2")
+	intervals := iv.String()
+	a.WriteTotalLabelled(&iv, &errw, "json", "b2")
+	label, back = readBack(t, iv.String())
+	if label != "b2" || jsonOf(t, back) != jsonOf(t, a) {
+		t.Errorf("-i lines: label %q, results read back differ", label)
+	}
+	for _, c := range []struct{ in, want string }{
+		{intervals, "1 intervals and no total"},
+		{"", "empty"},
+		{"{\"results\": [\n  {\"event\": 3}]}", "1:1: results[0]: json: cannot unmarshal number"},
+		{"{\"results\": []}\n{\"results\": []}", "2:1: a second document of results (the first is at line 1)"},
+		{"{\"results\": [\n", "2:1: unexpected end of the file"},
+		{"{\"results\": [}", "1:14: invalid character '}'"},
+		{"[1]", "1:1: the document is a JSON array"},
+		{"{\"targets\": [], \"merged\": null}", "a fleet's document"},
+		{strings.Replace(jsonOf(t, a), `"sum"`, `"summ"`, 1), "results[0].rows[0].lat: no \"sum\""},
+		{strings.Replace(jsonOf(t, a), `"kinds"`, `"kindz"`, 1), "no \"kinds\" (written by an sqlhist older than merge"},
+	} {
+		_, _, err := live.ReadJSONReport(strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.40q: error %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+// A fleet prints each target's results under its label, the failed
+// target's error on errw, and the merge of the others; its JSON keeps the
+// objects one target's -o json prints.
+func TestWriteFleet(t *testing.T) {
+	a, b := wakeupFleet(t)
+	targets := []live.Labelled{{Label: "A", Report: a}, {Label: "B", Report: b}, {Label: "C", Err: fmt.Errorf("the transport closed")}}
+	m, err := live.MergeLabelled(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errw strings.Builder
+	if err := live.WriteFleet(&out, &errw, "table", targets, m); err != nil {
+		t.Fatal(err)
+	}
+	want := "=== A\n" + tableOf(t, a) + "\n=== B\n" + tableOf(t, b) + "\n=== merged (2 of 3 targets)\n" + tableOf(t, m)
+	if d := cmp.Diff(want, out.String()); d != "" {
+		t.Errorf("table (-want +got):\n%s", d)
+	}
+	if !strings.HasPrefix(errw.String(), "sqlhist: C: the transport closed\nsqlhist: B: warning: synthetic/sched_waking_to_sched_switch_11: 1 events had a negative lat") ||
+		!strings.Contains(errw.String(), "\nsqlhist: merged: warning: synthetic/sched_waking_to_sched_switch: 1 events") {
+		t.Errorf("errw: %q", errw.String())
+	}
+
+	out.Reset()
+	errw.Reset()
+	if err := live.WriteFleet(&out, &errw, "json", targets, m); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Targets []struct {
+			Label   string
+			Results []any
+			Error   string
+		}
+		Merged struct{ Results []any }
+	}
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	results := func(rep *live.Report) []any {
+		var one struct{ Results []any }
+		if err := json.Unmarshal([]byte(jsonOf(t, rep)), &one); err != nil {
+			t.Fatal(err)
+		}
+		return one.Results
+	}
+	if len(doc.Targets) != 3 || doc.Targets[0].Label != "A" || doc.Targets[2].Error != "the transport closed" || doc.Targets[2].Results != nil {
+		t.Fatalf("targets: %+v", doc.Targets)
+	}
+	if d := cmp.Diff(results(a), doc.Targets[0].Results); d != "" {
+		t.Errorf("target A's results differ from its -o json (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(results(m), doc.Merged.Results); d != "" {
+		t.Errorf("merged results (-want +got):\n%s", d)
+	}
+
+	out.Reset()
+	if err := live.WriteFleet(&out, &errw, "csv", targets, m); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if lines[0] != "target,comm,count,lat_avg,lat_p50,lat_p90,lat_p99,lat_max" || len(lines) != 1+2+2+3 ||
+		!strings.HasPrefix(lines[1], "A,sh,4,") || !strings.HasPrefix(lines[3], "B,sh,4,") || lines[5] != "merged,sh,8,29.5,19,100,100,100" {
+		t.Errorf("csv:\n%s", out.String())
+	}
+	if !strings.Contains(errw.String(), "sqlhist: merged: synthetic/sched_waking_to_sched_switch: hits 12, entries 5, dropped 0\n") {
+		t.Errorf("csv totals on errw:\n%s", errw.String())
 	}
 }
