@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -67,6 +68,10 @@ type env struct {
 	// getenv reads the environment (the kill hook of the kernel suite);
 	// nil reads nothing.
 	getenv func(string) string
+	// catalogDir, when set, opens the tracefs the event catalog is read
+	// from (with --via: a target's, kept in cacheDir across runs).
+	catalogDir func(path string) (fs.FS, error)
+	cacheDir   string // the user's cache directory for sqlhist; "" keeps nothing
 }
 
 func osEnv() env {
@@ -97,6 +102,7 @@ func osEnv() env {
 		replaceFile: replaceFile,
 		isTerminal:  stdoutTerminal,
 		getenv:      os.Getenv,
+		cacheDir:    userCacheDir(),
 	}
 }
 
@@ -390,6 +396,10 @@ func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 	}
 	cat, err := live.OpenCatalog(live.CatalogSource{Formats: o.formats, Machine: o.machine, Kernel: o.kernel,
 		Arch: o.arch, Root: o.tracefsDir, Dir: e.dir, FormatsDir: e.hostDir, Uname: e.uname})
+	if e.catalogDir != nil && (o.machine || o.formats == "" && o.kernel == "") {
+		cat, err = live.OpenCatalog(live.CatalogSource{Formats: o.formats, Machine: o.machine, Kernel: o.kernel,
+			Arch: o.arch, Root: o.tracefsDir, Dir: e.catalogDir, FormatsDir: e.hostDir, Uname: e.uname})
+	}
 	if err != nil {
 		return nil, usageError(e, "%v", err)
 	}
@@ -431,6 +441,19 @@ func (o *options) executeTarget(e env, explicit, readOnly bool) int {
 	}
 	o.tracefsDir, o.formats, o.machine = root, root, true
 	return exitOK
+}
+
+// userCacheDir is sqlhist's directory in the user's cache directory
+// ($SQLHIST_CACHE_DIR when set), or "" when there is none.
+func userCacheDir() string {
+	if d := os.Getenv("SQLHIST_CACHE_DIR"); d != "" {
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "sqlhist")
 }
 
 // versionText says which build this is: the commit it was built from (with

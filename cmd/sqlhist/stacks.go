@@ -86,6 +86,10 @@ func (o *options) writeResults(e env, rep *live.Report, total bool) error {
 			if total {
 				return rep.WriteTotal(w, e.stderr, format)
 			}
+			if e.via != "" && (format == "json" || format == "csv") {
+				// Results from a target carry its label, for sqlhist merge.
+				return rep.WriteLabelled(w, e.stderr, format, e.via)
+			}
 			return rep.Write(w, e.stderr, format)
 		})
 	}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -132,6 +136,18 @@ func viaEnv(e env, s *remote.Session) env {
 	re.beat, re.uptime = true, s.Uptime
 	re.pid = remoteRunID()
 	re.via = s.Command
+	targets := ""
+	if e.cacheDir != "" {
+		targets = filepath.Join(e.cacheDir, "targets")
+	}
+	re.catalogDir = func(p string) (fs.FS, error) {
+		if _, err := re.dir(p); err != nil {
+			return nil, err
+		}
+		c := s.CachedFS(p, targets)
+		s.OnClose(func() { c.Save() })
+		return c, nil
+	}
 	return re
 }
 
@@ -158,6 +174,139 @@ func viaLost(e env, o *options, err error) {
 	}
 }
 
+// viaFleet does what the flags ask on every target, --via-jobs at a
+// time. With -r the targets' results are printed labelled, then merged
+// (live.MergeLabelled: exact where the data is); otherwise each target's
+// output is printed whole under a "# target: LABEL" line, in the order
+// the targets were given. A target that fails is reported and the others
+// still answer; the exit status is that of the first that failed.
 func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
-	return usageError(e, "fleets: not yet")
+	if o.run && (o.live.every > 0 || o.live.events) {
+		return usageError(e, "with several targets, -r prints each target's results and the merged ones: -i and --events take one --via")
+	}
+	if o.run && isStackFormat(o.live.output) {
+		return usageError(e, "with several targets, -o takes table, json or csv")
+	}
+	if o.run {
+		// Checked once, before any target is reached.
+		if _, code := o.checkLive(e, fl.Changed); code != exitOK {
+			return code
+		}
+	}
+	type answer struct {
+		code   int
+		out    bytes.Buffer
+		rep    *live.Report
+		err    error
+		stderr *prefixed
+	}
+	answers := make([]*answer, len(cmds))
+	sem := make(chan struct{}, o.viaJobs)
+	var wg sync.WaitGroup
+	for i, cmd := range cmds {
+		a := &answer{stderr: &prefixed{w: e.stderr, prefix: "[" + cmd + "] "}}
+		answers[i] = a
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			defer a.stderr.flush()
+			te := e
+			te.stdout, te.stderr = &a.out, a.stderr
+			te.collect = func(rep *live.Report) { a.rep = rep }
+			to := *o
+			s, err := remote.Dial(context.Background(), cmd, remote.Options{Stderr: a.stderr})
+			if err != nil {
+				a.code, a.err = exitQuery, err
+				fmt.Fprintf(a.stderr, "sqlhist: --via %s: %v\n", cmd, err)
+				return
+			}
+			defer s.Close()
+			re := viaEnv(te, s)
+			to.viaRoot(re, fl)
+			a.code = to.main(re, fl)
+			if serr := s.Err(); serr != nil && (to.run || to.execute || to.cleanup) {
+				viaLost(re, &to, serr)
+			}
+			if a.code != exitOK && a.err == nil {
+				a.err = fmt.Errorf("exit status %d (its messages are above, each line starting with [%s])", a.code, cmd)
+			}
+		}()
+	}
+	wg.Wait()
+	code := exitOK
+	for _, a := range answers {
+		if a.code != exitOK && code == exitOK {
+			code = a.code
+		}
+	}
+	if !o.run {
+		for i, a := range answers {
+			if a.out.Len() > 0 {
+				fmt.Fprintf(e.stdout, "# target: %s\n", cmds[i])
+				e.stdout.Write(a.out.Bytes())
+			}
+		}
+		return code
+	}
+	var targets []live.Labelled
+	for i, a := range answers {
+		l := live.Labelled{Label: cmds[i], Report: a.rep}
+		if a.rep == nil {
+			l.Err = a.err
+			if l.Err == nil {
+				l.Err = fmt.Errorf("no results")
+			}
+		}
+		targets = append(targets, l)
+	}
+	merged, err := live.MergeLabelled(targets)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sqlhist: merging the targets' results: %v\n", err)
+		if code == exitOK {
+			code = exitQuery
+		}
+	}
+	werr := o.toOut(e, o.live.out, func(w io.Writer) error {
+		return live.WriteFleet(w, e.stderr, o.live.output, targets, merged)
+	})
+	if werr != nil {
+		fmt.Fprintf(e.stderr, "sqlhist: %v\n", werr)
+		return exitQuery
+	}
+	return code
+}
+
+// prefixed writes each whole line to w with prefix before it: a fleet's
+// targets write their messages to one stderr at once.
+type prefixed struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	part   []byte
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.part = append(p.part, b...)
+	for {
+		i := bytes.IndexByte(p.part, '\n')
+		if i < 0 {
+			break
+		}
+		io.WriteString(p.w, p.prefix+string(p.part[:i+1]))
+		p.part = p.part[i+1:]
+	}
+	return len(b), nil
+}
+
+func (p *prefixed) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.part) > 0 {
+		io.WriteString(p.w, p.prefix+string(p.part)+"\n")
+		p.part = nil
+	}
 }

@@ -81,7 +81,8 @@ type Session struct {
 	// Counters, for measurements: bytes sent and received, requests.
 	sent, received, requests atomic.Int64
 
-	ev events // kept listings of events/ directories
+	ev      events   // kept listings of events/ directories
+	onClose []func() // run by Close
 
 	// Info is what the handshake read.
 	Info Info
@@ -398,6 +399,13 @@ func (s *Session) Stats() Stats {
 // and waits a little for the command to end before killing its process
 // group.
 func (s *Session) Close() error {
+	s.mu.Lock()
+	fns := s.onClose
+	s.onClose = nil
+	s.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
 	s.in.Close()
 	wait := make(chan struct{})
 	go func() { s.cmd.Wait(); close(wait) }()
@@ -413,6 +421,13 @@ func (s *Session) Close() error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// OnClose registers f to run when the session is closed.
+func (s *Session) OnClose(f func()) {
+	s.mu.Lock()
+	s.onClose = append(s.onClose, f)
+	s.mu.Unlock()
 }
 
 // tailWriter keeps the last max bytes written to it.
