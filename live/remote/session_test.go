@@ -113,7 +113,8 @@ func TestStatusAndNoNewline(t *testing.T) {
 func TestTransports(t *testing.T) {
 	quote := "'"
 	cases := map[string]string{
-		"echo":              "{ tee /dev/fd/3 | dash; } 3>&1",
+		// A tty echoes what it receives before the shell reads it.
+		"echo":              "mkfifo in && { dash < in & exec 4>in; while IFS= read -r l; do printf '%s\\n' \"$l\"; printf '%s\\n' \"$l\" >&4; done; }",
 		"crlf":              "dash | sed -u 's/$/\\r/'",
 		"banner":            "echo 'Welcome to the board'; echo '$ '; exec dash -i 2>&1",
 		"cut-open-single":   "{ printf '%s' " + emit.Quote("R 9 P\\ x"+quote+"abc") + "; cat; } | dash",
