@@ -318,6 +318,9 @@ func jsonSyntaxError(data []byte, start int, err error) error {
 	switch {
 	case errors.As(err, &se):
 		off = int(se.Offset) - 1
+		if off <= skipSpace(data, start) {
+			err = fmt.Errorf("%v: not JSON (sqlhist merge reads what sqlhist -r -o json printed)", err)
+		}
 	case errors.As(err, &te):
 		off = int(te.Offset) - 1
 		err = fmt.Errorf("%s is a JSON %s, not %s: not the -o json output of sqlhist -r", pathOr(te.Field, "the document"), te.Value, te.Type)
