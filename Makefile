@@ -26,6 +26,8 @@ unit: test-shells
 	$(FUZZCHECK) -time 10s ./emit FuzzQuote
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseHist
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseTraceLine
+	$(FUZZCHECK) -time 10s ./live/remote FuzzAnswer
+	$(FUZZCHECK) -time 5s ./live/remote FuzzListing
 
 # The shells printed scripts are run under by emit's unit tests (dash,
 # mksh, busybox, bash --posix): installed with apt-get when missing (as

@@ -274,14 +274,9 @@ func (s *Session) request(ctx context.Context, step, cmd string) (string, error)
 	if err := s.write("R " + seq + " " + escape(cmd) + " " + seq + "\n"); err != nil {
 		return "", s.lostErrLocked(step, err)
 	}
-	begin := s.mark + " " + seq + " B"
-	end := s.mark + " " + seq + " E "
-	reject := s.mark + " " + seq + " X"
+	a := newAnswer(s.mark, seq, s.opt.MaxAnswer)
 	timer := time.NewTimer(s.opt.Timeout)
 	defer timer.Stop()
-	var body bytes.Buffer
-	var pending []byte // the last line, when the next may be the end marker
-	started := false
 	for {
 		var l []byte
 		select {
@@ -300,48 +295,78 @@ func (s *Session) request(ctx context.Context, step, cmd string) (string, error)
 			s.broken = fmt.Errorf("interrupted while waiting for the target (%v)", context.Cause(ctx))
 			return "", fmt.Errorf("%s: %w", step, s.broken)
 		}
-		text := trimEOL(l)
-		if !started {
-			switch {
-			case string(text) == begin:
-				started = true
-			case string(text) == reject:
-				s.broken = errors.New("the target's shell rejected a request line as cut; the transport changed or dropped bytes")
-				return "", fmt.Errorf("%s: %w", step, s.broken)
-			}
-			continue
+		done, err := a.feed(l)
+		if err != nil {
+			s.broken = err
+			return "", fmt.Errorf("%s: %w", step, err)
 		}
-		if st, ok := bytes.CutPrefix(text, []byte(end)); ok && len(l) > 0 && l[len(l)-1] == '\n' {
-			status, err := strconv.Atoi(string(st))
-			if err != nil {
-				s.broken = fmt.Errorf("the target's answer ends with a malformed status %q", clip(string(st)))
-				return "", fmt.Errorf("%s: %w", step, s.broken)
+		if done {
+			if a.status != 0 {
+				return a.out, &AnswerError{Step: step, Status: a.status, Output: a.out}
 			}
-			// The end marker starts with a newline of its own: the line
-			// before it is the answer's last, with or without one.
-			if pending != nil {
-				body.Write(pending[:len(pending)-eolLen(pending)])
-			}
-			out := body.String()
-			if status != 0 {
-				return out, &AnswerError{Step: step, Status: status, Output: out}
-			}
-			return out, nil
-		}
-		if pending != nil {
-			if bytes.HasSuffix(pending, []byte("\r\n")) {
-				body.Write(pending[:len(pending)-eolLen(pending)])
-				body.WriteByte('\n')
-			} else {
-				body.Write(pending)
-			}
-		}
-		pending = l
-		if body.Len()+len(pending) > s.opt.MaxAnswer {
-			s.broken = fmt.Errorf("the target's answer exceeds %d MiB", s.opt.MaxAnswer>>20)
-			return "", fmt.Errorf("%s: %w", step, s.broken)
+			return a.out, nil
 		}
 	}
+}
+
+// answer reads one framed answer from the lines of the transport's
+// output: lines before its begin marker are ignored (echo, prompts,
+// earlier answers), then its text up to the end marker.
+type answer struct {
+	begin, end, reject string
+	max                int
+	started            bool
+	body               bytes.Buffer
+	pending            []byte // the last line: the end marker's own newline may end it
+	out                string
+	status             int
+}
+
+func newAnswer(mark, seq string, max int) *answer {
+	return &answer{begin: mark + " " + seq + " B", end: mark + " " + seq + " E ", reject: mark + " " + seq + " X", max: max}
+}
+
+// feed takes the next line (with its \n, or a piece of a longer line
+// without): done when the answer is complete; an error when it cannot be
+// one (rejected, malformed, too big).
+func (a *answer) feed(l []byte) (done bool, err error) {
+	text := trimEOL(l)
+	if !a.started {
+		switch {
+		case string(text) == a.begin:
+			a.started = true
+		case string(text) == a.reject:
+			return false, errors.New("the target's shell rejected a request line as cut; the transport changed or dropped bytes")
+		}
+		return false, nil
+	}
+	if st, ok := bytes.CutPrefix(text, []byte(a.end)); ok && len(l) > 0 && l[len(l)-1] == '\n' {
+		status, err := strconv.Atoi(string(st))
+		if err != nil || status < 0 || status > 255 {
+			return false, fmt.Errorf("the target's answer ends with a malformed status %q", clip(string(st)))
+		}
+		// The end marker starts with a newline of its own: the line
+		// before it is the answer's last, with or without one.
+		if a.pending != nil {
+			a.body.Write(a.pending[:len(a.pending)-eolLen(a.pending)])
+		}
+		a.out, a.status = a.body.String(), status
+		return true, nil
+	}
+	if a.pending != nil {
+		if bytes.HasSuffix(a.pending, []byte("\r\n")) {
+			// A tty's \r\n (onlcr) is a newline.
+			a.body.Write(a.pending[:len(a.pending)-2])
+			a.body.WriteByte('\n')
+		} else {
+			a.body.Write(a.pending)
+		}
+	}
+	a.pending = l
+	if a.body.Len()+len(a.pending) > a.max {
+		return false, fmt.Errorf("the target's answer exceeds %d MiB", a.max>>20)
+	}
+	return false, nil
 }
 
 // trimEOL drops a line's \n or \r\n.
