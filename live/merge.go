@@ -1,10 +1,12 @@
 package live
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -256,7 +258,7 @@ func mergeResults(rs []*Result) *Result {
 		m.Rows = append(m.Rows, a.row)
 	}
 	m.recompute(accs, tot.Hits)
-	m.sortRows(resultOrder(base))
+	m.sortMerged(resultOrder(base), accs)
 	if h.Limit > 0 && len(m.Rows) > h.Limit {
 		m.Rows = m.Rows[:h.Limit]
 	}
@@ -491,6 +493,60 @@ func percentCell(a *rowAcc, exact bool, hits uint64) Cell {
 		return Cell{Text: strconv.FormatFloat(float64(a.row.Count)*100/float64(hits), 'f', 2, 64)}
 	}
 	return Cell{Text: "~" + strconv.FormatFloat(a.est*100/float64(hits), 'f', 2, 64)}
+}
+
+// sortMerged orders merged rows as [Result.sortRows] does, and by their
+// counts where the columns do not show them (the kernel's sort=hitcount
+// of a histogram without COUNT(*)); accs are the rows' accumulators.
+func (m *Result) sortMerged(order []planner.ResultOrder, accs []*rowAcc) {
+	idx := make([]int, len(m.Rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	cmpCol := func(i, j int, label string) int {
+		a, b := &m.Rows[i], &m.Rows[j]
+		for k, c := range m.Hist.Columns {
+			if c.Label != label && !(label == "count" && c.Kind == planner.ColCount) {
+				continue
+			}
+			if c.Kind == planner.ColLatency {
+				return cmp.Compare(a.Avg(), b.Avg())
+			}
+			x, y := a.At(c, k), b.At(c, k)
+			if x.IsNum && y.IsNum {
+				return cmp.Compare(x.Num, y.Num)
+			}
+			return strings.Compare(x.Text, y.Text)
+		}
+		if label == "count" {
+			return cmp.Compare(accs[i].est, accs[j].est)
+		}
+		return 0
+	}
+	sort.SliceStable(idx, func(x, y int) bool {
+		i, j := idx[x], idx[y]
+		for _, o := range order {
+			c := cmpCol(i, j, o.Label)
+			if o.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		a, b := m.Rows[i].Cells, m.Rows[j].Cells
+		for k := range a {
+			if c := strings.Compare(a[k].Text, b[k].Text); c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+	rows := make([]Row, len(idx))
+	for x, i := range idx {
+		rows[x] = m.Rows[i]
+	}
+	m.Rows = rows
 }
 
 // resultOrder is how a result's rows are ordered, as column labels

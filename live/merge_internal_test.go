@@ -1,0 +1,141 @@
+package live
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sqlhist/sqlhist/planner"
+)
+
+// histText is a hist file of one histogram with the trigger info and the
+// entries given.
+func histText(info, entries string, hits, n int) string {
+	return "# event histogram\n#\n# trigger info: " + info + " [active]\n#\n\n" + entries +
+		"\nTotals:\n    Hits: " + strconv.Itoa(hits) + "\n    Entries: " + strconv.Itoa(n) + "\n    Dropped: 0\n"
+}
+
+// cellsOf lists each row's cells as CSV writes them.
+func cellsOf(res *Result) []string {
+	var out []string
+	for _, r := range res.Rows {
+		out = append(out, strings.Join(res.cells(r, ""), ","))
+	}
+	return out
+}
+
+func mergeOf(t *testing.T, rs ...*Result) *Result {
+	t.Helper()
+	var reps []*Report
+	for _, r := range rs {
+		reps = append(reps, &Report{Results: []*Result{r}})
+	}
+	m, err := Merge(reps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Results[0]
+}
+
+// The count's share and bar are recomputed from the merged counts as the
+// kernel computes them (hundredths truncated; a bar of 20 for the largest
+// count); without counts (nohitcount) the share is estimated from each
+// target's and marked "~", with a note.
+func TestMergeShares(t *testing.T) {
+	h := &planner.Hist{Keys: []string{"id.syscall"}, Vals: []string{"hitcount.percent", "hitcount.graph"}, Columns: []planner.Column{
+		{Label: "call", Kind: planner.ColKey}, {Label: "share", Kind: planner.ColPercent, Index: 0}, {Label: "bar", Kind: planner.ColGraph, Index: 1}}}
+	const info = "hist:keys=id.syscall:vals=hitcount.percent,hitcount.graph:sort=hitcount:size=2048"
+	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ id: sys_write                     [  1] } hitcount:          2 hitcount (%):  25.00 hitcount:                   ######\n"+
+			"{ id: sys_read                      [  0] } hitcount:          6 hitcount (%):  75.00 hitcount:     ####################\n", 8, 2)))
+	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ id: sys_read                      [  0] } hitcount:          1 hitcount (%):  25.00 hitcount:                   ######\n"+
+			"{ id: sys_write                     [  1] } hitcount:          3 hitcount (%):  75.00 hitcount:     ####################\n", 4, 2)))
+	m := mergeOf(t, a, b)
+	// read 7 of 12: 58.33; write 5 of 12: 41.66 (truncated, as the
+	// kernel does); the bar of write is 20*5/7 = 14.
+	want := []string{"sys_write,41.66," + strings.Repeat("#", 14), "sys_read,58.33," + strings.Repeat("#", 20)}
+	if d := cmp.Diff(want, cellsOf(m)); d != "" || len(m.Notes) != 0 {
+		t.Errorf("merged shares (-want +got):\n%s\nnotes %q", d, m.Notes)
+	}
+
+	nh := *h
+	nh.NoHitcount = true
+	const ninfo = info + ":nohitcount"
+	a = newResult(&planner.Unit{}, &nh, parseOne(t, histText(ninfo,
+		"{ id: sys_write                     [  1] } hitcount (%):  25.00 hitcount:                   ######\n"+
+			"{ id: sys_read                      [  0] } hitcount (%):  75.00 hitcount:     ####################\n", 8, 2)))
+	b = newResult(&planner.Unit{}, &nh, parseOne(t, histText(ninfo,
+		"{ id: sys_read                      [  0] } hitcount (%):  25.00 hitcount:                   ######\n"+
+			"{ id: sys_write                     [  1] } hitcount (%):  75.00 hitcount:     ####################\n", 4, 2)))
+	m = mergeOf(t, a, b)
+	want = []string{"sys_write,~41.67," + strings.Repeat("#", 14), "sys_read,~58.33," + strings.Repeat("#", 20)}
+	if d := cmp.Diff(want, cellsOf(m)); d != "" || len(m.Notes) != 1 || !strings.Contains(m.Notes[0], "share is estimated") {
+		t.Errorf("merged shares without counts (-want +got):\n%s\nnotes %q", d, m.Notes)
+	}
+}
+
+// MAX keeps the largest and the fields saved with it; a bound ("<=") wins
+// only when nothing exact is as large. onchange's last values have no
+// order across targets: a row whose targets differ shows "?", with a note.
+func TestMergeHandlers(t *testing.T) {
+	h := &planner.Hist{Keys: []string{"common_pid"}, Columns: []planner.Column{
+		{Label: "pid", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}, {Label: "max(b)", Kind: planner.ColMax},
+		{Label: "saved(c)", Kind: planner.ColSaved, Index: 0}}}
+	const info = "hist:keys=common_pid:vals=hitcount:m=b:sort=hitcount:size=2048:onmax($m).save(c)"
+	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ common_pid:         12 } hitcount:          3\n\tmax:        512  c:          1\n"+
+			"{ common_pid:         40 } hitcount:          5\n\tmax:         64  c:          2\n", 8, 2)))
+	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ common_pid:         12 } hitcount:          1\n\tmax:       4096  c:          3\n"+
+			"{ common_pid:         40 } hitcount:          1\n\tmax:         64  c:          4\n", 2, 2)))
+	b.Rows[1].Cells[2] = Cell{Text: "<=100", Num: 100} // an interval's bound
+	m := mergeOf(t, a, b)
+	want := []string{"12,4,4096,3", "40,6,<=100,4"}
+	if d := cmp.Diff(want, cellsOf(m)); d != "" {
+		t.Errorf("merged maxima (-want +got):\n%s", d)
+	}
+
+	hc := &planner.Hist{Keys: []string{"next_pid"}, Columns: []planner.Column{
+		{Label: "pid", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}, {Label: "last(lat)", Kind: planner.ColChanged},
+		{Label: "saved(prio)", Kind: planner.ColSaved, Index: 0}}}
+	const cinfo = "hist:keys=next_pid:vals=hitcount:sort=hitcount:size=2048:onchange($l).save(prio)"
+	a = newResult(&planner.Unit{}, hc, parseOne(t, histText(cinfo,
+		"{ next_pid:       2160 } hitcount:          1\n\tchanged:     264463  prio:        120\n"+
+			"{ next_pid:       2156 } hitcount:          2\n\tchanged:         17  prio:        120\n", 3, 2)))
+	b = newResult(&planner.Unit{}, hc, parseOne(t, histText(cinfo,
+		"{ next_pid:       2160 } hitcount:          1\n\tchanged:        999  prio:        120\n"+
+			"{ next_pid:       2156 } hitcount:          4\n\tchanged:         17  prio:        120\n", 5, 2)))
+	m = mergeOf(t, a, b)
+	want = []string{"2160,2,?,?", "2156,6,17,120"}
+	if d := cmp.Diff(want, cellsOf(m)); d != "" || len(m.Notes) != 1 || !strings.Contains(m.Notes[0], "last(lat) is each target's own last value") {
+		t.Errorf("merged last values (-want +got):\n%s\nnotes %q", d, m.Notes)
+	}
+}
+
+// LIMIT: the merged rows are ordered as the query orders them and cut to
+// the limit, with a note when a target may have cut a row.
+func TestMergeLimit(t *testing.T) {
+	h := &planner.Hist{Keys: []string{"common_pid"}, Vals: []string{"b"}, Sort: []string{"b.descending"}, Limit: 2, Columns: []planner.Column{
+		{Label: "pid", Kind: planner.ColKey}, {Label: "sum(b)", Kind: planner.ColValue, Index: 0}}}
+	const info = "hist:keys=common_pid:vals=hitcount,b:sort=b.descending:size=2048"
+	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ common_pid:         12 } hitcount:          3  b:         50\n"+
+			"{ common_pid:         40 } hitcount:          5  b:         40\n"+
+			"{ common_pid:         41 } hitcount:          5  b:         30\n", 13, 3)))
+	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ common_pid:         41 } hitcount:          1  b:         45\n", 1, 1)))
+	m := mergeOf(t, a, b)
+	// 41 has 75 in all, but the first target's rows stop at 40 (30 cut):
+	// the merge shows what it was given, and says so.
+	want := []string{"41,45", "12,50"}
+	if d := cmp.Diff(want, cellsOf(m)); d == "" {
+		t.Fatal("the cut row was counted")
+	}
+	want = []string{"12,50", "41,45"}
+	if d := cmp.Diff(want, cellsOf(m)); d != "" || len(m.Notes) != 1 || !strings.Contains(m.Notes[0], "LIMIT 2: a target that shows 2 rows may have cut a row") {
+		t.Errorf("merged rows (-want +got):\n%s\nnotes %q", d, m.Notes)
+	}
+}
