@@ -323,7 +323,8 @@ func bucketExp(b Bucket) int {
 
 // rowKey identifies a row by its key cells: a number by its value (a
 // negative one by its sign too), a stack by its frames, the rest by their
-// text (a symbol by its name: addresses differ between machines).
+// text (a symbol by its name, and with its offset without its address:
+// addresses differ between machines).
 func rowKey(h *planner.Hist, r Row) string {
 	var b strings.Builder
 	for j, c := range h.Columns {
@@ -338,12 +339,23 @@ func rowKey(h *planner.Hist, r Row) string {
 			b.WriteString("-" + strconv.FormatUint(cl.Num, 10))
 		case cl.IsNum:
 			b.WriteString("n" + strconv.FormatUint(cl.Num, 10))
+		case keyModifier(h, c) == "sym-offset":
+			b.WriteString("t" + withoutAddress(cl.Text))
 		default:
 			b.WriteString("t" + cl.Text)
 		}
 		b.WriteByte(0)
 	}
 	return b.String()
+}
+
+// withoutAddress is a .sym-offset key without its address:
+// "[ffffffff8a0b1c00] foo+0x10/0x20" is "foo+0x10/0x20".
+func withoutAddress(s string) string {
+	if addr, sym, ok := strings.Cut(s, "] "); ok && strings.HasPrefix(addr, "[") {
+		return strings.TrimSpace(sym)
+	}
+	return s
 }
 
 // cloneRow copies a row, so that merging leaves the targets' rows alone.
@@ -372,6 +384,11 @@ func (a *rowAcc) add(h *planner.Hist, r Row, hits uint64) {
 		}
 		got, x := &a.row.Cells[j], r.Cells[j]
 		switch c.Kind {
+		case planner.ColKey:
+			if got.Text != x.Text {
+				// .sym-offset: one symbol at other addresses.
+				got.Text = withoutAddress(got.Text)
+			}
 		case planner.ColValue:
 			if got.IsNum && x.IsNum {
 				got.Num += x.Num

@@ -139,3 +139,18 @@ func TestMergeLimit(t *testing.T) {
 		t.Errorf("merged rows (-want +got):\n%s\nnotes %q", d, m.Notes)
 	}
 }
+
+// A symbol is one key whatever its address on each machine (KASLR): the
+// merged row shows it without one when they differ.
+func TestMergeSymbols(t *testing.T) {
+	h := &planner.Hist{Keys: []string{"call_site.sym-offset"}, Columns: []planner.Column{
+		{Label: "site", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}}}
+	const info = "hist:keys=call_site.sym-offset:vals=hitcount:sort=hitcount:size=2048"
+	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ call_site: [ffffffff8bb5999c] kmalloc_reserve+0x4c/0xb0 } hitcount:          3\n", 3, 1)))
+	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ call_site: [ffffffffa0b5999c] kmalloc_reserve+0x4c/0xb0 } hitcount:          2\n", 2, 1)))
+	if got := cellsOf(mergeOf(t, a, b)); !cmp.Equal(got, []string{"kmalloc_reserve+0x4c/0xb0,5"}) {
+		t.Errorf("merged: %q", got)
+	}
+}
