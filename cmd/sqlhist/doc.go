@@ -47,6 +47,12 @@
 // and -m/-c alone only warn. --size N sizes every histogram's map, in
 // scripts, plans and bootconfigs as with -r.
 //
+// sqlhist merge [-o table|json|csv] FILE.json… reads what -r -o json
+// printed on several machines and prints each machine's results and
+// their merge: counts, sums and log2 distributions added, the largest
+// maximum, percentiles from the merged distribution, rows matched by
+// their keys.
+//
 // Exit status: 0 ok, 1 bad query or failed apply, 2 bad usage.
 //
 // `sqlhist --help` lists the flags; README.md describes the language,
