@@ -402,3 +402,65 @@ func TestWriteFleet(t *testing.T) {
 		t.Errorf("csv totals on errw:\n%s", errw.String())
 	}
 }
+
+// One target's results with its label: CSV's first column, a table's
+// title line, in -i's forms too; the messages on errw name it.
+func TestWriteLabelled(t *testing.T) {
+	k := runOn(t, kmallocSQL, 9, "kmem/kmalloc", kmallocHist(
+		"{ common_pid:        100 } hitcount:          3  bytes_alloc:        300\n\tmax:         64  bytes_req:         64\n", 3, 1, 2))
+	var out, errw strings.Builder
+	if err := k.WriteLabelled(&out, &errw, "csv", "adb shell"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "target,common_pid,n,sum(bytes_alloc),max(bytes_req)\nadb shell,100,3,300,64\n"; out.String() != want {
+		t.Errorf("csv:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if !strings.HasPrefix(errw.String(), "sqlhist: adb shell: warning: kmem/kmalloc: the rows are incomplete") ||
+		!strings.HasSuffix(errw.String(), "sqlhist: adb shell: kmem/kmalloc: hits 3, entries 1, dropped 2\n") {
+		t.Errorf("errw:\n%s", errw.String())
+	}
+	out.Reset()
+	k.WriteLabelled(&out, &errw, "table", "adb shell")
+	if want := "=== adb shell\n" + tableOf(t, k); out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+	out.Reset()
+	(&live.Interval{N: 2, Results: k.Results}).WriteLabelled(&out, "csv", "adb shell")
+	k.WriteTotalLabelled(&out, &errw, "csv", "adb shell")
+	if want := "target,interval,common_pid,n,sum(bytes_alloc),max(bytes_req)\nadb shell,2,100,3,300,64\n" +
+		"target,interval,common_pid,n,sum(bytes_alloc),max(bytes_req)\nadb shell,total,100,3,300,64\n"; out.String() != want {
+		t.Errorf("-i csv:\n%s\nwant:\n%s", out.String(), want)
+	}
+	out.Reset()
+	(&live.Interval{N: 2, Results: k.Results}).WriteLabelled(&out, "table", "adb shell")
+	if !strings.HasPrefix(out.String(), "=== adb shell: interval 2: 0.0 s to 0.0 s\nkmem/kmalloc\n") {
+		t.Errorf("-i table:\n%s", out.String())
+	}
+	// Without a label, what sqlhist prints without one.
+	var plain, labelled strings.Builder
+	k.Write(&plain, &errw, "csv")
+	k.WriteLabelled(&labelled, &errw, "csv", "")
+	if plain.String() != labelled.String() {
+		t.Errorf("label \"\" changed the output:\n%s", labelled.String())
+	}
+}
+
+// Streamed counts and lost events add; the streamed synthetic events of
+// runs with other ids are one.
+func TestMergeStreamed(t *testing.T) {
+	a, b := wakeupFleet(t)
+	a.Streamed, a.Lost = map[string]int{"sched_waking_to_sched_switch_9": 6}, 1
+	b.Streamed, b.Lost = map[string]int{"sched_waking_to_sched_switch_11": 5}, 2
+	m, err := live.Merge([]*live.Report{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]int{"sched_waking_to_sched_switch_9": 11}, m.Streamed); d != "" || m.Lost != 3 {
+		t.Errorf("streamed (-want +got):\n%s\nlost %d", d, m.Lost)
+	}
+	var sum strings.Builder
+	m.WriteStreamSummary(&sum)
+	if !strings.Contains(sum.String(), "synthetic/sched_waking_to_sched_switch_9: 11 events streamed; the kernel counted 12") {
+		t.Errorf("summary: %s", sum.String())
+	}
+}

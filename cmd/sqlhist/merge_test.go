@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // runJSON runs a query with -r -o json on a fake tracefs whose hist file
@@ -152,5 +154,38 @@ Totals:
 		if code := runMerge(args, e); code != exitUsage || !strings.Contains(stderr.String(), "sqlhist merge --help") {
 			t.Errorf("%q: exit %d, want 2: %s", args, code, stderr)
 		}
+	}
+}
+
+// What -r -i -o json printed (the intervals' lines, then the total's)
+// merges by its total.
+func TestMergeIntervals(t *testing.T) {
+	runIntervals := func(reads, closes int) string {
+		f := newLiveFake(t, 0)
+		f.versions = map[string][]string{runInst + "events/raw_syscalls/sys_enter/hist": {
+			syscallHist(reads/2, closes/2), syscallHist(reads, closes)}}
+		ticks := make(chan time.Time)
+		e, stdout, stderr := liveEnv(f)
+		e.tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+		go func() {
+			ticks <- time.Time{}
+			f.timer <- time.Time{}
+		}()
+		if code := run([]string{"-r", "-i", "2", "-d", "3", "-o", "json", "SELECT CAST(id AS SYSCALL) AS call FROM sys_enter"}, e); code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		return stdout.String()
+	}
+	one, two := runIntervals(40, 4), runIntervals(7, 6)
+	if n := strings.Count(one, "\n"); n != 3 || !strings.Contains(one, `"total":true`) {
+		t.Fatalf("-i's JSON has %d lines:\n%s", n, one)
+	}
+	e, stdout, stderr := mergeEnv(map[string]string{"one": one, "two": two})
+	if code := runMerge([]string{"-o", "csv", "one", "two"}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "target,call,count\none,sys_read,40\none,sys_close,4\ntwo,sys_read,7\ntwo,sys_close,6\nmerged,sys_read,47\nmerged,sys_close,10\n"
+	if d := cmp.Diff(want, stdout.String()); d != "" {
+		t.Errorf("merged (-want +got):\n%s", d)
 	}
 }
