@@ -168,12 +168,27 @@ func readJSONResult(m json.RawMessage) (*Result, error) {
 	}
 	for i, m := range in.Rows {
 		row, err := readJSONRow(h, m)
+		if err == nil && row.Stats != nil {
+			err = checkStats(row)
+		}
 		if err != nil {
 			return nil, fmt.Errorf(".rows[%d]%v", i, err)
 		}
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil
+}
+
+// checkStats checks that a row's latency distribution counts its events.
+func checkStats(r Row) error {
+	var n uint64
+	for _, c := range r.Stats.Dist {
+		n += c
+	}
+	if r.Count == 0 || n != r.Count {
+		return fmt.Errorf(": the latency's distribution counts %d events, the row %d", n, r.Count)
+	}
+	return nil
 }
 
 // readJSONRow reads one row: a value per column, by its kind.

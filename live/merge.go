@@ -579,7 +579,9 @@ func resultOrder(res *Result) []planner.ResultOrder {
 				out = append(out, planner.ResultOrder{Label: label, Desc: dir == "descending"})
 			}
 		}
-		return out
+		if len(out) > 0 {
+			return out
+		}
 	}
 	if u != nil && len(u.Order) > 0 {
 		return u.Order

@@ -1,6 +1,8 @@
 package live
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // histText is a hist file of one histogram with the trigger info and the
@@ -153,4 +156,77 @@ func TestMergeSymbols(t *testing.T) {
 	if got := cellsOf(mergeOf(t, a, b)); !cmp.Equal(got, []string{"kmalloc_reserve+0x4c/0xb0,5"}) {
 		t.Errorf("merged: %q", got)
 	}
+}
+
+// The hist files of the kernels' testdata, shown as a histogram query
+// shows them, print the same table and JSON once written as JSON and
+// read back: keys of every kind (hex, log2, buckets, execname, syscall,
+// sym-offset, strings, stacks), sums, maxima, last values.
+func TestJSONRoundTripKeys(t *testing.T) {
+	files, err := filepath.Glob("../tracefs/testdata/hist-6.1-*.txt")
+	if err != nil || len(files) < 10 {
+		t.Fatalf("%d files: %v", len(files), err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, err := tracefs.ParseHist(string(data))
+		if err != nil || len(hs) == 0 {
+			continue
+		}
+		got := hs[0]
+		h := &planner.Hist{System: "s", Event: "e"}
+		h.Keys, h.Vals = triggerVals(got.TriggerInfo)
+		for i, k := range h.Keys {
+			h.Columns = append(h.Columns, planner.Column{Label: k, Kind: planner.ColKey, Index: i})
+		}
+		h.Columns = append(h.Columns, planner.Column{Label: "count", Kind: planner.ColCount})
+		for i, v := range h.Vals {
+			if v != "hitcount" {
+				h.Columns = append(h.Columns, planner.Column{Label: v, Kind: planner.ColValue, Index: i - 1})
+			}
+		}
+		if strings.Contains(got.TriggerInfo, "onmax(") {
+			h.Columns = append(h.Columns, planner.Column{Label: "max", Kind: planner.ColMax})
+		}
+		if strings.Contains(got.TriggerInfo, "onchange(") {
+			h.Columns = append(h.Columns, planner.Column{Label: "last", Kind: planner.ColChanged})
+		}
+		if strings.Contains(got.TriggerInfo, ".save(") {
+			h.Columns = append(h.Columns, planner.Column{Label: "saved", Kind: planner.ColSaved})
+		}
+		res := newResult(&planner.Unit{}, h, got)
+		var js, table strings.Builder
+		renderJSON(&js, []*Result{res})
+		renderTables(&table, []*Result{res})
+		_, back, err := ReadJSONReport(strings.NewReader(js.String()))
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		var js2, table2 strings.Builder
+		renderJSON(&js2, back.Results)
+		renderTables(&table2, back.Results)
+		if d := cmp.Diff(js.String(), js2.String()); d != "" {
+			t.Errorf("%s: JSON (-want +got):\n%s", file, d)
+		}
+		if d := cmp.Diff(table.String(), table2.String()); d != "" {
+			t.Errorf("%s: table (-want +got):\n%s", file, d)
+		}
+	}
+}
+
+// triggerVals are a trigger's keys= and vals= fields.
+func triggerVals(info string) (keys, vals []string) {
+	info, _, _ = strings.Cut(info, " if ")
+	for _, seg := range strings.Split(info, ":") {
+		if list, ok := strings.CutPrefix(seg, "keys="); ok {
+			keys = strings.Split(list, ",")
+		} else if list, ok := strings.CutPrefix(seg, "vals="); ok {
+			vals = strings.Split(list, ",")
+		}
+	}
+	return keys, vals
 }
