@@ -1,6 +1,7 @@
 package live
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sqlhist/sqlhist/internal/fuzzguard"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -176,28 +179,7 @@ func TestJSONRoundTripKeys(t *testing.T) {
 		if err != nil || len(hs) == 0 {
 			continue
 		}
-		got := hs[0]
-		h := &planner.Hist{System: "s", Event: "e"}
-		h.Keys, h.Vals = triggerVals(got.TriggerInfo)
-		for i, k := range h.Keys {
-			h.Columns = append(h.Columns, planner.Column{Label: k, Kind: planner.ColKey, Index: i})
-		}
-		h.Columns = append(h.Columns, planner.Column{Label: "count", Kind: planner.ColCount})
-		for i, v := range h.Vals {
-			if v != "hitcount" {
-				h.Columns = append(h.Columns, planner.Column{Label: v, Kind: planner.ColValue, Index: i - 1})
-			}
-		}
-		if strings.Contains(got.TriggerInfo, "onmax(") {
-			h.Columns = append(h.Columns, planner.Column{Label: "max", Kind: planner.ColMax})
-		}
-		if strings.Contains(got.TriggerInfo, "onchange(") {
-			h.Columns = append(h.Columns, planner.Column{Label: "last", Kind: planner.ColChanged})
-		}
-		if strings.Contains(got.TriggerInfo, ".save(") {
-			h.Columns = append(h.Columns, planner.Column{Label: "saved", Kind: planner.ColSaved})
-		}
-		res := newResult(&planner.Unit{}, h, got)
+		res := histResult(hs[0])
 		var js, table strings.Builder
 		renderJSON(&js, []*Result{res})
 		renderTables(&table, []*Result{res})
@@ -229,4 +211,79 @@ func triggerVals(info string) (keys, vals []string) {
 		}
 	}
 	return keys, vals
+}
+
+// histResult shows a histogram as a histogram query of its keys, count,
+// sums and handlers would.
+func histResult(got *tracefs.Histogram) *Result {
+	h := &planner.Hist{System: "s", Event: "e"}
+	h.Keys, h.Vals = triggerVals(got.TriggerInfo)
+	for i, k := range h.Keys {
+		h.Columns = append(h.Columns, planner.Column{Label: k, Kind: planner.ColKey, Index: i})
+	}
+	h.Columns = append(h.Columns, planner.Column{Label: "count", Kind: planner.ColCount})
+	for i, v := range h.Vals {
+		if v != "hitcount" {
+			h.Columns = append(h.Columns, planner.Column{Label: v, Kind: planner.ColValue, Index: i - 1})
+		}
+	}
+	if strings.Contains(got.TriggerInfo, "onmax(") {
+		h.Columns = append(h.Columns, planner.Column{Label: "max", Kind: planner.ColMax})
+	}
+	if strings.Contains(got.TriggerInfo, "onchange(") {
+		h.Columns = append(h.Columns, planner.Column{Label: "last", Kind: planner.ColChanged})
+	}
+	if strings.Contains(got.TriggerInfo, ".save(") {
+		h.Columns = append(h.Columns, planner.Column{Label: "saved", Kind: planner.ColSaved})
+	}
+	return newResult(&planner.Unit{}, h, got)
+}
+
+// What ReadJSONReport accepts can be merged and printed in every format
+// without a panic.
+func FuzzReadJSONReport(f *testing.F) {
+	for _, name := range []string{"hist-6.1-buckets.txt", "hist-6.1-stacktrace.txt", "hist-6.1-onchange-save.txt", "hist-6.1-two-triggers.txt"} {
+		data, err := os.ReadFile("../tracefs/testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		hs, err := tracefs.ParseHist(string(data))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var js strings.Builder
+		renderJSONLabelled(&js, []*Result{histResult(hs[0])}, name)
+		f.Add(js.String())
+	}
+	h := &planner.Hist{System: "synthetic", Event: "wl", Keys: []string{"comm", "lat.log2"},
+		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
+	const head = "# event histogram\n#\n# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) [active]\n#\n\n"
+	hs, err := tracefs.ParseHist(head +
+		"{ comm: sh, lat: ~ 2^4 } hitcount:          3  lat:         36\n\tmax:         12  lat:         12\n" +
+		"{ comm: ls, lat: ~ 2^7 } hitcount:          1  lat:        100\n\tmax:        100  lat:        100\n" +
+		"\nTotals:\n    Hits: 4\n    Entries: 2\n    Dropped: 0\n")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var js strings.Builder
+	renderJSON(&js, []*Result{newResult(&planner.Unit{}, h, hs[0])})
+	f.Add(js.String())
+	f.Add(`{"total": true, "results": []}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		fuzzguard.Run(fuzzguard.Limit, in, func() { checkReadJSON(t, in) })
+	})
+}
+
+func checkReadJSON(t *testing.T, in string) {
+	_, rep, err := ReadJSONReport(strings.NewReader(in))
+	if err != nil {
+		return
+	}
+	m, err := Merge([]*Report{rep, rep})
+	if err != nil {
+		t.Fatalf("a report does not merge with itself: %v", err)
+	}
+	for _, format := range Formats {
+		WriteFleet(io.Discard, io.Discard, format, []Labelled{{Label: "a", Report: rep}, {Label: "b", Report: rep}}, m)
+	}
 }
