@@ -12,8 +12,8 @@ test: unit kernels
 # The fast part: the shells of emit's script tests (installed when
 # missing), vet, every unit and golden test in random order twice,
 # and short fuzz runs of the parser, the whole command, shell quoting and
-# the readers of hist and trace output. Each fuzz run goes through
-# tools/fuzzcheck, which fails it when its execs counter stops for 6 s or
+# the readers of hist and trace output and of saved -o json results. Each
+# fuzz run goes through tools/fuzzcheck, which fails it when its execs counter stops for 6 s or
 # a worker outlives it; each target bounds one input to a second
 # (internal/fuzzguard) and crashes, saving the input, past that.
 FUZZCHECK = $(GO) run ./tools/fuzzcheck
@@ -28,6 +28,7 @@ unit: test-shells
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseTraceLine
 	$(FUZZCHECK) -time 10s ./live/remote FuzzAnswer
 	$(FUZZCHECK) -time 5s ./live/remote FuzzListing
+	$(FUZZCHECK) -time 10s ./live FuzzReadJSONReport
 
 # The shells printed scripts are run under by emit's unit tests (dash,
 # mksh, busybox, bash --posix): installed with apt-get when missing (as
