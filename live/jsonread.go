@@ -26,65 +26,136 @@ import (
 // parse, else the line where the document starts and the path in it
 // ("results[0].rows[2].lat: …").
 func ReadJSONReport(r io.Reader) (label string, rep *Report, err error) {
-	data, err := io.ReadAll(r)
+	data, d, at, err := readJSONDoc(r, false)
 	if err != nil {
 		return "", nil, err
 	}
+	if d.Label != nil {
+		label = *d.Label
+	}
+	rep, err = readJSONResults(d.Results)
+	if err != nil {
+		return "", nil, posError(data, at, "%v", err)
+	}
+	return label, rep, nil
+}
+
+// ReadJSONTargets reads back saved results as [ReadJSONReport] does, one
+// target's (its label "" when it has none), and also the document of a
+// fleet ([WriteFleet]): its targets, those that failed with their errors;
+// its merge is left out (merge the targets again).
+func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
+	data, d, at, err := readJSONDoc(r, true)
+	if err != nil {
+		return nil, err
+	}
+	if d.Targets == nil {
+		rep, err := readJSONResults(d.Results)
+		if err != nil {
+			return nil, posError(data, at, "%v", err)
+		}
+		label := ""
+		if d.Label != nil {
+			label = *d.Label
+		}
+		return []Labelled{{Label: label, Report: rep}}, nil
+	}
+	var targets []struct {
+		Label   *string
+		Error   *string
+		Results json.RawMessage
+	}
+	if err := json.Unmarshal(d.Targets, &targets); err != nil {
+		return nil, posError(data, at, "targets: %v", err)
+	}
+	var out []Labelled
+	for i, t := range targets {
+		switch {
+		case t.Label == nil:
+			return nil, posError(data, at, "targets[%d]: no \"label\"", i)
+		case t.Error != nil:
+			out = append(out, Labelled{Label: *t.Label, Err: errors.New(*t.Error)})
+		case t.Results == nil:
+			return nil, posError(data, at, "targets[%d] (%s): no \"results\" and no \"error\"", i, *t.Label)
+		default:
+			rep, err := readJSONResults(t.Results)
+			if err != nil {
+				return nil, posError(data, at, "targets[%d] (%s).%v", i, *t.Label, err)
+			}
+			out = append(out, Labelled{Label: *t.Label, Report: rep})
+		}
+	}
+	return out, nil
+}
+
+// jsonDoc is a document sqlhist -r -o json prints, or a fleet's.
+type jsonDoc struct {
+	Label    *string         `json:"label"`
+	Total    bool            `json:"total"`
+	Interval json.RawMessage `json:"interval"`
+	Targets  json.RawMessage `json:"targets"`
+	Results  json.RawMessage `json:"results"`
+}
+
+// readJSONDoc reads the one document of results in r (of -i's lines, the
+// total's), and a fleet's when fleets is set; it returns the data read
+// and where the document starts.
+func readJSONDoc(r io.Reader, fleets bool) ([]byte, *jsonDoc, int, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	type doc struct {
-		Label    *string         `json:"label"`
-		Total    bool            `json:"total"`
-		Interval json.RawMessage `json:"interval"`
-		Targets  json.RawMessage `json:"targets"`
-		Results  json.RawMessage `json:"results"`
-	}
-	var found *doc
+	var found *jsonDoc
 	foundAt, intervals := 0, 0
 	for {
 		start := int(dec.InputOffset())
-		var d doc
+		var d jsonDoc
 		if err := dec.Decode(&d); err == io.EOF {
 			break
 		} else if err != nil {
-			return "", nil, jsonSyntaxError(data, start, err)
+			return nil, nil, 0, jsonSyntaxError(data, start, err)
 		}
 		start = skipSpace(data, start)
 		switch {
-		case d.Targets != nil:
-			return "", nil, posError(data, start, "a fleet's document (\"targets\" and \"merged\"), not one target's results: give each target's -o json output")
+		case d.Targets != nil && !fleets:
+			return nil, nil, 0, posError(data, start, "a fleet's document (\"targets\" and \"merged\"), not one target's results: give each target's -o json output")
 		case d.Interval != nil:
 			intervals++
 			continue
-		case d.Results == nil:
-			return "", nil, posError(data, start, "no \"results\": not the -o json output of sqlhist -r")
+		case d.Results == nil && d.Targets == nil:
+			return nil, nil, 0, posError(data, start, "no \"results\": not the -o json output of sqlhist -r")
 		case found != nil:
-			return "", nil, posError(data, start, "a second document of results (the first is at line %d): give one run's output per file", lineOf(data, foundAt))
+			return nil, nil, 0, posError(data, start, "a second document of results (the first is at line %d): give one run's output per file", lineOf(data, foundAt))
 		}
 		found, foundAt = &d, start
 	}
 	if found == nil {
 		if intervals > 0 {
-			return "", nil, fmt.Errorf("%d intervals and no total (the line {\"total\": true, …} that ends -i's output): the run was cut short", intervals)
+			return nil, nil, 0, fmt.Errorf("%d intervals and no total (the line {\"total\": true, …} that ends -i's output): the run was cut short", intervals)
 		}
-		return "", nil, errors.New("empty: no results")
+		return nil, nil, 0, errors.New("empty: no results")
 	}
-	if found.Label != nil {
-		label = *found.Label
-	}
+	return data, found, foundAt, nil
+}
+
+// readJSONResults reads a "results" list; its errors start with the path
+// in it.
+func readJSONResults(results json.RawMessage) (*Report, error) {
 	var raw []json.RawMessage
-	if err := json.Unmarshal(found.Results, &raw); err != nil {
-		return "", nil, posError(data, foundAt, "results: %v", err)
+	if err := json.Unmarshal(results, &raw); err != nil {
+		return nil, fmt.Errorf("results: %v", err)
 	}
-	rep = &Report{}
+	rep := &Report{}
 	for i, m := range raw {
 		res, err := readJSONResult(m)
 		if err != nil {
-			return "", nil, posError(data, foundAt, "results[%d]%v", i, err)
+			return nil, fmt.Errorf("results[%d]%v", i, err)
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	return label, rep, nil
+	return rep, nil
 }
 
 // readJSONResult reads one result object (see jsonResults).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -462,5 +463,42 @@ func TestMergeStreamed(t *testing.T) {
 	m.WriteStreamSummary(&sum)
 	if !strings.Contains(sum.String(), "synthetic/sched_waking_to_sched_switch_9: 11 events streamed; the kernel counted 12") {
 		t.Errorf("summary: %s", sum.String())
+	}
+}
+
+// A fleet's JSON document reads back as its targets, a failed one with
+// its error; one target's as itself.
+func TestReadJSONTargets(t *testing.T) {
+	a, b := wakeupFleet(t)
+	targets := []live.Labelled{{Label: "A", Report: a}, {Label: "C", Err: fmt.Errorf("the transport closed")}, {Label: "B", Report: b}}
+	m, err := live.MergeLabelled(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := live.WriteFleet(&out, io.Discard, "json", targets, m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := live.ReadJSONTargets(strings.NewReader(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Label != "A" || got[1].Label != "C" || got[1].Err == nil || got[1].Err.Error() != "the transport closed" || got[2].Label != "B" {
+		t.Fatalf("targets: %+v", got)
+	}
+	if jsonOf(t, got[0].Report) != jsonOf(t, a) || jsonOf(t, got[2].Report) != jsonOf(t, b) {
+		t.Error("a target's results read back differ")
+	}
+	m2, err := live.MergeLabelled(got)
+	if err != nil || jsonOf(t, m2) != jsonOf(t, m) {
+		t.Errorf("merge of the targets read back differs (%v)", err)
+	}
+	one, err := live.ReadJSONTargets(strings.NewReader(jsonOf(t, a)))
+	if err != nil || len(one) != 1 || one[0].Label != "" || jsonOf(t, one[0].Report) != jsonOf(t, a) {
+		t.Errorf("one target's JSON: %+v, %v", one, err)
+	}
+	bad := strings.Replace(out.String(), `"label": "B"`, `"labl": "B"`, 1)
+	if _, err := live.ReadJSONTargets(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "1:1: targets[2]: no \"label\"") {
+		t.Errorf("error %v", err)
 	}
 }

@@ -14,9 +14,9 @@ import (
 const mergeUsage = `usage: sqlhist merge [-o table|json|csv] FILE.json ...
 
 sqlhist merge reads what sqlhist -r -o json printed on several machines
-(gathered by ansible, salt, kubectl or scp; the total of -i's lines too),
-prints each one's results under its label (the "label" in the file, else
-the file's name) and their merge: counts, sums and log2 distributions
+(gathered by ansible, salt, kubectl or scp; the total of -i's lines too;
+the targets of a fleet's document), prints each one's results under its
+label (the "label" in the file, else the file's name) and their merge: counts, sums and log2 distributions
 added, the largest maximum, percentiles from the merged distribution,
 rows matched by their keys. The files must come from one query.
 
@@ -24,8 +24,9 @@ flags:
 `
 
 // runMerge is sqlhist merge: it exits 0 when every file was read and
-// merged, 1 when a file could not be read or the files ran different
-// queries (the others are still printed), 2 on a usage error.
+// merged, 1 when a file could not be read, a fleet's file holds a target
+// that failed, or the files ran different queries (the others are still
+// printed), 2 on a usage error.
 func runMerge(args []string, e env) int {
 	fl := pflag.NewFlagSet("sqlhist merge", pflag.ContinueOnError)
 	fl.SetOutput(e.stderr)
@@ -59,22 +60,29 @@ func runMerge(args []string, e env) int {
 	code := exitOK
 	var targets []live.Labelled
 	labels := map[string]string{} // label: the file that has it
+	read := 0
 	for _, f := range files {
-		label, rep, err := readResults(e, f)
+		got, err := readResults(e, f)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "sqlhist: %s\n", err)
 			code = exitQuery
 			continue
 		}
-		if label == "" {
-			label = f
+		read++
+		for _, t := range got {
+			if t.Label == "" {
+				t.Label = f
+			}
+			if other, dup := labels[t.Label]; dup {
+				fmt.Fprintf(e.stderr, "sqlhist: warning: %s and %s both have the label %q: the second is shown as %q\n", other, f, t.Label, t.Label+" ("+f+")")
+				t.Label += " (" + f + ")"
+			}
+			labels[t.Label] = f
+			if t.Err != nil {
+				code = exitQuery // a fleet's target that failed
+			}
+			targets = append(targets, t)
 		}
-		if other, dup := labels[label]; dup {
-			fmt.Fprintf(e.stderr, "sqlhist: warning: %s and %s are both labelled %q: the second is shown as %q\n", other, f, label, label+" ("+f+")")
-			label += " (" + f + ")"
-		}
-		labels[label] = f
-		targets = append(targets, live.Labelled{Label: label, Report: rep})
 	}
 	if len(targets) == 0 {
 		return code
@@ -90,24 +98,25 @@ func runMerge(args []string, e env) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sqlhist: not merged: %v\n", err)
 	}
-	if n := len(files) - len(targets); n > 0 {
-		fmt.Fprintf(e.stderr, "sqlhist: %d of the %d files could not be read: the merge is of the other %d\n", n, len(files), len(targets))
+	if n := len(files) - read; n > 0 {
+		fmt.Fprintf(e.stderr, "sqlhist: %d of the %d files could not be read: the merge is of the other %d\n", n, len(files), read)
 	}
 	return code
 }
 
-// readResults reads the saved results of one file; its errors start with
-// the file's name, and a place in it when there is one ("f.json:3:5: …").
-func readResults(e env, file string) (string, *live.Report, error) {
+// readResults reads the saved results of one file: one target's, or a
+// fleet's targets; its errors start with the file's name, and a place in
+// it when there is one ("f.json:3:5: …").
+func readResults(e env, file string) ([]live.Labelled, error) {
 	data, err := e.readFile(file)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	label, rep, err := live.ReadJSONReport(bytes.NewReader(data))
+	targets, err := live.ReadJSONTargets(bytes.NewReader(data))
 	if err != nil {
-		return "", nil, fmt.Errorf("%s:%v", file, placed(err))
+		return nil, fmt.Errorf("%s:%v", file, placed(err))
 	}
-	return label, rep, nil
+	return targets, nil
 }
 
 // placed puts a space before an error that has no line and column.

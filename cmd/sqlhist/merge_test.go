@@ -189,3 +189,27 @@ func TestMergeIntervals(t *testing.T) {
 		t.Errorf("merged (-want +got):\n%s", d)
 	}
 }
+
+// A fleet's saved document merges as its targets, with other files; a
+// target that failed there is reported and makes the exit status 1.
+func TestMergeFleetFile(t *testing.T) {
+	one := runJSON(t, wakeupSQL, "events/synthetic/"+runSynth+"/hist", runHist)
+	two := strings.Replace(one, "{\n", "{\n  \"label\": \"ssh b\",\n", 1)
+	e, fleet, stderr := mergeEnv(map[string]string{"a.json": one, "b.json": two})
+	if code := runMerge([]string{"-o", "json", "a.json", "b.json"}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	withFailure := strings.Replace(fleet.String(), "\"targets\": [\n", "\"targets\": [\n    {\"label\": \"ssh c\", \"error\": \"the transport closed\"},\n", 1)
+	e, stdout, stderr := mergeEnv(map[string]string{"fleet.json": withFailure, "a.json": one})
+	if code := runMerge([]string{"-o", "csv", "fleet.json", "a.json"}, e); code != exitQuery {
+		t.Fatalf("exit %d, want 1: %s", code, stderr)
+	}
+	if !strings.Contains(stdout.String(), "\nmerged,sh,12,34.0,") || !strings.Contains(stdout.String(), "\nssh b,sh,4,") {
+		t.Errorf("CSV:\n%s", stdout)
+	}
+	for _, want := range []string{"sqlhist: ssh c: the transport closed\n", "sqlhist: warning: fleet.json and a.json both have the label \"a.json\": the second is shown as \"a.json (a.json)\"\n"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
