@@ -47,6 +47,19 @@ type Guest struct {
 	// it may change the file, e.g. append a bootconfig to it. Its error
 	// ends Run (not as an *InfraError).
 	Initrd func(path string) error
+	// Modules are kernel modules (modprobe's names) that /init loads
+	// with insmod, dependencies first, before the script; they come
+	// from the kernel's Debian package (see Modules), and built-in ones
+	// are skipped.
+	Modules []string
+	// Via, when set, is the host path of a unix socket (qemu listens on
+	// it) joined to a second channel of the guest on which a shell runs
+	// in a loop from before the script starts: see StartVia, which also
+	// tells when that shell answers.
+	Via string
+
+	onStart func(time.Time) // called when qemu starts
+	preinit string          // run by /init before the begin marker
 }
 
 // Result is what a boot brought back.
@@ -155,8 +168,10 @@ echo 1 > /proc/sys/kernel/printk
 hostname guest
 N=%s
 cd /work
-echo "@@SQLHIST-BEGIN-$N@@"
 `, nonce)
+	b.WriteString(g.preinit)
+	b.WriteString(`echo "@@SQLHIST-BEGIN-$N@@"
+`)
 	if g.CombinedOutput {
 		b.WriteString("/bin/sh /work/guest.sh </dev/null 2>&1\n")
 	} else {
@@ -223,6 +238,26 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 		}
 	}
 	im.Add(File{Path: "/work/guest.sh", Mode: 0o755, Data: []byte(g.Script)})
+	var viaArgs []string
+	viaInit := ""
+	if g.Via != "" {
+		v, err := viaChannel(k.DebArch(), g.Via)
+		if err != nil {
+			return Result{}, &InfraError{Kernel: k.Name, Reason: "via channel", Err: err}
+		}
+		viaArgs, viaInit = v.qemu, v.init
+	}
+	if len(g.Modules) > 0 {
+		files, err := Modules(ctx, k, g.Modules...)
+		if err != nil {
+			return Result{}, &InfraError{Kernel: k.Name, Reason: "kernel modules", Err: err}
+		}
+		for _, f := range files {
+			im.Add(f)
+			g.preinit += "insmod " + emit.Quote(f.Path) + "\n"
+		}
+	}
+	g.preinit += viaInit
 	im.Add(File{Path: "/init", Mode: 0o755, Data: []byte(initScript(nonce, g))})
 	img, err := im.Bytes()
 	if err != nil {
@@ -263,6 +298,7 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 	args := append(append([]string{}, mach.Args...),
 		"-m", fmt.Sprint(mem), "-smp", fmt.Sprint(cpus),
 		"-kernel", k.Vmlinuz, "-initrd", initrd, "-append", cmdline)
+	args = append(args, viaArgs...)
 	cmd := exec.CommandContext(cctx, mach.Qemu, args...)
 	cmd.Stdin = nil
 	cmd.WaitDelay = 5 * time.Second
@@ -272,7 +308,13 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 	start := time.Now()
 	con.start = start
 	Logf("vm: booting %s (%s)", k.Name, k.Release)
-	runErr := cmd.Run()
+	var runErr error
+	if g.onStart == nil {
+		runErr = cmd.Run()
+	} else if runErr = cmd.Start(); runErr == nil {
+		g.onStart(start)
+		runErr = cmd.Wait()
+	}
 	res := Result{Kernel: k, Duration: time.Since(start)}
 	res.Console = normalizeConsole(con.String())
 	if !con.begunAt.IsZero() {
