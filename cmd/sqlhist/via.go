@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -70,7 +71,17 @@ func (o *options) viaCommands(e env) ([]string, int) {
 
 // viaOne does what the flags ask on one target.
 func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd string) int {
-	s, err := remote.Dial(context.Background(), cmd, remote.Options{Stderr: e.stderr})
+	ropt := remote.Options{Stderr: e.stderr}
+	if o.viaTrace != "" {
+		f, err := os.Create(o.viaTrace)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "sqlhist: --via-trace: %v\n", err)
+			return exitQuery
+		}
+		defer f.Close()
+		ropt.Trace = f
+	}
+	s, err := remote.Dial(context.Background(), cmd, ropt)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sqlhist: --via %s: %v\n", cmd, err)
 		return exitQuery

@@ -48,6 +48,10 @@ type Options struct {
 	Stderr io.Writer
 	// Shell runs the command; nil is "sh".
 	Shell string
+	// Trace, when set, receives a line for each request and each answer
+	// (what is sent to the target, and how long it took): for a user who
+	// wants to see it (sqlhist --via-trace FILE) and for debugging.
+	Trace io.Writer
 }
 
 // Defaults of Options.
@@ -275,6 +279,13 @@ func (s *Session) request(ctx context.Context, step, cmd string) (string, error)
 		return "", s.lostErrLocked(step, err)
 	}
 	a := newAnswer(s.mark, seq, s.opt.MaxAnswer)
+	if s.opt.Trace != nil {
+		start := time.Now()
+		fmt.Fprintf(s.opt.Trace, "%s > %s %s: %s\n", start.Format("15:04:05.000"), seq, step, cmd)
+		defer func() {
+			fmt.Fprintf(s.opt.Trace, "%s < %s status %d, %d bytes, %v\n", time.Now().Format("15:04:05.000"), seq, a.status, len(a.out)+a.body.Len(), time.Since(start).Round(time.Millisecond))
+		}()
+	}
 	timer := time.NewTimer(s.opt.Timeout)
 	defer timer.Stop()
 	for {

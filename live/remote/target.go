@@ -79,11 +79,26 @@ const pollLines = 2000
 // the token, or pollLines lines; tokens are not passed on.
 func (s *Session) OpenPipe(p string) (io.ReadCloser, error) {
 	dir := emit.Quote(path.Dir(p))
-	if _, err := s.request(context.Background(), "opening "+p, "[ -e "+emit.Quote(p)+" ] || Q 2"); err != nil {
+	// busybox's read builtin polls its file before each byte, and
+	// trace_pipe's poll reports data only once the buffer is
+	// buffer_percent full: the read would wait for events that may never
+	// come. The instance's "block" option makes its poll always report
+	// data (the read itself still waits). It is set for the stream and
+	// put back when the stream is closed.
+	block := emit.Quote(path.Dir(p) + "/options/block")
+	out, err := s.request(context.Background(), "opening "+p,
+		"[ -e "+emit.Quote(p)+" ] || Q 2; if [ -e "+block+" ]; then read -r b < "+block+"; if [ \"$b\" = 0 ]; then echo 1 > "+block+" && echo set; fi; fi")
+	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", p, err)
 	}
 	pr, pw := io.Pipe()
 	rp := &pipe{r: pr, stop: make(chan struct{})}
+	if strings.TrimSpace(out) == "set" {
+		rp.restore = func() {
+			s.request(context.Background(), "putting back "+path.Dir(p)+"/options/block",
+				"if [ -e "+block+" ]; then echo 0 > "+block+"; fi")
+		}
+	}
 	go func() {
 		defer close(rp.done())
 		for n := 1; ; n++ {
@@ -115,6 +130,7 @@ func (s *Session) OpenPipe(p string) (io.ReadCloser, error) {
 }
 
 type pipe struct {
+	restore  func() // puts the instance's block option back
 	r        *io.PipeReader
 	stop     chan struct{}
 	once     sync.Once
@@ -129,9 +145,17 @@ func (p *pipe) done() chan struct{} {
 
 func (p *pipe) Read(b []byte) (int, error) { return p.r.Read(b) }
 
-// Close stops the polls; a poll in progress ends first.
+// Close stops the polls (a poll in progress ends first) and puts the
+// instance's block option back.
 func (p *pipe) Close() error {
-	p.once.Do(func() { close(p.stop); p.r.Close() })
+	p.once.Do(func() {
+		close(p.stop)
+		p.r.Close()
+		if p.restore != nil {
+			<-p.done()
+			p.restore()
+		}
+	})
 	return nil
 }
 
