@@ -296,6 +296,11 @@ func TestKernels(t *testing.T) {
 	if selected(bootKernel) {
 		jobs = append(jobs, job{bootKernel, jobCost(bootKernel), needsBuild(bootKernel), bootconfigJob})
 	}
+	if len(viaKernelsOf()) > 0 {
+		// The --via guests (via_checks_test.go): booted at once, mostly
+		// waiting on this machine's sqlhist, so one slot.
+		jobs = append(jobs, job{"via", 3 * time.Minute, false, viaJobRun})
+	}
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].cost > jobs[b].cost })
 	n := guestsAtOnce()
 	suite.Lock()

@@ -34,7 +34,11 @@ var runName = regexp.MustCompile(`^` + InstancePrefix + `([0-9]+)(` + leaseSuffi
 // running: alive reports whether a process exists. It reads two listings,
 // so a run can check at its start.
 func DeadRuns(t *Target, alive func(pid int) bool) []int {
-	alive = t.liveness(alive)
+	return deadRuns(t, t.liveness(alive))
+}
+
+// deadRuns is DeadRuns with alive telling runs (heartbeats included).
+func deadRuns(t *Target, alive func(pid int) bool) []int {
 	var pids []int
 	dirs := true
 	add := func(name string) {
@@ -77,19 +81,22 @@ func FindLeftovers(t *Target, alive func(pid int) bool) []Leftover {
 			live = append(live, c)
 		}
 	}
-	for _, pid := range DeadRuns(t, alive) {
+	for _, pid := range deadRuns(t, alive) {
 		// The manifest first: the search by name reads every trigger
 		// file of every instance (seconds on a slow machine: 2-3 s of
 		// the 3.3 s a kill point took under qemu's emulation).
+		var l Leftover
 		if cmds, ok := readManifest(t, LeaseName(pid)); ok {
-			out = append(out, Leftover{PID: pid, Commands: leaseLeftover(t, pid, cmds, live)})
-			continue
+			l = Leftover{PID: pid, Commands: leaseLeftover(t, pid, cmds, live)}
+		} else {
+			l = leftoverOf(t, pid)
+			if t.HasInstance(LeaseName(pid)) {
+				lease := emit.Instance(LeaseName(pid))
+				l.Commands = append(l.Commands, emit.Command{Kind: emit.KindDir, File: lease.File, Line: "rmdir", What: "lease " + LeaseName(pid)})
+			}
 		}
-		l := leftoverOf(t, pid)
-		if t.HasInstance(LeaseName(pid)) {
-			lease := emit.Instance(LeaseName(pid))
-			l.Commands = append(l.Commands, emit.Command{Kind: emit.KindDir, File: lease.File, Line: "rmdir", What: "lease " + LeaseName(pid)})
-		}
+		// The heartbeat goes last: until then the run is dead for
+		// everyone by its stale beats, not by a missing process.
 		if t.HasInstance(BeatName(pid)) {
 			l.Commands = append(l.Commands, emit.Command{Kind: emit.KindDir, File: "instances/" + BeatName(pid), Line: "rmdir", What: "heartbeat " + BeatName(pid)})
 		}

@@ -94,6 +94,8 @@ func (o *options) planTarget(cat *tracefs.Catalog) emit.PlanTarget {
 		t.Arch = a.Name
 	}
 	switch {
+	case o.formats != "" && o.machine && o.viaTarget != "":
+		t.Catalog = "tracefs " + o.formats + " through --via " + o.viaTarget
 	case o.formats != "" && o.machine:
 		t.Catalog = "tracefs " + o.formats
 	case o.formats != "":

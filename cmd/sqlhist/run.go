@@ -129,6 +129,7 @@ type options struct {
 	viaFile                                 string   // --via-file FILE
 	viaJobs                                 int      // --via-jobs N
 	viaTrace                                string   // --via-trace FILE
+	viaTarget                               string   // the --via command of this target, once reached
 }
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]

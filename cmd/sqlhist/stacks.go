@@ -83,14 +83,13 @@ func (o *options) writeResults(e env, rep *live.Report, total bool) error {
 	format := o.live.output
 	if !isStackFormat(format) {
 		return o.toOut(e, o.live.out, func(w io.Writer) error {
+			// Results from a target carry its label in JSON and CSV, for
+			// sqlhist merge.
+			label := viaLabel(e, format)
 			if total {
-				return rep.WriteTotal(w, e.stderr, format)
+				return rep.WriteTotalLabelled(w, e.stderr, format, label)
 			}
-			if e.via != "" && (format == "json" || format == "csv") {
-				// Results from a target carry its label, for sqlhist merge.
-				return rep.WriteLabelled(w, e.stderr, format, e.via)
-			}
-			return rep.Write(w, e.stderr, format)
+			return rep.WriteLabelled(w, e.stderr, format, label)
 		})
 	}
 	for _, res := range live.Stacked(rep.Results) {
@@ -115,7 +114,7 @@ func (o *options) writeInterval(e env, iv *live.Interval) error {
 			if isStackFormat(o.live.output) {
 				return writeStacks(w, iv.Results, o.live.output)
 			}
-			return iv.Write(w, o.live.output)
+			return iv.WriteLabelled(w, o.live.output, viaLabel(e, o.live.output))
 		})
 	}
 	if o.live.output == "folded" {
@@ -126,7 +125,16 @@ func (o *options) writeInterval(e env, iv *live.Interval) error {
 		fmt.Fprintf(e.stdout, "# interval %d: %.1f s to %.1f s%s\n", iv.N, iv.Start.Seconds(), iv.End.Seconds(), partial)
 		return live.WriteFolded(e.stdout, iv.Results)
 	}
-	return iv.Write(e.stdout, o.live.output)
+	return iv.WriteLabelled(e.stdout, o.live.output, viaLabel(e, o.live.output))
+}
+
+// viaLabel is the label JSON and CSV results carry: the --via command of
+// the target they come from, or "" for this machine's.
+func viaLabel(e env, format string) string {
+	if e.via != "" && (format == "json" || format == "csv") {
+		return e.via
+	}
+	return ""
 }
 
 func writeStacks(w io.Writer, results []*live.Result, format string) error {

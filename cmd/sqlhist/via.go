@@ -108,7 +108,7 @@ func (o *options) viaRoot(e env, fl *pflag.FlagSet) {
 	if err != nil {
 		return // -e, -r and --cleanup say so
 	}
-	o.tracefsDir = root
+	o.tracefsDir, o.viaTarget = root, e.via
 	if !o.execute && !o.run && !o.cleanup && !o.dryRun && o.formats == "" && o.kernel == "" && o.planFile == "" {
 		o.formats, o.machine = root, true
 	}
@@ -121,19 +121,28 @@ func viaEnv(e env, s *remote.Session) env {
 	re := e
 	re.hostDir = e.dir
 	root := s.FS("/")
+	// Directories are looked up once, but for /proc's (processes come
+	// and go).
+	var mu sync.Mutex
+	dirs := map[string]error{}
 	re.dir = func(p string) (fs.FS, error) {
-		name := strings.TrimPrefix(path.Clean("/"+p), "/")
-		if name == "" {
-			name = "."
+		clean := path.Clean("/" + p)
+		mu.Lock()
+		err, known := dirs[clean]
+		mu.Unlock()
+		if known {
+			if err != nil {
+				return nil, err
+			}
+			return s.FS(p), nil
 		}
-		st, err := root.Stat(name)
-		if err != nil {
-			return nil, err
+		fsys, err := lookDir(root, s, p)
+		if !strings.HasPrefix(clean, "/proc/") {
+			mu.Lock()
+			dirs[clean] = err
+			mu.Unlock()
 		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("%s: not a directory", p)
-		}
-		return s.FS(p), nil
+		return fsys, err
 	}
 	getenv := e.getenv
 	if getenv == nil {
@@ -160,6 +169,22 @@ func viaEnv(e env, s *remote.Session) env {
 		return c, nil
 	}
 	return re
+}
+
+// lookDir opens the target's directory p, which must exist.
+func lookDir(root *remote.FS, s *remote.Session, p string) (fs.FS, error) {
+	name := strings.TrimPrefix(path.Clean("/"+p), "/")
+	if name == "" {
+		name = "."
+	}
+	st, err := root.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", p)
+	}
+	return s.FS(p), nil
 }
 
 // remoteRunID is an id for a run made through a transport: eight digits,
@@ -192,7 +217,7 @@ func viaLost(e env, o *options, err error) {
 // the targets were given. A target that fails is reported and the others
 // still answer; the exit status is that of the first that failed.
 func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
-	if o.run && (o.live.every > 0 || o.live.events) {
+	if o.run && (fl.Changed("interval") || o.live.events) {
 		return usageError(e, "with several targets, -r prints each target's results and the merged ones: -i and --events take one --via")
 	}
 	if o.run && isStackFormat(o.live.output) {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// viaTracefs writes the embedded 6.1 catalog to a directory: a tracefs a
+// shell on this machine can read, standing in for a target's.
+func viaTracefs(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("dash"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("dash is not installed: make unit installs it")
+		}
+		t.Skip("dash is not installed")
+	}
+	src, err := tracefs.EmbeddedOf("6.1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "trace fs")
+	err = fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dir, p), 0o755)
+		}
+		b, err := fs.ReadFile(src, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, p), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// viaEnvFor is this machine's environment with stdout and stderr kept and
+// the cache in a temporary directory.
+func viaEnvFor(t *testing.T) (env, *bytes.Buffer, *bytes.Buffer) {
+	e := osEnv()
+	var out, errb bytes.Buffer
+	e.stdout, e.stderr = &out, &errb
+	e.cacheDir = t.TempDir()
+	e.getenv = nil
+	return e, &out, &errb
+}
+
+var catalogLine = regexp.MustCompile(`"catalog": "[^"]*"`)
+
+// TestViaPrintsWhatTheTargetsFormatsSay: through a shell, the printed
+// script, the plan, --describe and --list-events are what --formats on the
+// same directory prints; the catalog read through the transport is kept,
+// and the next compile reads no file or listing but the checksum.
+func TestViaPrintsWhatTheTargetsFormatsSay(t *testing.T) {
+	dir := viaTracefs(t)
+	e, _, _ := viaEnvFor(t)
+	for _, args := range [][]string{{wakeupSQL}, {"-n", "wl", "-o", "json", wakeupSQL}, {"--teardown", wakeupSQL},
+		{"--describe", "sched_switch"}, {"--list-events", "sched*"}, {"-o", "bootconfig", wakeupSQL}} {
+		le, lout, lerr := viaEnvFor(t)
+		code := run(append([]string{"--formats", dir, "-t", dir}, args...), le)
+		*lout = *bytes.NewBufferString(catalogLine.ReplaceAllString(lout.String(), `"catalog": "tracefs `+dir+`"`))
+		for _, sh := range []string{"dash", "busybox sh"} {
+			ve, vout, verr := viaEnvFor(t)
+			ve.cacheDir = e.cacheDir
+			vcode := run(append([]string{"--via", sh, "-t", dir}, args...), ve)
+			// A plan says where its formats came from.
+			got := catalogLine.ReplaceAllString(vout.String(), `"catalog": "tracefs `+dir+`"`)
+			if vcode != code || got != lout.String() || code != 0 || got != vout.String() && !strings.Contains(vout.String(), `through --via `+sh+`"`) {
+				t.Errorf("%q via %s: exit %d:\n%s%s\nwith --formats: exit %d:\n%s%s", args, sh, vcode, vout, verr, code, lout, lerr)
+			}
+		}
+	}
+	// The second compile of a query reads the checksum and nothing else.
+	trace := filepath.Join(t.TempDir(), "trace")
+	ve, _, verr := viaEnvFor(t)
+	ve.cacheDir = e.cacheDir
+	if code := run([]string{"--via", "dash", "--via-trace", trace, "-t", dir, wakeupSQL}, ve); code != 0 {
+		t.Fatalf("exit %d: %s", code, verr)
+	}
+	b, _ := os.ReadFile(trace)
+	var sent []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if _, step, ok := strings.Cut(l, " > "); ok {
+			sent = append(sent, step)
+		}
+	}
+	reads := 0
+	for _, step := range sent {
+		if strings.Contains(step, " reading ") || strings.Contains(step, " listing ") {
+			reads++
+		}
+	}
+	if reads > 0 || len(sent) > 6 || !strings.Contains(sent[0], "greeting") || !strings.Contains(sent[len(sent)-1], "checksumming available_events") {
+		t.Errorf("a compile with the catalog kept sent %d requests:\n%s", len(sent), strings.Join(sent, "\n"))
+	}
+}
+
+// TestViaFailures: a transport that fails, a target that is not a shell,
+// and usage errors of --via; a fleet where one target fails still prints
+// the others', and its exit status says so.
+func TestViaFailures(t *testing.T) {
+	dir := viaTracefs(t)
+	e, out, errb := viaEnvFor(t)
+	if code := run([]string{"--via", "echo 'ssh: connect to host board port 22: Connection refused' >&2; exit 255", wakeupSQL}, e); code != exitQuery ||
+		!strings.Contains(errb.String(), "Connection refused") || out.Len() != 0 {
+		t.Errorf("a failing transport: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+	e, out, errb = viaEnvFor(t)
+	if code := run([]string{"--via", "dash", "--via", "false", "--via", "busybox sh", "-t", dir, wakeupSQL}, e); code != exitQuery ||
+		strings.Count(out.String(), "# target: ") != 2 || !strings.Contains(errb.String(), "[false] sqlhist: --via false:") {
+		t.Errorf("a fleet with a failing target: exit %d:\n%s%s", code, out, errb)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--via", "dash", "--via", "dash", wakeupSQL}, "the same target twice"},
+		{[]string{"--via", "dash", "--via", "mksh", "-r", "-i", "1", wakeupSQL}, "-i and --events take one --via"},
+		{[]string{"--via", "dash", "--via", "mksh", "-r", "-o", "folded", wakeupSQL}, "-o takes table, json or csv"},
+		{[]string{"--via", " ", wakeupSQL}, "empty command"},
+		{[]string{"--via", "dash", "--via-jobs", "0", wakeupSQL}, "--via-jobs must be at least 1"},
+	} {
+		e, _, errb := viaEnvFor(t)
+		if code := run(c.args, e); code != exitUsage || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%q: exit %d, stderr %q, want %q", c.args, code, errb, c.want)
+		}
+	}
+	e, out, _ = viaEnvFor(t)
+	file := filepath.Join(t.TempDir(), "targets")
+	os.WriteFile(file, []byte("# the boards\n\ndash\n  busybox sh  \n"), 0o644)
+	if code := run([]string{"--via-file", file, "-t", dir, wakeupSQL}, e); code != 0 || strings.Count(out.String(), "# target: ") != 2 ||
+		!strings.Contains(out.String(), "# target: busybox sh\n") {
+		t.Errorf("--via-file: exit %d:\n%s", code, out)
+	}
+}

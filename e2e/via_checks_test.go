@@ -1,0 +1,438 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+	"github.com/sqlhist/sqlhist/emit"
+)
+
+// The --via part of the suite (issue 22): guests with no sqlhist inside
+// (vm.StartVia), reached only through a shell on a serial line, driven by
+// this machine's sqlhist. Each kernel: the printed script and the event
+// descriptions equal the embedded catalog's; -r's JSON passes the checks
+// of local runs; -i's intervals add up; --events streams every event the
+// kernel counted; -p names the target's processes; -e and --teardown -e;
+// a SIGKILLed run is alive for --cleanup while its heartbeat is fresh and
+// removed once it is stale; a run whose transport is cut says what it left
+// and --cleanup --via removes it; the tracefs is as before. Then the
+// kernels as a fleet: merged totals equal the sum.
+
+// viaSQL are the queries of the checks (the run phase's).
+var viaSQL = struct{ join, hist, agg, chain3, probe, calls string }{
+	join:   `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`,
+	hist:   `SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC`,
+	agg:    `SELECT end.next_comm AS comm, CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY comm, lat ORDER BY n DESC`,
+	chain3: `SELECT sw.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid`,
+	probe:  `SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid`,
+	calls:  `SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter`,
+}
+
+// viaKernelsOf are the kernels of the via job among those selected.
+func viaKernelsOf() []string {
+	var out []string
+	for _, k := range []string{"6.1", "6.1-arm64"} {
+		if selected(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// hostSqlhist is sqlhist built for this machine.
+func hostSqlhist(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "sqlhist")
+	if err := os.WriteFile(p, buildStatic(t, runtime.GOARCH), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sqlhistRun runs this machine's sqlhist: its stdout, stderr and exit
+// status; bounded.
+func sqlhistRun(bin string, args ...string) (string, string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+		errb.WriteString(err.Error())
+	}
+	return out.String(), errb.String(), code
+}
+
+// viaJobRun is the suite's via job: the via kernels booted at once, each
+// checked (viaTargetChecks) while the others are, then as a fleet, then
+// ended.
+func viaJobRun(t *testing.T) {
+	kernels := viaKernelsOf()
+	if len(kernels) == 0 {
+		t.Skip("no via kernel selected")
+	}
+	bin := hostSqlhist(t)
+	sockcat(t)
+	type target struct {
+		kname string
+		g     *vm.ViaGuest
+		via   string
+		start time.Time
+	}
+	targets := make([]*target, len(kernels))
+	var wg sync.WaitGroup
+	for i, k := range kernels {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			g, err := startVia(k)
+			if err != nil {
+				t.Errorf("%s: INFRASTRUCTURE (not a test verdict): %v", k, err)
+				return
+			}
+			targets[i] = &target{kname: k, g: g, via: viaCommandOf(g), start: start}
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, tg := range targets {
+			if tg == nil {
+				continue
+			}
+			res, err := tg.g.Stop()
+			if err != nil {
+				t.Errorf("%s: ending the via guest: %v", tg.kname, err)
+			} else {
+				noteBoot(tg.kname, tg.g.Kernel.Release, res.BootTime)
+			}
+			noteJob(tg.kname, tg.start)
+		}
+	}()
+	t.Run("targets", func(t *testing.T) {
+		for _, tg := range targets {
+			if tg == nil {
+				continue
+			}
+			t.Run(tg.kname, func(t *testing.T) {
+				t.Parallel()
+				start := time.Now()
+				detail := ""
+				defer func() { notePhase(t, tg.kname, "via", time.Since(start), &detail) }()
+				viaTargetChecks(t, tg.kname, tg.via, bin)
+				detail = "no sqlhist inside"
+			})
+		}
+	})
+	var vias []string
+	for _, tg := range targets {
+		if tg != nil {
+			vias = append(vias, tg.via)
+		}
+	}
+	if len(vias) >= 2 {
+		t.Run("fleet", func(t *testing.T) { viaFleetChecks(t, vias, bin) })
+	}
+}
+
+// startVia boots kname with a via channel, once more after an
+// infrastructure failure.
+func startVia(kname string) (*vm.ViaGuest, error) {
+	k, err := vm.LookupKernel(kname)
+	if err != nil {
+		return nil, err
+	}
+	fctx, fcancel := context.WithTimeout(context.Background(), fetchTimeout)
+	k, err = vm.Fetch(fctx, k)
+	fcancel()
+	if err != nil {
+		return nil, err
+	}
+	g, err := vm.StartVia(context.Background(), k, vm.Guest{CPUs: guestCPUs(), CombinedOutput: true})
+	if err != nil && vm.IsInfra(err) {
+		g, err = vm.StartVia(context.Background(), k, vm.Guest{CPUs: guestCPUs(), CombinedOutput: true})
+	}
+	return g, err
+}
+
+func viaCommandOf(g *vm.ViaGuest) string {
+	return emit.Quote(sockcatBin) + " " + emit.Quote(g.Socket)
+}
+
+// viaArch is sqlhist's --arch for a Debian architecture.
+func viaArch(debArch string) string {
+	switch debArch {
+	case "amd64":
+		return "x86_64"
+	case "armhf":
+		return "arm"
+	}
+	return debArch
+}
+
+// viaTargetChecks runs the checks of one target (see the top of the
+// file) through the --via command via.
+func viaTargetChecks(t *testing.T, kname, via, bin string) {
+	q := viaSQL
+	arch := viaArch(kernelArch(t, kname))
+	shell := func(script string) string {
+		out, err := viaSession(via, script, 2*time.Minute)
+		if err != nil {
+			t.Fatalf("the via shell: %v", err)
+		}
+		return out
+	}
+	// A workload: wakeups, opens and system calls, until the end.
+	wpid := strings.TrimSpace(shell(`( while :; do sleep 0.01; cat /proc/version > /dev/null; ls /proc > /dev/null; done ) </dev/null >/dev/null 2>&1 & echo $!`))
+	if _, err := strconv.Atoi(wpid); err != nil {
+		t.Fatalf("starting the workload: %q", wpid)
+	}
+	defer shell("kill " + wpid)
+	gstate := func() string { return shell("T=/sys/kernel/tracing\n" + gstateShell + "gstate") }
+	before := gstate()
+
+	// Printing: the script, a JSON plan and the descriptions are those of
+	// the embedded catalog of the same kernel (the formats come from the
+	// target, read through the shell and kept by release and boot).
+	chain := filepath.Join(t.TempDir(), "chain.sql")
+	os.WriteFile(chain, []byte(`CREATE VIEW sysname AS SELECT start.id, end.prev_pid FROM sys_enter AS start JOIN sched_switch AS end ON start.common_pid = end.prev_pid WHERE end.prev_state == 2;
+SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
+`), 0o644)
+	version, _, _ := strings.Cut(kname, "-")
+	local := []string{"--kernel", version, "--arch", arch}
+	// A plan names where its formats came from: the target's tracefs
+	// through the transport, or the embedded catalog.
+	catalogRE := regexp.MustCompile(`"catalog": "[^"]*"`)
+	for _, args := range [][]string{{q.join}, {"-n", "wl", q.join}, {q.hist}, {q.agg}, {q.chain3}, {q.probe}, {"-f", chain},
+		{"-o", "json", q.join}, {"--teardown", q.join}, {"--describe", "sched_switch"}, {"--list-events", "sched*"}} {
+		got, gerr, gcode := sqlhistRun(bin, append([]string{"--via", via}, args...)...)
+		want, werr, wcode := sqlhistRun(bin, append(local, args...)...)
+		if args[0] == "-o" {
+			if !strings.Contains(got, `"catalog": "tracefs /sys/kernel/tracing through --via `) {
+				t.Errorf("the plan through --via does not name the target's tracefs:\n%s", got)
+			}
+			got, want = catalogRE.ReplaceAllString(got, "CATALOG"), catalogRE.ReplaceAllString(want, "CATALOG")
+		}
+		if gcode != 0 || wcode != 0 || got != want || got == "" {
+			t.Errorf("sqlhist %q through --via printed (exit %d):\n%s%s\nwith the embedded catalog (exit %d):\n%s%s", args, gcode, got, gerr, wcode, want, werr)
+		}
+	}
+
+	// -r: the JOIN as JSON, labelled with the target; a histogram; an
+	// aggregate over the JOIN; the three-event chain.
+	out, errs, code := sqlhistRun(bin, "--via", via, "-r", "-d", "2", "-o", "json", q.join)
+	if code != 0 {
+		t.Errorf("-r of the JOIN: exit %d:\n%s", code, errs)
+	}
+	checkJoin(t, "via join", out)
+	var labelled struct{ Label string }
+	if json.Unmarshal([]byte(out), &labelled); labelled.Label != via {
+		t.Errorf("-r -o json through --via: label %q, want the --via command %q", labelled.Label, via)
+	}
+	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "1", "-o", "json", q.hist)
+	if code != 0 {
+		t.Errorf("-r of the histogram: exit %d:\n%s", code, errs)
+	}
+	checkHist(t, out)
+	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "2", "-o", "json", q.agg)
+	if code != 0 {
+		t.Errorf("-r of the aggregate: exit %d:\n%s", code, errs)
+	}
+	checkAggregate(t, out, "comm")
+	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "2", "-o", "json", q.chain3)
+	if code != 0 {
+		t.Errorf("-r of the chain of three: exit %d:\n%s", code, errs)
+	}
+	checkJoin(t, "via chain of three", out)
+
+	// --events: every event the kernel counted, streamed through the
+	// shell's polls of trace_pipe.
+	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "2", "--events", "-o", "json", q.join)
+	if code != 0 {
+		t.Errorf("--events: exit %d:\n%s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	checkEvents(t, strconv.Itoa(len(lines)), errs, strings.Join(lines[:min(3, len(lines))], "\n"), "comm")
+	t.Logf("%s: --events through --via: %s", kname, strings.TrimSpace(errs))
+
+	// -i: four intervals (the last partial) that add up to the total.
+	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-i", "2", "-d", "7", "-o", "json", q.join)
+	if code != 0 {
+		t.Errorf("-i: exit %d:\n%s", code, errs)
+	}
+	checkIntervals(t, out)
+
+	// -p: the target's process (the workload's shell), not this machine's.
+	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "1", "-o", "json", "-p", wpid,
+		"SELECT common_pid, COUNT(*) AS n FROM sys_enter GROUP BY common_pid")
+	if r, ok := parseResults(t, "-p", out, 1); code != 0 || !ok || len(r[0].Rows) == 0 {
+		t.Errorf("-p %s: exit %d:\n%s%s", wpid, code, out, errs)
+	} else {
+		for _, row := range r[0].Rows {
+			if fmt.Sprint(row["common_pid"]) != wpid {
+				t.Errorf("-p %s: a row of another process: %v", wpid, row)
+			}
+		}
+	}
+
+	// -e, then --teardown -e.
+	_, errs, code = sqlhistRun(bin, "--via", via, "-e", "-n", "vialat", q.join)
+	_, errs2, code2 := sqlhistRun(bin, "--via", via, "--teardown", "-e", "-n", "vialat", q.join)
+	if code != 0 || code2 != 0 {
+		t.Errorf("-e then --teardown -e: exit %d, %d:\n%s%s", code, code2, errs, errs2)
+	}
+	if after := gstate(); after != before {
+		t.Errorf("the tracefs after -r, -e and --teardown -e:\n%s\nbefore:\n%s", after, before)
+	}
+
+	viaKillChecks(t, kname, via, bin, before, gstate)
+}
+
+// viaKillChecks: a run SIGKILLed while it collects is alive for --cleanup
+// while its heartbeat is fresh (its shell on the serial line outlives it);
+// a run whose transport is cut exits non-zero naming what it may have
+// left and the --cleanup --via command; once both heartbeats are stale,
+// --cleanup --via removes both, and the tracefs is as before.
+func viaKillChecks(t *testing.T, kname, via, bin, before string, gstate func() string) {
+	q := viaSQL
+	var errb syncBuffer
+	cmd := exec.Command(bin, "--via", via, "-r", "-o", "json", q.probe)
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	killed := time.Now()
+	if !strings.Contains(errb.String(), "collecting") {
+		t.Fatalf("the run to kill never collected:\n%s", errb.String())
+	}
+	out, errs, code := sqlhistRun(bin, "--via", via, "--cleanup", "--dry-run")
+	if time.Since(killed) < 9*time.Second && (code != 0 || out != "" || !strings.Contains(errs, "nothing left by killed runs")) {
+		t.Errorf("--cleanup --dry-run right after the SIGKILL (the heartbeat is fresh: alive): exit %d:\n%s%s", code, out, errs)
+	}
+
+	// A transport cut while the run collects.
+	cut := "timeout 7 " + via
+	out, errs, code = sqlhistRun(bin, "--via", cut, "-r", "-o", "json", q.join)
+	if code == 0 || !strings.Contains(errs, "cannot be reached") || !strings.Contains(errs, "sqlhist --cleanup --via") {
+		t.Errorf("a run whose transport is cut: exit %d:\n%s%s", code, out, errs)
+	}
+	t.Logf("%s: a run whose transport was cut said:\n%s", kname, lastLinesOf(errs, 3))
+
+	// Both heartbeats stale: both runs are dead.
+	time.Sleep(11 * time.Second)
+	out, errs, code = sqlhistRun(bin, "--via", via, "--cleanup", "--dry-run")
+	if n := len(regexp.MustCompile(`(?m)^# left by run \d+$`).FindAllString(out, -1)); code != 0 || n != 2 {
+		t.Errorf("--cleanup --dry-run once the heartbeats are stale: %d dead runs, want 2 (exit %d):\n%s%s", n, code, out, errs)
+	}
+	out, errs, code = sqlhistRun(bin, "--via", via, "--cleanup")
+	if code != 0 || !strings.Contains(out, "_beat") {
+		t.Errorf("--cleanup --via: exit %d:\n%s%s", code, out, errs)
+	}
+	t.Logf("%s: --cleanup --via removed:\n%s", kname, out)
+	if _, errs, _ = sqlhistRun(bin, "--via", via, "--cleanup"); !strings.Contains(errs, "nothing left by killed runs") {
+		t.Errorf("a second --cleanup --via: %s", errs)
+	}
+	if after := gstate(); after != before {
+		t.Errorf("the tracefs after the kills and --cleanup --via:\n%s\nbefore:\n%s", after, before)
+	}
+}
+
+// viaFleetChecks runs the system call count on every target at once: each
+// target's results and the merged ones, whose counts are the sums.
+func viaFleetChecks(t *testing.T, vias []string, bin string) {
+	args := []string{"-r", "-d", "2", "-o", "json", viaSQL.calls}
+	for _, v := range vias {
+		args = append(args, "--via", v)
+	}
+	start := time.Now()
+	out, errs, code := sqlhistRun(bin, args...)
+	took := time.Since(start)
+	if code != 0 {
+		t.Fatalf("the fleet: exit %d:\n%s%s", code, out, errs)
+	}
+	var doc struct {
+		Targets []struct {
+			Label   string
+			Error   string
+			Results []runResult
+		}
+		Merged struct{ Results []runResult }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Targets) != len(vias) || len(doc.Merged.Results) != 1 {
+		t.Fatalf("the fleet's JSON (%v):\n%s", err, out)
+	}
+	var hits uint64
+	sums := map[string]uint64{}
+	for i, tg := range doc.Targets {
+		if tg.Label != vias[i] || tg.Error != "" || len(tg.Results) != 1 || tg.Results[0].Totals.Hits == 0 {
+			t.Errorf("target %d: label %q, error %q, %d results", i, tg.Label, tg.Error, len(tg.Results))
+			continue
+		}
+		hits += tg.Results[0].Totals.Hits
+		for _, row := range tg.Results[0].Rows {
+			n, _ := row["n"].(float64)
+			sums[fmt.Sprint(row["call"])] += uint64(n)
+		}
+	}
+	m := doc.Merged.Results[0]
+	if m.Totals.Hits != hits || m.sum("n") != hits || len(m.Rows) != len(sums) {
+		t.Errorf("merged: hits %d and rows summing to %d in %d rows; the targets: hits %d in %d calls", m.Totals.Hits, m.sum("n"), len(m.Rows), hits, len(sums))
+	}
+	for _, row := range m.Rows {
+		n, _ := row["n"].(float64)
+		if c := fmt.Sprint(row["call"]); uint64(n) != sums[c] {
+			t.Errorf("merged %s: %d, the targets' sum %d", c, uint64(n), sums[c])
+		}
+	}
+	t.Logf("a fleet of %d targets (-r -d 2): %v, %d system calls merged, %d calls", len(vias), took.Round(100*time.Millisecond), hits, len(sums))
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and a test's
+// reads at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func lastLinesOf(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
+}
