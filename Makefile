@@ -113,6 +113,13 @@ cache-clean:
 # and after its optimisations, --run's results histogram, a histogram,
 # libtracefs's lowering of the same JOINs) in 5 interleaved rounds; prints
 # each shape's time as a ratio to bare, its spread and the cost per event.
+# What --via costs (figures, not assertions): -r -d 5 of the wakeup JOIN in
+# a 6.1 guest against the same run through its serial line (wall time,
+# bytes, requests), then a fleet of 8 guests against one.
+.PHONY: bench-via
+bench-via:
+	SQLHIST_E2E=1 SQLHIST_VIA_BENCH=1 $(GO) test ./e2e -run TestViaBench -count=1 -v -timeout 30m
+
 .PHONY: bench-kernel
 bench-kernel:
 	SQLHIST_E2E=1 SQLHIST_BENCH_KERNEL=1 $(GO) test ./e2e -run TestKernelCost -count=1 -v -timeout 40m

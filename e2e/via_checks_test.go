@@ -193,6 +193,13 @@ func viaArch(debArch string) string {
 // file) through the --via command via.
 func viaTargetChecks(t *testing.T, kname, via, bin string) {
 	q := viaSQL
+	var times []string
+	last := time.Now()
+	lap := func(what string) {
+		times = append(times, fmt.Sprintf("%s %.1fs", what, time.Since(last).Seconds()))
+		last = time.Now()
+	}
+	defer func() { t.Logf("%s: via checks took: %s", kname, strings.Join(times, ", ")) }()
 	arch := viaArch(kernelArch(t, kname))
 	shell := func(script string) string {
 		out, err := viaSession(via, script, 2*time.Minute)
@@ -237,6 +244,7 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 		}
 	}
 
+	lap("printing")
 	// -r: the JOIN as JSON, labelled with the target; a histogram; an
 	// aggregate over the JOIN; the three-event chain.
 	out, errs, code := sqlhistRun(bin, "--via", via, "-r", "-d", "2", "-o", "json", q.join)
@@ -264,16 +272,41 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	}
 	checkJoin(t, "via chain of three", out)
 
+	lap("-r x4")
 	// --events: every event the kernel counted, streamed through the
-	// shell's polls of trace_pipe.
-	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "2", "--events", "-o", "json", q.join)
+	// shell's polls of trace_pipe. (The opens of the workload: streaming
+	// the scheduler's events through the guest's own serial line, whose
+	// every write wakes tasks up, makes more events than the line
+	// carries, and the kernel says how many it lost.)
+	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "2", "--events", "-o", "json", q.probe)
 	if code != 0 {
 		t.Errorf("--events: exit %d:\n%s", code, errs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	checkEvents(t, strconv.Itoa(len(lines)), errs, strings.Join(lines[:min(3, len(lines))], "\n"), "comm")
+	checkEvents(t, strconv.Itoa(len(lines)), errs, strings.Join(lines[:min(3, len(lines))], "\n"), "filename")
 	t.Logf("%s: --events through --via: %s", kname, strings.TrimSpace(errs))
 
+	lap("--events")
+	// Ctrl-C: the transport is not interrupted (its own process group):
+	// the run reads and tears down on the target, then prints.
+	var sout, serr syncBuffer
+	cmd := exec.Command(bin, "--via", via, "-r", "-o", "json", q.join)
+	cmd.Stdout, cmd.Stderr = &sout, &serr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as a terminal's Ctrl-C: to the whole group
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(serr.String(), "collecting") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	if err := cmd.Wait(); err != nil || !strings.Contains(serr.String(), "interrupt: reading what was collected") {
+		t.Errorf("Ctrl-C: %v:\n%s", err, serr.String())
+	}
+	checkJoin(t, "via Ctrl-C", sout.String())
+
+	lap("Ctrl-C")
 	// -i: four intervals (the last partial) that add up to the total.
 	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-i", "2", "-d", "7", "-o", "json", q.join)
 	if code != 0 {
@@ -281,6 +314,7 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	}
 	checkIntervals(t, out)
 
+	lap("-i")
 	// -p: the target's process (the workload's shell), not this machine's.
 	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "1", "-o", "json", "-p", wpid,
 		"SELECT common_pid, COUNT(*) AS n FROM sys_enter GROUP BY common_pid")
@@ -304,7 +338,9 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 		t.Errorf("the tracefs after -r, -e and --teardown -e:\n%s\nbefore:\n%s", after, before)
 	}
 
+	lap("-p, -e")
 	viaKillChecks(t, kname, via, bin, before, gstate)
+	lap("kills")
 }
 
 // viaKillChecks: a run SIGKILLed while it collects is alive for --cleanup

@@ -234,17 +234,18 @@ type eventTree struct {
 // eventsDir splits an absolute path into the events/ directory it is
 // under (".../events") and the rest ("sched/sched_switch/format").
 func eventsDir(p string) (dir, rest string, ok bool) {
-	if strings.HasSuffix(p, "/events") {
+	if strings.HasSuffix(p, "/events") && !strings.Contains(p, "/instances/") {
 		return p, "", true
 	}
 	i := strings.LastIndex(p, "/events/")
 	if i < 0 {
 		return "", "", false
 	}
-	// Only a tracefs's own events/ (or an instance's): not a directory
-	// named events deeper in an event.
+	// Only a tracefs's own events/, which the event catalog reads: not an
+	// instance's (a run reads a few of its files, a listing would cost
+	// more), not a directory named events deeper in an event.
 	dir, rest = p[:i+len("/events")], p[i+len("/events/"):]
-	if strings.Count(rest, "/") > 2 {
+	if strings.Count(rest, "/") > 2 || strings.Contains(dir, "/instances/") {
 		return "", "", false
 	}
 	return dir, rest, true
@@ -353,7 +354,8 @@ func (s *Session) listing(p string) ([]fs.DirEntry, bool) {
 	return ents, true
 }
 
-// forget drops the kept listings: the session wrote to the tracefs.
+// forget drops the kept listings: the session wrote to the tracefs in a
+// way that can add or remove events.
 func (s *Session) forget() {
 	s.ev.mu.Lock()
 	s.ev.dirs = nil

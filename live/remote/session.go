@@ -85,6 +85,7 @@ type Session struct {
 	// Counters, for measurements: bytes sent and received, requests.
 	sent, received, requests atomic.Int64
 
+	started time.Time
 	ev      events   // kept listings of events/ directories
 	onClose []func() // run by Close
 
@@ -125,6 +126,7 @@ func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
 	s := &Session{Command: command, opt: opt, m1: "SQH" + h[:16], m2: h[16:], tail: &tailWriter{max: 4096},
 		lines: make(chan []byte, 256), done: make(chan struct{})}
 	s.mark = s.m1 + s.m2
+	s.started = time.Now()
 	s.cmd = exec.Command(shell, "-c", command)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var errw io.Writer = s.tail
@@ -435,6 +437,11 @@ func (s *Session) Stats() Stats {
 // and waits a little for the command to end before killing its process
 // group.
 func (s *Session) Close() error {
+	if s.opt.Trace != nil {
+		st := s.Stats()
+		fmt.Fprintf(s.opt.Trace, "%s totals: %d requests, %d bytes sent, %d bytes received, %v\n",
+			time.Now().Format("15:04:05.000"), st.Requests, st.Sent, st.Received, time.Since(s.started).Round(time.Millisecond))
+	}
 	s.mu.Lock()
 	fns := s.onClose
 	s.onClose = nil

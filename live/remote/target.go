@@ -76,7 +76,9 @@ const pollLines = 2000
 // wait on a pipe with a bound, so each poll writes a token to
 // trace_marker and reads trace_pipe one line at a time (the shell's read
 // takes a byte per system call: nothing past the token is consumed) until
-// the token, or pollLines lines; tokens are not passed on.
+// the token, or pollLines lines, and prints them at once (a line at a time,
+// each write to a serial console would wake tasks up, which the events of
+// a scheduler query would count); tokens are not passed on.
 func (s *Session) OpenPipe(p string) (io.ReadCloser, error) {
 	dir := emit.Quote(path.Dir(p))
 	// busybox's read builtin polls its file before each byte, and
@@ -104,7 +106,7 @@ func (s *Session) OpenPipe(p string) (io.ReadCloser, error) {
 		for n := 1; ; n++ {
 			token := "sqlhist-poll-" + s.m2[:8] + "-" + strconv.Itoa(n)
 			out, err := s.request(context.Background(), "reading "+p,
-				"read -r t < "+dir+"/tracing_on; if [ \"$t\" = 1 ]; then echo "+token+" >> "+dir+"/trace_marker && n=0 && while [ $n -lt "+strconv.Itoa(pollLines)+" ] && IFS= read -r l; do P \"$l\"; n=$((n+1)); case $l in *"+token+"*) break;; esac; done < "+emit.Quote(p)+"; else Q 3; fi")
+				"read -r t < "+dir+"/tracing_on; if [ \"$t\" = 1 ]; then echo "+token+" >> "+dir+"/trace_marker && n=0 && o= && while [ $n -lt "+strconv.Itoa(pollLines)+" ] && IFS= read -r l; do o=\"$o$l\n\"; n=$((n+1)); case $l in *"+token+"*) break;; esac; done < "+emit.Quote(p)+" && printf %s \"$o\"; else Q 3; fi")
 			var ae *AnswerError
 			if err != nil && !(errors.As(err, &ae) && ae.Status == 3) {
 				pw.CloseWithError(err)

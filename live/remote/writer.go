@@ -38,7 +38,9 @@ func (w *Writer) Rmdir(dir string) error {
 }
 
 func (w *Writer) do(step, file, op, cmd string) error {
-	w.s.forget()
+	if op != "write" || structural(file) {
+		w.s.forget()
+	}
 	_, err := w.s.request(context.Background(), step, cmd)
 	if err == nil {
 		return nil
@@ -48,6 +50,17 @@ func (w *Writer) do(step, file, op, cmd string) error {
 		err = errnoOf(ae.Output, err)
 	}
 	return &fs.PathError{Op: op, Path: path.Join(w.Root, file), Err: err}
+}
+
+// structural reports whether a write to file can add or remove events
+// (the files that define dynamic events); a trigger, an enable or a
+// trace_marker write cannot.
+func structural(file string) bool {
+	switch path.Base(file) {
+	case "dynamic_events", "synthetic_events", "kprobe_events", "uprobe_events":
+		return true
+	}
+	return false
 }
 
 // errnos are the errors a shell reports for a refused tracefs write or a
