@@ -146,3 +146,40 @@ func TestViaFailures(t *testing.T) {
 		t.Errorf("--via-file: exit %d:\n%s", code, out)
 	}
 }
+
+// TestViaExecute: -e through each shell writes the script's lines to the
+// target's files, byte for byte, and --teardown -e the removals; nothing
+// else is written.
+func TestViaExecute(t *testing.T) {
+	for _, sh := range []string{"dash", "busybox sh", "mksh", "bash --posix"} {
+		t.Run(strings.Fields(sh)[0], func(t *testing.T) {
+			if _, err := exec.LookPath(strings.Fields(sh)[0]); err != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("%s is not installed: make unit installs it", sh)
+				}
+				t.Skipf("%s is not installed", sh)
+			}
+			dir := viaTracefs(t)
+			os.WriteFile(filepath.Join(dir, "dynamic_events"), nil, 0o644)
+			os.WriteFile(filepath.Join(dir, "error_log"), nil, 0o644)
+			e, out, errb := viaEnvFor(t)
+			if code := run([]string{"--via", sh, "-t", dir, "-e", "-n", "wl", wakeupSQL}, e); code != 0 {
+				t.Fatalf("-e: exit %d:\n%s%s", code, out, errb)
+			}
+			got, _ := os.ReadFile(filepath.Join(dir, "dynamic_events"))
+			trig, _ := os.ReadFile(filepath.Join(dir, "events/sched/sched_switch/trigger"))
+			if string(got) != "s:wl char comm[16]; u64 lat\n" ||
+				string(trig) != "hist:keys=next_pid:wl_lat=common_timestamp.usecs-$wl_ts_us:onmatch(sched.sched_waking).trace(wl,next_comm,$wl_lat)\n" {
+				t.Errorf("-e wrote dynamic_events %q, the end trigger %q", got, trig)
+			}
+			e, out, errb = viaEnvFor(t)
+			if code := run([]string{"--via", sh, "-t", dir, "--teardown", "-e", "-n", "wl", wakeupSQL}, e); code != 0 {
+				t.Fatalf("--teardown -e: exit %d:\n%s%s", code, out, errb)
+			}
+			got, _ = os.ReadFile(filepath.Join(dir, "dynamic_events"))
+			if string(got) != "s:wl char comm[16]; u64 lat\n-:wl\n" {
+				t.Errorf("--teardown -e: dynamic_events holds %q", got)
+			}
+		})
+	}
+}
