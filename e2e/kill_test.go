@@ -76,6 +76,9 @@ kp() {
 		kclean "$name $n"
 		n=$((n + 3))
 	done
+	# Each poll's file is emptied first: the run before left "collecting"
+	# in it (or a new file is not there yet when the poll starts).
+	: > /tmp/kw
 	/work/sqlhist -r "$@" > /dev/null 2> /tmp/kw &
 	P=$!
 	i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/kw; do sleep 0.05; i=$((i + 1)); done
@@ -100,6 +103,7 @@ k1=$(cut -d' ' -f1 /proc/uptime)
 echo "@@kp-seconds $k0 $k1"
 # Two runs at once with the same -n: the second is refused before any
 # write, the first answers.
+: > /tmp/s1e
 /work/sqlhist -r -d 4 -o json -n same "$J" > /tmp/s1 2> /tmp/s1e &
 P=$!
 i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/s1e; do sleep 0.05; i=$((i + 1)); done
@@ -111,6 +115,7 @@ echo "@@same1"; cat /tmp/s1
 kstate > /tmp/k1; cmp -s /tmp/k0 /tmp/k1 || { echo "@@same-state"; diff /tmp/k0 /tmp/k1 | sed "s/^@@/ @@/"; }
 # Someone removes a trigger of a run that collects until Ctrl-C: the run
 # says so, ends by itself with exit 1, and removes the rest.
+: > /tmp/c1e
 /work/sqlhist -r "$J" > /dev/null 2> /tmp/c1e &
 P=$!
 i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/c1e; do sleep 0.05; i=$((i + 1)); done

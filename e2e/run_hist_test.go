@@ -29,6 +29,7 @@ func histRunScript(kname string) string {
 	return `# Issue 23 (run_hist_test.go): MAX, UNION ALL, onchange, percent, expressions.
 hrun() { # name, then sqlhist's arguments; dd runs once collection started
 	name=$1; shift
+	: > /tmp/h.err
 	/work/sqlhist -r -o json "$@" > /tmp/h.out 2> /tmp/h.err &
 	P=$!
 	i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/h.err; do sleep 0.05; i=$((i + 1)); done
