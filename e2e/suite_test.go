@@ -248,7 +248,7 @@ func jobCost(kname string) time.Duration {
 		cost = 5 * time.Minute
 	}
 	if killKernels[goldenKey(kname)] != 0 && k.DebArch() == "amd64" && kname != "5.10" && kname != bootKernel {
-		cost += 3 * time.Minute // the kill phase: 1 to 3 min alone
+		cost += 90 * time.Second // the kill phase: about 1 s a kill point, 30-40 points
 	}
 	return cost
 }
