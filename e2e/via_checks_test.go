@@ -372,13 +372,31 @@ func viaKillChecks(t *testing.T, kname, via, bin, before string, gstate func() s
 		t.Errorf("--cleanup --dry-run right after the SIGKILL (the heartbeat is fresh: alive): exit %d:\n%s%s", code, out, errs)
 	}
 
-	// A transport cut while the run collects.
-	cut := "timeout 7 " + via
-	out, errs, code = sqlhistRun(bin, "--via", cut, "-r", "-o", "json", q.join)
-	if code == 0 || !strings.Contains(errs, "cannot be reached") || !strings.Contains(errs, "sqlhist --cleanup --via") {
-		t.Errorf("a run whose transport is cut: exit %d:\n%s%s", code, out, errs)
+	// A transport cut while the run collects: the transport command
+	// writes its pid, and is killed once the run collects.
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	errb = syncBuffer{}
+	var cutOut syncBuffer
+	cmd = exec.Command(bin, "--via", "echo $$ > "+emit.Quote(pidFile)+"; exec "+via, "-r", "-o", "json", q.join)
+	cmd.Stdout, cmd.Stderr = &cutOut, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%s: a run whose transport was cut said:\n%s", kname, lastLinesOf(errs, 3))
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if b, err := os.ReadFile(pidFile); err != nil {
+		t.Errorf("the transport's pid: %v", err)
+	} else if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	err := cmd.Wait()
+	errs = errb.String()
+	if err == nil || !strings.Contains(errs, "cannot be reached") || !strings.Contains(errs, "sqlhist --cleanup --via") {
+		t.Errorf("a run whose transport is cut: %v:\n%s%s", err, cutOut.String(), errs)
+	}
+	t.Logf("%s: a run whose transport was cut said:\n%s", kname, errs)
 
 	// Both heartbeats stale: both runs are dead.
 	time.Sleep(11 * time.Second)

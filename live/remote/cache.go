@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/sqlhist/sqlhist/emit"
@@ -49,8 +50,10 @@ func (s *Session) CachedFS(root, dir string) *CachedFS {
 	if dir == "" || s.Info.BootID == "" || s.Info.BootID == "-" {
 		return c
 	}
-	sum, err := s.request(context.Background(), "checksumming available_events", "cksum < "+emit.Quote(root+"/available_events"))
-	if err != nil {
+	// cksum is in toybox and coreutils, not in every busybox: md5sum is.
+	sum, err := s.request(context.Background(), "checksumming available_events",
+		"f="+emit.Quote(root+"/available_events")+"; cksum < \"$f\" 2>/dev/null || md5sum < \"$f\" 2>/dev/null || sha1sum < \"$f\"")
+	if err != nil || strings.TrimSpace(sum) == "" {
 		return c
 	}
 	h := sha256.Sum256([]byte(s.Info.Release + "\x00" + s.Info.Machine + "\x00" + s.Info.BootID + "\x00" + root + "\x00" + sum))
