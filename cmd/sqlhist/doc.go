@@ -53,6 +53,13 @@
 // maximum, percentiles from the merged distribution, rows matched by
 // their keys.
 //
+// --via COMMAND does all of it on another machine with nothing but a
+// shell: COMMAND (ssh root@board, adb shell, kubectl exec -i POD -- sh,
+// socat - /dev/ttyUSB0,raw,echo=0) runs here with sh -c, and its input
+// and output are a POSIX shell on the target, through which every tracefs
+// read and write goes (package live/remote). Several --via (or
+// --via-file) run the query on a fleet at once and merge the results.
+//
 // Exit status: 0 ok, 1 bad query or failed apply, 2 bad usage.
 //
 // `sqlhist --help` lists the flags; README.md describes the language,
