@@ -187,6 +187,9 @@ func TestFS(t *testing.T) {
 			"events/header_page":                "x",
 			"instances/a b/trace":               "# tracer: nop\n",
 			"odd/it's $(x)/f":                   "no newline",
+			"events/sched/sched_switch/trigger": "hist:keys=pid:vals=hitcount \\n\n\n# x 'y' $z\nlast without a newline",
+			"instances/a b/tracing_on":          "1\n",
+			"instances/a b/trigger":             "",
 			"events/syscalls/sys_enter_read/id": "5\n",
 		}
 		var names []string

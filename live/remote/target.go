@@ -26,7 +26,7 @@ func (s *Session) Target(root string) *live.Target {
 
 // Uptime reads the target's /proc/uptime: seconds since it booted.
 func (s *Session) Uptime() (float64, error) {
-	out, err := s.request(context.Background(), "reading /proc/uptime", "cat /proc/uptime")
+	out, err := s.request(context.Background(), "reading /proc/uptime", "read -r u r < /proc/uptime && P \"$u\"")
 	if err != nil {
 		return 0, err
 	}
