@@ -221,21 +221,60 @@ const requestFunctions = `R() { if [ $# = 3 ] && [ "$1" = "$3" ]; then echo; ech
 // escape writes s as one shell word without quotes: every byte but
 // letters, digits and a few punctuation marks is preceded by a backslash,
 // so that a line cut anywhere leaves no quote open; a newline, which a
-// backslash would join to the next line, travels as "<newline>".
-func escape(s string) string {
-	var b strings.Builder
+// backslash would join to the next line, travels as "<newline>"; a control
+// byte, which a terminal's line discipline or a shell's line editor would
+// act on (^C, ^U, a tab's completion, ^S's flow control), as
+// "$(printf \\OOO)".
+func escape(s string) string { return strings.Join(escapeTokens(s), "") }
+
+// escapeTokens is escape's text, a token per byte of s.
+func escapeTokens(s string) []string {
+	out := make([]string, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-./:,+@%^", c) >= 0:
-			b.WriteByte(c)
+			out = append(out, string(c))
 		case c == '\n':
-			b.WriteString("\"\n\"")
+			out = append(out, "\"\n\"")
+		case c < ' ' || c == 0x7f:
+			out = append(out, fmt.Sprintf("\"$(printf \\\\%03o)\"", c))
 		default:
-			b.WriteByte('\\')
-			b.WriteByte(c)
+			out = append(out, "\\"+string([]byte{c}))
 		}
 	}
+	return out
+}
+
+// maxRequestLine bounds a line sent to the target: a terminal in
+// canonical mode (adb shell, a login on a serial console) keeps at most
+// 4095 bytes of a line, and busybox's line editor (an interactive ash on a
+// terminal) 1023. A longer request is sent in pieces, each appended to a
+// variable, and the request names the variable.
+const maxRequestLine = 900
+
+// requestLines are the lines that send request seq of cmd.
+func requestLines(seq, cmd string) string {
+	toks := escapeTokens(cmd)
+	if n := len(strings.Join(toks, "")); n <= maxRequestLine {
+		return "R " + seq + " " + strings.Join(toks, "") + " " + seq + "\n"
+	}
+	var b strings.Builder
+	first := true
+	for len(toks) > 0 {
+		var piece strings.Builder
+		for len(toks) > 0 && piece.Len()+len(toks[0]) <= maxRequestLine {
+			piece.WriteString(toks[0])
+			toks = toks[1:]
+		}
+		if first {
+			b.WriteString("C=" + piece.String() + "\n")
+			first = false
+		} else {
+			b.WriteString("C=${C}" + piece.String() + "\n")
+		}
+	}
+	b.WriteString("R " + seq + " \"$C\" " + seq + "\n")
 	return b.String()
 }
 
@@ -277,7 +316,7 @@ func (s *Session) request(ctx context.Context, step, cmd string) (string, error)
 	s.seq++
 	s.requests.Add(1)
 	seq := strconv.Itoa(s.seq)
-	if err := s.write("R " + seq + " " + escape(cmd) + " " + seq + "\n"); err != nil {
+	if err := s.write(requestLines(seq, cmd)); err != nil {
 		return "", s.lostErrLocked(step, err)
 	}
 	a := newAnswer(s.mark, seq, s.opt.MaxAnswer)

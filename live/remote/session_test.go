@@ -368,3 +368,38 @@ func fmtInt(n int) string {
 }
 
 var _ = io.EOF
+
+// TestTerminals: each shell interactive on a terminal (util-linux script
+// makes a pty in canonical mode, with echo and \r\n, as adb shell or a
+// serial login do; bash edits its lines with readline, mksh with its own
+// editor): every hostile string, control bytes and a request longer than a
+// terminal keeps in a line come back byte for byte, and nothing runs.
+func TestTerminals(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("util-linux's script is not installed (Debian's bsdutils, an essential package)")
+	}
+	long := strings.Repeat("hist:keys=common_pid,\t'quoted' ", 200) // 6400 bytes, twice that escaped
+	strs := append(append([]string{}, hostile...), "\x03\x04\x08\x11\x13\x15\x16\x17\x1a\x1b[A\x7f", "tab\tcompletion\t", long)
+	eachShell(t, func(t *testing.T, sh string) {
+		if strings.HasPrefix(sh, "bash") {
+			sh = "bash --norc --noprofile"
+		}
+		dir := t.TempDir()
+		s := dial(t, "cd "+emit.Quote(dir)+" && exec script -qfc "+emit.Quote(sh+" -i")+" /dev/null", Options{Timeout: 10 * time.Second})
+		for _, h := range strs {
+			if strings.Contains(h, "\r") {
+				continue
+			}
+			out, err := s.Run(context.Background(), "echoing", "P "+emit.Quote(h))
+			if err != nil {
+				t.Fatalf("%q: %v", clip(h), err)
+			}
+			if out != h+"\n" {
+				t.Errorf("P %q came back as %q", clip(h), clip(out))
+			}
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+			t.Errorf("a request ran something: %v", ents)
+		}
+	})
+}
