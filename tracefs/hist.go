@@ -293,6 +293,9 @@ func (p *histParser) entry(h *Histogram, line string) error {
 	if len(stacks) > 0 {
 		// After a stack the kernel closes with "}", no space before.
 		j := strings.LastIndex(body, "}")
+		if j < 0 {
+			return p.errorf("a stacktrace key without its closing }")
+		}
 		if k := strings.TrimRight(body[:j], " "); k != "" {
 			keyText = append(keyText, k)
 		}
