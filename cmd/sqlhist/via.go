@@ -252,7 +252,19 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 			te.stdout, te.stderr = &a.out, a.stderr
 			te.collect = func(rep *live.Report) { a.rep = rep }
 			to := *o
-			s, err := remote.Dial(context.Background(), cmd, remote.Options{Stderr: a.stderr})
+			ropt := remote.Options{Stderr: a.stderr}
+			if o.viaTrace != "" {
+				// A file a target: FILE.N, N its place in the fleet.
+				f, err := os.Create(fmt.Sprintf("%s.%d", o.viaTrace, i+1))
+				if err != nil {
+					a.code, a.err = exitQuery, err
+					fmt.Fprintf(a.stderr, "sqlhist: --via-trace: %v\n", err)
+					return
+				}
+				defer f.Close()
+				ropt.Trace = f
+			}
+			s, err := remote.Dial(context.Background(), cmd, ropt)
 			if err != nil {
 				a.code, a.err = exitQuery, err
 				fmt.Fprintf(a.stderr, "sqlhist: --via %s: %v\n", cmd, err)
