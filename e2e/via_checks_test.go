@@ -312,7 +312,7 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	if code != 0 {
 		t.Errorf("-i: exit %d:\n%s", code, errs)
 	}
-	checkIntervals(t, out)
+	checkViaIntervals(t, out)
 
 	lap("-i")
 	// -p: the target's process (the workload's shell), not this machine's.
@@ -489,4 +489,49 @@ func (s *syncBuffer) String() string {
 func lastLinesOf(s string, n int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(l[max(0, len(l)-n):], "\n")
+}
+
+// checkViaIntervals: -i's intervals are numbered from 1, each ends after
+// the one before, only the last is partial, and their counts add up to the
+// total's. (Through a slow line under load a reading can take longer than
+// an interval: the ticks it missed are not made up, the next interval is
+// longer, as its end says; so the number of intervals is not checked.)
+func checkViaIntervals(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 3 {
+		t.Errorf("-i: %d lines, want intervals and the total:\n%s", len(lines), out)
+		return
+	}
+	var sum, total uint64
+	prevEnd := 0.0
+	for i, l := range lines {
+		var v struct {
+			Interval int
+			Partial  bool
+			Total    bool
+			End      float64
+			Results  []runResult
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil || len(v.Results) != 1 {
+			t.Errorf("-i: line %d: %v: %s", i+1, err, l)
+			return
+		}
+		n := v.Results[0].sum("count")
+		if i == len(lines)-1 {
+			if !v.Total {
+				t.Errorf("-i: the last line is not the total: %s", l)
+			}
+			total = n
+			continue
+		}
+		if v.Interval != i+1 || v.Partial != (i == len(lines)-2) || v.End <= prevEnd {
+			t.Errorf("-i: line %d is interval %d (partial %v) ending at %v, after %v", i+1, v.Interval, v.Partial, v.End, prevEnd)
+		}
+		prevEnd = v.End
+		sum += n
+	}
+	if sum != total || total == 0 {
+		t.Errorf("-i: the intervals count %d events, the total %d", sum, total)
+	}
 }

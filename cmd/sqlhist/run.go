@@ -317,6 +317,10 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 		}
 	}()
 	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid), Alive: e.alive}
+	if e.via != "" {
+		// Each check of the run's objects is requests to the target.
+		opt.Watch = 5 * time.Second
+	}
 	if o.live.events {
 		opt.Events, opt.Format = e.stdout, o.live.output
 	}
