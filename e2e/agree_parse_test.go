@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// bpfHistText prints counts the way libbpf-tools' print_log2_hist does:
+// every slot from 0 to the highest non-empty one, "low -> high : count |stars|".
+func bpfHistText(unit string, counts map[int]uint64) string {
+	top := -1
+	for k, n := range counts {
+		if n > 0 && k > top {
+			top = k
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tracing.  Hit Ctrl-C to end.\n\n%*s%-*s : count    distribution\n", 5, "", 19, unit)
+	for k := 0; k <= top; k++ {
+		lo, hi := uint64(0), uint64(1)
+		if k > 0 {
+			lo, hi = 1<<k, 1<<(k+1)-1
+		}
+		fmt.Fprintf(&b, "%*d -> %-*d : %-8d |%-40s|\n", 10, lo, 10, hi, counts[k], strings.Repeat("*", int(counts[k]%40)))
+	}
+	return b.String()
+}
+
+func TestParseBPFHist(t *testing.T) {
+	want := map[int]uint64{0: 0, 1: 3, 5: 166, 6: 28, 9: 1}
+	h, err := parseBPFHist(bpfHistText("usecs", want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.unit != "usecs" {
+		t.Errorf("unit %q", h.unit)
+	}
+	for k := 0; k <= 9; k++ {
+		if h.slots[k] != want[k] {
+			t.Errorf("slot %d: %d, want %d", k, h.slots[k], want[k])
+		}
+	}
+	if mode(h.slots) != 5 || sum(h.slots) != 198 {
+		t.Errorf("mode %d sum %d, want 5 and 198", mode(h.slots), sum(h.slots))
+	}
+	for _, bad := range []string{
+		"usecs : count distribution\n 4 -> 8 : 3 |*|\n",                  // not a slot's range
+		"usecs : count distribution\n 4 -> 7 : 3 |*|\n 4 -> 7 : 1 |*|\n", // a slot twice
+		" 4 -> 7 : 3 |*|\n",    // no header
+		"Exiting trace of f\n", // no histogram
+	} {
+		if _, err := parseBPFHist(bad); err == nil {
+			t.Errorf("parseBPFHist(%q) = nil error", bad)
+		}
+	}
+	// No events: a header and no rows (print_log2_hist prints none).
+	if h, err := parseBPFHist("     nsec                : count    distribution\n"); err != nil || sum(h.slots) != 0 || h.unit != "nsec" {
+		t.Errorf("empty histogram: %v %v", h, err)
+	}
+}
+
+func TestParseSyscount(t *testing.T) {
+	names := map[string]uint64{"dup2": 802, "close": 602, "[unknown: 73]": 203, "openat": 202}
+	var b strings.Builder
+	b.WriteString("ausyscall required for syscalls number/name mapping\nTracing syscalls, printing top 1000... Ctrl+C to quit.\n[04:42:14]\nSYSCALL                   COUNT\n")
+	for n, c := range names {
+		fmt.Fprintf(&b, "%-22s %10d\n", n, c)
+	}
+	got, err := parseSyscount(b.String() + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(names) {
+		t.Errorf("got %v, want %v", got, names)
+	}
+	if _, err := parseSyscount("SYSCALL COUNT\nopenat 3 extra\n"); err == nil {
+		t.Error("a malformed row parsed")
+	}
+	if _, err := parseSyscount("Tracing syscalls\n"); err == nil {
+		t.Error("no table parsed")
+	}
+	list := parseSyscountList("  0: read\n  1: write\n257: openat\nausyscall required\n")
+	for name, nr := range map[string]int{"read": 0, "write": 1, "openat": 257, "[unknown: 73]": 73} {
+		if got, ok := syscallNumber(name, list); !ok || got != nr {
+			t.Errorf("syscallNumber(%q) = %d, %v; want %d", name, got, ok, nr)
+		}
+	}
+	if _, ok := syscallNumber("dup2", list); ok {
+		t.Error("a name not in the list got a number")
+	}
+}
+
+func TestSqlhistLog2(t *testing.T) {
+	js := `{"results":[{"event":"synthetic/x","rows":[{"lat":256,"n":1},{"lat":64,"n":152},{"lat":1,"n":2}]}]}`
+	h, err := sqlhistLog2(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h[8] != 1 || h[6] != 152 || h[0] != 2 || len(h) != 3 {
+		t.Errorf("got %v", h)
+	}
+	if _, err := sqlhistLog2(`{"results":[{"rows":[{"lat":96,"n":1}]}]}`); err == nil {
+		t.Error("a bucket that is not a power of two parsed")
+	}
+	if _, err := sqlhistRows(`{"results":[]}`, "id"); err == nil {
+		t.Error("no result parsed")
+	}
+}
+
+// TestAgreementCompare: answers that agree pass, and each kind of
+// disagreement fails with its own message.
+func TestAgreementCompare(t *testing.T) {
+	good := func() *agreement {
+		return &agreement{
+			sqlSys:  map[int]uint64{257: 202, 3: 602},
+			bpfSys:  map[int]uint64{257: 202, 3: 602},
+			sqlWake: map[int]uint64{6: 150, 7: 40}, sqlPre: map[int]uint64{8: 10},
+			bpfWake: bpfHist{"usecs", map[int]uint64{5: 152, 6: 40, 7: 9}},
+			sqlFunc: map[int]uint64{17: 180, 18: 21},
+			bpfFunc: bpfHist{"nsec", map[int]uint64{16: 179, 17: 22}},
+		}
+	}
+	report, errs := good().compare(200)
+	if len(errs) != 0 {
+		t.Errorf("agreeing answers: %v\n%s", errs, report)
+	}
+	if !strings.Contains(report, "(32, 64]") || !strings.Contains(report, "[32, 63]") {
+		t.Errorf("the report does not put (32, 64] beside [32, 63]:\n%s", report)
+	}
+	for name, spoil := range map[string]func(a *agreement){
+		"syscall count":         func(a *agreement) { a.bpfSys[257] = 201 },
+		"syscall only one side": func(a *agreement) { a.sqlSys[1] = 1 },
+		"wakeup total":          func(a *agreement) { a.sqlPre[8] = 20 },
+		"wakeup mode":           func(a *agreement) { a.sqlWake = map[int]uint64{6: 90, 7: 100} },
+		"func total":            func(a *agreement) { a.bpfFunc.slots[16] = 170 },
+		"func mode":             func(a *agreement) { a.bpfFunc.slots = map[int]uint64{17: 179, 16: 22} },
+		"empty window":          func(a *agreement) { a.sqlSys, a.bpfSys = map[int]uint64{3: 4}, map[int]uint64{3: 4} },
+		"too few events":        func(a *agreement) { a.sqlFunc, a.bpfFunc.slots = map[int]uint64{17: 5}, map[int]uint64{16: 5} },
+	} {
+		a := good()
+		spoil(a)
+		if _, errs := a.compare(200); len(errs) == 0 {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
