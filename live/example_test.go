@@ -52,7 +52,7 @@ func ExampleCompile_error() {
 // live.Dir("/sys/kernel/tracing") (as root).
 func ExampleRun() {
 	t := newFake()
-	t.Files["instances/sqlhist_7/events/synthetic/sched_waking_to_sched_switch_7/hist"] = wakeupHist
+	t.Files["instances/sqlhist_7_own/events/synthetic/sched_waking_to_sched_switch_7/hist"] = wakeupHist
 	target := &live.Target{Root: "/sys/kernel/tracing", FS: t, W: t}
 
 	fsys, _ := tracefs.Embedded("6.1")

@@ -59,6 +59,14 @@ type Options struct {
 	// apply when the results are read) and each JOIN gets a results
 	// histogram on its synthetic event (Unit.Results).
 	Run bool
+	// ResultsInstance is the instance of a --run's results histograms and
+	// negative-latency counters (on the JOINs' synthetic events); ""
+	// puts them beside the triggers, in Instance. An instance whose
+	// triggers read no timestamp is cheaper for them: there the kernel
+	// builds each synthetic event a histogram reads in a per-CPU scratch
+	// buffer, where an instance with common_timestamp triggers reserves it
+	// in its ring buffer and discards it.
+	ResultsInstance string
 	// Suffix is appended to derived synthetic event names ("_<Suffix>"),
 	// so that concurrent runs do not collide. Names given with -n or
 	// CREATE VIEW are kept as they are.

@@ -41,7 +41,11 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 		return
 	}
 	s := u.Synth
-	h := &Hist{System: "synthetic", Event: s.Name, Role: "results", Instance: p.opt.Instance, Size: p.opt.Size, Pos: s.Pos, End: s.End}
+	inst := p.opt.Instance
+	if p.opt.ResultsInstance != "" {
+		inst = p.opt.ResultsInstance
+	}
+	h := &Hist{System: "synthetic", Event: s.Name, Role: "results", Instance: inst, Size: p.opt.Size, Pos: s.Pos, End: s.End}
 	if h.Size == 0 {
 		h.Size = DefaultResultsSize
 	}
@@ -98,7 +102,7 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 		if !p.feat.CommonCPU {
 			cpu = "cpu"
 		}
-		u.Negatives = &Hist{System: "synthetic", Event: s.Name, Role: "negatives", Instance: p.opt.Instance,
+		u.Negatives = &Hist{System: "synthetic", Event: s.Name, Role: "negatives", Instance: inst,
 			Keys: []string{cpu}, Filter: lat.Name + " >= " + negativeFrom, Pos: s.Pos, End: s.End}
 	}
 	u.Results = h

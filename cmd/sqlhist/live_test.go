@@ -50,9 +50,10 @@ func (f *liveFake) Open(name string) (fs.File, error) {
 const leaseDir = "instances/sqlhist_4242_own"
 
 // Append keeps the writes to the run's lease apart, in lease (Writes and
-// FailAt count the others), and shows its trace_marker lines in its trace.
+// FailAt count the others, the results triggers in the lease's events/
+// included), and shows its trace_marker lines in its trace.
 func (f *liveFake) Append(file, line string) error {
-	if !strings.HasPrefix(file, leaseDir+"/") {
+	if !strings.HasPrefix(file, leaseDir+"/") || strings.HasPrefix(file, leaseDir+"/events/") {
 		return f.fakeTracefs.Append(file, line)
 	}
 	f.lease = append(f.lease, file+": "+line)
@@ -108,7 +109,9 @@ func liveEnv(f *liveFake) (env, *strings.Builder, *strings.Builder) {
 }
 
 const (
-	runInst  = "instances/sqlhist_4242/"
+	runInst = "instances/sqlhist_4242/"
+	// The results histograms are in the run's lease (planner.Options.ResultsInstance).
+	runRes   = leaseDir + "/"
 	runSynth = "sched_waking_to_sched_switch_4242"
 	// What the kernel shows for the results histogram of wakeupSQL.
 	runHistOnly = `# event histogram
@@ -163,7 +166,7 @@ Totals:
 // min, average and maximum and the distribution.
 func TestRunJoin(t *testing.T) {
 	f := newLiveFake(t, 0)
-	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.files[runRes+"events/synthetic/"+runSynth+"/hist"] = runHist
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
 	if code := run([]string{"-r", "-d", "2s", wakeupSQL}, e); code != exitOK {
@@ -172,8 +175,8 @@ func TestRunJoin(t *testing.T) {
 	create := []string{
 		"mkdir: instances/sqlhist_4242",
 		"dynamic_events: s:" + runSynth + " char comm[16]; u64 lat",
-		runInst + "events/synthetic/" + runSynth + "/trigger: hist:keys=comm,lat.log2:vals=lat:" + runSynth + "_max=lat:size=8192:onmax($" + runSynth + "_max).save(lat) if lat < 9223372036854775808",
-		runInst + "events/synthetic/" + runSynth + "/trigger: hist:keys=common_cpu if lat >= 9223372036854775808",
+		runRes + "events/synthetic/" + runSynth + "/trigger: hist:keys=comm,lat.log2:vals=lat:" + runSynth + "_max=lat:size=8192:onmax($" + runSynth + "_max).save(lat) if lat < 9223372036854775808",
+		runRes + "events/synthetic/" + runSynth + "/trigger: hist:keys=common_cpu if lat >= 9223372036854775808",
 		runInst + "events/sched/sched_waking/trigger: hist:keys=pid:" + runSynth + "_ts_us=common_timestamp.usecs",
 		runInst + "events/sched/sched_switch/trigger: hist:keys=next_pid:" + runSynth + "_lat=common_timestamp.usecs-$" + runSynth + "_ts_us:onmatch(sched.sched_waking).trace(" + runSynth + ",next_comm,$" + runSynth + "_lat)",
 	}
@@ -241,7 +244,7 @@ func rowMatches(table string, cells ...string) bool {
 // the kernel's Hits, the distribution too.
 func TestRunJSONTotals(t *testing.T) {
 	f := newLiveFake(t, 0)
-	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.files[runRes+"events/synthetic/"+runSynth+"/hist"] = runHist
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
 	if code := run([]string{"-r", "-d", "1", "-o", "json", wakeupSQL}, e); code != exitOK {
@@ -284,7 +287,7 @@ func TestRunJSONTotals(t *testing.T) {
 // far are printed and everything is removed.
 func TestRunInterrupted(t *testing.T) {
 	f := newLiveFake(t, 0)
-	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.files[runRes+"events/synthetic/"+runSynth+"/hist"] = runHist
 	f.sigs <- os.Interrupt
 	e, stdout, stderr := liveEnv(f)
 	if code := run([]string{"-r", wakeupSQL}, e); code != exitOK {
@@ -386,7 +389,7 @@ Totals:
 // own) and reports how many against the kernel's count.
 func TestRunEvents(t *testing.T) {
 	f := newLiveFake(t, 0)
-	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.files[runRes+"events/synthetic/"+runSynth+"/hist"] = runHist
 	f.pipe = "          <idle>-0       [001] d..4.    21.022031: " + runSynth + ": comm=sh lat=12\n" +
 		"           sleep-434     [000] d..4.    21.026037: sched_switch: prev_comm=sleep\n" +
 		"CPU:1 [LOST 3 EVENTS]\n" +
@@ -441,7 +444,7 @@ func TestRunUsage(t *testing.T) {
 func TestRunProbes(t *testing.T) {
 	f := newLiveFake(t, 0)
 	synth := "do_sys_openat2_to_do_sys_openat2__return_4242"
-	f.files[runInst+"events/synthetic/"+synth+"/hist"] = "# event histogram\n#\n# trigger info: hist:keys=filename,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) if lat < 9223372036854775808 [active]\n#\n\n" +
+	f.files[runRes+"events/synthetic/"+synth+"/hist"] = "# event histogram\n#\n# trigger info: hist:keys=filename,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) if lat < 9223372036854775808 [active]\n#\n\n" +
 		"{ filename: /etc/passwd                                        , lat: ~ 2^5  } hitcount:          2  lat:         40\n\tmax:         20  lat:         20\n\nTotals:\n    Hits: 2\n    Entries: 1\n    Dropped: 0\n" + negHist(0)
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
@@ -470,7 +473,7 @@ func TestRunProbes(t *testing.T) {
 // of 584,000 years.
 func TestRunNegativeLatency(t *testing.T) {
 	f := newLiveFake(t, 0)
-	f.files[runInst+"events/synthetic/"+runSynth+"/hist"] = runHistOnly + negHist(1)
+	f.files[runRes+"events/synthetic/"+runSynth+"/hist"] = runHistOnly + negHist(1)
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
 	if code := run([]string{"-r", "-d", "1", wakeupSQL}, e); code != exitOK {
@@ -516,7 +519,7 @@ func TestRunGoldenTables(t *testing.T) {
 	for _, tt := range []struct {
 		name, sql, file, hist, want string
 	}{
-		{"join", wakeupSQL, runInst + "events/synthetic/" + runSynth + "/hist", runHist, `synthetic/sched_waking_to_sched_switch_4242
+		{"join", wakeupSQL, runRes + "events/synthetic/" + runSynth + "/hist", runHist, `synthetic/sched_waking_to_sched_switch_4242
 comm         count  avg lat (us)  p50    p90    p99    max lat
 --------------------------------------------------------------
 sh               4          34.0  ~12    ~100   ~100       100

@@ -15,7 +15,11 @@ import (
 func runJSON(t *testing.T, sql, histFile, hist string) string {
 	t.Helper()
 	f := newLiveFake(t, 0)
-	f.files[runInst+histFile] = hist
+	dir := runInst
+	if strings.HasPrefix(histFile, "events/synthetic/") {
+		dir = runRes
+	}
+	f.files[dir+histFile] = hist
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
 	if code := run([]string{"-r", "-d", "1", "-o", "json", sql}, e); code != exitOK {
