@@ -57,6 +57,10 @@ type Guest struct {
 	// in a loop from before the script starts: see StartVia, which also
 	// tells when that shell answers.
 	Via string
+	// QemuArgs are appended to qemu's command line after the machine's
+	// own, e.g. "-icount", "shift=0,sleep=off" for instruction-counted
+	// guest time (the kernel cost benchmark).
+	QemuArgs []string
 
 	onStart func(time.Time) // called when qemu starts
 	preinit string          // run by /init before the begin marker
@@ -299,6 +303,7 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 		"-m", fmt.Sprint(mem), "-smp", fmt.Sprint(cpus),
 		"-kernel", k.Vmlinuz, "-initrd", initrd, "-append", cmdline)
 	args = append(args, viaArgs...)
+	args = append(args, g.QemuArgs...)
 	cmd := exec.CommandContext(cctx, mach.Qemu, args...)
 	cmd.Stdin = nil
 	cmd.WaitDelay = 5 * time.Second
