@@ -13,189 +13,337 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/e2e/vm"
+	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
-// The kernel cost benchmark (make bench-kernel): in one boot, a fixed
-// workload (e2e/testdata/load: system calls, then wakeups through a pipe
-// ping-pong) runs bare and under each shape of triggers, in interleaved
-// rounds, and the report gives each shape's time as a ratio to bare, with
-// its spread over the rounds, and the cost per traced event.
+// The kernel cost benchmark (make bench-kernel). In one boot with one
+// vCPU and instruction-counted time (qemu's -icount shift=0: the guest's
+// clock advances one nanosecond per instruction executed, so a guest
+// nanosecond is an instruction and the host's load does not reach the
+// figures), a fixed workload (e2e/testdata/cload: system calls, pipe
+// ping-pong wakeups, opens; C, so that nothing else runs) runs bare and
+// under each shape of tracing, in interleaved rounds. Each shape's cost is
+// its overhead per event of the question it answers — per system call,
+// per wakeup, per call of the function — (traced − bare) / events, with
+// the events counted in a run of their own; its spread is the range of the
+// per-round figures over their median.
 
-// costQueries are the queries of the benchmark.
+// The questions of the benchmark.
 const (
-	costWakeup  = `SELECT start.pid, end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`
-	costSyscall = `SELECT start.id, TIMESTAMP_DELTA_USECS AS lat FROM sys_enter AS start JOIN sys_exit AS end ON start.common_pid = end.common_pid`
-	costHist    = `SELECT CAST(id AS SYSCALL) FROM sys_enter`
+	costWakeup     = `SELECT start.pid, end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`
+	costWakeupAgg  = `SELECT CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY lat`
+	costSyscount   = `SELECT CAST(id AS SYSCALL) AS sys, COUNT(*) FROM sys_enter GROUP BY sys`
+	costFuncLat    = `SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS ns, COUNT(*) FROM kprobe(do_sys_openat2) AS start JOIN kretprobe(do_sys_openat2) AS end ON start.common_pid = end.common_pid GROUP BY ns`
+	costFuncLatFn  = "do_sys_openat2"
+	costRunID      = 4242
+	costTraceRoot  = "$T"
+	costCountProbe = "p:costcount/open do_sys_openat2"
 )
 
-// costShape is one set of triggers: the lines of a shell script that
-// writes them (echo 'text' >> file, relative to $T), and the events
-// whose count its cost is divided by.
+// costShape is one way of tracing a part of the workload: tracefs writes
+// (applied in order, removed as sqlhist removes them), or a BPF tool
+// started in the background before the workload and stopped after it.
 type costShape struct {
-	name, about string
-	lines       []string // "file\ttext"
-	part        string   // "syscalls" or "wakeups": the part of the workload it traces
-	events      []string // system/event whose hits it pays for
+	name  string // the name on its "cost" line; "" for the breakdown rows
+	about string
+	part  string // "syscalls", "wakeups" or "opens"
+	cmds  []emit.Command
+	tool  string // a libbpf-tools command line (BPF shapes)
 }
 
-// libtracefs's lowering of the two JOINs, written out from
+// costCmd is a hand-written write: a line appended to file, undone by undo.
+func costCmd(kind emit.Kind, file, line, undo string) emit.Command {
+	return emit.Command{Kind: kind, File: file, Line: line, Undo: undo}
+}
+
+func costTrigger(file, line string) emit.Command {
+	return costCmd(emit.KindTrigger, file, line, "!"+line)
+}
+
+func costSynth(def string) emit.Command {
+	name, _, _ := strings.Cut(strings.TrimPrefix(def, "s:"), " ")
+	return costCmd(emit.KindSynth, "dynamic_events", def, "-:"+name)
+}
+
+// libtracefs's lowering of the wakeup JOIN, written out from
 // ../shared/docs/anchor-sqlhist.md (2.3, 2.5, 2.6 and the E1 example):
 // every selected start field is saved in a variable, and every selected
 // value copied again into a variable of the end trigger.
-var libtracefsShapes = []costShape{
-	{name: "wakeup JOIN, libtracefs", part: "wakeups", events: []string{"sched/sched_waking", "sched/sched_switch"}, lines: []string{
-		"dynamic_events\ts:wl pid_t pid; char comm[16]; u64 lat",
-		"events/sched/sched_waking/trigger\thist:keys=pid:__arg_1=pid,__arg_2=common_timestamp.usecs",
-		"events/sched/sched_switch/trigger\thist:keys=next_pid:__pid_3=$__arg_1,__comm_4=next_comm,__lat_5=common_timestamp.usecs-$__arg_2:onmatch(sched.sched_waking).trace(wl,$__pid_3,$__comm_4,$__lat_5)",
-	}},
-	{name: "syscall JOIN, libtracefs", part: "syscalls", events: []string{"raw_syscalls/sys_enter", "raw_syscalls/sys_exit"}, lines: []string{
-		"dynamic_events\ts:sl long id; u64 lat",
-		"events/raw_syscalls/sys_enter/trigger\thist:keys=common_pid:__arg_1=id,__arg_2=common_timestamp.usecs",
-		"events/raw_syscalls/sys_exit/trigger\thist:keys=common_pid:__id_3=$__arg_1,__lat_4=common_timestamp.usecs-$__arg_2:onmatch(raw_syscalls.sys_enter).trace(sl,$__id_3,$__lat_4)",
-	}},
-}
-
-// Before the join key's twin was used, sqlhist saved start.pid as well.
-var beforeShapes = []costShape{
-	{name: "wakeup JOIN, sqlhist before", part: "wakeups", events: []string{"sched/sched_waking", "sched/sched_switch"}, lines: []string{
-		"dynamic_events\ts:wl pid_t pid; char comm[16]; u64 lat",
-		"events/sched/sched_waking/trigger\thist:keys=pid:wl_pid=pid,wl_ts_us=common_timestamp.usecs",
-		"events/sched/sched_switch/trigger\thist:keys=next_pid:wl_lat=common_timestamp.usecs-$wl_ts_us:onmatch(sched.sched_waking).trace(wl,$wl_pid,next_comm,$wl_lat)",
-	}},
-}
-
-// The results histogram --run adds on the wakeup JOIN's synthetic
-// event: before (keyed by the exact latency) and now (by its log2 bucket,
-// with its sum and maximum, and the counter of negative latencies).
-var (
-	resultsExact = []string{"events/synthetic/wl/trigger\thist:keys=pid,comm,lat:size=8192"}
-	resultsNow   = []string{
-		"events/synthetic/wl/trigger\thist:keys=pid,comm,lat.log2:vals=lat:wl_max=lat:size=8192:onmax($wl_max).save(lat) if lat < 9223372036854775808",
-		"events/synthetic/wl/trigger\thist:keys=common_cpu if lat >= 9223372036854775808",
+func libtracefsWakeup() []emit.Command {
+	return []emit.Command{
+		costSynth("s:wl pid_t pid; char comm[16]; u64 lat"),
+		costTrigger("events/sched/sched_waking/trigger", "hist:keys=pid:__arg_1=pid,__arg_2=common_timestamp.usecs"),
+		costTrigger("events/sched/sched_switch/trigger", "hist:keys=next_pid:__pid_3=$__arg_1,__comm_4=next_comm,__lat_5=common_timestamp.usecs-$__arg_2:onmatch(sched.sched_waking).trace(wl,$__pid_3,$__comm_4,$__lat_5)"),
 	}
+}
+
+// How costCompile lowers a query.
+const (
+	costPrinted   = iota
+	costRun       // as --run applies it
+	costRunBefore // as --run applied it before the results histograms went in the lease
 )
 
-var echoRE = regexp.MustCompile(`^echo '([^']*)' >> /sys/kernel/tracing/(\S+)$`)
-
-// sqlhistLines compiles a query with the static sqlhist for the
-// kernel's embedded catalog and returns its writes.
-func sqlhistLines(t *testing.T, bin, kernel, name, sql string) []string {
+// costCompile lowers a query with the kernel's embedded catalog: as
+// printed, or as --run applies it, in its instance sqlhist_<id> with its
+// results histogram in its lease (which the run takes before; made here).
+func costCompile(t *testing.T, kernel, name, sql string, how int) []emit.Command {
 	t.Helper()
-	out, err := exec.Command(bin, "--kernel", kernel, "-n", name, sql).Output()
+	fsys, err := tracefs.Embedded(strings.TrimSuffix(kernel, "-hist"))
 	if err != nil {
-		t.Fatalf("sqlhist %s: %v", sql, err)
+		t.Fatal(err)
 	}
-	var lines []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if m := echoRE.FindStringSubmatch(l); m != nil {
-			lines = append(lines, m[2]+"\t"+m[1])
-		}
+	opt := planner.Options{Name: name}
+	run := how != costPrinted
+	if run {
+		opt = live.Prepare(opt, costRunID)
 	}
-	return lines
+	if how == costRunBefore {
+		opt.ResultsInstance = ""
+	}
+	src := source.NewSource(name+".sql", sql)
+	cat := tracefs.Open(fsys)
+	plan, diags := live.Compile(src, cat, opt)
+	if plan == nil {
+		t.Fatalf("compiling %s: %s", sql, diags.Render(src))
+	}
+	eopt := emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents}
+	if run {
+		lease := emit.Instance(live.LeaseName(costRunID))
+		return append([]emit.Command{lease}, emit.RunCommands(plan, eopt, emit.RunOptions{Instance: live.InstancePrefix + strconv.Itoa(costRunID), CreateInstance: true})...)
+	}
+	return emit.Commands(plan, eopt)
 }
 
-// script writes the shell lines that apply (or, reversed, remove) a shape.
-func (s costShape) script(remove bool) string {
-	var b strings.Builder
-	lines := slices.Clone(s.lines)
+// costWrites is the shell that applies cmds (or, with remove, removes
+// them as sqlhist's teardown does: disables first, in reverse).
+func costWrites(cmds []emit.Command, remove bool) string {
 	if remove {
-		slices.Reverse(lines)
+		cmds = emit.DisableFirst(emit.Teardown(cmds), "")
 	}
-	for _, l := range lines {
-		file, text, _ := strings.Cut(l, "\t")
-		if remove {
-			if name, ok := strings.CutPrefix(text, "s:"); ok {
-				name, _, _ = strings.Cut(name, " ")
-				text = "-:" + name
-			} else {
-				text = "!" + text
-			}
+	var b strings.Builder
+	for _, c := range cmds {
+		if c.Kind == emit.KindDir {
+			fmt.Fprintf(&b, "%s $T/%s\n", c.Line, c.File)
+			continue
 		}
-		fmt.Fprintf(&b, "echo '%s' >> $T/%s\n", text, file)
+		fmt.Fprintf(&b, "echo %s >> $T/%s\n", emit.Quote(c.Line), c.File)
 	}
 	return b.String()
 }
 
-const costRounds = 7
+// costRounds is how many interleaved rounds run (SQLHIST_COST_ROUNDS).
+var costRounds = envInt("SQLHIST_COST_ROUNDS", 5)
 
-// The workload of one run: system calls, then wakeups. Under qemu's TCG a
-// system call takes about 20 µs and a wakeup round trip several hundred.
-const (
-	costCalls   = "50000"
-	costWakeups = "2000"
-)
+// The workload of one run, by part. Under -icount shift=0 a system call
+// takes a few hundred guest ns and a wakeup round trip a few thousand.
+var costWork = map[string]int{"syscalls": 20000, "wakeups": 2000, "opens": 4000}
+
+var costParts = []string{"syscalls", "wakeups", "opens"}
+
+// costArgs is the load's command line for one part (all with "").
+func costArgs(part string) string {
+	var a []string
+	for _, p := range costParts {
+		n := costWork[p]
+		if part != "" && p != part {
+			n = 0
+		}
+		a = append(a, strconv.Itoa(n))
+	}
+	return strings.Join(a, " ")
+}
 
 // TestKernelCost runs the benchmark when SQLHIST_BENCH_KERNEL=1 (make
-// bench-kernel), on $SQLHIST_KERNELS (default 6.1).
+// bench-kernel), on $SQLHIST_KERNELS (default 6.1; x86-64 kernels: the
+// workload is built with the host's gcc).
 func TestKernelCost(t *testing.T) {
 	if os.Getenv("SQLHIST_BENCH_KERNEL") != "1" {
 		t.Skip("set SQLHIST_BENCH_KERNEL=1 (make bench-kernel) to measure what the triggers cost the kernel")
 	}
 	needKernels(t)
-	// The host runs this binary too (libtracefs-style lowering): x86-64.
-	bin := buildStatic(t, "amd64")
-	binPath := filepath.Join(t.TempDir(), "sqlhist")
-	if err := os.WriteFile(binPath, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	load := goBuildStatic(t, "./testdata/load", "amd64")
+	load := cBuildStatic(t, "testdata/cload/load.c")
 	kernels := []string{"6.1"}
 	if k := os.Getenv("SQLHIST_KERNELS"); k != "" {
 		kernels = strings.Split(k, ",")
 	}
+	var lines []string
 	for _, kname := range kernels {
 		t.Run(kname, func(t *testing.T) {
-			wakeup := sqlhistLines(t, binPath, kname, "wl", costWakeup)
-			shapes := []costShape{
-				{name: "bare"},
-				{name: "wakeup JOIN, sqlhist", part: "wakeups", events: []string{"sched/sched_waking", "sched/sched_switch"}, lines: wakeup},
-				beforeShapes[0],
-				libtracefsShapes[0],
-				{name: "wakeup JOIN + --run results (exact latency key, before)", part: "wakeups", events: []string{"sched/sched_waking", "sched/sched_switch"},
-					lines: append(slices.Clone(wakeup), resultsExact...)},
-				{name: "wakeup JOIN + --run results (log2, sum, onmax; now)", part: "wakeups", events: []string{"sched/sched_waking", "sched/sched_switch"},
-					lines: append(slices.Clone(wakeup), resultsNow...)},
-				{name: "syscall JOIN, sqlhist", part: "syscalls", events: []string{"raw_syscalls/sys_enter", "raw_syscalls/sys_exit"},
-					lines: sqlhistLines(t, binPath, kname, "sl", costSyscall)},
-				libtracefsShapes[1],
-				{name: "syscall histogram, sqlhist", part: "syscalls", events: []string{"raw_syscalls/sys_enter"},
-					lines: sqlhistLines(t, binPath, kname, "hs", costHist)},
+			k, err := vm.LookupKernel(kname)
+			if err != nil {
+				t.Fatal(err)
 			}
-			// One CPU: the ping-pong's wakeups then do not depend on how
-			// qemu schedules two emulated CPUs on one host thread, which
-			// made the spread of the wakeup part several times wider.
-			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: 20 * time.Minute, CPUs: 1,
-				Files: []vm.File{{Path: "/work/bin/load", Mode: 0o755, Data: load}}})
-			report, err := costReport(shapes, res.Stdout)
+			if k.DebArch() != "amd64" {
+				t.Fatalf("the cost benchmark runs on x86-64 kernels (%s is %s)", kname, k.DebArch())
+			}
+			shapes := costShapes(t, kname)
+			files := []vm.File{{Path: "/work/bin/load", Mode: 0o755, Data: load}}
+			if os.Getenv("SQLHIST_COST_NOBPF") != "1" {
+				files = append(files, bpfToolsFor(t, "amd64")...)
+			}
+			// One CPU: the ping-pong then runs the same way every time;
+			// -icount shift=0,sleep=off: the guest's clock counts its
+			// instructions, and idle time jumps to the next timer.
+			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: 30 * time.Minute, CPUs: 1,
+				QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Files: files})
+			report, costs, err := costReport(shapes, res.Stdout)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, res.Stdout)
 			}
-			t.Logf("%s (%s): %d rounds, each shape between bare runs\n%s", kname, res.Kernel.Release, costRounds, report)
+			t.Logf("%s (%s), %s: %d rounds, each shape after a bare run of its part\n%s", kname, res.Kernel.Release,
+				time.Now().UTC().Format("2006-01-02"), costRounds, report)
+			for _, c := range costs {
+				lines = append(lines, c)
+			}
 		})
+	}
+	// The summary make bench-kernel ends with, one line per named shape.
+	for _, l := range lines {
+		fmt.Println(l)
 	}
 }
 
+// costShapes are the shapes of the benchmark on a kernel: the named ones
+// first, then the breakdown of the wakeup JOIN.
+func costShapes(t *testing.T, kname string) []costShape {
+	wakeup := costCompile(t, kname, "wl", costWakeup, costPrinted)
+	shapes := []costShape{
+		{name: "sqlhist-wakeup", about: "wakeup JOIN as sqlhist prints it", part: "wakeups", cmds: wakeup},
+		{name: "sqlhist-wakeup-run", about: "wakeup JOIN as --run applies it (instance, results histogram)", part: "wakeups",
+			cmds: costCompile(t, kname, "wl", costWakeup, costRun)},
+		{name: "sqlhist-aggregate", about: "log2 GROUP BY over the wakeup JOIN", part: "wakeups",
+			cmds: costCompile(t, kname, "wa", costWakeupAgg, costPrinted)},
+		{name: "libtracefs-wakeup", about: "libtracefs's lowering of the wakeup JOIN", part: "wakeups", cmds: libtracefsWakeup()},
+		{name: "bpf-runqlat", about: "libbpf-tools runqlat", part: "wakeups", tool: "runqlat"},
+		{name: "sqlhist-syscount", about: "syscall counts (hist on sys_enter)", part: "syscalls",
+			cmds: costCompile(t, kname, "sc", costSyscount, costPrinted)},
+		{name: "bpf-syscount", about: "libbpf-tools syscount", part: "syscalls", tool: "syscount"},
+		{name: "sqlhist-funclatency", about: "kprobe/kretprobe JOIN, log2 GROUP BY", part: "opens",
+			cmds: costCompile(t, kname, "fl", costFuncLat, costPrinted)},
+		{name: "bpf-funclatency", about: "libbpf-tools funclatency", part: "opens", tool: "funclatency " + costFuncLatFn},
+	}
+	shapes = append(shapes, costShape{about: "wakeup JOIN as --run applied it before (results beside the triggers)", part: "wakeups",
+		cmds: costCompile(t, kname, "wl", costWakeup, costRunBefore)})
+	shapes = append(shapes, costBreakdown()...)
+	if os.Getenv("SQLHIST_COST_NOBPF") == "1" {
+		shapes = slices.DeleteFunc(shapes, func(s costShape) bool { return s.tool != "" })
+	}
+	return shapes
+}
+
+// runResults is the wakeup JOIN in the instance inst with results
+// triggers on its synthetic event.
+func runResults(inst string, results ...string) []emit.Command {
+	cmds := []emit.Command{costCmd(emit.KindDir, inst, "mkdir", "rmdir"), costSynth("s:wl pid_t pid; char comm[16]; u64 lat")}
+	for _, r := range results {
+		cmds = append(cmds, costTrigger(inst+"events/synthetic/wl/trigger", r))
+	}
+	return append(cmds,
+		costTrigger(inst+"events/sched/sched_waking/trigger", "hist:keys=pid:wl_ts_us=common_timestamp.usecs"),
+		costTrigger(inst+"events/sched/sched_switch/trigger", "hist:keys=next_pid:wl_lat=common_timestamp.usecs-$wl_ts_us:onmatch(sched.sched_waking).trace(wl,next_pid,next_comm,$wl_lat)"))
+}
+
+// costBreakdown are the parts of the wakeup JOIN's cost, alone.
+func costBreakdown() []costShape {
+	waking, switching := "events/sched/sched_waking/trigger", "events/sched/sched_switch/trigger"
+	inst := "instances/sqlhist_4242/"
+	res := "instances/sqlhist_4242r/"
+	return []costShape{
+		{about: "start trigger alone: keys=pid", part: "wakeups", cmds: []emit.Command{costTrigger(waking, "hist:keys=pid")}},
+		{about: "start trigger alone: keys=pid, ts var (usecs)", part: "wakeups", cmds: []emit.Command{costTrigger(waking, "hist:keys=pid:ts=common_timestamp.usecs")}},
+		{about: "start trigger alone: keys=pid, ts var (ns)", part: "wakeups", cmds: []emit.Command{costTrigger(waking, "hist:keys=pid:ts=common_timestamp")}},
+		{about: "end trigger alone: keys=next_pid", part: "wakeups", cmds: []emit.Command{costTrigger(switching, "hist:keys=next_pid")}},
+		{about: "JOIN in ns (no .usecs)", part: "wakeups", cmds: []emit.Command{
+			costSynth("s:wl pid_t pid; char comm[16]; u64 lat"),
+			costTrigger(waking, "hist:keys=pid:wl_ts=common_timestamp"),
+			costTrigger(switching, "hist:keys=next_pid:wl_lat=common_timestamp-$wl_ts:onmatch(sched.sched_waking).trace(wl,next_pid,next_comm,$wl_lat)")}},
+		{about: "JOIN, latency the only field", part: "wakeups", cmds: []emit.Command{
+			costSynth("s:wl u64 lat"),
+			costTrigger(waking, "hist:keys=pid:wl_ts_us=common_timestamp.usecs"),
+			costTrigger(switching, "hist:keys=next_pid:wl_lat=common_timestamp.usecs-$wl_ts_us:onmatch(sched.sched_waking).trace(wl,$wl_lat)")}},
+		{about: "run, results in an instance of their own", part: "wakeups", cmds: []emit.Command{
+			costCmd(emit.KindDir, inst, "mkdir", "rmdir"), costCmd(emit.KindDir, res, "mkdir", "rmdir"),
+			costSynth("s:wl pid_t pid; char comm[16]; u64 lat"),
+			costTrigger(res+"events/synthetic/wl/trigger", "hist:keys=pid,comm,lat.log2:vals=lat:wl_max=lat:size=8192:onmax($wl_max).save(lat) if lat < 9223372036854775808"),
+			costTrigger(res+"events/synthetic/wl/trigger", "hist:keys=common_cpu if lat >= 9223372036854775808"),
+			costTrigger(inst+waking, "hist:keys=pid:wl_ts_us=common_timestamp.usecs"),
+			costTrigger(inst+switching, "hist:keys=next_pid:wl_lat=common_timestamp.usecs-$wl_ts_us:onmatch(sched.sched_waking).trace(wl,next_pid,next_comm,$wl_lat)")}},
+		{about: "run, results: no negatives counter", part: "wakeups", cmds: runResults(inst,
+			"hist:keys=pid,comm,lat.log2:vals=lat:wl_max=lat:size=8192:onmax($wl_max).save(lat) if lat < 9223372036854775808")},
+		{about: "run, results: no onmax", part: "wakeups", cmds: runResults(inst,
+			"hist:keys=pid,comm,lat.log2:vals=lat:size=8192 if lat < 9223372036854775808",
+			"hist:keys=common_cpu if lat >= 9223372036854775808")},
+		{about: "run, results: keys=lat.log2 only, vals=lat", part: "wakeups", cmds: runResults(inst,
+			"hist:keys=lat.log2:vals=lat:size=8192")},
+		{about: "run, results: one trigger, no filter, no onmax", part: "wakeups", cmds: []emit.Command{
+			costCmd(emit.KindDir, inst, "mkdir", "rmdir"),
+			costSynth("s:wl pid_t pid; char comm[16]; u64 lat"),
+			costTrigger(inst+"events/synthetic/wl/trigger", "hist:keys=pid,comm,lat.log2:vals=lat:size=8192"),
+			costTrigger(inst+waking, "hist:keys=pid:wl_ts_us=common_timestamp.usecs"),
+			costTrigger(inst+switching, "hist:keys=next_pid:wl_lat=common_timestamp.usecs-$wl_ts_us:onmatch(sched.sched_waking).trace(wl,next_pid,next_comm,$wl_lat)")}},
+	}
+}
+
+// cBuildStatic compiles a C program of e2e's testdata with the host's gcc,
+// statically (the kernel builds install gcc and libc6-dev).
+func cBuildStatic(t *testing.T, src string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "prog")
+	if b, err := exec.Command("gcc", "-O2", "-static", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s (apt-get install gcc libc6-dev): %v\n%s", src, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // costScript is the guest script: a counting run (how many events each
-// part of the workload makes), then the rounds.
+// part of the workload makes), then the rounds: in each, every shape runs
+// its part after a bare run of the same part.
 func costScript(shapes []costShape) string {
 	var b strings.Builder
 	b.WriteString("T=/sys/kernel/tracing\nset -e\n")
-	counted := []string{"sched/sched_waking", "sched/sched_switch", "raw_syscalls/sys_enter", "raw_syscalls/sys_exit"}
-	for _, part := range []struct{ name, args string }{{"syscalls", costCalls + " 0"}, {"wakeups", "0 " + costWakeups}} {
+	b.WriteString("mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true\nmount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true\n")
+	fmt.Fprintf(&b, "echo %s >> $T/dynamic_events\n", emit.Quote(costCountProbe))
+	counted := []string{"sched/sched_waking", "sched/sched_switch", "raw_syscalls/sys_enter", "raw_syscalls/sys_exit", "costcount/open"}
+	for _, part := range costParts {
 		for _, ev := range counted {
 			fmt.Fprintf(&b, "echo 'hist:keys=common_cpu' >> $T/events/%s/trigger\n", ev)
 		}
-		fmt.Fprintf(&b, "/work/bin/load %s > /dev/null\n", part.args)
+		fmt.Fprintf(&b, "/work/bin/load %s > /dev/null\n", costArgs(part))
 		for _, ev := range counted {
-			fmt.Fprintf(&b, "echo \"@@count %s %s $(sed -n 's/^ *Hits: //p' $T/events/%s/hist)\"\n", part.name, ev, ev)
+			fmt.Fprintf(&b, "echo \"@@count %s %s $(sed -n 's/^ *Hits: //p' $T/events/%s/hist)\"\n", part, ev, ev)
 			fmt.Fprintf(&b, "echo '!hist:keys=common_cpu' >> $T/events/%s/trigger\n", ev)
 		}
 	}
+	fmt.Fprintf(&b, "echo '-:costcount/open' >> $T/dynamic_events\n")
+	// A warm-up run of everything: first-touch costs stay out of round 1.
+	fmt.Fprintf(&b, "/work/bin/load %s > /dev/null\n", costArgs(""))
 	for r := 1; r <= costRounds; r++ {
 		for i, s := range shapes {
-			b.WriteString(s.script(false))
-			fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load %s %s)\"\n", r, i, costCalls, costWakeups)
-			b.WriteString(s.script(true))
+			fmt.Fprintf(&b, "echo \"@@bare %d %d $(/work/bin/load %s)\"\n", r, i, costArgs(s.part))
+			b.WriteString(costWrites(s.cmds, false))
+			if s.tool != "" {
+				fmt.Fprintf(&b, "/usr/sbin/%s > /tmp/tool.out 2>&1 &\nTOOL=$!\n", s.tool)
+				// Attached once it sleeps in clock_nanosleep (230 on
+				// x86-64; its banner is buffered in its stdout).
+				b.WriteString("n=0; until read nr rest < /proc/$TOOL/syscall && [ \"$nr\" = 230 ]; do n=$((n+1)); [ $n -lt 1200 ] || { cat /tmp/tool.out; exit 1; }; sleep 0.1; done\n")
+			}
+			fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load %s)\"\n", r, i, costArgs(s.part))
+			if s.tool != "" {
+				b.WriteString("kill -INT $TOOL; wait $TOOL || true\n")
+				if r == costRounds {
+					fmt.Fprintf(&b, "echo '@@tool %d'; cat /tmp/tool.out\n", i)
+				}
+			}
+			b.WriteString(costWrites(s.cmds, true))
 		}
 	}
 	b.WriteString("echo \"@@errorlog $(cat $T/error_log | wc -l)\"\n")
@@ -204,11 +352,16 @@ func costScript(shapes []costShape) string {
 
 var (
 	costCountRE = regexp.MustCompile(`(?m)^@@count (\S+) (\S+) (\d+)$`)
-	costRunRE   = regexp.MustCompile(`(?m)^@@run (\d+) (\d+) syscalls \d+ (\d+) wakeups \d+ (\d+)$`)
+	costRunRE   = regexp.MustCompile(`(?m)^@@(bare|run) (\d+) (\d+) syscalls \d+ (\d+) wakeups \d+ (\d+) opens \d+ (\d+)$`)
 )
 
-// costReport reads the guest's output into the report's table.
-func costReport(shapes []costShape, out string) (string, error) {
+// costEvents are the events of each part's question: the system calls,
+// the wakeups, the calls of the function.
+var costEvents = map[string]string{"syscalls": "raw_syscalls/sys_enter", "wakeups": "sched/sched_waking", "opens": "costcount/open"}
+
+// costReport reads the guest's output into the report's table and the
+// cost lines of the named shapes.
+func costReport(shapes []costShape, out string) (string, []string, error) {
 	counts := map[string]map[string]float64{}
 	for _, m := range costCountRE.FindAllStringSubmatch(out, -1) {
 		if counts[m[1]] == nil {
@@ -216,64 +369,66 @@ func costReport(shapes []costShape, out string) (string, error) {
 		}
 		counts[m[1]][m[2]], _ = strconv.ParseFloat(m[3], 64)
 	}
-	// times[shape][part] over the rounds, in ns.
-	times := make([]map[string][]float64, len(shapes))
-	for i := range times {
-		times[i] = map[string][]float64{}
-	}
+	// bare[i] and run[i]: shape i's part over the rounds, in guest ns.
+	bare, run := make([][]float64, len(shapes)), make([][]float64, len(shapes))
 	for _, m := range costRunRE.FindAllStringSubmatch(out, -1) {
-		i, _ := strconv.Atoi(m[2])
-		sys, _ := strconv.ParseFloat(m[3], 64)
-		wake, _ := strconv.ParseFloat(m[4], 64)
-		times[i]["syscalls"] = append(times[i]["syscalls"], sys)
-		times[i]["wakeups"] = append(times[i]["wakeups"], wake)
-	}
-	if len(times[0]["syscalls"]) != costRounds || strings.Contains(out, "@@errorlog 0") == false {
-		return "", fmt.Errorf("incomplete run or entries in error_log")
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "events per run: syscalls part %.0f sys_enter, %.0f sys_exit; wakeups part %.0f sched_waking, %.0f sched_switch\n",
-		counts["syscalls"]["raw_syscalls/sys_enter"], counts["syscalls"]["raw_syscalls/sys_exit"],
-		counts["wakeups"]["sched/sched_waking"], counts["wakeups"]["sched/sched_switch"])
-	rows := [][]string{}
-	for i, s := range shapes {
-		for _, part := range []string{"syscalls", "wakeups"} {
-			if s.part != part && i != 0 {
-				continue
-			}
-			ratios := make([]float64, costRounds)
-			for r := range ratios {
-				ratios[r] = times[i][part][r] / times[0][part][r]
-			}
-			med := median(times[i][part])
-			row := []string{s.name, part, fmt.Sprintf("%.0f", med/1e6), fmt.Sprintf("%.2f", median(ratios)),
-				fmt.Sprintf("%.2f-%.2f", slices.Min(ratios), slices.Max(ratios))}
-			if i == 0 {
-				row = append(row, "")
-			} else {
-				var n float64
-				for _, ev := range s.events {
-					n += counts[part][ev]
-				}
-				row = append(row, fmt.Sprintf("%.0f", (med-median(times[0][part]))/n))
-			}
-			rows = append(rows, row)
+		i, _ := strconv.Atoi(m[3])
+		if i >= len(shapes) {
+			return "", nil, fmt.Errorf("a run of shape %d of %d", i, len(shapes))
+		}
+		col := map[string]int{"syscalls": 4, "wakeups": 5, "opens": 6}[shapes[i].part]
+		v, _ := strconv.ParseFloat(m[col], 64)
+		if m[1] == "bare" {
+			bare[i] = append(bare[i], v)
+		} else {
+			run[i] = append(run[i], v)
 		}
 	}
-	w := []int{0, 0, 0, 0, 0, 0}
-	head := []string{"shape", "part", "ms (median)", "x bare", "x bare (range)", "ns/event"}
-	for _, r := range append([][]string{head}, rows...) {
+	if !strings.Contains(out, "@@errorlog 0") {
+		return "", nil, fmt.Errorf("the run did not end, or error_log has entries")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "events per run: %.0f system calls (%.0f sys_exit), %.0f wakeups (%.0f sched_switch), %.0f calls of %s\n",
+		counts["syscalls"]["raw_syscalls/sys_enter"], counts["syscalls"]["raw_syscalls/sys_exit"],
+		counts["wakeups"]["sched/sched_waking"], counts["wakeups"]["sched/sched_switch"], counts["opens"]["costcount/open"], costFuncLatFn)
+	head := []string{"shape", "part", "bare ns/event", "overhead ns/event", "spread", "x bare", "what"}
+	rows := [][]string{head}
+	var lines []string
+	for i, s := range shapes {
+		n := counts[s.part][costEvents[s.part]]
+		if len(bare[i]) != costRounds || len(run[i]) != costRounds || n == 0 {
+			return "", nil, fmt.Errorf("shape %q: %d bare and %d traced runs of %d, %.0f events", s.about, len(bare[i]), len(run[i]), costRounds, n)
+		}
+		per := make([]float64, costRounds)
+		for r := range per {
+			per[r] = (run[i][r] - bare[i][r]) / n
+		}
+		over := median(per)
+		spread := (slices.Max(per) - slices.Min(per)) / over * 100
+		ratio := median(run[i]) / median(bare[i])
+		name := s.name
+		if name == "" {
+			name = "-"
+		}
+		rows = append(rows, []string{name, s.part, fmt.Sprintf("%.0f", median(bare[i])/n), fmt.Sprintf("%.0f", over),
+			fmt.Sprintf("%.1f%%", spread), fmt.Sprintf("%.3f", ratio), s.about})
+		if s.name != "" {
+			lines = append(lines, fmt.Sprintf("cost %s overhead_ns=%.0f spread=%.1f%% vs_bare=%.3f", s.name, over, spread, ratio))
+		}
+	}
+	w := make([]int, len(head))
+	for _, r := range rows {
 		for j, c := range r {
 			w[j] = max(w[j], len(c))
 		}
 	}
-	for _, r := range append([][]string{head}, rows...) {
+	for _, r := range rows {
 		for j, c := range r {
 			fmt.Fprintf(&b, "%-*s  ", w[j], c)
 		}
 		b.WriteString("\n")
 	}
-	return b.String(), nil
+	return b.String(), lines, nil
 }
 
 func median(v []float64) float64 {
@@ -286,4 +441,11 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
