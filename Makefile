@@ -107,12 +107,6 @@ cache-size:
 cache-clean:
 	@$(GO) run ./tools/e2e-cache clean
 
-# What the triggers cost the kernel: in one boot (6.1 unless
-# SQLHIST_KERNELS says otherwise), a fixed workload of system calls and
-# wakeups runs bare and under each trigger shape (sqlhist's JOINs, before
-# and after its optimisations, --run's results histogram, a histogram,
-# libtracefs's lowering of the same JOINs) in 5 interleaved rounds; prints
-# each shape's time as a ratio to bare, its spread and the cost per event.
 # What --via costs (figures, not assertions): -r -d 5 of the wakeup JOIN in
 # a 6.1 guest against the same run through its serial line (wall time,
 # bytes, requests), then a fleet of 8 guests against one.
@@ -120,6 +114,16 @@ cache-clean:
 bench-via:
 	SQLHIST_E2E=1 SQLHIST_VIA_BENCH=1 $(GO) test ./e2e -run TestViaBench -count=1 -v -timeout 30m
 
+# What tracing costs the kernel, against BPF: in one boot of 6.1 (or
+# $$SQLHIST_KERNELS, x86-64) with one vCPU and instruction-counted time
+# (qemu -icount shift=0: a guest ns is an instruction), a C workload
+# (e2e/testdata/cload) makes system calls, wakeups and opens bare and
+# under each shape (sqlhist's lowerings, libtracefs's, libbpf-tools'
+# runqlat, syscount and funclatency) in 5 interleaved rounds. Prints a
+# table with a breakdown of the wakeup JOIN's cost, then one line a shape:
+# cost SHAPE overhead_ns=N spread=P% vs_bare=R (N: guest ns per system
+# call, wakeup or call; P: the range of the rounds over their median).
 .PHONY: bench-kernel
 bench-kernel:
-	SQLHIST_E2E=1 SQLHIST_BENCH_KERNEL=1 $(GO) test ./e2e -run TestKernelCost -count=1 -v -timeout 40m
+	@log=$$(mktemp); SQLHIST_E2E=1 SQLHIST_BENCH_KERNEL=1 $(GO) test ./e2e -run TestKernelCost -count=1 -v -timeout 40m > $$log 2>&1; rc=$$?; \
+	cat $$log; echo; grep '^cost ' $$log; rm -f $$log; exit $$rc
