@@ -227,8 +227,13 @@ func costShapes(t *testing.T, kname string) []costShape {
 			cmds: costCompile(t, kname, "fl", costFuncLat, costPrinted)},
 		{name: "bpf-funclatency", about: "libbpf-tools funclatency", part: "opens", tool: "funclatency " + costFuncLatFn},
 	}
-	shapes = append(shapes, costShape{about: "wakeup JOIN as --run applied it before (results beside the triggers)", part: "wakeups",
-		cmds: costCompile(t, kname, "wl", costWakeup, costRunBefore)})
+	shapes = append(shapes,
+		costShape{about: "wakeup JOIN as --run applied it before (results beside the triggers)", part: "wakeups",
+			cmds: costCompile(t, kname, "wl", costWakeup, costRunBefore)},
+		costShape{about: "log2 GROUP BY over the wakeup JOIN as --run applies it (histogram in the lease)", part: "wakeups",
+			cmds: costCompile(t, kname, "wa", costWakeupAgg, costRun)},
+		costShape{about: "log2 GROUP BY over the wakeup JOIN as --run applied it before", part: "wakeups",
+			cmds: costCompile(t, kname, "wa", costWakeupAgg, costRunBefore)})
 	shapes = append(shapes, costBreakdown()...)
 	if os.Getenv("SQLHIST_COST_NOBPF") == "1" {
 		shapes = slices.DeleteFunc(shapes, func(s costShape) bool { return s.tool != "" })

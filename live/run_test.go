@@ -125,7 +125,9 @@ GROUP BY comm, lat ORDER BY COUNT(*) DESC`
 // An aggregate over a JOIN is read from its histogram, which replaces the
 // results histogram: the rows are the histogram's, the synthetic event
 // gets no other trigger, and the histogram is written before the JOIN's
-// triggers (so it counts every event) and removed after them.
+// triggers (so it counts every event) and removed after them. Like a
+// JOIN's results, it is in the run's lease, an instance without
+// timestamp triggers.
 func TestRunAggregateOverJoin(t *testing.T) {
 	fsys, err := tracefs.Embedded("6.1")
 	if err != nil {
@@ -137,7 +139,7 @@ func TestRunAggregateOverJoin(t *testing.T) {
 		t.Fatal(diags.Render(src))
 	}
 	f := newFake()
-	f.Files["instances/sqlhist_7/events/synthetic/sched_waking_to_sched_switch_7/hist"] = `# event histogram
+	f.Files["instances/sqlhist_7_own/events/synthetic/sched_waking_to_sched_switch_7/hist"] = `# event histogram
 #
 # trigger info: hist:keys=comm,lat.log2:vals=hitcount:sort=hitcount.descending:size=2048 [active]
 #
@@ -177,7 +179,7 @@ Totals:
 	var hist, end, histGone, endGone = -1, -1, -1, -1
 	for i, w := range f.Writes {
 		switch {
-		case strings.HasSuffix(w, "synthetic/sched_waking_to_sched_switch_7/trigger: hist:keys=comm,lat.log2:sort=hitcount.descending"):
+		case w == "instances/sqlhist_7_own/events/synthetic/sched_waking_to_sched_switch_7/trigger: hist:keys=comm,lat.log2:sort=hitcount.descending":
 			hist = i
 		case strings.Contains(w, "synthetic/sched_waking_to_sched_switch_7/trigger: !hist:keys=comm,lat.log2"):
 			histGone = i

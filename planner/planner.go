@@ -177,12 +177,49 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 			p.plan.Units = append(p.plan.Units, u)
 		}
 	}
+	p.placeResults()
 	p.checkSizeUsed()
 	diags.Sort()
 	if diags.Err() != nil {
 		return nil, diags
 	}
 	return p.plan, diags
+}
+
+// placeResults puts, for --run with a ResultsInstance, the histograms
+// that aggregate the plan's own synthetic events (a JOIN's GROUP BY) in
+// that instance, as it does a JOIN's results: they read no timestamp and
+// no other trigger's variable, and there the kernel builds the events
+// they read in a scratch buffer. A histogram shared by name=, or whose
+// handler snapshots or fires an event, stays beside the triggers.
+func (p *planner) placeResults() {
+	if p.opt.ResultsInstance == "" {
+		return
+	}
+	own := map[string]bool{}
+	for _, u := range p.plan.Units {
+		if u.Synth != nil {
+			own[u.Synth.Name] = true
+		}
+		h := u.Start
+		if u.End != nil || h == nil || h.System != "synthetic" || !own[h.Event] || h.Name != "" || h.Instance != p.opt.Instance {
+			continue
+		}
+		movable := true
+		for _, a := range h.Actions {
+			movable = movable && strings.HasPrefix(a, "onmax(") && strings.Contains(a, ".save(")
+		}
+		parts := append(append(append([]string{h.Filter}, h.Keys...), h.Vals...), h.Sort...)
+		for _, v := range h.Vars {
+			parts = append(parts, v.Expr)
+		}
+		for _, x := range parts {
+			movable = movable && !strings.Contains(x, "common_timestamp") && !strings.Contains(x, "$")
+		}
+		if movable {
+			h.Instance = p.opt.ResultsInstance
+		}
+	}
 }
 
 func (p *planner) statement(q *compiler.Query, names map[string]bool) *Unit {
