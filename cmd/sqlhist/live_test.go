@@ -652,3 +652,37 @@ total,sys_close,5
 		}
 	}
 }
+
+// TestRunInstanceLease: with -B NAME the run's lease is still named after
+// its id (it was sqlhist_0_own for every -B run, which two runs at once
+// shared and --cleanup took for alive), and the results histogram is in
+// it, not in NAME.
+func TestRunInstanceLease(t *testing.T) {
+	f := newLiveFake(t, 0)
+	f.files[runRes+"events/synthetic/"+runSynth+"/hist"] = runHist
+	f.timer <- time.Time{}
+	e, stdout, stderr := liveEnv(f)
+	if code := run([]string{"-r", "-d", "1", "-B", "mine", wakeupSQL}, e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if l := f.lease; len(l) < 3 || l[0] != "mkdir: "+leaseDir || l[len(l)-1] != "rmdir: "+leaseDir {
+		t.Errorf("the lease: %q", l)
+	}
+	var inMine, inLease int
+	for _, w := range f.Writes {
+		switch {
+		case strings.HasPrefix(w, "instances/mine/events/sched/"):
+			inMine++
+		case strings.HasPrefix(w, runRes+"events/synthetic/"+runSynth+"/trigger: hist:"):
+			inLease++
+		case strings.Contains(w, "instances/mine/events/synthetic/"):
+			t.Errorf("a trigger on the synthetic event in mine: %s", w)
+		}
+	}
+	if inMine != 4 || inLease != 2 {
+		t.Errorf("%d writes of the JOIN's triggers in mine (want 4: made, removed), %d results triggers in the lease (want 2):\n%s", inMine, inLease, strings.Join(f.Writes, "\n"))
+	}
+	if !strings.Contains(stdout.String(), "Totals: hits 8") {
+		t.Errorf("results: %s", stdout)
+	}
+}

@@ -316,7 +316,7 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 		case <-ctx.Done():
 		}
 	}()
-	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid), Alive: e.alive}
+	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid), Alive: e.alive, ID: e.pid}
 	if e.via != "" {
 		// Each check of the run's objects is requests to the target.
 		opt.Watch = 5 * time.Second
