@@ -165,12 +165,14 @@ func bpfToolsCached(record string) bool {
 // ld.so.cache, in /lib/<triplet>, /usr/lib/<triplet>, /lib and /usr/lib;
 // symbolic links (absolute ones relative to root) are followed and the
 // file's content placed at the path looked up, since File has no links.
-// A library found nowhere is an error naming it and who needs it.
+// A library found nowhere is an error naming it and who needs it. The
+// loader is placed once, at PT_INTERP, even where libc names it too.
 func ELFClosure(root, triplet string, progs []string) ([]File, error) {
 	dirs := []string{"/lib/" + triplet, "/usr/lib/" + triplet, "/lib", "/usr/lib"}
 	files := map[string]File{}
 	queue := append([]string(nil), progs...)
 	needer := map[string]string{}
+	loaders := map[string]bool{} // base names of the PT_INTERPs seen
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
@@ -213,8 +215,16 @@ func ELFClosure(root, triplet string, progs []string) ([]File, error) {
 		if interp != "" {
 			needer[interp] = p
 			queue = append(queue, interp)
+			loaders[path.Base(interp)] = true
 		}
 		for _, lib := range needed {
+			if loaders[lib] {
+				// libc names the loader (ld-linux-x86-64.so.2), which
+				// is there already at PT_INTERP: glibc's loader
+				// matches the name against its own soname and never
+				// opens a second copy.
+				continue
+			}
 			found := ""
 			for _, d := range dirs {
 				if _, err := resolveIn(root, path.Join(d, lib)); err == nil {

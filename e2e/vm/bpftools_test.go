@@ -73,6 +73,9 @@ func TestELFClosure(t *testing.T) {
 			t.Errorf("closure lacks %s (or it is empty): %v", want, got)
 		}
 	}
+	if got["/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"] != 0 {
+		t.Errorf("the loader is there twice (at PT_INTERP and in /lib/x86_64-linux-gnu): %v", got)
+	}
 	if len(files) != len(got) {
 		t.Errorf("duplicate paths in %v", got)
 	}
