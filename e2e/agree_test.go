@@ -32,6 +32,19 @@ package e2e
 // bucket e-1; 2^e in kernel bucket e but BPF slot e), so the modal
 // buckets agree when kernel e == BPF k+1.
 //
+// Clocks. BPF's bpf_ktime_get_ns is ktime_get_mono_fast_ns (the
+// clocksource); a hist trigger that reads common_timestamp sets its
+// instance's trace_clock to its clock= attribute, "global" by default,
+// which is sched_clock: the TSC on x86-64 (an instance set to mono
+// before the run reads [global] after it). The two agree while the TSC is
+// the clocksource. In a loaded x86-64 TCG guest the TSC drifts from the
+// HPET and the kernel marks it unstable and switches clocksource, but
+// sched_clock keeps reading it: at the end of the suite's 6.1 boot
+// (9 min in), sqlhist's 3 ms sleeps measured 0.26-2 ms while funclatency
+// saw 199 of 200 in [2^21, 2^22) ns. So the phase runs first in its boot,
+// and when dmesg says the TSC was marked unstable the latency buckets are
+// not compared (the phase is a skip, its counts still checked).
+//
 // Units. runqlat: usecs, delta_ns/1000 truncated; sqlhist's
 // TIMESTAMP_DELTA_USECS is the difference of the two timestamps each
 // truncated to usecs (at most 1 us apart). funclatency: nsecs by
@@ -103,7 +116,7 @@ F='SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS lat, COUNT(*) AS n FROM kprobe(schedu
 /usr/sbin/runqlat -p $WL > /tmp/agree-w.bpf 2>&1 & B2=$!
 /usr/sbin/funclatency -p $WL schedule_hrtimeout_range > /tmp/agree-f.bpf 2>&1 & B3=$!
 i=0
-while [ $i -lt 1200 ]; do
+while [ $i -lt 300 ]; do
   n=0
   for f in s w r f; do grep -q collecting /tmp/agree-$f.err && n=$((n+1)); done
   for b in $B1 $B2 $B3; do read nr rest < /proc/$b/syscall; [ "$nr" = "$NANOSLEEP" ] && n=$((n+1)); done
@@ -117,6 +130,8 @@ kill -INT $P1 $P2 $P3 $P4 $B1 $B2 $B3
 for p in $P1 $P2 $P3 $P4 $B1 $B2 $B3; do wait $p; echo "@@agree-exit-$p $?"; done
 for f in s w r f; do echo "@@agree-$f-json"; cat /tmp/agree-$f.json; echo "@@agree-$f-err"; cat /tmp/agree-$f.err; done
 for f in s w f; do echo "@@agree-$f-bpf"; cat /tmp/agree-$f.bpf; done
+echo "@@agree-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+echo "@@agree-unstable $(dmesg | grep -c "Marking clocksource 'tsc' as unstable")"
 echo "@@agree-syscalls"; /usr/sbin/syscount -l 2>&1
 echo "@@agree-end"
 `
@@ -141,11 +156,24 @@ func checkAgree(t *testing.T, kname, out string) string {
 		t.Errorf("not every tool was collecting before the go (want @@agree-ready 7, of 4 sqlhist runs and 3 tools): %q", ready)
 	}
 	wantLines(t, out, "@@agree-workload-exit 0", "@@agree-end")
+	t.Logf("%s: %s", kname, firstLine(out, "@@agree-clocksource"))
+	// Clocks: see the top of this file. Once the TSC is marked unstable
+	// (an x86-64 guest on a loaded host), sqlhist's global clock and
+	// BPF's mono clock run at different rates, and latencies cannot be
+	// compared; the counts still are.
+	unstable := firstLine(out, "@@agree-unstable ") != "@@agree-unstable 0"
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "@@agree-exit-") && !strings.HasSuffix(l, " 0") {
 			t.Errorf("a tool failed: %s", l)
 		}
 	}
+	defer func() {
+		if t.Failed() {
+			for _, f := range []string{"s", "w", "r", "f"} {
+				t.Logf("sqlhist's stderr (%s):\n%s", f, sec["agree-"+f+"-err"])
+			}
+		}
+	}()
 	a, err := parseAgree(sec)
 	if err != nil {
 		t.Errorf("%v\n%s", err, lastLines(out, 80))
@@ -153,8 +181,16 @@ func checkAgree(t *testing.T, kname, out string) string {
 	}
 	report, errs := a.compare(agreeN)
 	t.Logf("%s: sqlhist and libbpf-tools over the same window:\n%s", kname, report)
+	var modes []string
 	for _, e := range errs {
+		if unstable && strings.Contains(e, "modal bucket") {
+			modes = append(modes, e)
+			continue
+		}
 		t.Error(e)
+	}
+	if unstable && !t.Failed() {
+		t.Skipf("the counts agree, but the guest marked its TSC unstable (dmesg), so sqlhist's trace clock (global: sched_clock, the TSC) and BPF's (mono: the clocksource) ran at different rates and the latency buckets were not compared (%d differed)", len(modes))
 	}
 	return a.detail()
 }
