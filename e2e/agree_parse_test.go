@@ -145,3 +145,66 @@ func TestAgreementCompare(t *testing.T) {
 		}
 	}
 }
+
+// agreeOutput is a phase output as the guest prints it, from answers.
+func agreeOutput(unstable int, sqlWake map[int]uint64, bpfWake map[int]uint64) string {
+	lat := func(h map[int]uint64) string {
+		var rows []string
+		for e, n := range h {
+			rows = append(rows, fmt.Sprintf(`{"lat":%d,"n":%d}`, uint64(1)<<e, n))
+		}
+		return `{"results":[{"event":"synthetic/x","rows":[` + strings.Join(rows, ",") + `]}]}`
+	}
+	return strings.Join([]string{
+		"@@agree-ready 7", "@@agree-workload-exit 0",
+		"@@agree-s-json", `{"results":[{"event":"raw_syscalls/sys_exit","rows":[{"id":257,"n":202}]}]}`,
+		"@@agree-w-json", lat(sqlWake),
+		"@@agree-r-json", lat(map[int]uint64{}),
+		"@@agree-f-json", lat(map[int]uint64{22: 200}),
+		"@@agree-s-bpf", "SYSCALL COUNT", "openat 202",
+		"@@agree-w-bpf", bpfHistText("usecs", bpfWake),
+		"@@agree-f-bpf", bpfHistText("nsec", map[int]uint64{21: 200}),
+		"@@agree-clocksource hpet",
+		fmt.Sprintf("@@agree-unstable %d", unstable),
+		"@@agree-syscalls", "257: openat",
+		"@@agree-end", "",
+	}, "\n")
+}
+
+// TestCheckAgree runs the phase's check on printed outputs: agreeing
+// answers pass, different modes fail, and the same difference with the
+// TSC marked unstable is a skip, unless a count differs too.
+func TestCheckAgree(t *testing.T) {
+	run := func(out string) (failed, skipped bool) {
+		r := &recorder{}
+		checkAgreeWith(r, "6.1", out)
+		return r.failed, r.skipped != ""
+	}
+	wake := map[int]uint64{7: 150, 8: 51}
+	if f, s := run(agreeOutput(0, wake, map[int]uint64{6: 150, 7: 51})); f || s {
+		t.Errorf("agreeing answers: failed %v skipped %v", f, s)
+	}
+	if f, _ := run(agreeOutput(0, wake, map[int]uint64{6: 51, 7: 150})); !f {
+		t.Error("different modal buckets with a stable TSC did not fail")
+	}
+	if f, s := run(agreeOutput(1, wake, map[int]uint64{6: 51, 7: 150})); f || !s {
+		t.Errorf("different modal buckets with the TSC unstable: failed %v skipped %v, want a skip", f, s)
+	}
+	if f, _ := run(agreeOutput(1, wake, map[int]uint64{6: 51, 7: 100})); !f {
+		t.Error("a count 25% off with the TSC unstable did not fail")
+	}
+	if f, _ := run(strings.Replace(agreeOutput(0, wake, map[int]uint64{6: 150, 7: 51}), "@@agree-ready 7", "@@agree-ready 6", 1)); !f {
+		t.Error("a tool not ready at the go did not fail")
+	}
+}
+
+// recorder is a checker that keeps the verdict.
+type recorder struct {
+	failed  bool
+	skipped string
+}
+
+func (r *recorder) Errorf(format string, args ...any) { r.failed = true }
+func (r *recorder) Logf(format string, args ...any)   {}
+func (r *recorder) Skipf(format string, args ...any)  { r.skipped = fmt.Sprintf(format, args...) }
+func (r *recorder) Failed() bool                      { return r.failed }

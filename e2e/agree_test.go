@@ -150,12 +150,27 @@ func agreePhase(t *testing.T, kname string) *phase {
 }
 
 // checkAgree compares the answers and logs them side by side.
-func checkAgree(t *testing.T, kname, out string) string {
+func checkAgree(t *testing.T, kname, out string) string { return checkAgreeWith(t, kname, out) }
+
+// checker is what checkAgreeWith needs of a *testing.T (a test of the
+// check gives it a recorder).
+type checker interface {
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Failed() bool
+}
+
+func checkAgreeWith(t checker, kname, out string) string {
 	sec := sections(out)
 	if ready := firstLine(out, "@@agree-ready "); ready != "@@agree-ready 7" {
 		t.Errorf("not every tool was collecting before the go (want @@agree-ready 7, of 4 sqlhist runs and 3 tools): %q", ready)
 	}
-	wantLines(t, out, "@@agree-workload-exit 0", "@@agree-end")
+	for _, want := range []string{"@@agree-workload-exit 0", "@@agree-end"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("want %q in the guest's output:\n%s", want, lastLines(out, 40))
+		}
+	}
 	t.Logf("%s: %s", kname, firstLine(out, "@@agree-clocksource"))
 	// Clocks: see the top of this file. Once the TSC is marked unstable
 	// (an x86-64 guest on a loaded host), sqlhist's global clock and
@@ -187,7 +202,7 @@ func checkAgree(t *testing.T, kname, out string) string {
 			modes = append(modes, e)
 			continue
 		}
-		t.Error(e)
+		t.Errorf("%s", e)
 	}
 	if unstable && !t.Failed() {
 		t.Skipf("the counts agree, but the guest marked its TSC unstable (dmesg), so sqlhist's trace clock (global: sched_clock, the TSC) and BPF's (mono: the clocksource) ran at different rates and the latency buckets were not compared (%d differed)", len(modes))
