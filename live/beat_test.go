@@ -55,6 +55,17 @@ func TestHeartbeatAtEveryKill(t *testing.T) {
 				t.Errorf("the heartbeat is not the first and last object: %s ... %s", w[0], w[len(w)-1])
 			}
 			n := len(whole.Writes)
+			// Removing a dynamic event resets every ring buffer, the
+			// heartbeat's too (the fake does as the kernel): a run killed
+			// after the write that removes its probes and synthetic
+			// events has no beat left, counts as dead at once, and what
+			// it leaves then is its lease and heartbeat alone.
+			erased := n
+			for i, w := range whole.Writes {
+				if strings.HasPrefix(w, "dynamic_events: -:") {
+					erased = i + 1
+				}
+			}
 			for k := 1; k < n; k++ {
 				clock = 100
 				f := killFake(c)
@@ -63,7 +74,7 @@ func TestHeartbeatAtEveryKill(t *testing.T) {
 				f.KillAfter = 0
 				tg := &live.Target{Root: "/t", FS: f, W: f, Uptime: uptime}
 				var out strings.Builder
-				beaten := k >= 3 // mkdir, buffer size, the first beat
+				beaten := k >= 3 && k < erased // mkdir, buffer size, the first beat
 				runs, err := live.Cleanup(tg, dead, &out, true)
 				if beaten && runs != 0 || !beaten && runs != 1 || err != nil {
 					t.Errorf("killed after write %d of %d, heartbeat fresh: --cleanup --dry-run found %d runs (err %v):\n%s", k, n, runs, err, out.String())

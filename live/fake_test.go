@@ -152,11 +152,29 @@ func (f *fakeTracefs) apply(file, line string) error {
 }
 
 func (f *fakeTracefs) dynamic(line string) error {
+	if strings.Contains(line, "\n") {
+		// Several commands in one write: each in turn, the first
+		// refusal ending the write, as the kernel parses them.
+		for _, l := range strings.Split(line, "\n") {
+			if err := f.dynamic(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	lines := strings.SplitAfter(f.Files["dynamic_events"], "\n")
 	if name, ok := strings.CutPrefix(line, "-:"); ok {
 		for i, l := range lines {
 			if strings.Contains(l, ":"+name+" ") || strings.Contains(l, "/"+name+"\t") {
 				f.Files["dynamic_events"] = strings.Join(append(lines[:i:i], lines[i+1:]...), "")
+				// The kernel resets every ring buffer when it removes an
+				// event (trace_remove_event_call): a lease's manifest
+				// goes with it (seen on 6.1).
+				for k := range f.Files {
+					if k == "trace" || strings.HasSuffix(k, "/trace") {
+						f.Files[k] = ""
+					}
+				}
 				return nil
 			}
 		}

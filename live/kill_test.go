@@ -58,6 +58,7 @@ var killCases = []killCase{
 	{name: "uprobe join -n", sql: killUprobe, opt: planner.Options{Name: "u1"}},
 	{name: "--deref -n", sql: killDeref, kernel: "7.2", opt: planner.Options{Name: "myopen", Deref: true}},
 	{name: "aggregate -n", sql: aggregateJoin, opt: planner.Options{Name: "agg"}},
+	{name: "aggregate -n -B new", sql: aggregateJoin, opt: planner.Options{Name: "agg", Instance: "mine"}},
 	{name: "histogram -B existing", sql: killHist, opt: planner.Options{Instance: "mine"}, existing: "mine"},
 }
 

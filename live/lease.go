@@ -235,6 +235,14 @@ func checkClaims(t *Target, alive func(int) bool, self int, cmds []emit.Command)
 			if sameObject(c, o.cmd) && (o.live || t.present(emit.Teardown([]emit.Command{o.cmd})[0])) {
 				return &ConflictError{PID: o.pid, Running: o.live, What: c.What}
 			}
+			// An instance another run made (-B NAME) is its own: a run
+			// that would put its triggers there is refused too. (Were it
+			// to run, the removal of its synthetic events would reset the
+			// ring buffers, the other's lease's manifest with them, and a
+			// killed run's instance could no longer be told as its.)
+			if o.cmd.Kind == emit.KindDir && strings.HasPrefix(c.File, o.cmd.File+"/") && t.HasInstance(strings.TrimPrefix(o.cmd.File, "instances/")) {
+				return &ConflictError{PID: o.pid, Running: o.live, What: "instance " + strings.TrimPrefix(o.cmd.File, "instances/")}
+			}
 		}
 	}
 	return nil

@@ -233,7 +233,7 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 		stopSources()
 		if !tornDown {
 			tornDown = true
-			terrs = append(terrs, Teardown(r.t, rest))
+			terrs = append(terrs, r.teardownRest(rest))
 			errs = append(errs, terrs...)
 			// The lease goes last, and only when everything else went:
 			// what stays is then --cleanup's to remove.
@@ -334,6 +334,49 @@ wait:
 		errs = append(errs, fmt.Errorf("reading the results: %w", rerr))
 	}
 	return rep, errors.Join(errs...)
+}
+
+// teardownRest removes what is left of the run once its end triggers are
+// gone: its other triggers and enables, then the instances it made, then
+// every probe and synthetic event in one write to dynamic_events (a
+// line each, in the teardown's order). Removing a dynamic event resets
+// every ring buffer, the lease's too, and with it the manifest that says
+// what the run made: whatever the run still had then, a -B instance or a
+// synthetic event named with -n or a view, could not be told as the
+// run's by --cleanup once the run was killed. Removing them all at once
+// leaves only the lease after that write. Should the kernel refuse that
+// write, the removals are made one by one, so that each refusal is
+// reported with its own error_log entry.
+func (r *runState) teardownRest(rest []emit.Command) error {
+	var before, dirs, dyn []emit.Command
+	batch := true // every removal of a dynamic event is a line of dynamic_events
+	for _, c := range rest {
+		switch {
+		case c.Kind == emit.KindDir:
+			dirs = append(dirs, c)
+		case c.Kind == emit.KindSynth || c.Kind == emit.KindProbe:
+			dyn = append(dyn, c)
+			batch = batch && c.File == "dynamic_events"
+		default:
+			before = append(before, c)
+		}
+	}
+	// The triggers and enables, then the instances: their removal needs
+	// nothing of the dynamic events, and they go before the manifest does.
+	errs := []error{Teardown(r.t, before), Teardown(r.t, dirs)}
+	if batch && len(dyn) > 1 {
+		lines := make([]string, len(dyn))
+		for i, c := range dyn {
+			lines[i] = c.Line
+		}
+		if err := r.t.W.Append("dynamic_events", strings.Join(lines, "\n")); err == nil {
+			return errors.Join(errs...)
+		}
+		// Refused: one by one below, what the batch removed skipped as
+		// gone, each refusal with its own error_log entry.
+	}
+	errs = append(errs, Teardown(r.t, dyn))
+	return errors.Join(errs...)
 }
 
 // pauseHistograms pauses the trigger of each histogram query, so that the
