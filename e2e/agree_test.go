@@ -351,8 +351,8 @@ func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bp
 	}
 	st, bt := sum(kern), sum(bpf.slots)
 	fmt.Fprintf(b, "  total %d vs %d", st, bt)
-	if bt == 0 || st < uint64(n) || bt < uint64(n) {
-		errs = append(errs, fmt.Sprintf("%s: totals %d (sqlhist) and %d (%s), want at least %d each (the workload's events)", tool, st, bt, tool, n))
+	if floor := latencyFloor(n); bt == 0 || st < floor || bt < floor {
+		errs = append(errs, fmt.Sprintf("%s: totals %d (sqlhist) and %d (%s), want at least %d each (the workload's %d events, less 2%%)", tool, st, bt, tool, floor, n))
 	} else if d := float64(st) - float64(bt); d > 0.01*float64(bt) || -d > 0.01*float64(bt) {
 		errs = append(errs, fmt.Sprintf("%s: sqlhist's total %d is not within 1%% of %s's %d", tool, st, tool, bt))
 	}
@@ -363,6 +363,17 @@ func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bp
 			tool, lowOf(ke), uint64(1)<<ke, tool, bpfLow(bk), uint64(1)<<(bk+1)-1, ke, bk))
 	}
 	return errs
+}
+
+// latencyFloor is the fewest events each side of a latency question must
+// see for n iterations of the workload: n less 2%. The floor is there so
+// that two empty answers never agree, and it cannot be n: not every timed
+// poll reaches schedule_hrtimeout_range (one whose 3 ms are already spent
+// when it reaches the kernel returns at once). On a loaded host the 6.1
+// arm64 guest once counted 199 sleeps of 200 on both sides alike, with
+// every ppoll made (202 on both).
+func latencyFloor(n int) uint64 {
+	return uint64(n - n/50)
 }
 
 func lowOf(e int) uint64 {
