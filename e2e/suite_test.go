@@ -342,3 +342,19 @@ func TestKernels(t *testing.T) {
 		})
 	})
 }
+
+// TestKernelNames: the kernels named in SQLHIST_KERNELS that have jobs of
+// their own (Debian's 5.10, the built 6.1-boot) are not phase kernels.
+func TestKernelNames(t *testing.T) {
+	t.Setenv("SQLHIST_KERNELS", "6.1,"+bootKernel+",5.10,5.10-hist")
+	if got := strings.Join(kernelNames(), ","); got != "6.1,5.10-hist" {
+		t.Errorf("kernelNames() = %s, want 6.1,5.10-hist", got)
+	}
+	if !selected(bootKernel) || !selected("5.10") {
+		t.Errorf("%s and 5.10 are not selected for their own jobs", bootKernel)
+	}
+	t.Setenv("SQLHIST_KERNELS", "")
+	if got := strings.Join(kernelNames(), ","); got != allKernels {
+		t.Errorf("kernelNames() without SQLHIST_KERNELS = %s, want %s", got, allKernels)
+	}
+}
