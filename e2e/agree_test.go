@@ -3,8 +3,8 @@ package e2e
 // The same answers as BPF (issue 24, item 3): in one boot and one window,
 // on a workload with exact counts, sqlhist's syscall counts equal
 // libbpf-tools' syscount's, and its wakeup-latency and function-latency
-// counts are within 1% of runqlat's and funclatency's, with the same
-// modal log2 bucket.
+// counts are within 1% of runqlat's and funclatency's, with log2
+// distributions at most maxTVD apart in total variation distance.
 //
 // The window: a busybox shell (one thread, builtins only, so no child
 // process) waits on a FIFO for a go; sqlhist (-r -p PID, one run per
@@ -29,8 +29,26 @@ package e2e
 // (slot 0 holds 0 and 1), printed "2^k -> 2^(k+1)-1". On integers, kernel
 // bucket e = [2^(e-1)+1, 2^e] and BPF slot e-1 = [2^(e-1), 2^e-1] share
 // every value but their ends (2^(e-1) is in BPF slot e-1 but kernel
-// bucket e-1; 2^e in kernel bucket e but BPF slot e), so the modal
-// buckets agree when kernel e == BPF k+1.
+// bucket e-1; 2^e in kernel bucket e but BPF slot e), so kernel bucket e
+// is compared with BPF slot e-1.
+//
+// Distributions. The two are compared bucket by bucket, each normalised
+// by its own total: their total variation distance (half the sum over
+// the buckets of |p_e - q_(e-1)|, the share of events that would have to
+// move to turn one into the other) must be at most maxTVD (10%). Not
+// the modal bucket: two neighbours near a tie made it flip between two
+// equal answers (6.1-arm64, 2026-11-27: sqlhist (64, 128] 82 and
+// (128, 256] 89, runqlat [64, 127] 86 and [128, 255] 85, of 211 each,
+// the other buckets within 4: a distance of about 2%). Both sides
+// measure the same events, so a bucket differs only for a latency that
+// lies within the measurements' difference of a bucket's end: an exact
+// power of two (the bucket ends above), sqlhist's 1 us truncation of
+// each timestamp, the other's probes (sub-us). With latencies of 32 us
+// and more under TCG that is a few events in a hundred at most. Different answers are far more: that
+// run's wakeups moved by a bucket are 40% away, the 3 ms sleeps (all in
+// one bucket) 100%, and the do_sys_openat2 timing above, whose probes
+// doubled a latency, was 46% away. 10% is about as far (four to five
+// times) from the near tie as from the nearest of those.
 //
 // Clocks. BPF's bpf_ktime_get_ns is ktime_get_mono_fast_ns (the
 // clocksource); a hist trigger that reads common_timestamp sets its
@@ -66,6 +84,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/bits"
 	"regexp"
 	"sort"
@@ -196,16 +215,16 @@ func checkAgreeWith(t checker, kname, out string) string {
 	}
 	report, errs := a.compare(agreeN)
 	t.Logf("%s: sqlhist and libbpf-tools over the same window:\n%s", kname, report)
-	var modes []string
+	var dists []string
 	for _, e := range errs {
-		if unstable && strings.Contains(e, "modal bucket") {
-			modes = append(modes, e)
+		if unstable && strings.Contains(e, tvdName) {
+			dists = append(dists, e)
 			continue
 		}
 		t.Errorf("%s", e)
 	}
 	if unstable && !t.Failed() {
-		t.Skipf("the counts agree, but the guest marked its TSC unstable (dmesg), so sqlhist's trace clock (global: sched_clock, the TSC) and BPF's (mono: the clocksource) ran at different rates and the latency buckets were not compared (%d differed)", len(modes))
+		t.Skipf("the counts agree, but the guest marked its TSC unstable (dmesg), so sqlhist's trace clock (global: sched_clock, the TSC) and BPF's (mono: the clocksource) ran at different rates and the latency distributions were not compared (%d of 2 differed)", len(dists))
 	}
 	return a.detail()
 }
@@ -284,9 +303,11 @@ func parseAgree(sec map[string]string) (*agreement, error) {
 }
 
 // compare checks the answers and returns them side by side: system call
-// counts equal per number, latency totals within 1%, modal kernel bucket
-// e = modal BPF slot k + 1. n is the workload's iterations: each question
-// must see at least that many events, so that empty answers never agree.
+// counts equal per number, latency totals within 1%, latency
+// distributions (kernel bucket e beside BPF slot e-1) at most maxTVD
+// apart in total variation distance. n is the workload's iterations:
+// each question must see at least that many events, so that empty
+// answers never agree.
 func (a *agreement) compare(n int) (string, []string) {
 	var b strings.Builder
 	var errs []string
@@ -326,7 +347,8 @@ func (a *agreement) compare(n int) (string, []string) {
 }
 
 // compareLatency prints a kernel log2 histogram beside a BPF one, bucket
-// e beside slot e-1, and checks the totals (within 1%) and the modes.
+// e beside slot e-1, and checks the totals (within 1%) and the
+// distributions (total variation distance at most maxTVD).
 func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bpfHist, n int) []string {
 	var errs []string
 	lo, hi := 64, 0
@@ -356,13 +378,87 @@ func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bp
 	} else if d := float64(st) - float64(bt); d > 0.01*float64(bt) || -d > 0.01*float64(bt) {
 		errs = append(errs, fmt.Sprintf("%s: sqlhist's total %d is not within 1%% of %s's %d", tool, st, tool, bt))
 	}
-	ke, bk := mode(kern), mode(bpf.slots)
-	fmt.Fprintf(b, "; modal bucket (%d, %d] vs [%d, %d]\n", lowOf(ke), uint64(1)<<ke, bpfLow(bk), uint64(1)<<(bk+1)-1)
-	if ke != bk+1 {
-		errs = append(errs, fmt.Sprintf("%s: sqlhist's modal bucket (%d, %d] is not %s's [%d, %d] (kernel bucket %d, BPF slot %d: want e = k+1)",
-			tool, lowOf(ke), uint64(1)<<ke, tool, bpfLow(bk), uint64(1)<<(bk+1)-1, ke, bk))
+	d := tvd(kern, bpf.slots)
+	fmt.Fprintf(b, "; %s %.1f%% (at most %.0f%%)\n", tvdName, 100*d, 100*maxTVD)
+	if d > maxTVD {
+		errs = append(errs, fmt.Sprintf("%s: the latency distributions differ: %s %.1f%%, want at most %.0f%% (kernel bucket e beside BPF slot e-1, each normalised by its total): sqlhist %s; %s %s",
+			tool, tvdName, 100*d, 100*maxTVD, kernBuckets(kern), tool, bpfSlots(bpf.slots)))
 	}
 	return errs
+}
+
+// tvdName names the distributions' measure in the report and in the
+// failure that an unstable TSC turns into a skip.
+const tvdName = "total variation distance"
+
+// maxTVD is the largest total variation distance between the two tools'
+// latency distributions that is still the same answer: one event in ten
+// in another bucket. Equal answers differ only by events within the
+// measurements' difference of a bucket's end (the top of this file):
+// about 2% in the run that tripped the modal rule; that run's wakeups
+// moved by a bucket are 40% away, the probes' cost doubling a latency
+// 46%.
+const maxTVD = 0.10
+
+// tvd is the total variation distance between a kernel log2 histogram
+// (bucket e → count) and a BPF one (slot k → count), bucket e against
+// slot e-1, each normalised by its total: half the sum of the absolute
+// differences, 0 for the same distribution, 1 for disjoint ones (or when
+// only one side has events).
+func tvd(kern, bpf map[int]uint64) float64 {
+	st, bt := sum(kern), sum(bpf)
+	if st == 0 || bt == 0 {
+		if st == bt {
+			return 0
+		}
+		return 1
+	}
+	buckets := map[int]bool{}
+	for e := range kern {
+		buckets[e] = true
+	}
+	for k := range bpf {
+		buckets[k+1] = true
+	}
+	var d float64
+	for e := range buckets {
+		p, q := float64(kern[e])/float64(st), float64(bpf[e-1])/float64(bt)
+		d += math.Abs(p - q)
+	}
+	return d / 2
+}
+
+// kernBuckets prints a kernel log2 histogram's non-empty buckets in
+// order: "(64, 128] 82, (128, 256] 89".
+func kernBuckets(h map[int]uint64) string {
+	var parts []string
+	for _, e := range sortedKeys(h) {
+		if h[e] > 0 {
+			parts = append(parts, fmt.Sprintf("(%d, %d] %d", lowOf(e), uint64(1)<<e, h[e]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// bpfSlots prints a BPF log2 histogram's non-empty slots in order:
+// "[64, 127] 86, [128, 255] 85".
+func bpfSlots(h map[int]uint64) string {
+	var parts []string
+	for _, k := range sortedKeys(h) {
+		if h[k] > 0 {
+			parts = append(parts, fmt.Sprintf("[%d, %d] %d", bpfLow(k), uint64(1)<<(k+1)-1, h[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys(h map[int]uint64) []int {
+	keys := make([]int, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
 }
 
 // latencyFloor is the fewest events each side of a latency question must
@@ -388,17 +484,6 @@ func bpfLow(k int) uint64 {
 		return 0
 	}
 	return uint64(1) << k
-}
-
-// mode is the bucket with the most counts (the lowest of a tie).
-func mode(h map[int]uint64) int {
-	best, bn := 0, uint64(0)
-	for e, n := range h {
-		if n > bn || n == bn && e < best {
-			best, bn = e, n
-		}
-	}
-	return best
 }
 
 func sum(h map[int]uint64) uint64 {
