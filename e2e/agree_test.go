@@ -43,12 +43,13 @@ package e2e
 // measure the same events, so a bucket differs only for a latency that
 // lies within the measurements' difference of a bucket's end: an exact
 // power of two (the bucket ends above), sqlhist's 1 us truncation of
-// each timestamp, the other's probes (sub-us). With latencies of 32 us
-// and more under TCG that is a few events in a hundred at most. Different answers are far more: that
-// run's wakeups moved by a bucket are 40% away, the 3 ms sleeps (all in
-// one bucket) 100%, and the do_sys_openat2 timing above, whose probes
-// doubled a latency, was 46% away. 10% is about as far (four to five
-// times) from the near tie as from the nearest of those.
+// each timestamp, the other's probes (Units, below). With latencies of
+// 32 us and more under TCG that is a few events in a hundred at most.
+// Different answers are far more: that run's wakeups moved by a bucket
+// are 40% away, the 3 ms sleeps (all in one bucket) 100%, and the
+// do_sys_openat2 timing above, whose probes doubled a latency, was 46%
+// away. 10% is about as far (four to five times) from the near tie as
+// from the nearest of those.
 //
 // Clocks. BPF's bpf_ktime_get_ns is ktime_get_mono_fast_ns (the
 // clocksource); a hist trigger that reads common_timestamp sets its

@@ -587,7 +587,8 @@ func checkChainEvents(t *testing.T, lines, stderr string) {
 }
 
 // checkIntervals: -i 2 -d 7 -o json gives four interval lines (the last
-// partial) and the total; the intervals' counts add up to the total's.
+// partial; fewer when a tick was dropped) and the total; the intervals'
+// counts add up to the total's.
 func checkIntervals(t *testing.T, out string) {
 	t.Helper()
 	if p := intervalsProblem(out, 3); p != "" {
