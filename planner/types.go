@@ -134,3 +134,12 @@ func defaultCommonFields() []*tracefs.Field {
 	return []*tracefs.Field{field("unsigned short", "common_type", 0, 2, false), field("unsigned char", "common_flags", 2, 1, false),
 		field("unsigned char", "common_preempt_count", 3, 1, false), field("int", "common_pid", 4, 4, true)}
 }
+
+// SynthFormat describes a synthetic event as an event of a catalog: the
+// kernel's common fields, then the synthetic event's own, laid out as the
+// kernel lays them out. word is the size of unsigned long on the target.
+// The stream engine, which makes synthetic events itself, reads them
+// through it.
+func SynthFormat(s *Synth, word int) *tracefs.Event {
+	return synthEvent(s, defaultCommonFields(), word)
+}

@@ -1,0 +1,264 @@
+package stream
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// operand kinds of a hist expression.
+const (
+	opField     = iota // a field of the event
+	opTimestamp        // common_timestamp
+	opCPU              // common_cpu, cpu
+	opStack            // common_stacktrace, stacktrace
+	opVar              // $name: a variable of this or another trigger
+	opConst            // a number
+	opHitcount         // hitcount (a value only)
+	opBinary           // left op right
+)
+
+// expr is a compiled hist operand or expression.
+type expr struct {
+	kind  int
+	field int    // opField: index in the event's Fields
+	def   *tracefs.Field
+	usecs bool   // .usecs on common_timestamp: ns / 1000
+	name  string // opVar: the variable; opField: the field
+	n     uint64 // opConst
+	op    byte   // opBinary: + - * /
+	l, r  *expr
+	// mod is the modifier written after the operand ("log2", "buckets",
+	// "execname", "syscall", "sym", "sym-offset", "hex", "percent",
+	// "graph", "stacktrace"), and bucket the size of .buckets=N.
+	mod    string
+	bucket uint64
+	text   string // as written, for printing
+}
+
+// isString says whether the expression yields a string.
+func (x *expr) isString() bool {
+	return x.kind == opField && x.def != nil && x.def.IsString()
+}
+
+// size is the bytes the kernel keys the value by.
+func (x *expr) size() int {
+	switch {
+	case x.kind == opField && x.def != nil && x.def.Size > 0 && x.def.Size <= 8 && !x.def.IsString():
+		return x.def.Size
+	}
+	return 8
+}
+
+// signed says whether the value is of a signed type.
+func (x *expr) signed() bool { return x.kind == opField && x.def != nil && x.def.Signed }
+
+// parseOperands splits a hist expression into operands and operators,
+// "common_timestamp.usecs-$ts" → [common_timestamp.usecs $ts], [-]. A
+// '-' is an operator except inside the modifier sym-offset.
+func splitExpr(s string) (operands []string, ops []byte) {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '+' && c != '-' && c != '*' && c != '/' {
+			continue
+		}
+		if c == '-' && strings.HasSuffix(s[start:i], ".sym") && strings.HasPrefix(s[i:], "-offset") {
+			continue
+		}
+		operands = append(operands, s[start:i])
+		ops = append(ops, c)
+		start = i + 1
+	}
+	return append(operands, s[start:]), ops
+}
+
+// compileExpr compiles a hist expression on the event ev: operands joined
+// by + - * /, * and / binding tighter, each level left to right (the
+// kernel splits at the rightmost operator of the lowest precedence).
+func compileExpr(s string, ev *tracefs.Event) (*expr, error) {
+	operands, ops := splitExpr(s)
+	leaves := make([]*expr, len(operands))
+	for i, o := range operands {
+		x, err := compileOperand(o, ev)
+		if err != nil {
+			return nil, err
+		}
+		leaves[i] = x
+	}
+	x := build(leaves, ops)
+	x.text = s
+	return x, nil
+}
+
+// build joins leaves by ops with the usual precedence, left to right.
+func build(leaves []*expr, ops []byte) *expr {
+	if len(ops) == 0 {
+		return leaves[0]
+	}
+	// The rightmost + or - splits first; else the rightmost * or /.
+	split := -1
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i] == '+' || ops[i] == '-' {
+			split = i
+			break
+		}
+	}
+	if split < 0 {
+		split = len(ops) - 1
+	}
+	return &expr{kind: opBinary, op: ops[split],
+		l: build(leaves[:split+1], ops[:split]),
+		r: build(leaves[split+1:], ops[split+1:])}
+}
+
+// compileOperand compiles one operand with its modifier.
+func compileOperand(s string, ev *tracefs.Event) (*expr, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, fmt.Errorf("empty operand")
+	}
+	if s[0] == '$' {
+		return &expr{kind: opVar, name: s[1:], text: s}, nil
+	}
+	if s[0] >= '0' && s[0] <= '9' {
+		n, err := strconv.ParseUint(s, 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad number %q", s)
+		}
+		return &expr{kind: opConst, n: n, text: s}, nil
+	}
+	name, mod, _ := strings.Cut(s, ".")
+	x := &expr{name: name, text: s}
+	if m, n, ok := strings.Cut(mod, "="); ok {
+		if m != "buckets" {
+			return nil, fmt.Errorf("unknown modifier %q", mod)
+		}
+		b, err := strconv.ParseUint(n, 0, 64)
+		if err != nil || b == 0 {
+			return nil, fmt.Errorf("bad bucket size %q", n)
+		}
+		mod, x.bucket = m, b
+	}
+	switch mod {
+	case "", "log2", "buckets", "execname", "syscall", "sym", "sym-offset", "hex", "percent", "graph", "stacktrace":
+		x.mod = mod
+	case "usecs":
+		x.usecs = true
+	default:
+		return nil, fmt.Errorf("unknown modifier %q", mod)
+	}
+	switch name {
+	case "common_timestamp":
+		x.kind = opTimestamp
+		return x, nil
+	case "common_cpu", "cpu", "CPU":
+		x.kind = opCPU
+		return x, nil
+	case "common_stacktrace", "stacktrace":
+		x.kind, x.mod = opStack, "stacktrace"
+		return x, nil
+	case "hitcount":
+		x.kind = opHitcount
+		return x, nil
+	}
+	x.kind = opField
+	x.field = -1
+	for i, f := range ev.Fields {
+		if f.Name == name {
+			x.field, x.def = i, f
+		}
+	}
+	if x.field < 0 {
+		return nil, fmt.Errorf("no field %q in %s", name, ev.FullName())
+	}
+	if x.mod == "stacktrace" {
+		x.kind = opStack
+		x.name = name
+	}
+	return x, nil
+}
+
+// varLookup resolves a variable reference for an event: its value, and
+// whether it was set.
+type varLookup func(name string) (uint64, bool)
+
+// eval computes the expression on an event. ok is false when a variable
+// it reads is not set (the kernel then leaves the whole trigger's
+// variables and actions out for that event).
+func (x *expr) eval(ev *Event, vars varLookup) (v Value, ok bool) {
+	switch x.kind {
+	case opField:
+		v = ev.field(x.field)
+		return v, true
+	case opTimestamp:
+		if x.usecs {
+			return Num(ev.TS / 1000), true
+		}
+		return Num(ev.TS), true
+	case opCPU:
+		return Num(uint64(ev.CPU)), true
+	case opStack:
+		if x.name != "" && x.name != "common_stacktrace" && x.name != "stacktrace" {
+			// A stack field of the event (a synthetic event's
+			// unsigned long[]).
+			return ev.field(x.field), true
+		}
+		return Value{Stack: ev.Stack}, true
+	case opConst:
+		return Num(x.n), true
+	case opVar:
+		n, ok := vars(x.name)
+		return Num(n), ok
+	case opBinary:
+		l, ok := x.l.eval(ev, vars)
+		if !ok {
+			return Value{}, false
+		}
+		r, ok := x.r.eval(ev, vars)
+		if !ok {
+			return Value{}, false
+		}
+		switch x.op {
+		case '+':
+			return Num(l.N + r.N), true
+		case '-':
+			return Num(l.N - r.N), true
+		case '*':
+			return Num(l.N * r.N), true
+		case '/':
+			if r.N == 0 {
+				// The kernel's division by zero yields -1.
+				return Num(^uint64(0)), true
+			}
+			return Num(l.N / r.N), true
+		}
+	}
+	return Value{}, true
+}
+
+// vars lists the variables an expression reads.
+func (x *expr) vars(out []string) []string {
+	switch x.kind {
+	case opVar:
+		return append(out, x.name)
+	case opBinary:
+		return x.r.vars(x.l.vars(out))
+	}
+	return out
+}
+
+// log2Bucket is the kernel's .log2 key: ilog2(roundup_pow_of_two(v)),
+// 0 for 0 and 1.
+func log2Bucket(v uint64) uint64 {
+	if v <= 1 {
+		return 0
+	}
+	n := uint64(0)
+	for p := uint64(1); p < v && n < 64; p <<= 1 {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,615 @@
+package stream
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// DefaultSize is the kernel's map size when a trigger gives no size=.
+const DefaultSize = 2048
+
+// SyntheticSystem is the system of synthetic events.
+const SyntheticSystem = "synthetic"
+
+// Options are what the machine needs beyond the triggers.
+type Options struct {
+	// Comm names a task, as the kernel's .execname and the COMM pseudo
+	// field do; nil names none ("<...>").
+	Comm func(pid int) string
+	// Syscall names a system call number, as .syscall does; nil prints
+	// "unknown_syscall".
+	Syscall func(nr uint64) string
+	// Sym names a kernel address, as .sym ("func") and .sym-offset
+	// ("func+0x10/0x80") do; nil prints the address alone.
+	Sym func(addr uint64, offset bool) string
+	// LongSize is the bytes of an unsigned long on the target (8 when 0).
+	LongSize int
+	// KernelFilters says the kernel filters the events before they are
+	// fed, each event with its [Machine.Filter]: a trigger whose filter
+	// is exactly that is not evaluated again (the kernel's COMM is the
+	// task's name at the event, which the stream only knows from Comm).
+	KernelFilters bool
+	// OnSynth, when set, is given every synthetic event a trigger fires
+	// (for --events).
+	OnSynth func(*Event)
+}
+
+// Machine evaluates triggers on events.
+type Machine struct {
+	opt      Options
+	byEvent  map[string][]*trigger // system/event → triggers, in the order written
+	triggers []*trigger
+	named    map[string]*tmap
+	vars     map[string]varRef
+	synths   map[string]*tracefs.Event
+	depth    int
+}
+
+// varRef locates a variable: the trigger defining it and its slot.
+type varRef struct {
+	t   *trigger
+	idx int
+}
+
+// trigger is one compiled hist trigger.
+type trigger struct {
+	spec    *planner.Hist
+	ev      *tracefs.Event
+	filter  *filter
+	keys    []*expr
+	vals    []*expr // after hitcount
+	vars    []*expr
+	varName []string
+	actions []*action
+	m       *tmap
+	// selfRefs are the variables the actions read of this trigger;
+	// otherRefs the variables of other triggers the trigger reads (in
+	// its variables' expressions and its actions' parameters).
+	otherRefs []string
+	hasStack  bool
+}
+
+// action is an onmatch, onmax or onchange handler with its action.
+type action struct {
+	handler string // "onmatch", "onmax", "onchange"
+	track   string // onmax/onchange: the variable tracked
+	what    string // "trace", "save", "snapshot"
+	synth   string // trace: the synthetic event
+	params  []*expr
+	slot    int // onmax/onchange: the tracked slot of an entry
+}
+
+// tmap is a trigger's map (shared by the triggers of one name=).
+type tmap struct {
+	size    int
+	entries map[string]*entry
+	order   []*entry // in insertion order
+	hits    uint64
+	drops   uint64
+}
+
+// entry is one key's values.
+type entry struct {
+	key    []Value
+	count  uint64
+	sums   []uint64
+	vars   []uint64
+	set    []bool
+	comm   []string // the task name of each .execname key, saved at insert
+	tracks []track
+}
+
+// track is an onmax/onchange handler's state in an entry.
+type track struct {
+	val   uint64
+	saved []Value
+}
+
+// New compiles the triggers. format returns the format of an event the
+// triggers are on (as the kernel the events come from has it); synthetic
+// events are defined by synths. The triggers run, on an event, in the
+// order given: the order sqlhist writes them, which is the kernel's.
+func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, event string) (*tracefs.Event, error), opt Options) (*Machine, error) {
+	if opt.LongSize == 0 {
+		opt.LongSize = 8
+	}
+	m := &Machine{opt: opt, byEvent: map[string][]*trigger{}, named: map[string]*tmap{},
+		vars: map[string]varRef{}, synths: map[string]*tracefs.Event{}}
+	for _, s := range synths {
+		m.synths[s.Name] = planner.SynthFormat(s, opt.LongSize)
+	}
+	for _, h := range hists {
+		var ev *tracefs.Event
+		if h.System == SyntheticSystem && m.synths[h.Event] != nil {
+			ev = m.synths[h.Event]
+		} else {
+			var err error
+			if ev, err = format(h.System, h.Event); err != nil {
+				return nil, err
+			}
+		}
+		t, err := m.compile(h, ev)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %s: %v", h.System, h.Event, h.Spec(), err)
+		}
+		k := h.System + "/" + h.Event
+		m.byEvent[k] = append(m.byEvent[k], t)
+		m.triggers = append(m.triggers, t)
+	}
+	// Every variable read must be defined by some trigger.
+	for _, t := range m.triggers {
+		for _, n := range t.otherRefs {
+			if _, ok := m.vars[n]; !ok {
+				return nil, fmt.Errorf("%s/%s: variable $%s is defined by no trigger", t.spec.System, t.spec.Event, n)
+			}
+		}
+		for _, a := range t.actions {
+			if a.what == "trace" && m.synths[a.synth] == nil {
+				return nil, fmt.Errorf("%s/%s: no synthetic event %s", t.spec.System, t.spec.Event, a.synth)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) {
+	t := &trigger{spec: h, ev: ev}
+	var err error
+	if h.Filter != "" {
+		if t.filter, err = compileFilter(h.Filter, ev); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range h.Keys {
+		x, err := compileExpr(k, ev)
+		if err != nil {
+			return nil, err
+		}
+		if x.kind == opStack {
+			t.hasStack = true
+		}
+		t.keys = append(t.keys, x)
+	}
+	for _, v := range h.Vals {
+		x, err := compileExpr(v, ev)
+		if err != nil {
+			return nil, err
+		}
+		if x.kind == opHitcount {
+			continue // the count, kept apart
+		}
+		t.vals = append(t.vals, x)
+	}
+	own := map[string]bool{}
+	for _, v := range h.Vars {
+		x, err := compileExpr(v.Expr, ev)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := m.vars[v.Name]; dup {
+			return nil, fmt.Errorf("variable %s defined twice", v.Name)
+		}
+		m.vars[v.Name] = varRef{t, len(t.vars)}
+		own[v.Name] = true
+		t.vars = append(t.vars, x)
+		t.varName = append(t.varName, v.Name)
+	}
+	for _, v := range t.vars {
+		for _, n := range v.vars(nil) {
+			if !own[n] {
+				t.otherRefs = append(t.otherRefs, n)
+			}
+		}
+	}
+	for _, s := range h.Actions {
+		a, err := parseAction(s, ev)
+		if err != nil {
+			return nil, err
+		}
+		if a.handler != "onmatch" {
+			if !own[a.track] {
+				return nil, fmt.Errorf("%s tracks $%s, not a variable of this trigger", a.handler, a.track)
+			}
+		}
+		for _, p := range a.params {
+			for _, n := range p.vars(nil) {
+				if !own[n] {
+					t.otherRefs = append(t.otherRefs, n)
+				}
+			}
+		}
+		t.actions = append(t.actions, a)
+	}
+	slots := 0
+	for _, a := range t.actions {
+		if a.handler != "onmatch" {
+			a.slot = slots
+			slots++
+		}
+	}
+	size := h.Size
+	if size == 0 {
+		size = DefaultSize
+	}
+	if h.Name != "" {
+		if sh, ok := m.named[h.Name]; ok {
+			t.m = sh
+			return t, nil
+		}
+	}
+	t.m = &tmap{size: size, entries: map[string]*entry{}}
+	if h.Name != "" {
+		m.named[h.Name] = t.m
+	}
+	return t, nil
+}
+
+// parseAction reads "onmatch(sys.event).trace(synth,a,b)",
+// "onmatch(sys.event).synth(a,b)", "onmax($v).save(f,g)",
+// "onmax($v).snapshot()", "onchange($v).trace(synth,…)".
+func parseAction(s string, ev *tracefs.Event) (*action, error) {
+	open := strings.IndexByte(s, '(')
+	close := strings.IndexByte(s, ')')
+	if open < 0 || close < open || close+1 >= len(s) || s[close+1] != '.' {
+		return nil, fmt.Errorf("bad action %q", s)
+	}
+	a := &action{handler: s[:open]}
+	arg := s[open+1 : close]
+	switch a.handler {
+	case "onmatch":
+	case "onmax", "onchange":
+		if !strings.HasPrefix(arg, "$") {
+			return nil, fmt.Errorf("bad action %q: %s needs a variable", s, a.handler)
+		}
+		a.track = arg[1:]
+	default:
+		return nil, fmt.Errorf("unknown handler in %q", s)
+	}
+	rest := s[close+2:]
+	po := strings.IndexByte(rest, '(')
+	if po < 0 || !strings.HasSuffix(rest, ")") {
+		return nil, fmt.Errorf("bad action %q", s)
+	}
+	name, argText := rest[:po], rest[po+1:len(rest)-1]
+	var args []string
+	if argText != "" {
+		args = strings.Split(argText, ",")
+	}
+	switch name {
+	case "trace":
+		if len(args) == 0 {
+			return nil, fmt.Errorf("bad action %q: trace needs a synthetic event", s)
+		}
+		a.what, a.synth, args = "trace", strings.TrimSpace(args[0]), args[1:]
+	case "save", "snapshot":
+		a.what = name
+	default:
+		// The older form: onmatch(…).<synthetic event>(params).
+		a.what, a.synth = "trace", name
+	}
+	for _, p := range args {
+		x, err := compileExpr(strings.TrimSpace(p), ev)
+		if err != nil {
+			return nil, fmt.Errorf("action %q: %v", s, err)
+		}
+		a.params = append(a.params, x)
+	}
+	return a, nil
+}
+
+// Events lists the events the triggers are on that the kernel must
+// record ("system/event"), in the order of the triggers; synthetic
+// events are the machine's own.
+func (m *Machine) Events() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range m.triggers {
+		k := t.spec.System + "/" + t.spec.Event
+		if seen[k] || t.spec.System == SyntheticSystem && m.synths[t.spec.Event] != nil {
+			continue
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	return out
+}
+
+// Filter is the filter the kernel can apply to an event for the
+// triggers on it: their filters joined by ||, or "" when one of them has
+// none (every event is needed).
+func (m *Machine) Filter(system, event string) string {
+	var fs []string
+	seen := map[string]bool{}
+	for _, t := range m.byEvent[system+"/"+event] {
+		if t.spec.Filter == "" {
+			return ""
+		}
+		if !seen[t.spec.Filter] {
+			seen[t.spec.Filter] = true
+			fs = append(fs, t.spec.Filter)
+		}
+	}
+	if len(fs) == 1 {
+		return fs[0]
+	}
+	for i, f := range fs {
+		fs[i] = "(" + f + ")"
+	}
+	return strings.Join(fs, " || ")
+}
+
+// NeedsStack reports whether the event's triggers read its kernel stack
+// (a stacktrace key): the kernel must record one after each of its
+// events.
+func (m *Machine) NeedsStack(system, event string) bool {
+	for _, t := range m.byEvent[system+"/"+event] {
+		if t.hasStack {
+			return true
+		}
+	}
+	return false
+}
+
+// Feed runs the triggers of the event's event on it. Events must come in
+// the order of their timestamps.
+func (m *Machine) Feed(ev *Event) {
+	for _, t := range m.byEvent[ev.Def.System+"/"+ev.Def.Name] {
+		m.hit(t, ev)
+	}
+}
+
+// Filtered says whether the kernel already applied the trigger's filter
+// (the event's filter file holds exactly it): the machine then does not
+// evaluate it again.
+func (m *Machine) kernelFiltered(t *trigger) bool {
+	return m.opt.KernelFilters && m.Filter(t.spec.System, t.spec.Event) == t.spec.Filter
+}
+
+func (m *Machine) comm(pid int) string {
+	if m.opt.Comm == nil {
+		return "<...>"
+	}
+	return m.opt.Comm(pid)
+}
+
+// hit is the kernel's event_hist_trigger: the filter; the key; the
+// variables of other triggers read (all must be set, and each is read
+// once, or the trigger does nothing on this event); the entry (a full
+// map drops the event); the values, sums and variables; then the
+// actions.
+func (m *Machine) hit(t *trigger, ev *Event) {
+	if t.filter != nil && !(ev.Def.System != SyntheticSystem && m.kernelFiltered(t)) && !t.filter.match(ev, m.comm) {
+		return
+	}
+	key := make([]Value, len(t.keys))
+	var kb strings.Builder
+	for i, k := range t.keys {
+		v, _ := k.eval(ev, nil)
+		v = keyValue(k, v)
+		key[i] = v
+		writeKey(&kb, k, v)
+	}
+	ks := kb.String()
+	// The other triggers' variables, looked up by this key, read once.
+	refs := map[string]uint64{}
+	for _, n := range t.otherRefs {
+		if _, ok := refs[n]; ok {
+			continue
+		}
+		r := m.vars[n]
+		e := r.t.m.entries[ks]
+		if e == nil || e.vars == nil || !e.set[r.idx] {
+			return
+		}
+		refs[n] = e.vars[r.idx]
+	}
+	for _, n := range t.otherRefs {
+		r := m.vars[n]
+		if e := r.t.m.entries[ks]; e != nil {
+			e.set[r.idx] = false
+		}
+	}
+	e := t.m.entries[ks]
+	if e == nil {
+		if len(t.m.entries) >= t.m.size {
+			t.m.drops++
+			return
+		}
+		e = &entry{key: key, sums: make([]uint64, len(t.vals)),
+			vars: make([]uint64, len(t.vars)), set: make([]bool, len(t.vars))}
+		for i, k := range t.keys {
+			if k.mod == "execname" {
+				if e.comm == nil {
+					e.comm = make([]string, len(t.keys))
+				}
+				e.comm[i] = m.comm(int(key[i].N))
+			}
+		}
+		n := 0
+		for _, a := range t.actions {
+			if a.handler != "onmatch" {
+				n++
+			}
+		}
+		e.tracks = make([]track, n)
+		t.m.entries[ks] = e
+		t.m.order = append(t.m.order, e)
+	}
+	t.m.hits++
+	e.count++
+	lookup := func(name string) (uint64, bool) {
+		if v, ok := refs[name]; ok {
+			return v, true
+		}
+		r, ok := m.vars[name]
+		if ok && r.t == t && e.set[r.idx] {
+			return e.vars[r.idx], true
+		}
+		return 0, false
+	}
+	for i, x := range t.vals {
+		v, _ := x.eval(ev, lookup)
+		e.sums[i] += v.N
+	}
+	// Variables are computed from what the event and the other triggers
+	// give; a variable reading another of the same trigger reads the
+	// value it had before this event (as the kernel computes them all
+	// from the references resolved first).
+	before := lookup
+	newVals := make([]uint64, len(t.vars))
+	newSet := make([]bool, len(t.vars))
+	for i, x := range t.vars {
+		v, ok := x.eval(ev, before)
+		newVals[i], newSet[i] = v.N, ok
+	}
+	for i := range t.vars {
+		if newSet[i] {
+			e.vars[i], e.set[i] = newVals[i], true
+		}
+	}
+	for _, a := range t.actions {
+		m.act(t, a, e, ev, lookup)
+	}
+}
+
+// act runs one handler on an entry just updated.
+func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLookup) {
+	switch a.handler {
+	case "onmatch":
+		m.fire(a, ev, lookup)
+	case "onmax", "onchange":
+		v, ok := lookup(a.track)
+		if !ok {
+			return
+		}
+		// The kernel's tracked value starts at 0: onmax saves a value
+		// above it, onchange one that differs from it.
+		tr := &e.tracks[a.slot]
+		if a.handler == "onmax" && v <= tr.val || a.handler == "onchange" && v == tr.val {
+			return
+		}
+		tr.val = v
+		switch a.what {
+		case "save":
+			tr.saved = tr.saved[:0]
+			for _, p := range a.params {
+				pv, _ := p.eval(ev, lookup)
+				tr.saved = append(tr.saved, pv)
+			}
+		case "trace":
+			m.fire(a, ev, lookup)
+		}
+	}
+}
+
+// fire builds the synthetic event of a trace action from the event and
+// runs the triggers on it at once, as the kernel's trace_synth does.
+func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
+	def := m.synths[a.synth]
+	if def == nil || m.depth > 16 {
+		return
+	}
+	s := &Event{Def: def, TS: ev.TS, CPU: ev.CPU, PID: ev.PID, Stack: ev.Stack,
+		Fields: make([]Value, len(def.Fields))}
+	first := firstSynthField(def)
+	for i, p := range a.params {
+		v, ok := p.eval(ev, lookup)
+		if !ok {
+			return
+		}
+		j := first + i
+		if j >= len(def.Fields) {
+			break
+		}
+		f := def.Fields[j]
+		if !f.IsString() && !v.Str {
+			v.N = truncate(v.N, f)
+		}
+		s.Fields[j] = v
+	}
+	setCommon(s)
+	if m.opt.OnSynth != nil {
+		m.opt.OnSynth(s)
+	}
+	m.depth++
+	m.Feed(s)
+	m.depth--
+}
+
+// truncate keeps the bytes of a field of its size, sign-extended when it
+// is signed: what the kernel stores and reads back.
+func truncate(n uint64, f *tracefs.Field) uint64 {
+	if f.Size >= 8 || f.Size <= 0 || f.Kind == tracefs.KindDynArray || f.Kind == tracefs.KindArray {
+		return n
+	}
+	bits := uint(f.Size * 8)
+	n &= 1<<bits - 1
+	if f.Signed && n&(1<<(bits-1)) != 0 {
+		n |= ^uint64(0) << bits
+	}
+	return n
+}
+
+// keyValue is what the kernel keys by: .log2 and .buckets transform the
+// value; integers are kept at their field's size.
+func keyValue(k *expr, v Value) Value {
+	if v.Str || v.Stack != nil {
+		return v
+	}
+	switch k.mod {
+	case "log2":
+		return Num(log2Bucket(v.N))
+	case "buckets":
+		return Num(v.N / k.bucket * k.bucket)
+	}
+	if k.kind == opField && k.def != nil {
+		return Num(truncate(v.N, k.def))
+	}
+	return v
+}
+
+// writeKey appends a key part to the map key.
+func writeKey(b *strings.Builder, k *expr, v Value) {
+	switch {
+	case v.Str:
+		b.WriteString(v.S)
+		b.WriteByte(0)
+	case k.kind == opStack:
+		for _, a := range v.Stack {
+			b.WriteString(strconv.FormatUint(a, 16))
+			b.WriteByte(',')
+		}
+		b.WriteByte(0)
+	default:
+		// Keys compare by their bytes at the field's size: a signed
+		// field's -1 keys as its size's all-ones, whatever reads it.
+		n := v.N
+		if sz := k.size(); sz < 8 {
+			n &= 1<<(uint(sz)*8) - 1
+		}
+		b.WriteString(strconv.FormatUint(n, 16))
+		b.WriteByte(1)
+	}
+}
+
+// setCommon fills a synthetic event's common fields from its context.
+func setCommon(s *Event) {
+	for i, f := range s.Def.Fields {
+		if f.Name == "common_pid" {
+			s.Fields[i] = Num(uint64(int64(s.PID)))
+		}
+	}
+}
+
+func firstSynthField(def *tracefs.Event) int {
+	for i, f := range def.Fields {
+		if !f.IsCommon() {
+			return i
+		}
+	}
+	return len(def.Fields)
+}

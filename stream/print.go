@@ -1,0 +1,275 @@
+package stream
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// HistFile prints the hist file of an event as the kernel prints it: one
+// histogram per trigger on the event, in the order the triggers were
+// written ("" when the event has none).
+func (m *Machine) HistFile(system, event string) string {
+	var b strings.Builder
+	for i, t := range m.byEvent[system+"/"+event] {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		m.print(&b, t)
+	}
+	return b.String()
+}
+
+// Info is a trigger as the kernel lists it on "# trigger info:".
+func (t *trigger) info() string {
+	h := t.spec
+	var b strings.Builder
+	b.WriteString("hist:")
+	if h.Name != "" {
+		b.WriteString("name=" + h.Name + ":")
+	}
+	b.WriteString("keys=" + strings.Join(h.Keys, ","))
+	vals := []string{"hitcount"}
+	for _, v := range h.Vals {
+		if v != "hitcount" {
+			vals = append(vals, v)
+		}
+	}
+	b.WriteString(":vals=" + strings.Join(vals, ","))
+	if len(h.Vars) > 0 {
+		vs := make([]string, len(h.Vars))
+		for i, v := range h.Vars {
+			vs[i] = v.Name + "=" + v.Expr
+		}
+		b.WriteString(":" + strings.Join(vs, ","))
+	}
+	srt := "hitcount"
+	if len(h.Sort) > 0 {
+		srt = strings.Join(h.Sort, ",")
+	}
+	size := h.Size
+	if size == 0 {
+		size = DefaultSize
+	}
+	fmt.Fprintf(&b, ":sort=%s:size=%d", srt, size)
+	if h.NoHitcount {
+		b.WriteString(":nohitcount")
+	}
+	for _, a := range h.Actions {
+		b.WriteString(":" + a)
+	}
+	if h.Filter != "" {
+		b.WriteString(" if " + h.Filter)
+	}
+	return b.String()
+}
+
+// print writes one trigger's histogram.
+func (m *Machine) print(b *strings.Builder, t *trigger) {
+	b.WriteString("# event histogram\n#\n# trigger info: " + t.info() + " [active]\n#\n\n")
+	entries := append([]*entry(nil), t.m.order...)
+	t.sortEntries(entries)
+	var total uint64
+	for _, e := range entries {
+		total += e.count
+	}
+	for _, e := range entries {
+		m.printEntry(b, t, e, total)
+	}
+	fmt.Fprintf(b, "\nTotals:\n    Hits: %d\n    Entries: %d\n    Dropped: %d\n", t.m.hits, len(t.m.entries), t.m.drops)
+}
+
+// sortEntries orders entries as the trigger's sort= asks: by hitcount
+// (the default) or a key or value, ascending unless .descending, ties in
+// the order the entries were made.
+func (t *trigger) sortEntries(es []*entry) {
+	spec := t.spec.Sort
+	if len(spec) == 0 {
+		spec = []string{"hitcount"}
+	}
+	type sortKey struct {
+		get  func(*entry) (uint64, string)
+		desc bool
+	}
+	var keys []sortKey
+	for _, s := range spec {
+		name, desc := strings.CutSuffix(s, ".descending")
+		name = strings.TrimSuffix(name, ".ascending")
+		base, _, _ := strings.Cut(name, ".")
+		switch {
+		case base == "hitcount":
+			keys = append(keys, sortKey{func(e *entry) (uint64, string) { return e.count, "" }, desc})
+		default:
+			found := false
+			for i, k := range t.keys {
+				if k.name == base || k.text == name {
+					i := i
+					keys = append(keys, sortKey{func(e *entry) (uint64, string) { return e.key[i].N, e.key[i].S }, desc})
+					found = true
+					break
+				}
+			}
+			if found {
+				continue
+			}
+			for i, v := range t.vals {
+				if v.name == base || v.text == name {
+					i := i
+					keys = append(keys, sortKey{func(e *entry) (uint64, string) { return e.sums[i], "" }, desc})
+					break
+				}
+			}
+		}
+	}
+	sort.SliceStable(es, func(a, b int) bool {
+		for _, k := range keys {
+			na, sa := k.get(es[a])
+			nb, sb := k.get(es[b])
+			c := compare(na, nb)
+			if c == 0 {
+				c = strings.Compare(sa, sb)
+			}
+			if c != 0 {
+				return (c < 0) != k.desc
+			}
+		}
+		return false
+	})
+}
+
+// printEntry writes "{ key: v, … } hitcount: n  val: v" and the handlers'
+// lines under it.
+func (m *Machine) printEntry(b *strings.Builder, t *trigger, e *entry, total uint64) {
+	b.WriteString("{ ")
+	for i, k := range t.keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		m.printKey(b, k, e, i)
+	}
+	b.WriteString(" }")
+	if !t.spec.NoHitcount {
+		fmt.Fprintf(b, " hitcount: %10d", e.count)
+	}
+	for i, v := range t.vals {
+		name := v.name
+		if v.kind == opHitcount {
+			name = "hitcount"
+		}
+		switch v.mod {
+		case "percent":
+			pct := 0.0
+			if total > 0 {
+				pct = float64(e.sums[i]) * 100 / float64(total)
+			}
+			fmt.Fprintf(b, "  %s (%%): %6.2f", name, pct)
+		case "graph":
+			fmt.Fprintf(b, "  %s: %-40s", name, strings.Repeat("#", graphWidth(e.sums[i], total)))
+		case "hex":
+			fmt.Fprintf(b, "  %s: %10x", name, e.sums[i])
+		default:
+			fmt.Fprintf(b, "  %s: %10d", name, e.sums[i])
+		}
+	}
+	for _, a := range t.actions {
+		if a.handler == "onmatch" || a.what == "snapshot" {
+			continue
+		}
+		tr := e.tracks[a.slot]
+		word := "max"
+		if a.handler == "onchange" {
+			word = "changed"
+		}
+		fmt.Fprintf(b, "\n\t%s: %10d", word, tr.val)
+		if a.what == "save" {
+			for j, p := range a.params {
+				var v Value
+				if j < len(tr.saved) {
+					v = tr.saved[j]
+				}
+				if v.Str || p.isString() {
+					fmt.Fprintf(b, "  %s: %-32s", p.name, v.S)
+				} else {
+					fmt.Fprintf(b, "  %s: %10d", paramName(p), v.N)
+				}
+			}
+		}
+	}
+	b.WriteString("\n")
+}
+
+// paramName is how a saved value is named on a handler's line.
+func paramName(p *expr) string {
+	if p.kind == opVar {
+		return p.name
+	}
+	return p.name
+}
+
+// graphWidth is the length of a .graph bar: the share of the total in 40
+// columns.
+func graphWidth(v, total uint64) int {
+	if total == 0 {
+		return 0
+	}
+	return int(v * 40 / total)
+}
+
+// printKey writes one key part as the kernel prints it.
+func (m *Machine) printKey(b *strings.Builder, k *expr, e *entry, i int) {
+	v := e.key[i]
+	name := k.name
+	if k.kind == opBinary || k.kind == opConst {
+		name = k.text
+	}
+	switch {
+	case k.kind == opStack:
+		b.WriteString(name + ":\n")
+		for _, a := range v.Stack {
+			b.WriteString("         " + m.sym(a, true) + "\n")
+		}
+		return
+	case v.Str:
+		fmt.Fprintf(b, "%s: %-50s", name, v.S)
+		return
+	}
+	switch k.mod {
+	case "log2":
+		fmt.Fprintf(b, "%s: ~ 2^%-2d", name, v.N)
+	case "buckets":
+		fmt.Fprintf(b, "%s: ~ %d-%d", name, v.N, v.N+k.bucket-1)
+	case "hex":
+		fmt.Fprintf(b, "%s: %x", name, v.N)
+	case "sym":
+		fmt.Fprintf(b, "%s: [%x] %-45s", name, v.N, m.sym(v.N, false))
+	case "sym-offset":
+		fmt.Fprintf(b, "%s: [%x] %-55s", name, v.N, m.sym(v.N, true))
+	case "execname":
+		comm := "<...>"
+		if e.comm != nil {
+			comm = e.comm[i]
+		}
+		fmt.Fprintf(b, "%s: %-16s[%10d]", name, comm, v.N)
+	case "syscall":
+		sc := "unknown_syscall"
+		if m.opt.Syscall != nil {
+			if s := m.opt.Syscall(v.N); s != "" {
+				sc = s
+			}
+		}
+		fmt.Fprintf(b, "%s: %-30s[%3d]", name, sc, v.N)
+	default:
+		fmt.Fprintf(b, "%s: %10s", name, strconv.FormatUint(v.N, 10))
+	}
+}
+
+// sym names an address, or prints it in hex.
+func (m *Machine) sym(a uint64, offset bool) string {
+	if m.opt.Sym != nil {
+		if s := m.opt.Sym(a, offset); s != "" {
+			return s
+		}
+	}
+	return fmt.Sprintf("0x%x", a)
+}
