@@ -23,7 +23,7 @@ const (
 // expr is a compiled hist operand or expression.
 type expr struct {
 	kind  int
-	field int    // opField: index in the event's Fields
+	field int // opField: index in the event's Fields
 	def   *tracefs.Field
 	usecs bool   // .usecs on common_timestamp: ns / 1000
 	name  string // opVar: the variable; opField: the field

@@ -113,9 +113,9 @@ func TestJoinOneEndPerStart(t *testing.T) {
 	r.feed("sched", "sched_switch", 150_500, 0, 0, map[string]any{"next_pid": 10, "next_comm": "a"}) // 150 us
 	r.feed("sched", "sched_switch", 10_000, 0, 10, map[string]any{"next_pid": 10, "next_comm": "a"}) // consumed: nothing
 	r.feed("sched", "sched_waking", 1000, 1, 2, map[string]any{"pid": 11, "comm": "b"})
-	r.feed("sched", "sched_waking", 5_000, 1, 2, map[string]any{"pid": 11, "comm": "b"}) // replaces
-	r.feed("sched", "sched_switch", 3_000, 1, 0, map[string]any{"next_pid": 11, "next_comm": "b"})    // 3 us
-	r.feed("sched", "sched_switch", 1_000, 1, 0, map[string]any{"next_pid": 12, "next_comm": "c"})    // no start
+	r.feed("sched", "sched_waking", 5_000, 1, 2, map[string]any{"pid": 11, "comm": "b"})           // replaces
+	r.feed("sched", "sched_switch", 3_000, 1, 0, map[string]any{"next_pid": 11, "next_comm": "b"}) // 3 us
+	r.feed("sched", "sched_switch", 1_000, 1, 0, map[string]any{"next_pid": 12, "next_comm": "c"}) // no start
 
 	res := r.hist("synthetic", synth, "comm,lat")
 	if res.Totals.Hits != 2 || len(res.Entries) != 2 {
