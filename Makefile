@@ -26,6 +26,7 @@ unit: test-shells
 	$(FUZZCHECK) -time 10s ./emit FuzzQuote
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseHist
 	$(FUZZCHECK) -time 10s ./tracefs FuzzParseTraceLine
+	$(FUZZCHECK) -time 10s ./tracefs FuzzDecodePage
 	$(FUZZCHECK) -time 10s ./live/remote FuzzAnswer
 	$(FUZZCHECK) -time 5s ./live/remote FuzzListing
 	$(FUZZCHECK) -time 10s ./live FuzzReadJSONReport
