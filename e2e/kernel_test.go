@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,15 +166,24 @@ func goldenKey(kname string) string {
 	return k.ShortVersion()
 }
 
+// refusalKernels are Debian's kernels without hist triggers: each boots
+// once in the suite, for the refusal alone (refusalJob), Debian's 5.10 on
+// x86-64 and trixie's riscv64 (RISC-V cannot have hist triggers).
+var refusalKernels = []string{"5.10", "6.12-riscv64"}
+
+// isRefusalKernel reports whether a kernel boots for the refusal alone.
+func isRefusalKernel(kname string) bool { return slices.Contains(refusalKernels, kname) }
+
 // kernelNames is the kernels the suite runs its phases in:
-// $SQLHIST_KERNELS, else all. Debian's 5.10 (no hist triggers) and the
-// built 6.1-boot have jobs of their own (the refusal, boot-time tracing):
-// naming them does not make them phase kernels too (SQLHIST_KERNELS=6.1-boot
-// used to run every phase in the tinyconfig kernel as well, as 6.1-boot#01).
+// $SQLHIST_KERNELS, else all. The kernels without hist triggers
+// (refusalKernels) and the built 6.1-boot have jobs of their own (the
+// refusal, boot-time tracing): naming them does not make them phase
+// kernels too (SQLHIST_KERNELS=6.1-boot used to run every phase in the
+// tinyconfig kernel as well, as 6.1-boot#01).
 func kernelNames() []string {
 	var out []string
 	for _, k := range strings.Split(envOr("SQLHIST_KERNELS", allKernels), ",") {
-		if k != "5.10" && k != bootKernel {
+		if !isRefusalKernel(k) && k != bootKernel {
 			out = append(out, k)
 		}
 	}

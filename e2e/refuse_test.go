@@ -21,27 +21,32 @@ echo "@@diff"; diff /tmp/before.txt /tmp/after.txt | sed "s/^@@/ @@/"
 echo "@@done"
 `
 
-// refusalJob boots Debian bullseye's 5.10, whose kernel has no hist
-// triggers, and checks that sqlhist -e refuses with a message naming the
-// missing feature and writes nothing.
-func refusalJob(t *testing.T) {
+// refusalJob boots a kernel without hist triggers (refusalKernels:
+// Debian bullseye's 5.10 on x86-64, trixie's riscv64) with the static
+// sqlhist of its architecture and checks that sqlhist -e refuses with a
+// message naming the missing feature and the kernel's release, and writes
+// nothing.
+func refusalJob(t *testing.T, kname string) {
 	start := time.Now()
-	defer func() { notePhase(t, "5.10", "refusal", time.Since(start), nil) }()
-	bin := buildStatic(t, "amd64") // Debian's 5.10 without hist triggers: x86-64
-	res := boot(t, "5.10", vm.Guest{
+	defer func() { notePhase(t, kname, "refusal", time.Since(start), nil) }()
+	bin := buildStatic(t, kernelArch(t, kname))
+	res := boot(t, kname, vm.Guest{
 		Script: refuseScript, CombinedOutput: true, Timeout: 4 * time.Minute,
 		Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
 	})
 	out := res.Stdout
 	sec := sections(out)
 	if !strings.Contains(out, "@@exit 1\n") {
-		t.Errorf("sqlhist -e on 5.10: want exit 1; guest said:\n%s", out)
+		t.Errorf("sqlhist -e on %s: want exit 1; guest said:\n%s", kname, out)
 	}
 	if s := sec["stdout"]; s != "" {
-		t.Errorf("sqlhist -e on 5.10 printed a script:\n%s", s)
+		t.Errorf("sqlhist -e on %s printed a script:\n%s", kname, s)
 	}
 	if s := sec["stderr"]; !strings.Contains(s, "no hist triggers") {
 		t.Errorf("the refusal does not name the missing feature:\n%s", s)
+	}
+	if s := sec["stderr"]; !strings.Contains(s, res.Kernel.Release) {
+		t.Errorf("the refusal does not name the kernel's release %s:\n%s", res.Kernel.Release, s)
 	}
 	if s := sec["diff"]; s != "" {
 		t.Errorf("tracefs changed:\n%s", s)
@@ -49,5 +54,5 @@ func refusalJob(t *testing.T) {
 	if !strings.Contains(out, "@@done") {
 		t.Errorf("the guest script did not finish:\n%s", out)
 	}
-	t.Logf("5.10 (%s): sqlhist -e said: %s", res.Kernel.Release, sec["stderr"])
+	t.Logf("%s (%s): sqlhist -e said: %s", kname, res.Kernel.Release, sec["stderr"])
 }

@@ -245,7 +245,7 @@ func jobCost(kname string) time.Duration {
 	}
 	cost := 4 * time.Minute
 	switch {
-	case kname == "5.10" || kname == bootKernel:
+	case isRefusalKernel(kname) || kname == bootKernel:
 		cost = 10 * time.Second
 	case kname == "5.10-hist":
 		cost = 4 * time.Minute
@@ -254,7 +254,7 @@ func jobCost(kname string) time.Duration {
 	case k.DebArch() == "armhf":
 		cost = 5 * time.Minute
 	}
-	if killKernels[goldenKey(kname)] != 0 && k.DebArch() == "amd64" && kname != "5.10" && kname != bootKernel {
+	if killKernels[goldenKey(kname)] != 0 && k.DebArch() == "amd64" && !isRefusalKernel(kname) && kname != bootKernel {
 		cost += 90 * time.Second // the kill phase: about 1 s a kill point, 30-40 points
 	}
 	return cost
@@ -281,7 +281,7 @@ func guestsAtOnce() int {
 
 // TestKernels is the kernel suite: every kernel of SQLHIST_KERNELS (all
 // by default) booted once for -e, every golden case and --run; Debian's
-// 5.10 for the refusal without hist triggers; the built 6.1-boot for
+// 5.10 and riscv64 6.12 for the refusal without hist triggers; the built 6.1-boot for
 // boot-time tracing. Up to guestsAtOnce guests run at once, the longest
 // jobs first; TestMain prints the table of every kernel's phases.
 func TestKernels(t *testing.T) {
@@ -297,8 +297,10 @@ func TestKernels(t *testing.T) {
 	for _, kname := range kernelNames() {
 		jobs = append(jobs, job{kname, jobCost(kname), needsBuild(kname), func(t *testing.T) { kernelJob(t, kname, cases) }})
 	}
-	if selected("5.10") {
-		jobs = append(jobs, job{"5.10", jobCost("5.10"), needsBuild("5.10"), refusalJob})
+	for _, kname := range refusalKernels {
+		if selected(kname) {
+			jobs = append(jobs, job{kname, jobCost(kname), needsBuild(kname), func(t *testing.T) { refusalJob(t, kname) }})
+		}
 	}
 	if selected(bootKernel) {
 		jobs = append(jobs, job{bootKernel, jobCost(bootKernel), needsBuild(bootKernel), bootconfigJob})
@@ -344,14 +346,24 @@ func TestKernels(t *testing.T) {
 }
 
 // TestKernelNames: the kernels named in SQLHIST_KERNELS that have jobs of
-// their own (Debian's 5.10, the built 6.1-boot) are not phase kernels.
+// their own (Debian's 5.10 and riscv64 6.12, the built 6.1-boot) are not
+// phase kernels.
 func TestKernelNames(t *testing.T) {
-	t.Setenv("SQLHIST_KERNELS", "6.1,"+bootKernel+",5.10,5.10-hist")
+	t.Setenv("SQLHIST_KERNELS", "6.1,"+bootKernel+",5.10,5.10-hist,6.12-riscv64")
 	if got := strings.Join(kernelNames(), ","); got != "6.1,5.10-hist" {
 		t.Errorf("kernelNames() = %s, want 6.1,5.10-hist", got)
 	}
-	if !selected(bootKernel) || !selected("5.10") {
-		t.Errorf("%s and 5.10 are not selected for their own jobs", bootKernel)
+	if !selected(bootKernel) || !selected("5.10") || !selected("6.12-riscv64") {
+		t.Errorf("%s, 5.10 and 6.12-riscv64 are not selected for their own jobs", bootKernel)
+	}
+	for _, kname := range refusalKernels {
+		k, err := vm.LookupKernel(kname)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.HistTriggers || k.Built() {
+			t.Errorf("refusal kernel %s: HistTriggers %v, built %v: want Debian's, without hist triggers", kname, k.HistTriggers, k.Built())
+		}
 	}
 	t.Setenv("SQLHIST_KERNELS", "")
 	if got := strings.Join(kernelNames(), ","); got != allKernels {

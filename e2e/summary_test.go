@@ -95,8 +95,8 @@ func noteJob(kname string, start time.Time) {
 }
 
 // partOrder is the table's phases in the order a kernel's boot runs them;
-// refusal (Debian's 5.10) and bootconfig (6.1-boot) boot kernels of their
-// own.
+// refusal (Debian's 5.10 and riscv64 6.12) and bootconfig (6.1-boot) boot
+// kernels of their own.
 var partOrder = []string{"agree", "execute", "queries", "run", "kill", "via", "refusal", "bootconfig"}
 
 // summaryTable renders the per-kernel table: every kernel that ran, in
@@ -114,7 +114,7 @@ func summaryTable() string {
 		names = append(names, k)
 	}
 	order := map[string]int{}
-	for i, k := range strings.Split(allKernels+",5.10,"+bootKernel, ",") {
+	for i, k := range strings.Split(allKernels+","+strings.Join(refusalKernels, ",")+","+bootKernel, ",") {
 		order[k] = i + 1
 	}
 	sort.Slice(names, func(i, j int) bool {

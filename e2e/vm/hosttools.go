@@ -60,6 +60,44 @@ func ensureHostTools() error {
 	return nil
 }
 
+// machineToolsMu and machineToolsErr make EnsureMachine install each
+// package once per process (its result, success or error, is kept).
+var (
+	machineToolsMu  sync.Mutex
+	machineToolsErr = map[string]error{}
+)
+
+// EnsureMachine makes sure the qemu of a machine is present: the ones of
+// x86-64 and arm come with EnsureHostTools; another's package (riscv64's
+// qemu-system-misc, 46 MB to download, 200 MB installed, with OpenSBI in
+// qemu-system-data) is installed only when a kernel of that architecture
+// boots, the first time, with apt-get as EnsureHostTools does.
+func EnsureMachine(m Machine) error {
+	if _, err := exec.LookPath(m.Qemu); err == nil {
+		return nil
+	}
+	if m.Package == "" {
+		return fmt.Errorf("%s is missing and no Debian package is known for it", m.Qemu)
+	}
+	machineToolsMu.Lock()
+	defer machineToolsMu.Unlock()
+	if err, done := machineToolsErr[m.Package]; done {
+		return err
+	}
+	Logf("vm: installing %s for %s", m.Package, m.Qemu)
+	err := aptInstall([]string{m.Package})
+	if err == nil {
+		if _, lerr := exec.LookPath(m.Qemu); lerr != nil {
+			err = fmt.Errorf("%s installed but %s is still missing", m.Package, m.Qemu)
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("installing %s: %w", m.Package, err)
+	}
+	machineToolsErr[m.Package] = err
+	return err
+}
+
 // aptInstall runs apt-get update, then apt-get install -y
 // --no-install-recommends with the host's own apt configuration,
 // non-interactively (no stdin), as root or through passwordless sudo.
@@ -153,12 +191,23 @@ func tail(b []byte, n int) []byte {
 }
 
 // busyboxSuite is the Debian suite whose busybox-static the guests of
-// other architectures run (the host's is x86-64).
+// other architectures run (the host's is x86-64), but for those that
+// busyboxSuites names.
 const busyboxSuite = "bookworm"
+
+// busyboxSuites are the architectures whose busybox-static comes from
+// another suite than busyboxSuite: riscv64 is a Debian architecture from
+// trixie on (bookworm's riscv64 is in debian-ports only).
+var busyboxSuites = map[string]string{"riscv64": "trixie"}
+
+// busyboxPaths are where busybox-static packages keep the binary: bin/
+// in bookworm's, usr/bin/ in trixie's (merged /usr).
+var busyboxPaths = []string{"bin/busybox", "usr/bin/busybox"}
 
 // BusyboxFor returns a static busybox for a Debian architecture: the
 // host's for amd64, else busybox-static of that architecture from
-// busyboxSuite, downloaded once into <cache>/busybox/<arch>/busybox.
+// busyboxSuite (or its busyboxSuites entry), downloaded once into
+// <cache>/busybox/<arch>/busybox.
 func BusyboxFor(ctx context.Context, arch string) (string, error) {
 	if arch == "" || arch == "amd64" {
 		return StaticBusybox()
@@ -180,11 +229,15 @@ func BusyboxFor(ctx context.Context, arch string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	a, err := newAptEnv(cache, busyboxSuite, arch)
+	suite := busyboxSuite
+	if s, ok := busyboxSuites[arch]; ok {
+		suite = s
+	}
+	a, err := newAptEnv(cache, suite, arch)
 	if err != nil {
 		return "", err
 	}
-	Logf("vm: busybox-static for %s", arch)
+	Logf("vm: busybox-static for %s (%s)", arch, suite)
 	if err := a.update(ctx); err != nil {
 		return "", err
 	}
@@ -204,9 +257,14 @@ func BusyboxFor(ctx context.Context, arch string) (string, error) {
 	if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", debs[0], filepath.Join(work, "root")).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("dpkg-deb -x %s: %v\n%s", debs[0], err, out)
 	}
-	data, err := os.ReadFile(filepath.Join(work, "root", "bin", "busybox"))
+	var data []byte
+	for _, p := range busyboxPaths {
+		if data, err = os.ReadFile(filepath.Join(work, "root", p)); err == nil {
+			break
+		}
+	}
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("busybox-static (%s, %s) has none of %v", arch, suite, busyboxPaths)
 	}
 	if err := os.WriteFile(bin+".tmp", data, 0o755); err != nil {
 		return "", err

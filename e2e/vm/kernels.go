@@ -21,7 +21,8 @@ type Kernel struct {
 	Name  string // short name used on command lines: "5.10", "6.1", "6.12", "7.2", "6.1-arm64"
 	Suite string // Debian suite it comes from: bullseye, bookworm, trixie, sid
 	// Arch is Debian's architecture of the kernel: amd64 (when empty),
-	// arm64 or armhf. It picks the qemu, the machine and the busybox.
+	// arm64, armhf or riscv64. It picks the qemu, the machine and the
+	// busybox.
 	Arch string
 	// Meta is the flavour's metapackage, which depends on the current
 	// image package of the suite: linux-image-cloud-<arch> when empty.
@@ -53,7 +54,10 @@ type Kernel struct {
 // flavour, which has ftrace, hist triggers (from 6.1 here) and kprobe
 // events built in, and boots fast without modules; 32-bit arm has no cloud
 // flavour: armmp-lpae (Cortex-A15 and later, which qemu's virt machine
-// emulates) has the same tracing options.
+// emulates) has the same tracing options. riscv64 (an official Debian
+// architecture from trixie on) has one flavour, linux-image-riscv64, with
+// ftrace, kprobe and uprobe events but no hist triggers: RISC-V does not
+// select ARCH_HAVE_NMI_SAFE_CMPXCHG, which HIST_TRIGGERS depends on.
 var Kernels = []Kernel{
 	{Name: "5.10", Suite: "bullseye", HistTriggers: false},
 	{Name: "6.1", Suite: "bookworm", HistTriggers: true},
@@ -63,6 +67,7 @@ var Kernels = []Kernel{
 	{Name: "6.12-arm64", Suite: "trixie", Arch: "arm64", HistTriggers: true},
 	{Name: "7.2-arm64", Suite: "sid", Arch: "arm64", HistTriggers: true},
 	{Name: "6.1-armhf", Suite: "bookworm", Arch: "armhf", Meta: "linux-image-armmp-lpae", HistTriggers: true},
+	{Name: "6.12-riscv64", Suite: "trixie", Arch: "riscv64", Meta: "linux-image-riscv64", HistTriggers: false},
 	// Built from Debian's source with kconfig/tiny.fragment: 6.1 with
 	// boot-time tracing (Debian's images lack CONFIG_BOOT_CONFIG), and
 	// bullseye's 5.10 with the hist triggers Debian's 5.10 lacks.
@@ -381,15 +386,18 @@ func (a *aptEnv) candidate(ctx context.Context, pkg string) (string, error) {
 	return "", fmt.Errorf("apt-cache show %s: no Version", pkg)
 }
 
-var vmlinuzRe = regexp.MustCompile(`^vmlinuz-(.+)$`)
+var vmlinuzRe = regexp.MustCompile(`^vmlinu([zx])-(.+)$`)
 
-// findVmlinuz looks for boot/vmlinuz-<release> or
+// findVmlinuz looks for boot/vmlinuz-<release> (or boot/vmlinux-<release>,
+// riscv64's uncompressed ELF image, which qemu boots as is) or
 // usr/lib/modules/<release>/vmlinuz under an extracted package tree.
 func findVmlinuz(root string) (path, release string) {
 	ents, _ := os.ReadDir(filepath.Join(root, "boot"))
-	for _, e := range ents {
-		if m := vmlinuzRe.FindStringSubmatch(e.Name()); m != nil {
-			return filepath.Join(root, "boot", e.Name()), m[1]
+	for _, z := range []string{"z", "x"} {
+		for _, e := range ents {
+			if m := vmlinuzRe.FindStringSubmatch(e.Name()); m != nil && m[1] == z {
+				return filepath.Join(root, "boot", e.Name()), m[2]
+			}
 		}
 	}
 	for _, mods := range []string{"usr/lib/modules", "lib/modules"} {
@@ -473,7 +481,7 @@ func download(ctx context.Context, k Kernel, cache, dir string) (Kernel, error) 
 		}
 	}
 	if vmlinuz == "" {
-		return k, fmt.Errorf("no boot/vmlinuz-* in %v", pkgs)
+		return k, fmt.Errorf("no boot/vmlinuz-* or boot/vmlinux-* in %v", pkgs)
 	}
 	dst := filepath.Join(dir, "vmlinuz")
 	b, err := os.ReadFile(vmlinuz)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -252,7 +253,7 @@ func TestInfraError(t *testing.T) {
 }
 
 func TestLookupKernel(t *testing.T) {
-	for _, n := range []string{"5.10", "6.1", "6.12", "7.2", "trixie"} {
+	for _, n := range []string{"5.10", "6.1", "6.12", "7.2", "6.12-riscv64", "trixie"} {
 		if _, err := LookupKernel(n); err != nil {
 			t.Error(err)
 		}
@@ -274,5 +275,35 @@ func TestFindVmlinuz(t *testing.T) {
 	os.WriteFile(d+"/boot/vmlinuz-6.1.0-56-cloud-amd64", []byte("k"), 0o644)
 	if _, rel := findVmlinuz(d); rel != "6.1.0-56-cloud-amd64" {
 		t.Errorf("boot layout: %q", rel)
+	}
+	// riscv64's image is boot/vmlinux-<release> (uncompressed), and a
+	// vmlinuz beside a vmlinux wins.
+	d = t.TempDir()
+	os.MkdirAll(d+"/boot", 0o755)
+	os.WriteFile(d+"/boot/vmlinux-6.12.117+deb13-riscv64", []byte("k"), 0o644)
+	if p, rel := findVmlinuz(d); rel != "6.12.117+deb13-riscv64" || !strings.HasSuffix(p, "/boot/vmlinux-6.12.117+deb13-riscv64") {
+		t.Errorf("riscv64 layout: %q %q", p, rel)
+	}
+	os.WriteFile(d+"/boot/vmlinuz-6.12.117+deb13-riscv64", []byte("k"), 0o644)
+	if p, _ := findVmlinuz(d); !strings.HasSuffix(p, "/boot/vmlinuz-6.12.117+deb13-riscv64") {
+		t.Errorf("vmlinuz and vmlinux: %q", p)
+	}
+}
+
+// TestMachineOf: every kernel's architecture has a machine, and one whose
+// qemu EnsureHostTools does not install names its Debian package.
+func TestMachineOf(t *testing.T) {
+	for _, k := range Kernels {
+		m, err := MachineOf(k.Arch)
+		if err != nil {
+			t.Errorf("%s: %v", k.Name, err)
+			continue
+		}
+		if !slices.Contains(hostQemus, m.Qemu) && m.Package == "" {
+			t.Errorf("%s: %s is not a host tool and has no package", k.Name, m.Qemu)
+		}
+	}
+	if m, _ := MachineOf("riscv64"); m.Qemu != "qemu-system-riscv64" || m.Package != "qemu-system-misc" || !strings.HasPrefix(m.Cmdline, "console=ttyS0 ") {
+		t.Errorf("riscv64: %+v", m)
 	}
 }

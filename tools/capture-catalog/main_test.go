@@ -17,7 +17,7 @@ func TestCatalogName(t *testing.T) {
 	}
 	for kernel, want := range map[string]string{
 		"5.10": "linux-5.10.zip", "6.1": "linux-6.1.zip", "6.1-arm64": "linux-6.1-arm64.zip",
-		"6.1-armhf": "linux-6.1-armhf.zip", "6.1-boot": "linux-6.1-boot.zip", "5.10-hist": "linux-5.10-hist.zip",
+		"6.1-armhf": "linux-6.1-armhf.zip", "6.12-riscv64": "linux-6.12-riscv64.zip", "6.1-boot": "linux-6.1-boot.zip", "5.10-hist": "linux-5.10-hist.zip",
 	} {
 		k, err := vm.LookupKernel(kernel)
 		if err != nil {

@@ -3,6 +3,7 @@
 //
 //	go run ./tools/kexec-script -kernel 6.1 [-bin static-binary] script.sh [more files...]
 //	go run ./tools/kexec-script -kernel 6.1-boot -bootconfig boot.bconf [-append "trace_event=…"] script.sh
+//	go run ./tools/kexec-script -kernel 6.12-riscv64 -cpus 1 -qemu "-cpu rv64,zicbom=off" script.sh
 //
 // It is the manual way to try tracefs writes in a real kernel. The script
 // runs with busybox sh in /work, tracefs is mounted at /sys/kernel/tracing
@@ -30,6 +31,8 @@ func main() {
 	console := flag.Bool("console", false, "print the raw console log too (to stderr)")
 	verbose := flag.Bool("v", false, "log progress (downloads, builds, boot time) to stderr")
 	cmdline := flag.String("append", "", "appended to the kernel command line")
+	qemuArgs := flag.String("qemu", "", "extra qemu arguments, split at spaces, after the machine's own (a later -cpu replaces the machine's)")
+	cpus := flag.Int("cpus", 0, "the guest's CPUs (default 2)")
 	bootconfig := flag.String("bootconfig", "", "bootconfig file appended to the initrd (adds \"bootconfig\" to the command line; needs a kernel with CONFIG_BOOT_CONFIG, e.g. 6.1-boot)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: kexec-script [flags] script.sh [files...]\n")
@@ -55,7 +58,8 @@ func main() {
 		log.Print(err)
 		os.Exit(2)
 	}
-	g := vm.Guest{Script: string(script), CombinedOutput: true, Timeout: *timeout, Cmdline: *cmdline}
+	g := vm.Guest{Script: string(script), CombinedOutput: true, Timeout: *timeout, Cmdline: *cmdline,
+		QemuArgs: strings.Fields(*qemuArgs), CPUs: *cpus}
 	if *bootconfig != "" {
 		bc, err := os.ReadFile(*bootconfig)
 		if err != nil {
