@@ -112,8 +112,26 @@ func TestEmbeddedOfArch(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("EmbeddedOf(7.2, arm) = %v, want %q", err, want)
 	}
-	if s := EmbeddedSummary(); s != "5.10, 6.1, 6.12, 7.2 (x86_64); 6.1, 6.12, 7.2 (arm64); 6.1 (arm)" {
+	if s := EmbeddedSummary(); s != "5.10, 6.1, 6.12, 7.2 (x86_64); 6.1, 6.12, 7.2 (arm64); 6.1 (arm); 6.12 (riscv64)" {
 		t.Errorf("EmbeddedSummary = %q", s)
+	}
+	// riscv64 6.12 (Debian trixie): no hist triggers, and the ring
+	// buffer's headers captured beside the formats.
+	riscv64, _ := LookupArch("riscv64")
+	fsys, err = EmbeddedOf("6.12", riscv64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, how := Open(fsys).Arch(); a != riscv64 || how != "the catalog's ARCH" {
+		t.Errorf("6.12 riscv64 catalog: %s (%s)", a.Name, how)
+	}
+	if readme, err := fs.ReadFile(fsys, "README"); err != nil || strings.Contains(string(readme), "hist:keys") {
+		t.Errorf("6.12 riscv64 README: hist:keys there, or %v", err)
+	}
+	for _, f := range []string{"events/header_page", "events/header_event"} {
+		if b, err := fs.ReadFile(fsys, f); err != nil || len(b) == 0 {
+			t.Errorf("6.12 riscv64 %s: %d bytes, %v", f, len(b), err)
+		}
 	}
 	if got := ArchesWithEvent("syscalls", "sys_enter_arch_prctl", arm64); !cmp.Equal(got, []string{"x86_64"}) {
 		t.Errorf("ArchesWithEvent(sys_enter_arch_prctl) = %v", got)

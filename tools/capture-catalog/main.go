@@ -2,6 +2,9 @@
 // one's tracefs event catalog as tracefs/catalogs/linux-<kernel>.zip:
 //
 //	events/<system>/<event>/format   every event's format file
+//	events/header_page               the ring buffer's page header (what
+//	events/header_event              trace_pipe_raw's pages hold), and its
+//	                                 event header (type_len, time_delta)
 //	README                           the tracefs README (mini-HOWTO)
 //	VERSION                          line 1: uname -r; line 2: Debian package
 //	                                 version; line 3: the image package name
@@ -13,7 +16,7 @@
 // Entries are sorted and carry a fixed modification time, so the same
 // capture gives the same bytes. Run it with `make catalog` or
 //
-//	go run ./tools/capture-catalog [-kernels 5.10,6.1,6.12,7.2,6.1-arm64,…] [-out tracefs/catalogs]
+//	go run ./tools/capture-catalog [-kernels 5.10,6.1,6.12,7.2,6.1-arm64,…,6.12-riscv64] [-out tracefs/catalogs]
 //
 // A kernel the harness builds from source (6.1-boot, 5.10-hist: see
 // e2e/README.md) is captured as linux-<name>.zip (linux-6.1-boot.zip, with
@@ -49,6 +52,8 @@ cat $T/available_events > $O/available_events
 ls -1 $T | LC_ALL=C sort > $O/FILES
 uname -r > $O/VERSION
 uname -m > $O/ARCH
+cat $T/events/header_page > $O/events/header_page
+cat $T/events/header_event > $O/events/header_event
 n=0
 for f in $T/events/*/*/format; do
 	d=${f#$T/}
@@ -70,7 +75,7 @@ var features = []string{
 var fixedTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func main() {
-	kernels := flag.String("kernels", "5.10,6.1,6.12,7.2,6.1-arm64,6.12-arm64,7.2-arm64,6.1-armhf", "comma-separated kernels to capture")
+	kernels := flag.String("kernels", "5.10,6.1,6.12,7.2,6.1-arm64,6.12-arm64,7.2-arm64,6.1-armhf,6.12-riscv64", "comma-separated kernels to capture")
 	out := flag.String("out", "", "output directory (default <repo>/tracefs/catalogs)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -151,7 +156,7 @@ func capture(k vm.Kernel, outDir string) (summary, error) {
 		}
 		files[rel] = b
 	}
-	for _, need := range []string{"README", "available_events", "FILES", "VERSION", "ARCH"} {
+	for _, need := range []string{"README", "available_events", "FILES", "VERSION", "ARCH", "events/header_page", "events/header_event"} {
 		if _, ok := files[need]; !ok {
 			return summary{}, fmt.Errorf("guest sent no %s", need)
 		}
@@ -164,14 +169,16 @@ func capture(k vm.Kernel, outDir string) (summary, error) {
 		return summary{}, fmt.Errorf("guest runs %q, expected %q", rel, res.Kernel.Release)
 	}
 	files["VERSION"] = []byte(rel + "\n" + res.Kernel.Version + "\n" + res.Kernel.Package + "\n")
+	// Debian's x86-64 catalogs have no ARCH (catalogName); it must go
+	// before the zip is made (dropped after, it stayed in the zip).
+	if k.DebArch() == "amd64" && !k.Built() {
+		delete(files, "ARCH")
+	}
 	zb, err := zipFiles(files)
 	if err != nil {
 		return summary{}, err
 	}
 	name := catalogName(k)
-	if k.DebArch() == "amd64" && !k.Built() {
-		delete(files, "ARCH")
-	}
 	path := filepath.Join(outDir, name)
 	if err := os.WriteFile(path, zb, 0o644); err != nil {
 		return summary{}, err
