@@ -20,6 +20,13 @@ const (
 	// KindEnable writes "1" (or "0") to an event's enable file.
 	KindEnable
 	KindProbe // a kprobe, uprobe or eprobe definition in dynamic_events
+	// KindFilter writes an event filter to an event's filter file (the
+	// stream engine's); its undo, "0", clears it.
+	KindFilter
+	// KindSetting writes a value to a file of the run's own instance
+	// (trace_clock, buffer_size_kb): removing the instance undoes it, so
+	// its Undo is empty and its teardown writes nothing.
+	KindSetting
 )
 
 // Command is one write: Line appended to File (relative to the tracefs
@@ -148,6 +155,9 @@ func Teardown(cmds []Command) []Command {
 	out := make([]Command, 0, len(cmds))
 	for i := len(cmds) - 1; i >= 0; i-- {
 		c := cmds[i]
+		if c.Kind == KindSetting {
+			continue // undone by the removal of its instance
+		}
 		out = append(out, Command{Kind: c.Kind, File: c.File, Line: c.Undo, Undo: c.Line, What: "removal of the " + c.What, Pos: c.Pos, End: c.End, Marker: c.Marker, Role: c.Role,
 			Hist: c.Hist, Synth: c.Synth, Probe: c.Probe, SpanPos: c.SpanPos, SpanEnd: c.SpanEnd})
 	}

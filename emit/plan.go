@@ -155,6 +155,10 @@ func kindName(k Kind) string {
 		return "enable"
 	case KindProbe:
 		return "probe"
+	case KindFilter:
+		return "filter"
+	case KindSetting:
+		return "setting"
 	}
 	return fmt.Sprintf("kind%d", int(k))
 }

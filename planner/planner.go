@@ -94,6 +94,11 @@ type Options struct {
 	// ProbeGroup: "kprobes" for a bootconfig, where the kernel creates
 	// every kprobe in that group.
 	ProbeGroup string
+	// Stream plans for the stream engine (package stream), which
+	// computes the hist triggers and synthetic events itself from the
+	// events the kernel records: every hist-trigger feature is there,
+	// whatever the kernel has; the probes are still the kernel's.
+	Stream bool
 	// CatalogHint is the hint of a refusal of the catalog itself (a
 	// kernel without hist triggers): how to compile for another target.
 	CatalogHint string
@@ -129,7 +134,11 @@ type planner struct {
 // Build plans a script against an event catalog.
 func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, source.Diags) {
 	var diags source.Diags
-	p := &planner{cat: cat, feat: cat.Features(), opt: opt, diags: &diags, plan: &Plan{},
+	feat := cat.Features()
+	if opt.Stream {
+		feat = feat.WithStream()
+	}
+	p := &planner{cat: cat, feat: feat, opt: opt, diags: &diags, plan: &Plan{},
 		probes: probeState{byDef: map[string]*Probe{}, byName: map[string]*Probe{}}, usecs: map[string]bool{},
 		failedViews: map[string]bool{}}
 	if !p.feat.HistTriggers {

@@ -113,6 +113,22 @@ func allFeatures() Features {
 	}
 }
 
+// WithStream returns the features of the target when sqlhist's stream
+// engine computes the hist triggers and synthetic events from its events:
+// every feature of hist triggers, whatever the kernel has, and the
+// kernel's own for what it still does (probes, dynamic_events,
+// error_log). A task's name is read from the kernel's saved command
+// lines, not recorded with each event, so common_comm is left out (COMM
+// keys by the pid's name, as .execname does).
+func (f Features) WithStream() Features {
+	f.HistTriggers, f.SyntheticEvents, f.TraceAction, f.DynStrings = true, true, true, true
+	f.CommonCPU, f.Buckets, f.Expressions, f.SynthFields64 = true, true, true, true
+	f.StacktraceVars, f.CommonStacktrace = true, true
+	f.HistDisplay, f.NoHitcount, f.OnChange = true, true, true
+	f.CommonComm, f.BrokenSynthStrings = false, false
+	return f
+}
+
 // FeaturesFromREADME derives features from the text of a tracefs README.
 // File-based features (dynamic_events, error_log) are left false.
 func FeaturesFromREADME(readme string) Features {

@@ -1,0 +1,73 @@
+package emit
+
+import (
+	"strconv"
+
+	"github.com/sqlhist/sqlhist/planner"
+)
+
+// StreamEvent is an event the stream engine reads: its filter (the
+// filters of the triggers the engine computes on it, joined by ||; ""
+// for all of its events) and whether each of its events must be
+// followed by the kernel stack (a stacktrace key).
+type StreamEvent struct {
+	System, Event string
+	Filter        string
+	Stack         bool
+}
+
+// StreamOptions say how the stream engine's instance is set up.
+type StreamOptions struct {
+	Instance       string
+	CreateInstance bool
+	// Clock is the instance's trace_clock ("global": the clock hist
+	// triggers stamp with); "" leaves it.
+	Clock string
+	// BufferKB is the instance's buffer_size_kb (per CPU); 0 leaves it.
+	BufferKB int
+}
+
+// StreamCommands lowers a plan for the stream engine, which computes the
+// plan's hist triggers and synthetic events itself from the events the
+// kernel records: the instance, the plan's probes, the instance's clock
+// and buffer size, then for each event it reads its filter, a stacktrace
+// trigger when its stacks are keys, and its enable. No hist trigger and
+// no synthetic event is written: a kernel without them runs it.
+func StreamCommands(p *planner.Plan, events []StreamEvent, opt StreamOptions) []Command {
+	var out []Command
+	if opt.CreateInstance {
+		out = append(out, Instance(opt.Instance))
+	}
+	seen := map[string]bool{}
+	for _, u := range p.Units {
+		for _, pr := range u.Probes {
+			if c := probeCommand(pr); !seen[c.Line] {
+				seen[c.Line] = true
+				out = append(out, c)
+			}
+		}
+	}
+	dir := "instances/" + opt.Instance + "/"
+	if opt.Clock != "" {
+		out = append(out, Command{Kind: KindSetting, File: dir + "trace_clock", Line: opt.Clock, What: "trace clock of instance " + opt.Instance})
+	}
+	if opt.BufferKB > 0 {
+		out = append(out, Command{Kind: KindSetting, File: dir + "buffer_size_kb", Line: strconv.Itoa(opt.BufferKB), What: "buffer size of instance " + opt.Instance})
+	}
+	for _, ev := range events {
+		name := ev.System + "/" + ev.Event
+		evDir := dir + "events/" + name + "/"
+		if ev.Filter != "" {
+			out = append(out, Command{Kind: KindFilter, File: evDir + "filter", Line: ev.Filter, Undo: "0", What: "filter of " + name})
+		}
+		if ev.Stack {
+			line := "stacktrace"
+			if ev.Filter != "" {
+				line += " if " + ev.Filter
+			}
+			out = append(out, Command{Kind: KindTrigger, File: evDir + "trigger", Line: line, Undo: "!" + line, What: "stacktrace trigger on " + name, Role: "stack"})
+		}
+		out = append(out, Command{Kind: KindEnable, File: evDir + "enable", Line: "1", Undo: "0", What: "enable of " + name})
+	}
+	return out
+}
