@@ -154,6 +154,9 @@ func renderTables(w io.Writer, results []*Result) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s\n", res.Title)
+		if res.Engine == EngineStream {
+			fmt.Fprintf(w, "engine: stream (sqlhist computed the triggers from the events), %d events lost\n", res.Lost)
+		}
 		rows := make([][]string, len(res.Rows))
 		for j, r := range res.Rows {
 			rows[j] = res.texts(r)
@@ -279,8 +282,13 @@ func renderJSON(w io.Writer, results []*Result) error {
 func renderJSONLabelled(w io.Writer, results []*Result, label string) error {
 	out := struct {
 		Label   string       `json:"label,omitempty"`
+		Engine  string       `json:"engine,omitempty"`
+		Lost    *int         `json:"lost,omitempty"`
 		Results []jsonResult `json:"results"`
 	}{Label: label, Results: jsonResults(results)}
+	if len(results) > 0 && results[0].Engine != "" {
+		out.Engine, out.Lost = results[0].Engine, &results[0].Lost
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

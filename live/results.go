@@ -32,6 +32,12 @@ type Result struct {
 	// Notes say what a merged result (see [Merge]) cannot show exactly;
 	// nil for a target's own.
 	Notes []string
+	// Engine is the engine that computed it (EngineStream, or "" for the
+	// kernel's hist triggers), and Lost the events the stream engine's
+	// ring buffers lost before they were read: an answer that lost
+	// events is not whole.
+	Engine string
+	Lost   int
 }
 
 // Totals are the kernel's counts for the histogram read.

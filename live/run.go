@@ -96,6 +96,15 @@ type Options struct {
 	// Alive reports whether the process of another run exists, to tell
 	// a running run's objects from a killed one's; nil asks the kernel.
 	Alive func(pid int) bool
+	// Engine is the engine that answers: EngineKernel (the default) or
+	// EngineStream (see PickEngine); the plan must be made for it
+	// (planner.Options.Stream).
+	Engine string
+	// Catalog is the catalog the plan was compiled against (it defines
+	// the plan's probes); the stream engine reads the formats of the
+	// events it enables from it before they exist. Nil reads the
+	// target's tracefs.
+	Catalog *tracefs.Catalog
 	// Watch is how often the collection checks that the run's instance,
 	// lease and triggers are still there (someone may remove them); 0 is
 	// every second.
@@ -110,6 +119,8 @@ type Report struct {
 	// read.
 	Streamed map[string]int
 	Lost     int
+	// Engine is the engine that answered: EngineKernel or EngineStream.
+	Engine string
 }
 
 // Run applies a plan prepared for a run (see [Prepare]) in its instance,
@@ -136,8 +147,22 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 	if created && !cat.HasFile("instances") {
 		return nil, fmt.Errorf("%s has no instances/ directory: this kernel cannot keep a run apart from other tracing", t.Root)
 	}
-	eopt := emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents}
-	r.cmds = emit.RunCommands(plan, eopt, emit.RunOptions{Instance: r.instance, CreateInstance: created, Enable: opt.Events != nil})
+	if opt.Engine == EngineStream {
+		if t.OpenPipe != nil {
+			return nil, errors.New("the stream engine reads each CPU's trace_pipe_raw on this machine; through --via it is not there yet: run sqlhist on the target, or use --engine kernel where the target has hist triggers")
+		}
+		if opt.Catalog != nil {
+			cat = opt.Catalog
+		}
+		var err error
+		if r.stream, r.cmds, err = newStreamRun(t, plan, cat, r.instance, created); err != nil {
+			return nil, err
+		}
+		r.arch, _ = cat.Arch()
+	} else {
+		eopt := emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents}
+		r.cmds = emit.RunCommands(plan, eopt, emit.RunOptions{Instance: r.instance, CreateInstance: created, Enable: opt.Events != nil})
+	}
 	alive := opt.Alive
 	if alive == nil {
 		alive = processAlive
@@ -196,6 +221,9 @@ type runState struct {
 	instance string
 	lease    string // the run's lease instance (see LeaseName)
 	cmds     []emit.Command
+	stream   *streamRun // the stream engine's part, or nil
+	arch     *tracefs.Arch
+	lost     int // events the stream engine's buffers lost
 }
 
 func (r *runState) instanceDir() string { return "instances/" + r.instance }
@@ -221,6 +249,12 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 	var errs, terrs []error
 	stopped, tornDown := false, false
 	stopSources := func() {
+		if !stopped && r.stream != nil {
+			stopped = true
+			lost, err := r.stream.finish()
+			r.lost += lost
+			terrs = append(terrs, err)
+		}
 		if !stopped {
 			stopped = true
 			// The end triggers first: then no synthetic event fires, and
@@ -245,6 +279,12 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 		}
 	}
 	defer teardown()
+	if r.stream != nil {
+		if err := r.stream.start(r.arch, r.opt.Events != nil); err != nil {
+			teardown()
+			return nil, errors.Join(append([]error{err}, errs...)...)
+		}
+	}
 
 	until := "until Ctrl-C"
 	var timeout <-chan time.Time
@@ -259,7 +299,10 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 	fmt.Fprintf(r.log, "sqlhist: collecting %s in instance %s; Ctrl-C to stop\n", until, r.instance)
 
 	var st *streamer
-	if r.opt.Events != nil {
+	if r.opt.Events != nil && r.stream != nil {
+		st = newStreamer(r.opt.Events, r.plan, r.opt.Format)
+		r.stream.events = st
+	} else if r.opt.Events != nil {
 		p, err := r.t.openPipe(path.Join(r.t.Root, r.instanceDir(), "trace_pipe"))
 		if err != nil {
 			teardown()
@@ -309,7 +352,7 @@ wait:
 	// what is left, then read: the kernel's count and the lines streamed
 	// cover the same events.
 	stopSources()
-	if st != nil {
+	if st != nil && r.stream == nil {
 		// A marker written after the sources stopped comes out of
 		// trace_pipe after every event before it: once the streamer has
 		// seen it, everything was streamed.
@@ -322,8 +365,18 @@ wait:
 	if rerr == nil && iv.ticks != nil {
 		iv.last(results)
 	}
-	rep := &Report{Results: results}
-	if st != nil {
+	rep := &Report{Results: results, Engine: EngineKernel, Lost: r.lost}
+	if r.stream != nil {
+		rep.Engine = EngineStream
+		for _, res := range results {
+			res.Engine, res.Lost = EngineStream, r.lost
+		}
+	}
+	if st != nil && r.stream != nil {
+		st.mu.Lock()
+		rep.Streamed, rep.Lost = maps.Clone(st.counts), r.lost+st.lost
+		st.mu.Unlock()
+	} else if st != nil {
 		st.stop()
 		st.mu.Lock()
 		rep.Streamed, rep.Lost = maps.Clone(st.counts), st.lost
@@ -428,7 +481,7 @@ func (r *runState) snapshot() (*snapshot, error) {
 			h = u.Start
 		}
 		file := h.HistFile()
-		data, err := fs.ReadFile(r.t.FS, file)
+		data, err := r.readHist(file)
 		if err != nil {
 			return nil, err
 		}
@@ -463,10 +516,18 @@ func (s *snapshot) results() []*Result {
 	return out
 }
 
+// readHist reads a hist file: the kernel's, or the stream engine's.
+func (r *runState) readHist(file string) ([]byte, error) {
+	if r.stream != nil {
+		return []byte(r.stream.histFile(file)), nil
+	}
+	return fs.ReadFile(r.t.FS, file)
+}
+
 // countNegatives reads the counter of a JOIN's negative latencies.
 func (r *runState) countNegatives(h *planner.Hist) (uint64, error) {
 	file := h.HistFile()
-	data, err := fs.ReadFile(r.t.FS, file)
+	data, err := r.readHist(file)
 	if err != nil {
 		return 0, err
 	}

@@ -195,7 +195,8 @@ func (x *expr) eval(ev *Event, vars varLookup) (v Value, ok bool) {
 		return v, true
 	case opTimestamp:
 		if x.usecs {
-			return Num(ev.TS / 1000), true
+			// ns2usecs: rounded to the nearest µs.
+			return Num((ev.TS + 500) / 1000), true
 		}
 		return Num(ev.TS), true
 	case opCPU:
@@ -237,6 +238,29 @@ func (x *expr) eval(ev *Event, vars varLookup) (v Value, ok bool) {
 		}
 	}
 	return Value{}, true
+}
+
+// readOnce lists the variables read as a direct operand of an operator:
+// the kernel reads those references once (a read clears the variable).
+func (x *expr) readOnce(out []string) []string {
+	if x.kind != opBinary {
+		return out
+	}
+	for _, o := range []*expr{x.l, x.r} {
+		if o.kind == opVar {
+			out = append(out, o.name)
+		}
+	}
+	return x.r.readOnce(x.l.readOnce(out))
+}
+
+// walk calls f on the expression and each of its operands.
+func (x *expr) walk(f func(*expr)) {
+	f(x)
+	if x.kind == opBinary {
+		x.l.walk(f)
+		x.r.walk(f)
+	}
 }
 
 // vars lists the variables an expression reads.

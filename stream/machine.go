@@ -70,7 +70,11 @@ type trigger struct {
 	// otherRefs the variables of other triggers the trigger reads (in
 	// its variables' expressions and its actions' parameters).
 	otherRefs []string
-	hasStack  bool
+	// readOnce are the other triggers' variables this trigger reads
+	// once: those it reads as an operand of an operator anywhere (the
+	// kernel shares one reference per variable in a trigger).
+	readOnce map[string]bool
+	hasStack bool
 }
 
 // action is an onmatch, onmax or onchange handler with its action.
@@ -223,6 +227,28 @@ func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) 
 			}
 		}
 		t.actions = append(t.actions, a)
+	}
+	t.readOnce = map[string]bool{}
+	var all []*expr
+	all = append(append(append(all, t.keys...), t.vals...), t.vars...)
+	for _, a := range t.actions {
+		all = append(all, a.params...)
+	}
+	usecs := false
+	for _, x := range all {
+		for _, n := range x.readOnce(nil) {
+			t.readOnce[n] = true
+		}
+		x.walk(func(o *expr) { usecs = usecs || o.kind == opTimestamp && o.usecs })
+	}
+	// .usecs is the trigger's: every common_timestamp of it is in µs
+	// when one is.
+	for _, x := range all {
+		x.walk(func(o *expr) {
+			if o.kind == opTimestamp {
+				o.usecs = o.usecs || usecs
+			}
+		})
 	}
 	slots := 0
 	for _, a := range t.actions {
@@ -394,7 +420,9 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 		writeKey(&kb, k, v)
 	}
 	ks := kb.String()
-	// The other triggers' variables, looked up by this key, read once.
+	// The other triggers' variables, looked up by this key in the order
+	// the trigger reads them; those read as an operand are cleared as
+	// they are read, and the first one not set drops the event.
 	refs := map[string]uint64{}
 	for _, n := range t.otherRefs {
 		if _, ok := refs[n]; ok {
@@ -402,14 +430,11 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 		}
 		r := m.vars[n]
 		e := r.t.m.entries[ks]
-		if e == nil || e.vars == nil || !e.set[r.idx] {
+		if e == nil || !e.set[r.idx] {
 			return
 		}
 		refs[n] = e.vars[r.idx]
-	}
-	for _, n := range t.otherRefs {
-		r := m.vars[n]
-		if e := r.t.m.entries[ks]; e != nil {
+		if t.readOnce[n] {
 			e.set[r.idx] = false
 		}
 	}

@@ -103,14 +103,14 @@ const wakeup = `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM 
 // TestJoinOneEndPerStart: the wakeup JOIN pairs a start with the next end
 // of its key; an end without a start (or a second end after one start)
 // fires nothing; a later start replaces an earlier one; latencies are the
-// difference of the timestamps in µs, each truncated as the kernel's
-// .usecs does.
+// difference of the timestamps in µs, each rounded to the nearest µs as
+// the kernel's .usecs does (ns2usecs).
 func TestJoinOneEndPerStart(t *testing.T) {
 	r := newRig(t, wakeup, stream.Options{})
 	synth := r.plan.Units[0].Synth.Name
 	r.feed("sched", "sched_switch", 0, 0, 1, map[string]any{"next_pid": 10, "next_comm": "early"}) // no start yet
 	r.feed("sched", "sched_waking", 1000, 1, 2, map[string]any{"pid": 10, "comm": "a"})
-	r.feed("sched", "sched_switch", 150_500, 0, 0, map[string]any{"next_pid": 10, "next_comm": "a"}) // 150 us
+	r.feed("sched", "sched_switch", 150_500, 0, 0, map[string]any{"next_pid": 10, "next_comm": "a"}) // 1000001 to 1000152 us
 	r.feed("sched", "sched_switch", 10_000, 0, 10, map[string]any{"next_pid": 10, "next_comm": "a"}) // consumed: nothing
 	r.feed("sched", "sched_waking", 1000, 1, 2, map[string]any{"pid": 11, "comm": "b"})
 	r.feed("sched", "sched_waking", 5_000, 1, 2, map[string]any{"pid": 11, "comm": "b"})           // replaces
@@ -125,9 +125,9 @@ func TestJoinOneEndPerStart(t *testing.T) {
 	for _, e := range res.Entries {
 		got[e.Keys[0].Text] = [2]uint64{e.Keys[1].Num, e.Values[1].Num}
 	}
-	// 150 us is in log2 bucket 8 (128, 256]; 3 us in bucket 2 (2, 4].
-	if got["a"] != [2]uint64{8, 150} || got["b"] != [2]uint64{2, 3} {
-		t.Errorf("results = %v, want a: bucket 8 sum 150, b: bucket 2 sum 3", got)
+	// 151 us is in log2 bucket 8 (128, 256]; 3 us in bucket 2 (2, 4].
+	if got["a"] != [2]uint64{8, 151} || got["b"] != [2]uint64{2, 3} {
+		t.Errorf("results = %v, want a: bucket 8 sum 151, b: bucket 2 sum 3", got)
 	}
 	for _, e := range res.Entries {
 		if len(e.Tracked) != 1 || e.Tracked[0].Handler != "max" {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // liveOptions are the flags of --run.
@@ -16,6 +17,11 @@ type liveOptions struct {
 	size     int    // --size: entries of each histogram's map (see checkSize)
 	interval string // -i: print each interval alone
 	every    time.Duration
+	engine   string // --engine: kernel, stream or auto
+	// used is the engine --run resolved (live.PickEngine), and catalog
+	// the catalog the plan was compiled against.
+	used    string
+	catalog *tracefs.Catalog
 }
 
 // checkLive validates the --run flags against the others.
@@ -24,7 +30,7 @@ func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 		return 0, code
 	}
 	if !o.run {
-		for _, f := range []string{"duration", "events", "interval", "out"} {
+		for _, f := range []string{"duration", "events", "interval", "out", "engine"} {
 			if fl(f) {
 				return 0, usageError(e, "--%s goes with --run (-r)", f)
 			}

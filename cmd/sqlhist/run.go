@@ -167,6 +167,7 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.live.interval, "interval", "i", "", "with -r: print the results of each `I` seconds (or a duration) alone, then the total")
 	fl.BoolVar(&o.live.events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
 	fl.StringVarP(&o.live.output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
+	fl.StringVar(&o.live.engine, "engine", "auto", "with -r: `ENGINE` that answers: kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (kernel where it can)")
 	fl.StringVar(&o.live.out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
 	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (after the sqlhist bootconfigs it has), instead of printing it")
 	fl.StringVar(&o.planFile, "plan", "", "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e")
@@ -258,6 +259,14 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	popt.CatalogHint = o.otherTargetHint(e)
+	if o.run {
+		eng, err := live.PickEngine(o.live.engine, cat.Features())
+		if err != nil {
+			return usageError(e, "%v", err)
+		}
+		o.live.used, o.live.catalog = eng, cat
+		popt.Stream = eng == live.EngineStream
+	}
 	plan, code := compile(e, src, cat, popt)
 	if code != exitOK {
 		return code
@@ -316,7 +325,8 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 		case <-ctx.Done():
 		}
 	}()
-	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid), Alive: e.alive, ID: e.pid}
+	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid), Alive: e.alive, ID: e.pid,
+		Engine: o.live.used, Catalog: o.live.catalog}
 	if e.via != "" {
 		// Each check of the run's objects is requests to the target.
 		opt.Watch = 5 * time.Second

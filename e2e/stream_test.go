@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+)
+
+// The stream engine (issue 31) where hist triggers are missing: the run
+// phase's questions answered by sqlhist -r reading the events, with the
+// tracefs exactly as before afterwards.
+
+// streamScript runs the run phase's queries with the stream engine (auto:
+// the kernel has no hist triggers) while a workload makes wakeups,
+// system calls and opens.
+const streamScript = `
+T=/sys/kernel/tracing
+J='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
+H='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC'
+A='SELECT end.next_comm AS comm, CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY comm, lat ORDER BY n DESC'
+C3='SELECT sw.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid'
+K='SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid'
+snap() {
+	cat $T/dynamic_events
+	grep -H '^[^#]' $T/events/*/*/trigger $T/events/*/*/filter 2>/dev/null
+	grep -l 1 $T/events/*/*/enable 2>/dev/null
+	ls $T/instances
+}
+snap > /tmp/before
+( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32 2>/dev/null; cat /proc/cpuinfo; ls /proc; done ) > /dev/null 2>&1 &
+W=$!
+/work/sqlhist -r -d 3 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
+echo "@@join-json"; cat /tmp/out; echo "@@join-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 --engine stream "$J" > /tmp/out 2> /tmp/err; echo "@@table-exit $?"
+echo "@@table"; cat /tmp/out; echo "@@table-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@hist-exit $?"
+echo "@@hist-json"; cat /tmp/out; echo "@@hist-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 -o json "$A" > /tmp/out 2> /tmp/err; echo "@@agg-exit $?"
+echo "@@agg-json"; cat /tmp/out; echo "@@agg-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 -o json "$C3" > /tmp/out 2> /tmp/err; echo "@@chain3-exit $?"
+echo "@@chain3-json"; cat /tmp/out; echo "@@chain3-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 --events -o json "$A" > /tmp/out 2> /tmp/err; echo "@@aggev-exit $?"
+echo "@@aggev-count $(grep -c '"event"' /tmp/out)"; echo "@@aggev-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
+echo "@@probe-json"; cat /tmp/out; echo "@@probe-stderr"; cat /tmp/err
+kill $W
+wait $W 2>/dev/null
+snap > /tmp/after
+echo "@@diff"; diff /tmp/before /tmp/after | sed "s/^@@/ @@/"
+echo "@@done"
+`
+
+// streamRunJSON is sqlhist -o json's output with the engine that
+// answered.
+type streamRunJSON struct {
+	Engine  string
+	Lost    int
+	Results []runResult
+}
+
+// checkStreamRun checks what streamScript printed on a kernel without
+// hist triggers.
+func checkStreamRun(t *testing.T, kname, out string) string {
+	sec := sections(out)
+	wantLines(t, out, "@@join-exit 0", "@@table-exit 0", "@@hist-exit 0", "@@agg-exit 0", "@@chain3-exit 0", "@@aggev-exit 0", "@@done")
+	var notes []string
+	for _, q := range []struct{ name, what string }{{"join", "wakeup JOIN"}, {"hist", "syscall histogram"}, {"agg", "aggregate over a JOIN"}, {"chain3", "chain of three"}} {
+		var r streamRunJSON
+		if err := json.Unmarshal([]byte(sec[q.name+"-json"]), &r); err != nil {
+			t.Errorf("%s: -o json: %v\n%s\nstderr:\n%s", q.what, err, sec[q.name+"-json"], sec[q.name+"-stderr"])
+			continue
+		}
+		if r.Engine != "stream" {
+			t.Errorf("%s: engine %q, want stream (the kernel has no hist triggers)", q.what, r.Engine)
+		}
+		if len(r.Results) != 1 || r.Results[0].Totals.Hits == 0 || len(r.Results[0].Rows) == 0 {
+			t.Errorf("%s: want one result with events; got %+v\nstderr:\n%s", q.what, r.Results, sec[q.name+"-stderr"])
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%s %d", q.name, r.Results[0].Totals.Hits))
+	}
+	checkJoin(t, "stream wakeup JOIN", sec["join-json"])
+	checkJoin(t, "stream chain of three", sec["chain3-json"])
+	checkAggregate(t, sec["agg-json"], "comm")
+	if !strings.Contains(sec["table"], "engine: stream") {
+		t.Errorf("the table does not say which engine answered:\n%s", sec["table"])
+	}
+	if s := sec["diff"]; s != "" {
+		t.Errorf("tracefs changed:\n%s", s)
+	}
+	t.Logf("%s: stream engine: %s; table:\n%s", kname, strings.Join(notes, ", "), sec["table"])
+	return strings.Join(notes, ", ")
+}
+
+// streamJob boots a kernel without hist triggers with the static sqlhist
+// of its architecture: -e is refused naming the missing feature
+// (refusalJob's checks), and -r answers the run phase's questions with
+// the stream engine.
+func streamJob(t *testing.T, kname string) {
+	start := time.Now()
+	var detail string
+	defer func() { notePhase(t, kname, "stream", time.Since(start), &detail) }()
+	bin := buildStatic(t, kernelArch(t, kname))
+	res := boot(t, kname, vm.Guest{
+		Script: refuseScript + streamScript, CombinedOutput: true, Timeout: 6 * time.Minute,
+		Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
+	})
+	if d := os.Getenv("SQLHIST_E2E_LOG"); d != "" {
+		os.WriteFile(d+"/guest-"+kname+"-stream.log", []byte(res.Stdout), 0o644)
+	}
+	detail = checkStreamRun(t, kname, res.Stdout)
+}
+
+// TestStreamGuest boots the kernels of SQLHIST_KERNELS (default: Debian's
+// 5.10, which has no hist triggers) and runs streamJob there.
+func TestStreamGuest(t *testing.T) {
+	needKernels(t)
+	names := []string{"5.10"}
+	if k := os.Getenv("SQLHIST_KERNELS"); k != "" {
+		names = strings.Split(k, ",")
+	}
+	for _, kname := range names {
+		t.Run(kname, func(t *testing.T) { streamJob(t, kname) })
+	}
+}

@@ -1,0 +1,526 @@
+package live
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/stream"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// The engines that answer a run.
+const (
+	// EngineKernel writes hist triggers and synthetic events and reads
+	// the hist files the kernel keeps.
+	EngineKernel = "kernel"
+	// EngineStream enables the events the query reads, with its filters,
+	// reads them from the ring buffer and computes the hist triggers and
+	// synthetic events itself (package stream): for kernels without hist
+	// triggers.
+	EngineStream = "stream"
+	// EngineAuto is the kernel's where it has hist triggers and
+	// synthetic events, else the stream.
+	EngineAuto = "auto"
+)
+
+// PickEngine resolves an engine choice ("", "auto", "kernel" or
+// "stream") for a target with the features feat.
+func PickEngine(want string, feat tracefs.Features) (string, error) {
+	switch want {
+	case "", EngineAuto:
+		if feat.HistTriggers && feat.SyntheticEvents {
+			return EngineKernel, nil
+		}
+		return EngineStream, nil
+	case EngineKernel, EngineStream:
+		return want, nil
+	}
+	return "", fmt.Errorf("--engine %q: give kernel, stream or auto", want)
+}
+
+// streamPoll is how often the stream engine drains the ring buffers.
+const streamPoll = 100 * time.Millisecond
+
+// streamBufferKB is the per-CPU buffer of a stream run's instance: room
+// for about 100,000 small events a CPU between two drains, so that a busy
+// CPU does not overwrite what was not read yet.
+const streamBufferKB = 4096
+
+// streamRun is the stream engine's part of a run: the machine that
+// computes the triggers and the readers of the per-CPU ring buffers.
+type streamRun struct {
+	t        *Target
+	plan     *planner.Plan
+	instance string
+	hists    []*planner.Hist
+	synths   []*planner.Synth
+
+	mu      sync.Mutex // guards m while the poller feeds it
+	m       *stream.Machine
+	cpus    []*cpuReader
+	decoder tracefs.FieldDecoder
+	pageH   *tracefs.PageHeader
+	eventH  *tracefs.EventHeader
+	formats map[int]*tracefs.Event // by event id
+	comms   *commCache
+	syms    *symCache
+	syscall func(uint64) string
+
+	// events, for --events, gets each synthetic event the machine
+	// fires as the kernel's trace line for it.
+	events *streamer
+
+	stop    chan struct{}
+	done    chan struct{}
+	readErr error
+	// seen is the newest timestamp of each drain round: events up to the
+	// one of the round before last are all read (see drain).
+	prevMax, lastMax uint64
+	pending          []*stream.Event
+}
+
+// cpuReader reads one CPU's trace_pipe_raw.
+type cpuReader struct {
+	cpu  int
+	path string
+	fd   int
+	page []byte
+}
+
+// planHists lists the plan's triggers in the order a run writes them,
+// which is the order the kernel runs them in on an event.
+func planHists(plan *planner.Plan) ([]*planner.Hist, []*planner.Synth) {
+	var hists []*planner.Hist
+	var synths []*planner.Synth
+	for _, c := range emit.RunCommands(plan, emit.Options{}, emit.RunOptions{}) {
+		if c.Hist != nil {
+			hists = append(hists, c.Hist)
+		}
+		if c.Synth != nil {
+			synths = append(synths, c.Synth)
+		}
+	}
+	return hists, synths
+}
+
+// newStreamRun plans the stream engine's part of a run: the commands that
+// set up its instance (the probes, the events the triggers are on, their
+// filters), from the triggers compiled against cat.
+func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance string, created bool) (*streamRun, []emit.Command, error) {
+	s := &streamRun{t: t, plan: plan, instance: instance}
+	s.hists, s.synths = planHists(plan)
+	for _, h := range s.hists {
+		for _, a := range h.Actions {
+			if strings.Contains(a, ".snapshot(") {
+				return nil, nil, fmt.Errorf("%s: a snapshot of the trace buffer (-s, -T) is the kernel's hist triggers' own; the stream engine cannot take one (--engine kernel, where the kernel has hist triggers)", h.Event)
+			}
+		}
+	}
+	m, err := stream.New(s.hists, s.synths, cat.Event, stream.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the stream engine: %v", err)
+	}
+	var evs []emit.StreamEvent
+	for _, k := range m.Events() {
+		sys, ev, _ := strings.Cut(k, "/")
+		evs = append(evs, emit.StreamEvent{System: sys, Event: ev, Filter: m.Filter(sys, ev), Stack: m.NeedsStack(sys, ev)})
+	}
+	cmds := emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: instance, CreateInstance: created, Clock: "global", BufferKB: streamBufferKB})
+	return s, cmds, nil
+}
+
+// start builds the machine from the formats the kernel has now (the
+// probes exist), opens each CPU's trace_pipe_raw and starts draining.
+func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
+	read := func(p string) (string, error) {
+		data, err := fs.ReadFile(s.t.FS, p)
+		return string(data), err
+	}
+	hp, err := read("events/header_page")
+	if err != nil {
+		return fmt.Errorf("the stream engine reads the ring buffer's pages: %v", err)
+	}
+	if s.pageH, err = tracefs.ParseHeaderPage(hp); err != nil {
+		return err
+	}
+	if he, err := read("events/header_event"); err == nil {
+		if s.eventH, err = tracefs.ParseHeaderEvent(he); err != nil {
+			return err
+		}
+	}
+	s.decoder = tracefs.FieldDecoder{Order: binary.NativeEndian, LongSize: s.pageH.LongSize()}
+	s.formats = map[int]*tracefs.Event{}
+	format := func(system, name string) (*tracefs.Event, error) {
+		text, err := read("events/" + system + "/" + name + "/format")
+		if err != nil {
+			return nil, fmt.Errorf("reading the format of %s/%s: %v", system, name, err)
+		}
+		ev, err := tracefs.ParseFormat(system, text)
+		if err != nil {
+			return nil, err
+		}
+		s.formats[ev.ID] = ev
+		return ev, nil
+	}
+	if text, err := read("events/ftrace/kernel_stack/format"); err == nil {
+		if ev, err := tracefs.ParseFormat("ftrace", text); err == nil {
+			s.formats[ev.ID] = ev
+		}
+	}
+	s.comms = &commCache{t: s.t, names: map[int]string{}}
+	s.syms = &symCache{}
+	s.syscall = syscallNames(s.t, arch)
+	mopt := stream.Options{Comm: s.comms.name, Syscall: s.syscall, Sym: s.syms.name,
+		LongSize: s.pageH.LongSize(), KernelFilters: true}
+	if events {
+		mopt.OnSynth = s.traceLine
+	}
+	s.m, err = stream.New(s.hists, s.synths, format, mopt)
+	if err != nil {
+		return fmt.Errorf("the stream engine: %v", err)
+	}
+	dir := "instances/" + s.instance + "/per_cpu"
+	ents, err := fs.ReadDir(s.t.FS, dir)
+	if err != nil {
+		return fmt.Errorf("the stream engine reads each CPU's buffer: %v", err)
+	}
+	for _, e := range ents {
+		n, ok := strings.CutPrefix(e.Name(), "cpu")
+		cpu, err := strconv.Atoi(n)
+		if !ok || err != nil {
+			continue
+		}
+		p := path.Join(s.t.Root, dir, e.Name(), "trace_pipe_raw")
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			s.close()
+			return &os.PathError{Op: "open", Path: p, Err: err}
+		}
+		s.cpus = append(s.cpus, &cpuReader{cpu: cpu, path: p, fd: fd, page: make([]byte, s.pageH.PageSize())})
+	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.loop()
+	return nil
+}
+
+// loop drains the buffers every streamPoll until stopped.
+func (s *streamRun) loop() {
+	defer close(s.done)
+	tick := time.NewTicker(streamPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			if err := s.drain(false); err != nil {
+				s.readErr = err
+				return
+			}
+		}
+	}
+}
+
+// drain reads every CPU's buffer until it is empty and feeds the machine
+// the events that can no longer be preceded by one not read yet: a
+// round reads, on each CPU, every event committed before it began, so
+// after this round every event up to the newest of the round before is
+// in hand. With final (the sources stopped) it feeds them all.
+func (s *streamRun) drain(final bool) error {
+	var roundMax uint64
+	for _, c := range s.cpus {
+		for {
+			n, err := syscall.Read(c.fd, c.page)
+			if err == syscall.EAGAIN || err == nil && n == 0 {
+				break
+			}
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				return &os.PathError{Op: "read", Path: c.path, Err: err}
+			}
+			if n < len(c.page) {
+				clear(c.page[n:])
+			}
+			p, err := s.pageH.DecodePage(c.page, binary.NativeEndian, s.eventH)
+			if err != nil {
+				return fmt.Errorf("%s: %v", c.path, err)
+			}
+			for _, rec := range p.Records {
+				ev := s.decode(c.cpu, rec)
+				if ev != nil {
+					s.pending = append(s.pending, ev)
+					roundMax = max(roundMax, ev.TS)
+				}
+			}
+		}
+	}
+	mark := s.prevMax
+	s.prevMax, s.lastMax = s.lastMax, max(s.lastMax, roundMax)
+	if final {
+		mark = ^uint64(0)
+	}
+	sort.SliceStable(s.pending, func(i, j int) bool { return s.pending[i].TS < s.pending[j].TS })
+	n := sort.Search(len(s.pending), func(i int) bool { return s.pending[i].TS > mark })
+	s.mu.Lock()
+	for _, ev := range s.pending[:n] {
+		s.m.Feed(ev)
+	}
+	s.mu.Unlock()
+	s.pending = append(s.pending[:0], s.pending[n:]...)
+	return nil
+}
+
+// decode makes a record an event of the machine; a kernel stack record
+// is attached to the event before it on its CPU.
+func (s *streamRun) decode(cpu int, rec tracefs.Record) *stream.Event {
+	id, err := s.decoder.EventID(rec.Data)
+	if err != nil {
+		return nil
+	}
+	def := s.formats[id]
+	if def == nil {
+		return nil // an event the run did not ask for (a trace_marker write)
+	}
+	if def.System == "ftrace" && def.Name == "kernel_stack" {
+		for i := len(s.pending) - 1; i >= 0; i-- {
+			if s.pending[i].CPU == cpu {
+				if f := def.Field("caller"); f != nil {
+					s.pending[i].Stack, _ = s.decoder.Array(f, rec.Data)
+					s.pending[i].Stack = trimStack(s.pending[i].Stack)
+				}
+				break
+			}
+		}
+		return nil
+	}
+	ev := &stream.Event{Def: def, TS: rec.Timestamp, CPU: cpu, Fields: make([]stream.Value, len(def.Fields))}
+	for i, f := range def.Fields {
+		switch f.Kind {
+		case tracefs.KindString, tracefs.KindDynString:
+			str, _ := s.decoder.String(f, rec.Data)
+			ev.Fields[i] = stream.Text(str)
+		case tracefs.KindArray, tracefs.KindDynArray:
+			a, _ := s.decoder.Array(f, rec.Data)
+			ev.Fields[i] = stream.Value{Stack: a}
+		default:
+			n, _ := s.decoder.Int(f, rec.Data)
+			ev.Fields[i] = stream.Num(uint64(n))
+			if f.Name == "common_pid" {
+				ev.PID = int(n)
+			}
+		}
+	}
+	return ev
+}
+
+// traceLine hands --events the line the kernel would print in trace for a
+// synthetic event the machine fired.
+func (s *streamRun) traceLine(ev *stream.Event) {
+	if s.events == nil {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%16s-%-7d [%03d] ..... %5d.%06d: %s:", s.comms.name(ev.PID), ev.PID, ev.CPU, ev.TS/1e9, ev.TS%1e9/1e3, ev.Def.Name)
+	for i, f := range ev.Def.Fields {
+		if f.IsCommon() {
+			continue
+		}
+		v := ev.Fields[i]
+		switch {
+		case v.Str:
+			fmt.Fprintf(&b, " %s=%s", f.Name, v.S)
+		case f.Kind == tracefs.KindDynArray:
+			fmt.Fprintf(&b, " %s=%d", f.Name, len(v.Stack))
+		case f.Signed:
+			fmt.Fprintf(&b, " %s=%d", f.Name, int64(v.N))
+		default:
+			fmt.Fprintf(&b, " %s=%d", f.Name, v.N)
+		}
+	}
+	s.events.mu.Lock()
+	s.events.line(b.String())
+	s.events.mu.Unlock()
+}
+
+// trimStack drops the zero entries that end a kernel_stack record.
+func trimStack(a []uint64) []uint64 {
+	for len(a) > 0 && a[len(a)-1] == 0 {
+		a = a[:len(a)-1]
+	}
+	return a
+}
+
+// finish stops the recording, reads what the buffers still hold and
+// feeds it all, and closes the readers. The count of events the kernel
+// lost (overwritten or dropped, every CPU) is returned.
+func (s *streamRun) finish() (lost int, err error) {
+	if s.stop == nil {
+		return 0, nil
+	}
+	werr := s.t.W.Append("instances/"+s.instance+"/tracing_on", "0")
+	close(s.stop)
+	<-s.done
+	s.stop = nil
+	err = errors.Join(werr, s.readErr)
+	if s.readErr == nil {
+		err = errors.Join(err, s.drain(true))
+	}
+	lost = s.lost()
+	s.close()
+	return lost, err
+}
+
+func (s *streamRun) close() {
+	for _, c := range s.cpus {
+		syscall.Close(c.fd)
+	}
+	s.cpus = nil
+}
+
+// lost adds up the events each CPU's buffer overwrote or dropped, from
+// its stats file.
+func (s *streamRun) lost() int {
+	total := 0
+	for _, c := range s.cpus {
+		data, err := fs.ReadFile(s.t.FS, "instances/"+s.instance+"/per_cpu/cpu"+strconv.Itoa(c.cpu)+"/stats")
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			k, v, ok := strings.Cut(l, ":")
+			if !ok || k != "overrun" && k != "dropped events" {
+				continue
+			}
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			total += n
+		}
+	}
+	return total
+}
+
+// histFile is the text of a trigger's hist file as the machine computed
+// it (file: instances/…/events/SYSTEM/EVENT/hist).
+func (s *streamRun) histFile(file string) string {
+	parts := strings.Split(file, "/")
+	if len(parts) < 4 {
+		return ""
+	}
+	sys, ev := parts[len(parts)-3], parts[len(parts)-2]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m.HistFile(sys, ev)
+}
+
+// commCache names tasks from the kernel's saved_cmdlines, read again when
+// a pid is not in it (at most every streamPoll).
+type commCache struct {
+	t     *Target
+	names map[int]string
+	read  time.Time
+}
+
+func (c *commCache) name(pid int) string {
+	if n, ok := c.names[pid]; ok {
+		return n
+	}
+	if time.Since(c.read) >= streamPoll {
+		c.read = time.Now()
+		if data, err := fs.ReadFile(c.t.FS, "saved_cmdlines"); err == nil {
+			sc := bufio.NewScanner(strings.NewReader(string(data)))
+			for sc.Scan() {
+				p, n, ok := strings.Cut(sc.Text(), " ")
+				if id, err := strconv.Atoi(p); ok && err == nil {
+					c.names[id] = n
+				}
+			}
+		}
+	}
+	if n, ok := c.names[pid]; ok {
+		return n
+	}
+	if pid == 0 {
+		return "<idle>"
+	}
+	return "<...>"
+}
+
+// symCache names kernel addresses from /proc/kallsyms, read once when an
+// address is first named.
+type symCache struct {
+	once  sync.Once
+	addrs []uint64
+	names []string
+}
+
+func (c *symCache) load() {
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		return
+	}
+	type sym struct {
+		a uint64
+		n string
+	}
+	var syms []sym
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || (f[1] != "t" && f[1] != "T" && f[1] != "W" && f[1] != "w") {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil || a == 0 {
+			continue
+		}
+		syms = append(syms, sym{a, f[2]})
+	}
+	sort.Slice(syms, func(i, j int) bool { return syms[i].a < syms[j].a })
+	for _, s := range syms {
+		c.addrs, c.names = append(c.addrs, s.a), append(c.names, s.n)
+	}
+}
+
+// name is the symbol at or before addr: "func", or "func+0x1c/0x80" with
+// offset (the size is the distance to the next symbol).
+func (c *symCache) name(addr uint64, offset bool) string {
+	c.once.Do(c.load)
+	i := sort.Search(len(c.addrs), func(i int) bool { return c.addrs[i] > addr }) - 1
+	if i < 0 {
+		return ""
+	}
+	if !offset {
+		return c.names[i]
+	}
+	size := uint64(0)
+	if i+1 < len(c.addrs) {
+		size = c.addrs[i+1] - c.addrs[i]
+	}
+	return fmt.Sprintf("%s+0x%x/0x%x", c.names[i], addr-c.addrs[i], size)
+}
+
+// syscallNames names system call numbers for the target's architecture
+// as the kernel's .syscall does, checking each name against its syscalls
+// events.
+func syscallNames(t *Target, arch *tracefs.Arch) func(uint64) string {
+	if arch == nil {
+		arch = tracefs.Arches[0]
+	}
+	return tracefs.SyscallNamer(arch.Name, func(name string) bool {
+		_, err := fs.Stat(t.FS, "events/syscalls/sys_enter_"+name)
+		return err == nil
+	})
+}
