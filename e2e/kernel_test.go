@@ -167,7 +167,7 @@ func goldenKey(kname string) string {
 }
 
 // refusalKernels are Debian's kernels without hist triggers: each boots
-// once in the suite, for the refusal alone (refusalJob), Debian's 5.10 on
+// once in the suite, for the refusal of -e and -r with the stream engine (streamJob), Debian's 5.10 on
 // x86-64 and trixie's riscv64 (RISC-V cannot have hist triggers).
 var refusalKernels = []string{"5.10", "6.12-riscv64"}
 

@@ -90,6 +90,16 @@ func checkStreamRun(t *testing.T, kname, out string) string {
 	if !strings.Contains(sec["table"], "engine: stream") {
 		t.Errorf("the table does not say which engine answered:\n%s", sec["table"])
 	}
+	switch kernelArch(t, kname) {
+	case "amd64":
+		// A kprobe/kretprobe JOIN on the file each open names.
+		checkJoin(t, "stream kprobe JOIN", sec["probe-json"])
+	case "riscv64":
+		// Kprobes record nothing there: refused with the reason.
+		if !strings.Contains(out, "@@probe-exit 1\n") || !strings.Contains(sec["probe-stderr"], "kprobes record nothing on riscv64") {
+			t.Errorf("a kprobe JOIN on riscv64: want exit 1 and the reason:\n%s", sec["probe-stderr"])
+		}
+	}
 	if s := sec["diff"]; s != "" {
 		t.Errorf("tracefs changed:\n%s", s)
 	}
@@ -99,7 +109,7 @@ func checkStreamRun(t *testing.T, kname, out string) string {
 
 // streamJob boots a kernel without hist triggers with the static sqlhist
 // of its architecture: -e is refused naming the missing feature
-// (refusalJob's checks), and -r answers the run phase's questions with
+// (checkNoHistRefusal), and -r answers the run phase's questions with
 // the stream engine.
 func streamJob(t *testing.T, kname string) {
 	start := time.Now()
@@ -113,7 +123,32 @@ func streamJob(t *testing.T, kname string) {
 	if d := os.Getenv("SQLHIST_E2E_LOG"); d != "" {
 		os.WriteFile(d+"/guest-"+kname+"-stream.log", []byte(res.Stdout), 0o644)
 	}
-	detail = checkStreamRun(t, kname, res.Stdout)
+	out, rest, _ := strings.Cut(res.Stdout, "@@done")
+	checkNoHistRefusal(t, kname, res.Kernel.Release, out+"@@done\n")
+	detail = checkStreamRun(t, kname, rest)
+}
+
+// TestDifferGuest boots the kernels of SQLHIST_KERNELS (default 6.1) with
+// the differential phase alone (differ_test.go).
+func TestDifferGuest(t *testing.T) {
+	needKernels(t)
+	names := []string{"6.1"}
+	if k := os.Getenv("SQLHIST_KERNELS"); k != "" {
+		names = strings.Split(k, ",")
+	}
+	for _, kname := range names {
+		t.Run(kname, func(t *testing.T) {
+			differKernels[kname] = true
+			p := differPhase(t, kname)
+			files := append(mergeFiles([]phase{*p}), vm.File{Path: "/work/phases/" + p.name + ".sh", Data: []byte(p.script)})
+			res := boot(t, kname, vm.Guest{Script: phaseScript([]phase{*p}), Files: files, CombinedOutput: true, Timeout: p.timeout})
+			o := splitPhases(res.Stdout)[p.name]
+			if o == nil || !o.done {
+				t.Fatalf("the phase did not finish:\n%s", lastLines(res.Stdout, 40))
+			}
+			p.check(t, o.out)
+		})
+	}
 }
 
 // TestStreamGuest boots the kernels of SQLHIST_KERNELS (default: Debian's

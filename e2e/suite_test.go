@@ -106,6 +106,10 @@ func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 		// (agree_test.go: its latencies need the TSC as clocksource).
 		phases = append(phases, *ap)
 	}
+	if dp := differPhase(t, kname); dp != nil {
+		// The two engines over one window (differ_test.go).
+		phases = append(phases, *dp)
+	}
 	phases = append(phases, executePhase(t, kname), queriesPhase(t, kname, cases), runPhase(t, kname))
 	if kp := killPhase(t, kname); kp != nil {
 		phases = append(phases, *kp)
@@ -245,7 +249,9 @@ func jobCost(kname string) time.Duration {
 	}
 	cost := 4 * time.Minute
 	switch {
-	case isRefusalKernel(kname) || kname == bootKernel:
+	case isRefusalKernel(kname):
+		cost = 45 * time.Second // the refusal of -e, then -r with the stream engine
+	case kname == bootKernel:
 		cost = 10 * time.Second
 	case kname == "5.10-hist":
 		cost = 4 * time.Minute
@@ -299,7 +305,7 @@ func TestKernels(t *testing.T) {
 	}
 	for _, kname := range refusalKernels {
 		if selected(kname) {
-			jobs = append(jobs, job{kname, jobCost(kname), needsBuild(kname), func(t *testing.T) { refusalJob(t, kname) }})
+			jobs = append(jobs, job{kname, jobCost(kname), needsBuild(kname), func(t *testing.T) { streamJob(t, kname) }})
 		}
 	}
 	if selected(bootKernel) {

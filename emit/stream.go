@@ -21,7 +21,8 @@ type StreamOptions struct {
 	Instance       string
 	CreateInstance bool
 	// Clock is the instance's trace_clock ("global": the clock hist
-	// triggers stamp with); "" leaves it.
+	// triggers stamp with); "" leaves it. Clock and BufferKB are set
+	// only in an instance the run creates.
 	Clock string
 	// BufferKB is the instance's buffer_size_kb (per CPU); 0 leaves it.
 	BufferKB int
@@ -48,6 +49,11 @@ func StreamCommands(p *planner.Plan, events []StreamEvent, opt StreamOptions) []
 		}
 	}
 	dir := "instances/" + opt.Instance + "/"
+	if !opt.CreateInstance {
+		// An instance the run did not make (-B): its settings are its
+		// owner's, and stay.
+		opt.Clock, opt.BufferKB = "", 0
+	}
 	if opt.Clock != "" {
 		out = append(out, Command{Kind: KindSetting, File: dir + "trace_clock", Line: opt.Clock, What: "trace clock of instance " + opt.Instance})
 	}

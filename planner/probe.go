@@ -85,6 +85,11 @@ func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
 	var src *tracefs.Event
 	switch pr.Kind {
 	case compiler.KProbe, compiler.KRetProbe:
+		if arch, _ := p.cat.Arch(); arch.Name == "riscv64" {
+			x := p.diags.Add(pr.Pos, pr.End, "kprobes record nothing on riscv64: the kernel takes a kprobe's breakpoint as an NMI, and its ring buffer refuses writes in NMI context there (RISC-V has no NMI-safe cmpxchg, the reason it has no hist triggers either); a probe at a function's entry is refused besides (no KPROBES_ON_FTRACE), seen in Debian's 6.12 riscv64 kernel")
+			x.Hint = "trace a tracepoint (sqlhist --list-events), or a uprobe, which records there"
+			return false
+		}
 		place, base, letter = p.kprobePlace(pr)
 	case compiler.UProbe, compiler.URetProbe:
 		place, base, letter = p.uprobePlace(pr)
