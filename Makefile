@@ -29,6 +29,7 @@ unit: test-shells
 	$(FUZZCHECK) -time 10s ./tracefs FuzzDecodePage
 	$(FUZZCHECK) -time 10s ./live/remote FuzzAnswer
 	$(FUZZCHECK) -time 5s ./live/remote FuzzListing
+	$(FUZZCHECK) -time 5s ./live/remote FuzzParseOD
 	$(FUZZCHECK) -time 10s ./live FuzzReadJSONReport
 
 # The shells printed scripts are run under by emit's unit tests (dash,

@@ -26,6 +26,10 @@ type StreamOptions struct {
 	Clock string
 	// BufferKB is the instance's buffer_size_kb (per CPU); 0 leaves it.
 	BufferKB int
+	// NoWait sets the instance's buffer_percent to 0, so that a read of
+	// trace_pipe_raw returns as soon as the buffer holds an event (a
+	// reader that cannot read without blocking: a shell's dd).
+	NoWait bool
 }
 
 // StreamCommands lowers a plan for the stream engine, which computes the
@@ -52,7 +56,10 @@ func StreamCommands(p *planner.Plan, events []StreamEvent, opt StreamOptions) []
 	if !opt.CreateInstance {
 		// An instance the run did not make (-B): its settings are its
 		// owner's, and stay.
-		opt.Clock, opt.BufferKB = "", 0
+		opt.Clock, opt.BufferKB, opt.NoWait = "", 0, false
+	}
+	if opt.NoWait {
+		out = append(out, Command{Kind: KindSetting, File: dir + "buffer_percent", Line: "0", What: "buffer_percent of instance " + opt.Instance})
 	}
 	if opt.Clock != "" {
 		out = append(out, Command{Kind: KindSetting, File: dir + "trace_clock", Line: opt.Clock, What: "trace clock of instance " + opt.Instance})

@@ -148,9 +148,6 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 		return nil, fmt.Errorf("%s has no instances/ directory: this kernel cannot keep a run apart from other tracing", t.Root)
 	}
 	if opt.Engine == EngineStream {
-		if t.OpenPipe != nil {
-			return nil, errors.New("the stream engine reads each CPU's trace_pipe_raw on this machine; through --via it is not there yet: run sqlhist on the target, or use --engine kernel where the target has hist triggers")
-		}
 		if opt.Catalog != nil {
 			cat = opt.Catalog
 		}

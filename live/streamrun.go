@@ -54,6 +54,9 @@ func PickEngine(want string, feat tracefs.Features) (string, error) {
 // streamPoll is how often the stream engine drains the ring buffers.
 const streamPoll = 100 * time.Millisecond
 
+// streamPollVia is how often it drains them through a transport (--via).
+const streamPollVia = time.Second
+
 // streamBufferKB is the per-CPU buffer of a stream run's instance: room
 // for about 100,000 small events a CPU between two drains, so that a busy
 // CPU does not overwrite what was not read yet.
@@ -95,6 +98,7 @@ type streamRun struct {
 // cpuReader reads one CPU's trace_pipe_raw.
 type cpuReader struct {
 	cpu  int
+	dir  string // per_cpu/cpuN of the instance, relative to the root
 	path string
 	fd   int
 	page []byte
@@ -138,7 +142,8 @@ func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance 
 		sys, ev, _ := strings.Cut(k, "/")
 		evs = append(evs, emit.StreamEvent{System: sys, Event: ev, Filter: m.Filter(sys, ev), Stack: m.NeedsStack(sys, ev)})
 	}
-	cmds := emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: instance, CreateInstance: created, Clock: "global", BufferKB: streamBufferKB})
+	cmds := emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: instance, CreateInstance: created, Clock: "global", BufferKB: streamBufferKB,
+		NoWait: t.ReadRaw != nil})
 	return s, cmds, nil
 }
 
@@ -203,13 +208,17 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		if !ok || err != nil {
 			continue
 		}
-		p := path.Join(s.t.Root, dir, e.Name(), "trace_pipe_raw")
-		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			s.close()
-			return &os.PathError{Op: "open", Path: p, Err: err}
+		c := &cpuReader{cpu: cpu, dir: dir + "/" + e.Name(), fd: -1, page: make([]byte, s.pageH.PageSize())}
+		c.path = path.Join(s.t.Root, c.dir, "trace_pipe_raw")
+		if s.t.ReadRaw == nil {
+			fd, err := syscall.Open(c.path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				s.close()
+				return &os.PathError{Op: "open", Path: c.path, Err: err}
+			}
+			c.fd = fd
 		}
-		s.cpus = append(s.cpus, &cpuReader{cpu: cpu, path: p, fd: fd, page: make([]byte, s.pageH.PageSize())})
+		s.cpus = append(s.cpus, c)
 	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.loop()
@@ -219,7 +228,12 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 // loop drains the buffers every streamPoll until stopped.
 func (s *streamRun) loop() {
 	defer close(s.done)
-	tick := time.NewTicker(streamPoll)
+	every := streamPoll
+	if s.t.ReadRaw != nil {
+		// Each drain is a request to the target.
+		every = streamPollVia
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -240,9 +254,56 @@ func (s *streamRun) loop() {
 // after this round every event up to the newest of the round before is
 // in hand. With final (the sources stopped) it feeds them all.
 func (s *streamRun) drain(final bool) error {
+	if _, err := s.read(); err != nil {
+		return err
+	}
+	s.feed(final)
+	return nil
+}
+
+// read reads what every CPU's buffer holds now into pending, and returns
+// the bytes read.
+func (s *streamRun) read() (int, error) {
 	var roundMax uint64
+	total := 0
+	add := func(c *cpuReader, page []byte) error {
+		p, err := s.pageH.DecodePage(page, binary.NativeEndian, s.eventH)
+		if err != nil {
+			return fmt.Errorf("%s: %v", c.path, err)
+		}
+		for _, rec := range p.Records {
+			if ev := s.decode(c.cpu, rec); ev != nil {
+				s.pending = append(s.pending, ev)
+				roundMax = max(roundMax, ev.TS)
+			}
+		}
+		return nil
+	}
+	if s.t.ReadRaw != nil {
+		dirs := make([]string, len(s.cpus))
+		for i, c := range s.cpus {
+			dirs[i] = c.dir
+		}
+		data, err := s.t.ReadRaw(dirs, s.pageH.PageSize())
+		if err != nil {
+			return 0, err
+		}
+		size := s.pageH.PageSize()
+		for i, c := range s.cpus {
+			total += len(data[i])
+			for d := data[i]; len(d) > 0; {
+				n := min(size, len(d))
+				copy(c.page, d[:n])
+				clear(c.page[n:])
+				if err := add(c, c.page); err != nil {
+					return 0, err
+				}
+				d = d[n:]
+			}
+		}
+	}
 	for _, c := range s.cpus {
-		for {
+		for c.fd >= 0 {
 			n, err := syscall.Read(c.fd, c.page)
 			if err == syscall.EAGAIN || err == nil && n == 0 {
 				break
@@ -251,26 +312,28 @@ func (s *streamRun) drain(final bool) error {
 				continue
 			}
 			if err != nil {
-				return &os.PathError{Op: "read", Path: c.path, Err: err}
+				return 0, &os.PathError{Op: "read", Path: c.path, Err: err}
 			}
+			total += n
 			if n < len(c.page) {
 				clear(c.page[n:])
 			}
-			p, err := s.pageH.DecodePage(c.page, binary.NativeEndian, s.eventH)
-			if err != nil {
-				return fmt.Errorf("%s: %v", c.path, err)
-			}
-			for _, rec := range p.Records {
-				ev := s.decode(c.cpu, rec)
-				if ev != nil {
-					s.pending = append(s.pending, ev)
-					roundMax = max(roundMax, ev.TS)
-				}
+			if err := add(c, c.page); err != nil {
+				return 0, err
 			}
 		}
 	}
-	mark := s.prevMax
 	s.prevMax, s.lastMax = s.lastMax, max(s.lastMax, roundMax)
+	return total, nil
+}
+
+// feed gives the machine the pending events that no event still unread
+// can precede (all of them with final), in timestamp order.
+func (s *streamRun) feed(final bool) {
+	// prevMax is the newest timestamp read before the last round: every
+	// event stamped before it was committed before that round began, and
+	// so is read now.
+	mark := s.prevMax
 	if final {
 		mark = ^uint64(0)
 	}
@@ -282,7 +345,6 @@ func (s *streamRun) drain(final bool) error {
 	}
 	s.mu.Unlock()
 	s.pending = append(s.pending[:0], s.pending[n:]...)
-	return nil
 }
 
 // decode makes a record an event of the machine; a kernel stack record
@@ -378,7 +440,19 @@ func (s *streamRun) finish() (lost int, err error) {
 	s.stop = nil
 	err = errors.Join(werr, s.readErr)
 	if s.readErr == nil {
-		err = errors.Join(err, s.drain(true))
+		// Read until the buffers are empty (a request through a
+		// transport reads a bounded number of pages), then feed all.
+		for range 1000 {
+			n, rerr := s.read()
+			if rerr != nil {
+				err = errors.Join(err, rerr)
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
+		s.feed(true)
 	}
 	lost = s.lost()
 	s.close()
@@ -387,7 +461,9 @@ func (s *streamRun) finish() (lost int, err error) {
 
 func (s *streamRun) close() {
 	for _, c := range s.cpus {
-		syscall.Close(c.fd)
+		if c.fd >= 0 {
+			syscall.Close(c.fd)
+		}
 	}
 	s.cpus = nil
 }

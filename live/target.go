@@ -32,6 +32,10 @@ type Target struct {
 	// Uptime returns the target's seconds since boot, the clock of
 	// heartbeats; nil reads this machine's /proc/uptime.
 	Uptime func() (float64, error)
+	// ReadRaw reads the ring-buffer pages each per-CPU directory of dirs
+	// (relative to Root) holds now, without waiting, for the stream
+	// engine; nil reads this machine's trace_pipe_raw files.
+	ReadRaw func(dirs []string, pageSize int) ([][]byte, error)
 }
 
 // Dir returns the tracefs mounted at root on this machine. It does not

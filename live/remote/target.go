@@ -21,7 +21,8 @@ import (
 // on this machine, where the target cannot see it.
 func (s *Session) Target(root string) *live.Target {
 	return &live.Target{Root: root, FS: s.FS(root), W: s.Writer(root), OpenPipe: s.OpenPipe,
-		Beat: true, Uptime: s.Uptime}
+		Beat: true, Uptime: s.Uptime,
+		ReadRaw: func(dirs []string, pageSize int) ([][]byte, error) { return s.ReadRaw(root, dirs, pageSize) }}
 }
 
 // Uptime reads the target's /proc/uptime: seconds since it booted.

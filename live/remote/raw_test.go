@@ -1,0 +1,107 @@
+package remote
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// odDump is what od -Ad -tx1 prints for data, with its "*" lines.
+func odDump(data []byte) string {
+	var b strings.Builder
+	var prev []byte
+	star := false
+	for off := 0; off < len(data); off += 16 {
+		line := data[off:min(off+16, len(data))]
+		if prev != nil && bytes.Equal(line, prev) {
+			if !star {
+				b.WriteString("*\n")
+				star = true
+			}
+			continue
+		}
+		star = false
+		b.WriteString(padOffset(off))
+		for _, c := range line {
+			b.WriteString(" " + hex2(c))
+		}
+		b.WriteString("\n")
+		prev = line
+	}
+	b.WriteString(padOffset(len(data)) + "\n")
+	return b.String()
+}
+
+func padOffset(n int) string {
+	return fmt.Sprintf("%07d", n)
+}
+
+func hex2(c byte) string {
+	const h = "0123456789abcdef"
+	return string([]byte{h[c>>4], h[c&15]})
+}
+
+// TestParseOD: a page of a few bytes then zeros crosses as a handful of
+// lines and reads back whole; what is not od's output is refused.
+func TestParseOD(t *testing.T) {
+	page := make([]byte, 4096)
+	copy(page, []byte("\x01\x02\x03 ring buffer page header and two records"))
+	page = append(page, page...) // two pages, the second equal
+	dump := odDump(page)
+	if n := strings.Count(dump, "\n"); n > 12 {
+		t.Errorf("the dump of two mostly-zero pages is %d lines, want the zeros folded", n)
+	}
+	got, err := ParseOD(strings.Split(dump, "\n"), 1<<20)
+	if err != nil || !bytes.Equal(got, page) {
+		t.Fatalf("ParseOD: %v; %d bytes, want %d equal", err, len(got), len(page))
+	}
+	if got, err := ParseOD([]string{"0000000"}, 100); err != nil || len(got) != 0 {
+		t.Errorf("an empty dump: %v %v", got, err)
+	}
+	for _, bad := range []string{
+		"*\n0000016",             // a star without a line before
+		"0000000 01 02\n0000004", // the end at the wrong offset
+		"0000000 zz\n0000001",    // not hex
+		"0000000 01\n*",          // ends in a star run
+		"0000000 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17\n0000017", // 17 bytes
+		"0000000 0102\n0000002",  // not one byte a field
+		"0000000 01\n*\n9999999", // a star run past the limit
+	} {
+		if _, err := ParseOD(strings.Split(bad, "\n"), 4096); err == nil {
+			t.Errorf("ParseOD(%q) accepted it", bad)
+		}
+	}
+}
+
+// TestParseRaw: the answer of ReadRaw for two CPUs, each a "cpu I" line
+// and a dump; a CPU named twice or out of range is refused.
+func TestParseRaw(t *testing.T) {
+	a, b := []byte("first cpu's bytes"), []byte{}
+	out := "cpu 0\n" + odDump(a) + "cpu 1\n" + odDump(b)
+	got, err := parseRaw(out, 2, 4096)
+	if err != nil || !bytes.Equal(got[0], a) || len(got[1]) != 0 {
+		t.Fatalf("parseRaw: %q %v", got, err)
+	}
+	for _, bad := range []string{"cpu 0\n0000000\ncpu 0\n0000000\n", "cpu 2\n0000000\n", "0000000\n", "cpu 1\n0000000\ncpu 0\n0000000\n"} {
+		if _, err := parseRaw(bad, 2, 4096); err == nil {
+			t.Errorf("parseRaw(%q) accepted it", bad)
+		}
+	}
+}
+
+// FuzzParseOD: any text is read or refused, never more than the limit.
+func FuzzParseOD(f *testing.F) {
+	f.Add(odDump(make([]byte, 100)))
+	f.Add(odDump([]byte("sqlhist")))
+	f.Add("0000000 01\n*\n0000032\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		got, err := ParseOD(strings.Split(text, "\n"), 8192)
+		if err == nil && len(got) > 8192 {
+			t.Fatalf("%d bytes past the limit", len(got))
+		}
+		if _, err := parseRaw(text, 4, 8192); err != nil {
+			return
+		}
+	})
+}
