@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,17 @@ echo "@@chain3-json"; cat /tmp/out; echo "@@chain3-stderr"; cat /tmp/err
 echo "@@aggev-count $(grep -c '"event"' /tmp/out)"; echo "@@aggev-stderr"; cat /tmp/err
 /work/sqlhist -r -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
 echo "@@probe-json"; cat /tmp/out; echo "@@probe-stderr"; cat /tmp/err
+/work/sqlhist -r -i 1 -d 3.5 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@iv-exit $?"
+echo "@@iv"; cat /tmp/out; echo "@@iv-stderr"; cat /tmp/err
+/work/sqlhist -r -d 2 -o folded 'SELECT STACKTRACE, COUNT(*) FROM sched_switch WHERE prev_state == 1' > /tmp/out 2> /tmp/err; echo "@@fold-exit $?"
+echo "@@fold"; head -5 /tmp/out; echo "@@fold-lines $(grep -c ';' /tmp/out)"; echo "@@fold-stderr"; cat /tmp/err
+/work/sqlhist -r "$J" > /dev/null 2> /tmp/kerr &
+K1=$!
+i=0; while [ $i -lt 100 ] && ! grep -q collecting /tmp/kerr; do sleep 0.1; i=$((i+1)); done
+kill -9 $K1; wait $K1 2>/dev/null
+echo "@@killed-left $(ls $T/instances | grep -c sqlhist_)"
+/work/sqlhist --cleanup > /tmp/out 2>&1; echo "@@cleanup-exit $?"
+echo "@@cleanup"; cat /tmp/out
 kill $W
 wait $W 2>/dev/null
 snap > /tmp/after
@@ -67,7 +79,29 @@ type streamRunJSON struct {
 // hist triggers.
 func checkStreamRun(t *testing.T, kname, out string) string {
 	sec := sections(out)
-	wantLines(t, out, "@@join-exit 0", "@@table-exit 0", "@@hist-exit 0", "@@agg-exit 0", "@@chain3-exit 0", "@@aggev-exit 0", "@@done")
+	wantLines(t, out, "@@join-exit 0", "@@table-exit 0", "@@hist-exit 0", "@@agg-exit 0", "@@chain3-exit 0", "@@aggev-exit 0",
+		"@@iv-exit 0", "@@fold-exit 0", "@@cleanup-exit 0", "@@done")
+	// -i: intervals that add up to the total.
+	if p := intervalsProblem(sec["iv"], 3); p != "" {
+		t.Errorf("stream -i 1 -d 3.5: %s\nstderr:\n%s", p, sec["iv-stderr"])
+	}
+	// --events: as many lines as the results histogram counted.
+	aggCount := regexp.MustCompile(`@@aggev-count (\d+)`).FindStringSubmatch(out)
+	if m := streamedRE.FindStringSubmatch(sec["aggev-stderr"]); m == nil || aggCount == nil || m[1] != aggCount[1] || m[1] != m[2] || m[1] == "0" {
+		t.Errorf("stream --events: %v lines; stderr:\n%s", aggCount, sec["aggev-stderr"])
+	}
+	// Stacks: the stacktrace trigger's kernel_stack records, folded.
+	if n := firstLine(out, "@@fold-lines "); n == "@@fold-lines 0" || n == "" {
+		t.Errorf("stream -o folded: no stacks:\n%s\nstderr:\n%s", sec["fold"], sec["fold-stderr"])
+	}
+	// A run killed with SIGKILL left its instance; --cleanup removed it
+	// (the diff below: tracefs as before).
+	if l := firstLine(out, "@@killed-left "); l != "@@killed-left 2" {
+		t.Errorf("a SIGKILLed stream run: %q, want its instance and lease left for --cleanup", l)
+	}
+	if !strings.Contains(sec["cleanup"], "sqlhist_") {
+		t.Errorf("--cleanup after a killed stream run removed nothing:\n%s", sec["cleanup"])
+	}
 	var notes []string
 	for _, q := range []struct{ name, what string }{{"join", "wakeup JOIN"}, {"hist", "syscall histogram"}, {"agg", "aggregate over a JOIN"}, {"chain3", "chain of three"}} {
 		var r streamRunJSON

@@ -78,6 +78,7 @@ type streamRun struct {
 	pageH   *tracefs.PageHeader
 	eventH  *tracefs.EventHeader
 	formats map[int]*tracefs.Event // by event id
+	uses    map[int][]int          // by event id: the fields the machine reads
 	comms   *commCache
 	syms    *symCache
 	syscall func(uint64) string
@@ -196,6 +197,10 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 	s.m, err = stream.New(s.hists, s.synths, format, mopt)
 	if err != nil {
 		return fmt.Errorf("the stream engine: %v", err)
+	}
+	s.uses = map[int][]int{}
+	for id, ev := range s.formats {
+		s.uses[id] = s.m.Uses(ev.System, ev.Name)
 	}
 	dir := "instances/" + s.instance + "/per_cpu"
 	ents, err := fs.ReadDir(s.t.FS, dir)
@@ -371,7 +376,13 @@ func (s *streamRun) decode(cpu int, rec tracefs.Record) *stream.Event {
 		return nil
 	}
 	ev := &stream.Event{Def: def, TS: rec.Timestamp, CPU: cpu, Fields: make([]stream.Value, len(def.Fields))}
-	for i, f := range def.Fields {
+	if f := def.Field("common_pid"); f != nil {
+		n, _ := s.decoder.Int(f, rec.Data)
+		ev.PID = int(n)
+	}
+	// Only the fields the triggers read: the rest stay zero.
+	for _, i := range s.uses[id] {
+		f := def.Fields[i]
 		switch f.Kind {
 		case tracefs.KindString, tracefs.KindDynString:
 			str, _ := s.decoder.String(f, rec.Data)
@@ -382,9 +393,6 @@ func (s *streamRun) decode(cpu int, rec tracefs.Record) *stream.Event {
 		default:
 			n, _ := s.decoder.Int(f, rec.Data)
 			ev.Fields[i] = stream.Num(uint64(n))
-			if f.Name == "common_pid" {
-				ev.PID = int(n)
-			}
 		}
 	}
 	return ev

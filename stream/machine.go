@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -366,6 +367,48 @@ func (m *Machine) Filter(system, event string) string {
 		fs[i] = "(" + f + ")"
 	}
 	return strings.Join(fs, " || ")
+}
+
+// Uses lists the indices of the event's fields its triggers read (in
+// keys, values, variables, actions and filters), in increasing order: a
+// reader need decode only those.
+func (m *Machine) Uses(system, event string) []int {
+	set := map[int]bool{}
+	note := func(x *expr) {
+		x.walk(func(o *expr) {
+			if (o.kind == opField || o.kind == opStack) && o.def != nil {
+				set[o.field] = true
+			}
+		})
+	}
+	var noteFilter func(f *filter)
+	noteFilter = func(f *filter) {
+		if f == nil {
+			return
+		}
+		if f.field != nil {
+			note(f.field)
+		}
+		noteFilter(f.l)
+		noteFilter(f.r)
+	}
+	for _, t := range m.byEvent[system+"/"+event] {
+		for _, x := range append(append(append([]*expr{}, t.keys...), t.vals...), t.vars...) {
+			note(x)
+		}
+		for _, a := range t.actions {
+			for _, p := range a.params {
+				note(p)
+			}
+		}
+		noteFilter(t.filter)
+	}
+	out := make([]int, 0, len(set))
+	for i := range set {
+		out = append(out, i)
+	}
+	sort.Ints(out)
+	return out
 }
 
 // NeedsStack reports whether the event's triggers read its kernel stack

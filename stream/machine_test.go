@@ -209,3 +209,41 @@ func TestSyscallAndExecnameNames(t *testing.T) {
 		}
 	}
 }
+
+// TestStackKeys: a stacktrace key groups the events by the stack recorded
+// after them, and prints its frames as the kernel does (the hist file
+// parses back into the frames).
+func TestStackKeys(t *testing.T) {
+	syms := map[uint64]string{0x1000: "schedule+0x10/0x80", 0x2000: "do_nanosleep+0x20/0x100"}
+	r := newRig(t, `SELECT STACKTRACE, COUNT(*) FROM sched_switch WHERE prev_state == 1`,
+		stream.Options{Sym: func(a uint64, offset bool) string { return syms[a] }})
+	ev, _ := r.cat.Event("sched", "sched_switch")
+	for i, st := range [][]uint64{{0x1000, 0x2000}, {0x1000, 0x2000}, {0x1000}} {
+		e := &stream.Event{Def: ev, TS: uint64(i + 1), Fields: make([]stream.Value, len(ev.Fields)), Stack: st}
+		e.Fields[fieldIndex(ev, "prev_state")] = stream.Num(1)
+		r.m.Feed(e)
+	}
+	h := r.hist("sched", "sched_switch", "stacktrace") // 6.1 names it so
+	if len(h.Entries) != 2 || h.Totals.Hits != 3 {
+		t.Fatalf("%d entries, %d hits; want 2 and 3", len(h.Entries), h.Totals.Hits)
+	}
+	got := map[string]uint64{}
+	for _, e := range h.Entries {
+		got[strings.Join(e.Keys[0].Frames, ";")] = e.Values[0].Num
+	}
+	want := map[string]uint64{"schedule+0x10/0x80;do_nanosleep+0x20/0x100": 2, "schedule+0x10/0x80": 1}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("stack %s: %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+}
+
+func fieldIndex(ev *tracefs.Event, name string) int {
+	for i, f := range ev.Fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -148,7 +148,11 @@ func (m *Machine) printEntry(b *strings.Builder, t *trigger, e *entry, total uin
 		}
 		m.printKey(b, k, e, i)
 	}
-	b.WriteString(" }")
+	if n := len(t.keys); n > 0 && t.keys[n-1].kind == opStack {
+		b.WriteString("}") // the frames ended the line
+	} else {
+		b.WriteString(" }")
+	}
 	if !t.spec.NoHitcount {
 		fmt.Fprintf(b, " hitcount: %10d", e.count)
 	}
