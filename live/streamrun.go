@@ -187,7 +187,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		}
 	}
 	s.comms = &commCache{t: s.t, names: map[int]string{}}
-	s.syms = &symCache{}
+	s.syms = newSymCache(s.t)
 	s.syscall = syscallNames(s.t, arch)
 	mopt := stream.Options{Comm: s.comms.name, Syscall: s.syscall, Sym: s.syms.name,
 		LongSize: s.pageH.LongSize(), KernelFilters: true}
@@ -344,6 +344,7 @@ func (s *streamRun) feed(final bool) {
 	}
 	sort.SliceStable(s.pending, func(i, j int) bool { return s.pending[i].TS < s.pending[j].TS })
 	n := sort.Search(len(s.pending), func(i int) bool { return s.pending[i].TS > mark })
+	s.trimStacks(s.pending[:n])
 	s.mu.Lock()
 	for _, ev := range s.pending[:n] {
 		s.m.Feed(ev)
@@ -366,10 +367,7 @@ func (s *streamRun) decode(cpu int, rec tracefs.Record) *stream.Event {
 	if def.System == "ftrace" && def.Name == "kernel_stack" {
 		for i := len(s.pending) - 1; i >= 0; i-- {
 			if s.pending[i].CPU == cpu {
-				if f := def.Field("caller"); f != nil {
-					s.pending[i].Stack, _ = s.decoder.Array(f, rec.Data)
-					s.pending[i].Stack = trimStack(s.pending[i].Stack)
-				}
+				s.pending[i].Stack = s.kernelStack(def, rec.Data)
 				break
 			}
 		}
@@ -427,12 +425,67 @@ func (s *streamRun) traceLine(ev *stream.Event) {
 	s.events.mu.Unlock()
 }
 
-// trimStack drops the zero entries that end a kernel_stack record.
-func trimStack(a []uint64) []uint64 {
-	for len(a) > 0 && a[len(a)-1] == 0 {
-		a = a[:len(a)-1]
+// kernelStack reads a kernel_stack record: size entries from caller on
+// (the format declares caller[8], the record holds as many as size says).
+func (s *streamRun) kernelStack(def *tracefs.Event, rec []byte) []uint64 {
+	caller, size := def.Field("caller"), def.Field("size")
+	if caller == nil || size == nil {
+		return nil
 	}
-	return a
+	n, err := s.decoder.Int(size, rec)
+	word := s.decoder.LongSize
+	if err != nil || n <= 0 || word <= 0 {
+		return nil
+	}
+	var out []uint64
+	for i := 0; i < int(n) && caller.Offset+(i+1)*word <= len(rec); i++ {
+		b := rec[caller.Offset+i*word:]
+		var a uint64
+		if word == 8 {
+			a = binary.NativeEndian.Uint64(b)
+		} else {
+			a = uint64(binary.NativeEndian.Uint32(b))
+		}
+		if a == 0 {
+			break
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// histStackDepth is how many frames a hist trigger's stacktrace key keeps
+// (the kernel's HIST_STACKTRACE_DEPTH).
+const histStackDepth = 16
+
+// trimStacks makes the stacks the stacktrace trigger recorded what a hist
+// trigger's stacktrace key holds: the frames of the tracepoint's own
+// machinery on top (trace_event_raw_event_<event>, __traceiter_<event>),
+// which the key skips, are dropped, and at most histStackDepth frames
+// kept. The names of each stack's first frames are resolved first, in
+// one batch.
+func (s *streamRun) trimStacks(evs []*stream.Event) {
+	var tops []uint64
+	for _, ev := range evs {
+		for i := 0; i < len(ev.Stack) && i < 4; i++ {
+			tops = append(tops, ev.Stack[i])
+		}
+	}
+	if len(tops) == 0 {
+		return
+	}
+	s.syms.prefetch(tops)
+	for _, ev := range evs {
+		for i := 0; i < len(ev.Stack) && i < 4; i++ {
+			if strings.HasPrefix(s.syms.name(ev.Stack[i], false), "__traceiter_") {
+				ev.Stack = ev.Stack[i+1:]
+				break
+			}
+		}
+		if len(ev.Stack) > histStackDepth {
+			ev.Stack = ev.Stack[:histStackDepth]
+		}
+	}
 }
 
 // finish stops the recording, reads what the buffers still hold and
@@ -507,6 +560,7 @@ func (s *streamRun) histFile(file string) string {
 	sys, ev := parts[len(parts)-3], parts[len(parts)-2]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.syms.prefetch(s.m.Addresses())
 	return s.m.HistFile(sys, ev)
 }
 
@@ -541,59 +595,6 @@ func (c *commCache) name(pid int) string {
 		return "<idle>"
 	}
 	return "<...>"
-}
-
-// symCache names kernel addresses from /proc/kallsyms, read once when an
-// address is first named.
-type symCache struct {
-	once  sync.Once
-	addrs []uint64
-	names []string
-}
-
-func (c *symCache) load() {
-	data, err := os.ReadFile("/proc/kallsyms")
-	if err != nil {
-		return
-	}
-	type sym struct {
-		a uint64
-		n string
-	}
-	var syms []sym
-	for _, l := range strings.Split(string(data), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 || (f[1] != "t" && f[1] != "T" && f[1] != "W" && f[1] != "w") {
-			continue
-		}
-		a, err := strconv.ParseUint(f[0], 16, 64)
-		if err != nil || a == 0 {
-			continue
-		}
-		syms = append(syms, sym{a, f[2]})
-	}
-	sort.Slice(syms, func(i, j int) bool { return syms[i].a < syms[j].a })
-	for _, s := range syms {
-		c.addrs, c.names = append(c.addrs, s.a), append(c.names, s.n)
-	}
-}
-
-// name is the symbol at or before addr: "func", or "func+0x1c/0x80" with
-// offset (the size is the distance to the next symbol).
-func (c *symCache) name(addr uint64, offset bool) string {
-	c.once.Do(c.load)
-	i := sort.Search(len(c.addrs), func(i int) bool { return c.addrs[i] > addr }) - 1
-	if i < 0 {
-		return ""
-	}
-	if !offset {
-		return c.names[i]
-	}
-	size := uint64(0)
-	if i+1 < len(c.addrs) {
-		size = c.addrs[i+1] - c.addrs[i]
-	}
-	return fmt.Sprintf("%s+0x%x/0x%x", c.names[i], addr-c.addrs[i], size)
 }
 
 // syscallNames names system call numbers for the target's architecture

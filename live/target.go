@@ -36,6 +36,9 @@ type Target struct {
 	// (relative to Root) holds now, without waiting, for the stream
 	// engine; nil reads this machine's trace_pipe_raw files.
 	ReadRaw func(dirs []string, pageSize int) ([][]byte, error)
+	// Symbols names kernel addresses from the target's /proc/kallsyms;
+	// nil reads this machine's.
+	Symbols func(addrs []uint64) (map[uint64]Sym, error)
 }
 
 // Dir returns the tracefs mounted at root on this machine. It does not

@@ -411,6 +411,37 @@ func (m *Machine) Uses(system, event string) []int {
 	return out
 }
 
+// Addresses lists the kernel addresses the histograms print as symbols
+// (.sym and .sym-offset keys, and stack frames), to resolve before
+// printing.
+func (m *Machine) Addresses() []uint64 {
+	seen := map[uint64]bool{}
+	var out []uint64
+	add := func(a uint64) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, t := range m.triggers {
+		for i, k := range t.keys {
+			if k.kind != opStack && k.mod != "sym" && k.mod != "sym-offset" {
+				continue
+			}
+			for _, e := range t.m.order {
+				if k.kind == opStack {
+					for _, a := range e.key[i].Stack {
+						add(a)
+					}
+				} else {
+					add(e.key[i].N)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // NeedsStack reports whether the event's triggers read its kernel stack
 // (a stacktrace key): the kernel must record one after each of its
 // events.

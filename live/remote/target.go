@@ -22,7 +22,8 @@ import (
 func (s *Session) Target(root string) *live.Target {
 	return &live.Target{Root: root, FS: s.FS(root), W: s.Writer(root), OpenPipe: s.OpenPipe,
 		Beat: true, Uptime: s.Uptime,
-		ReadRaw: func(dirs []string, pageSize int) ([][]byte, error) { return s.ReadRaw(root, dirs, pageSize) }}
+		ReadRaw: func(dirs []string, pageSize int) ([][]byte, error) { return s.ReadRaw(root, dirs, pageSize) },
+		Symbols: s.Symbols}
 }
 
 // Uptime reads the target's /proc/uptime: seconds since it booted.
