@@ -7,7 +7,9 @@ package e2e
 // engine at once, both filtered on the shell (-p), and must give the same
 // answers: the system calls per number and name, the wakeup latency's
 // log2 distribution bucket by bucket, the plain wakeup JOIN's rows
-// (count, latency sum, maximum), and a kprobe/kretprobe function latency.
+// (count, latency sum, maximum), a kprobe/kretprobe function latency, and
+// the kernel stacks of the shell's blocking switches (the hist trigger's
+// stacktrace key against the stacktrace trigger's records).
 // The kprobes are made by the script, once, and read by both: two runs'
 // own probes would be two events at each call, the second stamped after
 // the first one's handlers ran (on 7.2 and 6.1-arm64 one call in 200
@@ -57,11 +59,12 @@ QS='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_exit'
 QW='SELECT CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_wakeup AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY lat'
 QJ='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
 QF='SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS lat, COUNT(*) AS n FROM differ.hrt AS start JOIN differ.hrt_ret AS end ON start.common_pid = end.common_pid GROUP BY lat'
+QT='SELECT STACKTRACE AS stack, COUNT(*) AS n FROM sched_switch WHERE prev_state == 1'
 T=/sys/kernel/tracing
 echo 'p:differ/hrt schedule_hrtimeout_range' >> $T/dynamic_events
 echo 'r:differ/hrt_ret schedule_hrtimeout_range' >> $T/dynamic_events
 PIDS=
-for q in S W J F; do
+for q in S W J F T; do
   mkdir $T/instances/differ_$q
   echo global > $T/instances/differ_$q/trace_clock
   echo 4096 > $T/instances/differ_$q/buffer_size_kb
@@ -74,7 +77,7 @@ done
 i=0
 while [ $i -lt 300 ]; do
   n=0
-  for q in S W J F; do for e in kernel stream; do grep -q collecting /tmp/d-$q-$e.err && n=$((n+1)); done; done
+  for q in S W J F T; do for e in kernel stream; do grep -q collecting /tmp/d-$q-$e.err && n=$((n+1)); done; done
   [ $n -eq 8 ] && break
   sleep 0.1; i=$((i+1))
 done
@@ -83,10 +86,10 @@ echo go > /tmp/d-go
 wait $WL; echo "@@differ-workload-exit $?"
 kill -INT $PIDS
 for p in $PIDS; do wait $p; echo "@@differ-exit-$p $?"; done
-for q in S W J F; do rmdir $T/instances/differ_$q || echo "@@differ-left differ_$q"; done
+for q in S W J F T; do rmdir $T/instances/differ_$q || echo "@@differ-left differ_$q"; done
 echo '-:differ/hrt' >> $T/dynamic_events
 echo '-:differ/hrt_ret' >> $T/dynamic_events
-for q in S W J F; do for e in kernel stream; do
+for q in S W J F T; do for e in kernel stream; do
   echo "@@differ-$q-$e-json"; cat /tmp/d-$q-$e.json; echo "@@differ-$q-$e-err"; cat /tmp/d-$q-$e.err
 done; done
 echo "@@differ-end"
@@ -117,8 +120,8 @@ type differRun struct {
 // checkDiffer compares the two engines' answers.
 func checkDiffer(t checker, kname, out string) string {
 	sec := sections(out)
-	if ready := firstLine(out, "@@differ-ready "); ready != "@@differ-ready 8" {
-		t.Errorf("not every run was collecting before the go (want @@differ-ready 8): %q", ready)
+	if ready := firstLine(out, "@@differ-ready "); ready != "@@differ-ready 10" {
+		t.Errorf("not every run was collecting before the go (want @@differ-ready 10): %q", ready)
 	}
 	for _, want := range []string{"@@differ-workload-exit 0", "@@differ-end"} {
 		if !strings.Contains(out, want+"\n") {
@@ -131,7 +134,7 @@ func checkDiffer(t checker, kname, out string) string {
 		}
 	}
 	runs := map[string]*differRun{}
-	for _, q := range []string{"S", "W", "J", "F"} {
+	for _, q := range []string{"S", "W", "J", "F", "T"} {
 		for _, e := range []string{"kernel", "stream"} {
 			var r differRun
 			k := "differ-" + q + "-" + e
@@ -159,7 +162,7 @@ func compareEngines(runs map[string]*differRun) (string, []string) {
 	if s.Engine != "stream" || k.Engine != "" && k.Engine != "kernel" {
 		errs = append(errs, fmt.Sprintf("engines: %q and %q, want the kernel's and stream", k.Engine, s.Engine))
 	}
-	for _, q := range []string{"S", "W", "J", "F"} {
+	for _, q := range []string{"S", "W", "J", "F", "T"} {
 		if l := runs[q+"-stream"].Lost; l != 0 {
 			errs = append(errs, fmt.Sprintf("%s: the stream engine lost %d events", q, l))
 		}
@@ -201,6 +204,15 @@ func compareEngines(runs map[string]*differRun) (string, []string) {
 			errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: kernel %d events, sum %d, max %d; stream %d, sum %d, max %d", comm, a.n, a.sum, a.max, c.n, c.sum, c.max))
 		}
 		fmt.Fprintf(&b, "  %s: %d events, sum %d/%d µs, max %d/%d µs\n", comm, a.n, a.sum, c.sum, a.max, c.max)
+	}
+	// Kernel stacks: the hist trigger's stacktrace key against the
+	// stacktrace trigger's records, stack by stack.
+	kst, sst := stackCounts(runs["T-kernel"].Results[0]), stackCounts(runs["T-stream"].Results[0])
+	fmt.Fprintf(&b, "stacks of blocking switches: kernel %d stacks, %d switches; stream %d stacks, %d switches\n", len(kst), total(kst), len(sst), total(sst))
+	for _, st := range unionKeys(kst, sst) {
+		if kst[st] != sst[st] {
+			errs = append(errs, fmt.Sprintf("stack %s: kernel %d, stream %d", st, kst[st], sst[st]))
+		}
 	}
 	if total(ks) == 0 || kj.Totals.Hits == 0 {
 		errs = append(errs, "the workload made no system calls or wakeups the kernel counted")
@@ -263,6 +275,24 @@ func joinRows(r runResult) map[string]joinStats {
 			}
 		}
 		out[comm] = st
+	}
+	return out
+}
+
+// stackCounts maps a stack query's rows by their frames (joined by ";")
+// to their counts.
+func stackCounts(r runResult) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, row := range r.Rows {
+		fr, _ := row["stack"].([]any)
+		var names []string
+		for _, f := range fr {
+			s, _ := f.(string)
+			names = append(names, s)
+		}
+		if n, ok := row["n"].(float64); ok {
+			out[strings.Join(names, ";")] += uint64(n)
+		}
 	}
 	return out
 }
