@@ -152,6 +152,8 @@ func answered(targets []Labelled) []Labelled {
 func writeFleetJSON(w io.Writer, targets []Labelled, merged *Report) error {
 	type target struct {
 		Label   string       `json:"label"`
+		Engine  string       `json:"engine,omitempty"`
+		Lost    *int         `json:"lost,omitempty"`
 		Results []jsonResult `json:"results"`
 	}
 	type failed struct {
@@ -170,7 +172,8 @@ func writeFleetJSON(w io.Writer, targets []Labelled, merged *Report) error {
 		case t.Err != nil:
 			doc.Targets = append(doc.Targets, failed{t.Label, t.Err.Error()})
 		case t.Report != nil:
-			doc.Targets = append(doc.Targets, target{t.Label, jsonResults(t.Report.Results)})
+			engine, lost := engineOf(t.Report.Results)
+			doc.Targets = append(doc.Targets, target{t.Label, engine, lost, jsonResults(t.Report.Results)})
 		}
 	}
 	if merged != nil {

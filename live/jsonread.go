@@ -37,6 +37,7 @@ func ReadJSONReport(r io.Reader) (label string, rep *Report, err error) {
 	if err != nil {
 		return "", nil, posError(data, at, "%v", err)
 	}
+	rep.setEngine(d.Engine, d.Lost)
 	return label, rep, nil
 }
 
@@ -54,6 +55,7 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 		if err != nil {
 			return nil, posError(data, at, "%v", err)
 		}
+		rep.setEngine(d.Engine, d.Lost)
 		label := ""
 		if d.Label != nil {
 			label = *d.Label
@@ -63,6 +65,8 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 	var targets []struct {
 		Label   *string
 		Error   *string
+		Engine  string
+		Lost    int
 		Results json.RawMessage
 	}
 	if err := json.Unmarshal(d.Targets, &targets); err != nil {
@@ -82,6 +86,7 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 			if err != nil {
 				return nil, posError(data, at, "targets[%d] (%s).%v", i, *t.Label, err)
 			}
+			rep.setEngine(t.Engine, t.Lost)
 			out = append(out, Labelled{Label: *t.Label, Report: rep})
 		}
 	}
@@ -91,6 +96,8 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 // jsonDoc is a document sqlhist -r -o json prints, or a fleet's.
 type jsonDoc struct {
 	Label    *string         `json:"label"`
+	Engine   string          `json:"engine"`
+	Lost     int             `json:"lost"`
 	Total    bool            `json:"total"`
 	Interval json.RawMessage `json:"interval"`
 	Targets  json.RawMessage `json:"targets"`
@@ -138,6 +145,22 @@ func readJSONDoc(r io.Reader, fleets bool) ([]byte, *jsonDoc, int, error) {
 		return nil, nil, 0, errors.New("empty: no results")
 	}
 	return data, found, foundAt, nil
+}
+
+// setEngine records the engine a saved document names ("" for the
+// kernel's) and the events it lost.
+func (rep *Report) setEngine(engine string, lost int) {
+	if lost < 0 {
+		lost = 0
+	}
+	rep.Engine, rep.Lost = engine, lost
+	if engine == "" {
+		rep.Engine = EngineKernel
+		return
+	}
+	for _, res := range rep.Results {
+		res.Engine, res.Lost = engine, lost
+	}
 }
 
 // readJSONResults reads a "results" list; its errors start with the path

@@ -216,6 +216,8 @@ func mergeResults(rs []*Result) *Result {
 			info = r.Read.TriggerInfo
 		}
 		m.Negative += r.Negative
+		m.Lost += r.Lost
+		m.Engine = mergeEngine(m.Engine, r.Engine, r == rs[0])
 		for _, b := range r.Distribution {
 			dist[bucketExp(b)] += b.Count
 		}
@@ -264,6 +266,18 @@ func mergeResults(rs []*Result) *Result {
 	}
 	m.noteMerge(accs, cut)
 	return m
+}
+
+// mergeEngine names the engines of merged results: the one engine they
+// share, or "kernel+stream".
+func mergeEngine(so, e string, first bool) string {
+	if e == "" {
+		e = EngineKernel
+	}
+	if first || so == e {
+		return e
+	}
+	return EngineKernel + "+" + EngineStream
 }
 
 // noteMerge adds to the merged result's Notes what it cannot show exactly.

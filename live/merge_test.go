@@ -507,3 +507,42 @@ func TestReadJSONTargets(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// The stream engine's answers say so: the JSON names the engine and the
+// events lost and reads back with them, the table's header line and a
+// warning tell the loss, and a merge with a kernel's answer names both
+// engines and adds the losses.
+func TestStreamEngineInReports(t *testing.T) {
+	a, b := wakeupFleet(t)
+	for _, res := range a.Results {
+		res.Engine, res.Lost = live.EngineStream, 3
+	}
+	js := jsonOf(t, a)
+	if !strings.Contains(js, `"engine": "stream"`) || !strings.Contains(js, `"lost": 3`) {
+		t.Errorf("JSON without the engine and the loss:\n%s", js)
+	}
+	if strings.Contains(jsonOf(t, b), `"engine"`) {
+		t.Errorf("the kernel's JSON names an engine (it is the default)")
+	}
+	_, back := readBack(t, js)
+	if back.Results[0].Engine != live.EngineStream || back.Results[0].Lost != 3 {
+		t.Errorf("read back: engine %q lost %d", back.Results[0].Engine, back.Results[0].Lost)
+	}
+	if tab := tableOf(t, a); !strings.Contains(tab, "engine: stream (sqlhist computed the triggers from the events), 3 events lost") {
+		t.Errorf("the table does not say the engine and the loss:\n%s", tab)
+	}
+	var out, errw strings.Builder
+	if err := a.Write(&out, &errw, "csv"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errw.String(), "lost 3 events") || !strings.Contains(errw.String(), "not whole") {
+		t.Errorf("no warning of the loss:\n%s", errw.String())
+	}
+	m, err := live.Merge([]*live.Report{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.Results[0]; r.Engine != "kernel+stream" || r.Lost != 3 {
+		t.Errorf("merged: engine %q lost %d, want kernel+stream and 3", r.Engine, r.Lost)
+	}
+}

@@ -154,8 +154,12 @@ func renderTables(w io.Writer, results []*Result) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s\n", res.Title)
-		if res.Engine == EngineStream {
+		switch res.Engine {
+		case "", EngineKernel:
+		case EngineStream:
 			fmt.Fprintf(w, "engine: stream (sqlhist computed the triggers from the events), %d events lost\n", res.Lost)
+		default:
+			fmt.Fprintf(w, "engine: %s, %d events lost by the stream's targets\n", res.Engine, res.Lost)
 		}
 		rows := make([][]string, len(res.Rows))
 		for j, r := range res.Rows {
@@ -277,6 +281,16 @@ func renderJSON(w io.Writer, results []*Result) error {
 	return renderJSONLabelled(w, results, "")
 }
 
+// engineOf is the engine that computed results, for JSON ("" for the
+// kernel's hist triggers), and the events its ring buffers lost.
+func engineOf(results []*Result) (string, *int) {
+	if len(results) == 0 || results[0].Engine == "" || results[0].Engine == EngineKernel {
+		return "", nil
+	}
+	lost := results[0].Lost
+	return results[0].Engine, &lost
+}
+
 // renderJSONLabelled writes the JSON document of results, with the
 // target's label first when it is not "".
 func renderJSONLabelled(w io.Writer, results []*Result, label string) error {
@@ -286,9 +300,7 @@ func renderJSONLabelled(w io.Writer, results []*Result, label string) error {
 		Lost    *int         `json:"lost,omitempty"`
 		Results []jsonResult `json:"results"`
 	}{Label: label, Results: jsonResults(results)}
-	if len(results) > 0 && results[0].Engine != "" {
-		out.Engine, out.Lost = results[0].Engine, &results[0].Lost
-	}
+	out.Engine, out.Lost = engineOf(results)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

@@ -155,6 +155,9 @@ func (rep *Report) Write(w, errw io.Writer, format string) error {
 	for _, res := range rep.Results {
 		res.WriteWarnings(errw)
 	}
+	if len(rep.Results) > 0 && rep.Results[0].Lost > 0 && rep.Streamed == nil {
+		fmt.Fprintf(errw, "sqlhist: warning: the stream engine lost %d events (its ring buffers filled before they were read): the answer is not whole\n", rep.Results[0].Lost)
+	}
 	if rep.Streamed != nil {
 		rep.WriteStreamSummary(errw)
 		return nil
