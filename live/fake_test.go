@@ -47,6 +47,19 @@ func (f *fakeTracefs) Open(name string) (fs.File, error) {
 	if data, ok := f.Files[name]; ok {
 		return fstest.MapFS{name: &fstest.MapFile{Data: []byte(data)}}.Open(name)
 	}
+	if strings.Contains(name, "/per_cpu") {
+		// An instance's per-CPU directories, from the files a test put
+		// in them.
+		m := fstest.MapFS{}
+		for k, v := range f.Files {
+			if strings.HasPrefix(k, name+"/") {
+				m[k] = &fstest.MapFile{Data: []byte(v)}
+			}
+		}
+		if len(m) > 0 {
+			return m.Open(name)
+		}
+	}
 	if name == "dynamic_events" {
 		return fstest.MapFS{name: &fstest.MapFile{}}.Open(name) // none
 	}
