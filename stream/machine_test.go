@@ -29,7 +29,7 @@ func newRig(t *testing.T, sql string, opt stream.Options) *rig {
 		t.Fatal(err)
 	}
 	cat := tracefs.Open(fsys)
-	plan, diags := live.Compile(source.NewSource("q.sql", sql), cat, live.Prepare(planner.Options{}, 7))
+	plan, diags := live.Compile(source.NewSource("q.sql", sql), cat, live.Prepare(planner.Options{Stream: true}, 7))
 	if plan == nil {
 		t.Fatalf("compile: %v", diags)
 	}
@@ -223,7 +223,7 @@ func TestStackKeys(t *testing.T) {
 		e.Fields[fieldIndex(ev, "prev_state")] = stream.Num(1)
 		r.m.Feed(e)
 	}
-	h := r.hist("sched", "sched_switch", "stacktrace") // 6.1 names it so
+	h := r.hist("sched", "sched_switch", "common_stacktrace")
 	if len(h.Entries) != 2 || h.Totals.Hits != 3 {
 		t.Fatalf("%d entries, %d hits; want 2 and 3", len(h.Entries), h.Totals.Hits)
 	}
@@ -246,4 +246,25 @@ func fieldIndex(ev *tracefs.Event, name string) int {
 		}
 	}
 	return -1
+}
+
+// TestPercentAndGraph: .percent shows each entry's share of the count (in
+// hundredths, as the kernel rounds), .graph a bar against the largest.
+func TestPercentAndGraph(t *testing.T) {
+	r := newRig(t, `SELECT common_pid, CAST(COUNT(*) AS PERCENT) AS share FROM kmalloc GROUP BY common_pid`, stream.Options{})
+	for _, pid := range []int{1, 1, 2} {
+		r.feed("kmem", "kmalloc", 10, 0, pid, nil)
+	}
+	h := r.hist("kmem", "kmalloc", "common_pid")
+	got := map[uint64]float64{}
+	for _, e := range h.Entries {
+		for _, v := range e.Values {
+			if v.Kind == tracefs.HistPercent {
+				got[e.Keys[0].Num] = v.Percent
+			}
+		}
+	}
+	if got[1] != 66.66 || got[2] != 33.33 {
+		t.Errorf("percent %v, want 66.66 and 33.33 (truncated hundredths)", got)
+	}
 }

@@ -70,12 +70,19 @@ func (m *Machine) print(b *strings.Builder, t *trigger) {
 	b.WriteString("# event histogram\n#\n# trigger info: " + t.info() + " [active]\n#\n\n")
 	entries := append([]*entry(nil), t.m.order...)
 	t.sortEntries(entries)
-	var total uint64
+	// .percent and .graph show a value against its total and maximum
+	// over the entries (hitcount's too).
+	st := valStats{total: make([]uint64, len(t.vals)), max: make([]uint64, len(t.vals))}
 	for _, e := range entries {
-		total += e.count
+		st.count += e.count
+		st.maxCount = max(st.maxCount, e.count)
+		for i, v := range e.sums {
+			st.total[i] += v
+			st.max[i] = max(st.max[i], v)
+		}
 	}
 	for _, e := range entries {
-		m.printEntry(b, t, e, total)
+		m.printEntry(b, t, e, &st)
 	}
 	fmt.Fprintf(b, "\nTotals:\n    Hits: %d\n    Entries: %d\n    Dropped: %d\n", t.m.hits, len(t.m.entries), t.m.drops)
 }
@@ -140,7 +147,13 @@ func (t *trigger) sortEntries(es []*entry) {
 
 // printEntry writes "{ key: v, … } hitcount: n  val: v" and the handlers'
 // lines under it.
-func (m *Machine) printEntry(b *strings.Builder, t *trigger, e *entry, total uint64) {
+// valStats are the totals and maxima of a histogram's values.
+type valStats struct {
+	count, maxCount uint64
+	total, max      []uint64
+}
+
+func (m *Machine) printEntry(b *strings.Builder, t *trigger, e *entry, st *valStats) {
 	b.WriteString("{ ")
 	for i, k := range t.keys {
 		if i > 0 {
@@ -156,20 +169,22 @@ func (m *Machine) printEntry(b *strings.Builder, t *trigger, e *entry, total uin
 	if !t.spec.NoHitcount {
 		fmt.Fprintf(b, " hitcount: %10d", e.count)
 	}
+	for _, v := range t.spec.Vals {
+		// hitcount.percent and hitcount.graph: the count as a value.
+		switch v {
+		case "hitcount.percent":
+			printPercent(b, "hitcount", e.count, st.count)
+		case "hitcount.graph":
+			fmt.Fprintf(b, "  hitcount: %20s", bar(e.count, st.maxCount))
+		}
+	}
 	for i, v := range t.vals {
 		name := v.name
-		if v.kind == opHitcount {
-			name = "hitcount"
-		}
 		switch v.mod {
 		case "percent":
-			pct := 0.0
-			if total > 0 {
-				pct = float64(e.sums[i]) * 100 / float64(total)
-			}
-			fmt.Fprintf(b, "  %s (%%): %6.2f", name, pct)
+			printPercent(b, name, e.sums[i], st.total[i])
 		case "graph":
-			fmt.Fprintf(b, "  %s: %-40s", name, strings.Repeat("#", graphWidth(e.sums[i], total)))
+			fmt.Fprintf(b, "  %s: %20s", name, bar(e.sums[i], st.max[i]))
 		case "hex":
 			fmt.Fprintf(b, "  %s: %10x", name, e.sums[i])
 		default:
@@ -211,13 +226,39 @@ func paramName(p *expr) string {
 	return p.name
 }
 
-// graphWidth is the length of a .graph bar: the share of the total in 40
-// columns.
-func graphWidth(v, total uint64) int {
+// percentage is the kernel's __get_percentage: val of total in
+// hundredths of a percent; ok is false for a value over a zero total.
+func percentage(val, total uint64) (uint64, bool) {
 	if total == 0 {
-		return 0
+		return 0, val == 0
 	}
-	return int(v * 40 / total)
+	if val < ^uint64(0)/10000 {
+		return val * 10000 / total, true
+	}
+	if total /= 10000; total == 0 {
+		return 0, val == 0
+	}
+	return val / total, true
+}
+
+// printPercent writes a .percent value as the kernel does: " name (%):"
+// and two decimals.
+func printPercent(b *strings.Builder, name string, val, total uint64) {
+	pc, ok := percentage(val, total)
+	if !ok {
+		fmt.Fprintf(b, "  %s (%%):[ERROR]", name)
+		return
+	}
+	fmt.Fprintf(b, "  %s (%%): %3d.%02d", name, pc/100, pc%100)
+}
+
+// bar is a .graph value: '#' for each twentieth of the maximum.
+func bar(val, max uint64) string {
+	pc, ok := percentage(val, max)
+	if !ok {
+		return "[ERROR]"
+	}
+	return strings.Repeat("#", int(min(pc*20/10000, 20)))
 }
 
 // printKey writes one key part as the kernel prints it.
