@@ -94,6 +94,9 @@ type streamRun struct {
 	// one of the round before last are all read (see drain).
 	prevMax, lastMax uint64
 	pending          []*stream.Event
+	// lostBefore is what the buffers had lost when the run began (an
+	// instance of -B may have lost events before).
+	lostBefore int
 }
 
 // cpuReader reads one CPU's trace_pipe_raw.
@@ -225,6 +228,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		}
 		s.cpus = append(s.cpus, c)
 	}
+	s.lostBefore = s.lost()
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.loop()
 	return nil
@@ -515,7 +519,7 @@ func (s *streamRun) finish() (lost int, err error) {
 		}
 		s.feed(true)
 	}
-	lost = s.lost()
+	lost = max(s.lost()-s.lostBefore, 0)
 	s.close()
 	return lost, err
 }

@@ -105,7 +105,7 @@ func TestStreamRun(t *testing.T) {
 	f.Files["events/header_event"] = headerEvent
 	f.Files["saved_cmdlines"] = "10 sh\n"
 	for _, c := range []string{"cpu0", "cpu1"} {
-		f.Files["instances/sqlhist_7/per_cpu/"+c+"/stats"] = "entries: 0\noverrun: 1\ndropped events: 0\n"
+		f.Files["instances/sqlhist_7/per_cpu/"+c+"/stats"] = "entries: 0\noverrun: 5\ndropped events: 0\n"
 	}
 	const us = 1000
 	// CPU 0's buffer is read first and holds the switch: only the merge
@@ -124,6 +124,11 @@ func TestStreamRun(t *testing.T) {
 		out := make([][]byte, len(dirs))
 		if calls == 1 {
 			out[0], out[1] = p0.buf, p1.buf
+			// Each CPU's buffer overwrites one event during the run
+			// (the 5 before it are not the run's).
+			for _, c := range []string{"cpu0", "cpu1"} {
+				f.Files["instances/sqlhist_7/per_cpu/"+c+"/stats"] = "entries: 0\noverrun: 6\ndropped events: 0\n"
+			}
 		}
 		return out, nil
 	}}
