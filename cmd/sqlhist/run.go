@@ -72,6 +72,10 @@ type env struct {
 	// from (with --via: a target's, kept in cacheDir across runs).
 	catalogDir func(path string) (fs.FS, error)
 	cacheDir   string // the user's cache directory for sqlhist; "" keeps nothing
+	// readRaw reads the ring buffer's pages of per-CPU directories under
+	// a tracefs root through a transport (the stream engine with --via);
+	// nil: the run opens trace_pipe_raw on this machine.
+	readRaw func(root string, dirs []string, pageSize int) ([][]byte, error)
 }
 
 func osEnv() env {
@@ -308,7 +312,11 @@ func report(e env, src *source.Source, err error) int {
 // target is the tracefs at root as this environment reaches it.
 func (e env) target(root string) *live.Target {
 	fsys, _ := e.dir(root)
-	return &live.Target{Root: root, FS: fsys, W: e.writer(root), OpenPipe: e.pipe, Beat: e.beat, Uptime: e.uptime}
+	t := &live.Target{Root: root, FS: fsys, W: e.writer(root), OpenPipe: e.pipe, Beat: e.beat, Uptime: e.uptime}
+	if read := e.readRaw; read != nil {
+		t.ReadRaw = func(dirs []string, pageSize int) ([][]byte, error) { return read(root, dirs, pageSize) }
+	}
+	return t
 }
 
 // runLive runs the plan with -r: collect until -d or a signal, then print

@@ -151,6 +151,7 @@ func viaEnv(e env, s *remote.Session) env {
 	re.writer = killHook(func(root string) tracefs.Writer { return s.Writer(root) }, getenv, e.stderr, selfKill)
 	re.mounts = s.Mounts
 	re.pipe = s.OpenPipe
+	re.readRaw = s.ReadRaw
 	re.writable = s.Writable
 	re.uname = func() (string, string) { return s.Info.Release, s.Info.Machine }
 	re.beat, re.uptime = true, s.Uptime
