@@ -1,51 +1,97 @@
 package remote
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/emit"
 )
 
-// maxRawPages bounds the pages one request reads from a CPU's buffer.
-const maxRawPages = 256
+// The pages one request reads, all CPUs together (at least minRawPages a
+// CPU), by the encoding they cross the transport in: a serial line
+// carries 70-200 KB/s, so a request ends within a few seconds, well
+// before the run's heartbeat goes stale (live.BeatStale) or the request
+// times out. What is left is read by the next request.
+const (
+	rawPagesOD   = 32  // od's dump of a full page is 14.3 KB
+	rawPagesGzip = 128 // gzip -1 and base64: 0.7-1.3 KB a page of events
+	minRawPages  = 2
+)
+
+// rawScript is the shell text of ReadRaw's request. It picks the encoding
+// (gzip -1 | base64 where the target has both, else od -Ad -tx1, which
+// busybox, toybox and coreutils all have; the zeros that pad a page fold
+// into one "*" line of od's dump) and prints "enc gzip" or "enc od",
+// then for each CPU directory "cpu I" and the encoded pages.
+//
+// A CPU's pages are read with one dd for as many pages as its stats'
+// "bytes" (the unread bytes of its events) certainly fill, less one, and
+// then one page a read while its stats count unread entries: a read of
+// trace_pipe_raw waits while the buffer is empty, and nothing must wait
+// (the run's instance waits for none: its buffer_percent is 0). So a
+// request runs a handful of processes a CPU, however many pages it reads:
+// what a stream run of raw_syscalls or the scheduler's events reads back
+// of its own reading. Through a terminal (a serial line, adb's pty) the
+// encoder writes into cat, not to the transport: od writes a line at a
+// time there, 256 write calls a page (Debian 5.10's busybox: 2561 writes
+// for 10 pages; through cat 37).
+func rawScript(root string, dirs []string, pageSize int) string {
+	var b strings.Builder
+	n := max(1, len(dirs))
+	fmt.Fprintf(&b, "if command -v gzip >/dev/null 2>&1 && command -v base64 >/dev/null 2>&1; then E='gzip -1 | base64'; M=%d; P 'enc gzip'; else E='od -Ad -tx1'; M=%d; P 'enc od'; fi; ",
+		max(minRawPages, rawPagesGzip/n), max(minRawPages, rawPagesOD/n))
+	data := pageSize - 16 // a page's events: the page less its header (16 bytes on 64-bit, 12 on 32-bit)
+	for i, d := range dirs {
+		fmt.Fprintf(&b, "P 'cpu %d'; D=%s; n=0; k=; for w in $(cat \"$D/stats\"); do [ \"$k\" = bytes: ] && n=$w; k=$w; done; "+
+			"n=$(( (n + %d) / %d - 1 )); [ $n -lt 0 ] && n=0; [ $n -gt $M ] && n=$M; "+
+			"{ [ $n -gt 0 ] && dd if=\"$D/trace_pipe_raw\" bs=%d count=$n 2>/dev/null; "+
+			"while [ $n -lt $M ] && grep -q '^entries: [1-9]' \"$D/stats\"; do dd if=\"$D/trace_pipe_raw\" bs=%d count=1 2>/dev/null; n=$((n+1)); done; } | eval \"$E\" | cat; ",
+			i, emit.Quote(root+"/"+d), data-1, data, pageSize, pageSize)
+	}
+	return b.String()
+}
 
 // ReadRaw reads, for each CPU directory of dirs (per_cpu/cpuN of an
 // instance, under root), the ring-buffer pages its trace_pipe_raw holds
-// now: while the CPU's stats count entries not read, one page a read,
-// at most maxRawPages a CPU. The pages cross the transport as od's
-// hexadecimal dump (busybox, toybox and coreutils od alike), in which the
-// zeros that pad a page's end fold into one "*" line. The reads never
-// wait: a page is read only while the buffer holds an entry (the run's
-// instance waits for none: its buffer_percent is 0).
+// now, up to a bound a request (see rawScript).
 func (s *Session) ReadRaw(root string, dirs []string, pageSize int) ([][]byte, error) {
-	var b strings.Builder
-	for i, d := range dirs {
-		q := emit.Quote(root + "/" + d)
-		fmt.Fprintf(&b, "P 'cpu %d'; i=0; while [ $i -lt %d ] && grep -q '^entries: [1-9]' %s/stats; do dd if=%s/trace_pipe_raw bs=%d count=1 2>/dev/null; i=$((i+1)); done | od -Ad -tx1; ", i, maxRawPages, q, q, pageSize)
-	}
-	out, err := s.request(context.Background(), "reading the ring buffers", b.String())
+	out, err := s.request(context.Background(), "reading the ring buffers", rawScript(root, dirs, pageSize))
 	if err != nil {
 		return nil, err
 	}
-	return parseRaw(out, len(dirs), pageSize*maxRawPages)
+	return parseRaw(out, len(dirs), pageSize*max(rawPagesOD, rawPagesGzip))
 }
 
-// parseRaw splits ReadRaw's answer: for each CPU "cpu I" (its index in
-// dirs) on a line of its own, then od's dump of what was read. limit bounds a CPU's bytes.
+// parseRaw splits ReadRaw's answer: "enc gzip" or "enc od" on the first
+// line, then for each CPU "cpu I" (its index in dirs) on a line of its
+// own and what was read, encoded. limit bounds a CPU's bytes.
 func parseRaw(out string, n, limit int) ([][]byte, error) {
 	res := make([][]byte, n)
 	cur := -1
+	enc := ""
 	var dump []string
 	flush := func() error {
 		if cur < 0 {
 			return nil
 		}
-		data, err := ParseOD(dump, limit)
+		var data []byte
+		var err error
+		if enc == "gzip" {
+			data, err = parseGzip(dump, limit)
+		} else {
+			data, err = ParseOD(dump, limit)
+		}
 		if err != nil {
-			return fmt.Errorf("the dump of CPU directory %d: %v", cur, err)
+			return fmt.Errorf("the pages of CPU directory %d: %v", cur, err)
+		}
+		if data == nil {
+			data = []byte{}
 		}
 		res[cur] = data
 		dump = dump[:0]
@@ -54,6 +100,14 @@ func parseRaw(out string, n, limit int) ([][]byte, error) {
 	for _, l := range strings.Split(out, "\n") {
 		l = strings.TrimRight(l, "\r")
 		if l == "" {
+			continue
+		}
+		if enc == "" {
+			e, ok := strings.CutPrefix(l, "enc ")
+			if !ok || e != "gzip" && e != "od" {
+				return nil, fmt.Errorf("reading the ring buffers: unexpected line %q", clip(l))
+			}
+			enc = e
 			continue
 		}
 		if c, ok := strings.CutPrefix(l, "cpu "); ok {
@@ -76,6 +130,27 @@ func parseRaw(out string, n, limit int) ([][]byte, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// parseGzip reads base64 lines of a gzip stream: the bytes it holds, at
+// most limit of them.
+func parseGzip(lines []string, limit int) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(strings.Join(lines, ""))
+	if err != nil {
+		return nil, fmt.Errorf("base64: %v", err)
+	}
+	z, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("gzip: %v", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(z, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("gzip: %v", err)
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("gzip: more than %d bytes", limit)
+	}
+	return data, nil
 }
 
 // ParseOD reads the lines of `od -Ad -tx1`: each a decimal offset and up

@@ -2,6 +2,8 @@ package remote
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -74,18 +76,62 @@ func TestParseOD(t *testing.T) {
 	}
 }
 
-// TestParseRaw: the answer of ReadRaw for two CPUs, each a "cpu I" line
-// and a dump; a CPU named twice or out of range is refused.
+// TestParseRaw: the answer of ReadRaw for two CPUs, in either encoding:
+// the encoding's line, then each CPU's "cpu I" line and its pages; a CPU
+// named twice or out of range, an unknown encoding, or a gzip stream that
+// holds more than the limit is refused.
 func TestParseRaw(t *testing.T) {
 	a, b := []byte("first cpu's bytes"), []byte{}
-	out := "cpu 0\n" + odDump(a) + "cpu 1\n" + odDump(b)
+	out := "enc od\ncpu 0\n" + odDump(a) + "cpu 1\n" + odDump(b)
 	got, err := parseRaw(out, 2, 4096)
 	if err != nil || !bytes.Equal(got[0], a) || len(got[1]) != 0 {
 		t.Fatalf("parseRaw: %q %v", got, err)
 	}
-	for _, bad := range []string{"cpu 0\n0000000\ncpu 0\n0000000\n", "cpu 2\n0000000\n", "0000000\n", "cpu 1\n0000000\ncpu 0\n0000000\n"} {
+	page := make([]byte, 4096)
+	copy(page[16:], "a page of events, then zeros")
+	out = "enc gzip\ncpu 0\n" + gzipBase64(append(page, page...)) + "cpu 1\n" + gzipBase64(nil)
+	got, err = parseRaw(out, 2, 8192)
+	if err != nil || len(got[0]) != 8192 || !bytes.Equal(got[0][:4096], page) || len(got[1]) != 0 {
+		t.Fatalf("parseRaw of gzip: %d, %d bytes, %v", len(got[0]), len(got[1]), err)
+	}
+	if _, err := parseRaw(out, 2, 4096); err == nil {
+		t.Errorf("parseRaw of 8192 gzipped bytes with a limit of 4096 accepted it")
+	}
+	for _, bad := range []string{
+		"enc od\ncpu 0\n0000000\ncpu 0\n0000000\n", "enc od\ncpu 2\n0000000\n", "enc od\n0000000\n",
+		"enc od\ncpu 1\n0000000\ncpu 0\n0000000\n", "cpu 0\n0000000\n", "enc zip\ncpu 0\n",
+		"enc gzip\ncpu 0\n!!!!\n", "enc gzip\ncpu 0\nAAAA\n", "enc gzip\ncpu 0\ncpu 0\n",
+	} {
 		if _, err := parseRaw(bad, 2, 4096); err == nil {
 			t.Errorf("parseRaw(%q) accepted it", bad)
+		}
+	}
+}
+
+// gzipBase64 is what gzip -1 | base64 prints for data.
+func gzipBase64(data []byte) string {
+	var z bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&z, 1)
+	w.Write(data)
+	w.Close()
+	enc := base64.StdEncoding.EncodeToString(z.Bytes())
+	var b strings.Builder
+	for len(enc) > 76 {
+		b.WriteString(enc[:76] + "\n")
+		enc = enc[76:]
+	}
+	b.WriteString(enc + "\n")
+	return b.String()
+}
+
+// TestRawScript: the request reads each CPU's pages without a read that
+// waits, bounded, and names the encoding.
+func TestRawScript(t *testing.T) {
+	s := rawScript("/sys/kernel/tracing", []string{"instances/x/per_cpu/cpu0", "instances/x/per_cpu/cpu1"}, 4096)
+	for _, want := range []string{"P 'enc gzip'", "P 'enc od'", "M=64;", "M=16;", "P 'cpu 0'; D='/sys/kernel/tracing/instances/x/per_cpu/cpu0';",
+		"P 'cpu 1'", "n=$(( (n + 4079) / 4080 - 1 ))", "count=$n", "grep -q '^entries: [1-9]'", "| eval \"$E\" | cat;"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the request lacks %q:\n%s", want, s)
 		}
 	}
 }
