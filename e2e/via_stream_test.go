@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+)
+
+// The stream engine through --via (issue 31): a kernel without hist
+// triggers, with no sqlhist inside, reached only through a shell on a
+// serial line, answers the run phase's questions; this machine's sqlhist
+// computes them from the pages of the target's ring buffers, which cross
+// the line compressed (live/remote's ReadRaw). The checks share the boot
+// of streamJob's kernels: their guest runs its own script first, then
+// waits for this machine (streamViaBoot).
+
+// viaStreamScriptDone is the file a stream guest's script creates once it
+// has run, so that the checks through the via channel start after it.
+const viaStreamScriptDone = "/tmp/sqlhist-script-done"
+
+// streamViaBoot boots kname like boot (g's script and files) with a via
+// channel (vm.StartVia). Once g's script has run, this machine's sqlhist
+// runs viaStreamChecks through the channel; then the guest is ended. It
+// returns the guest's result, whose Stdout is what g's script printed,
+// and the checks' summary. A boot that fails is INFRASTRUCTURE.
+func streamViaBoot(t *testing.T, kname string, g vm.Guest) (vm.Result, string) {
+	t.Helper()
+	k, err := vm.LookupKernel(kname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.CPUs == 0 {
+		g.CPUs = guestCPUs()
+	}
+	cached, fstart := vm.Cached(k), time.Now()
+	fctx, fcancel := context.WithTimeout(context.Background(), fetchTimeout)
+	k, err = vm.Fetch(fctx, k)
+	fcancel()
+	noteFetch(kname, cached, time.Since(fstart))
+	if err != nil {
+		t.Fatalf("fetching kernel %s (not a test verdict): %v", kname, err)
+	}
+	// The guest waits for the host at most its own time less a minute.
+	g.Timeout += 5 * time.Minute
+	g.Script += "\ntouch " + viaStreamScriptDone + "\n" + vm.ViaWaitScript(g.Timeout-time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), g.Timeout+5*time.Minute)
+	defer cancel()
+	vg, err := vm.StartVia(ctx, k, g)
+	if err != nil && vm.IsInfra(err) {
+		vm.Logf("via: retrying after: %v", strings.SplitN(err.Error(), "\n", 2)[0])
+		vg, err = vm.StartVia(ctx, k, g)
+	}
+	if err != nil {
+		t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			vg.Stop()
+		}
+	}()
+	bin := hostSqlhist(t)
+	via := viaCommand(t, vg)
+	// Wait for the script, through the channel.
+	if out, err := viaSession(via, fmt.Sprintf("while [ ! -e %s ]; do sleep 0.5; done; echo script-done", viaStreamScriptDone), g.Timeout); err != nil || !strings.Contains(out, "script-done") {
+		t.Fatalf("waiting for the guest's script: %v %q", err, out)
+	}
+	detail := viaStreamChecks(t, kname, via, bin)
+	res, err := vg.Stop()
+	stopped = true
+	if err != nil {
+		t.Fatalf("ending the guest: %v", err)
+	}
+	noteBoot(kname, res.Kernel.Release, res.BootTime)
+	return res, detail
+}
+
+// viaStreamSnap prints what a run must leave as it was: probes, triggers
+// and filters, enabled events, instances.
+const viaStreamSnap = `T=/sys/kernel/tracing
+cat $T/dynamic_events
+grep -H '^[^#]' $T/events/*/*/trigger $T/events/*/*/filter 2>/dev/null
+grep -l 1 $T/events/*/*/enable 2>/dev/null
+ls $T/instances
+`
+
+// viaStreamChecks runs the run phase's queries with -r -o json through
+// --via on a kernel without hist triggers (the stream engine, auto): the
+// wakeup JOIN with the system call histogram in one run, the aggregate
+// over the JOIN with the kprobe JOIN in another (the kprobe refused on
+// riscv64, where kprobes record nothing), and the chain of three with
+// -i, whose intervals must add up. Each answer but -i's says engine
+// stream and no event lost; the tracefs is as before afterwards. It
+// returns a summary of the runs for the phase table.
+func viaStreamChecks(t *testing.T, kname, via, bin string) string {
+	q := viaSQL
+	arch := kernelArch(t, kname)
+	shell := func(script string) string {
+		out, err := viaSession(via, script, 2*time.Minute)
+		if err != nil {
+			t.Fatalf("the via shell: %v", err)
+		}
+		return out
+	}
+	// A workload: wakeups, system calls and opens, a few hundred a second
+	// (what the line carries is in FINDINGS.md).
+	wpid := strings.TrimSpace(shell(`( while :; do sleep 0.02; cat /proc/version > /dev/null; done ) </dev/null >/dev/null 2>&1 & echo $!`))
+	if _, err := strconv.Atoi(wpid); err != nil {
+		t.Fatalf("starting the workload: %q", wpid)
+	}
+	defer shell("kill " + wpid)
+	before := shell(viaStreamSnap)
+
+	var notes []string
+	run := func(name string, n int, args ...string) []runResult {
+		start := time.Now()
+		out, errs, code := sqlhistRun(bin, append([]string{"--via", via, "-r", "-o", "json"}, args...)...)
+		took := time.Since(start)
+		var doc struct {
+			Engine  string
+			Lost    int
+			Results []runResult
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Results) != n {
+			t.Errorf("%s: exit %d, want %d results:\n%s%s", name, code, n, out, errs)
+			return nil
+		}
+		if doc.Engine != "stream" || doc.Lost != 0 {
+			t.Errorf("%s: engine %q, %d events lost; want stream (no hist triggers), none lost", name, doc.Engine, doc.Lost)
+		}
+		hits := make([]string, len(doc.Results))
+		for i, r := range doc.Results {
+			hits[i] = strconv.FormatUint(r.Totals.Hits, 10)
+		}
+		notes = append(notes, fmt.Sprintf("%s %s in %.0fs", name, strings.Join(hits, "+"), took.Seconds()))
+		return doc.Results
+	}
+	one := func(r runResult) string {
+		b, _ := json.Marshal(map[string]any{"results": []runResult{r}})
+		return string(b)
+	}
+	// Three runs, so that the line's setup and drains are paid three
+	// times, not six: a run may hold queries whose synthetic events
+	// differ (not the JOIN with its aggregate: one pair, one name).
+	dir := t.TempDir()
+	file := func(name string, sql ...string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(strings.Join(sql, ";\n")+";\n"), 0o644)
+		return p
+	}
+	if r := run("join+hist", 2, "-d", "3", "-f", file("join-hist.sql", q.join, q.hist)); r != nil {
+		checkJoin(t, "via stream JOIN", one(r[0]))
+		checkHist(t, one(r[1]))
+	}
+	switch arch {
+	case "riscv64":
+		// Kprobes record nothing there: refused with the reason.
+		_, errs, code := sqlhistRun(bin, "--via", via, "-r", "-d", "3", "-o", "json", q.probe)
+		if code != 1 || !strings.Contains(errs, "kprobes record nothing on riscv64") {
+			t.Errorf("a kprobe JOIN on riscv64 through --via: exit %d, want 1 and the reason:\n%s", code, errs)
+		}
+		if r := run("agg", 1, "-d", "3", q.agg); r != nil {
+			checkAggregate(t, one(r[0]), "comm")
+		}
+	default:
+		// The aggregate over the wakeup JOIN, and a kprobe/kretprobe
+		// JOIN on the file each open names.
+		if r := run("agg+probe", 2, "-d", "3", "-f", file("agg-probe.sql", q.agg, q.probe)); r != nil {
+			checkAggregate(t, one(r[0]), "comm")
+			checkJoin(t, "via stream kprobe JOIN", one(r[1]))
+		}
+	}
+	// The chain of three with -i: intervals (the last partial) that add
+	// up to the total, whose answer is the chain's.
+	start := time.Now()
+	out, errs, code := sqlhistRun(bin, "--via", via, "-r", "-i", "2", "-d", "5", "-o", "json", q.chain3)
+	if code != 0 {
+		t.Errorf("-i through --via: exit %d:\n%s%s", code, out, errs)
+	}
+	checkViaIntervals(t, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	checkJoin(t, "via stream chain of three (-i's total)", lines[len(lines)-1])
+	var counts []string
+	for _, l := range lines {
+		var v struct{ Results []runResult }
+		if json.Unmarshal([]byte(l), &v) == nil && len(v.Results) == 1 {
+			counts = append(counts, strconv.FormatUint(v.Results[0].sum("count"), 10))
+		}
+	}
+	notes = append(notes, fmt.Sprintf("chain3 -i 2 -d 5 %s in %.0fs", strings.Join(counts, "/"), time.Since(start).Seconds()))
+
+	if after := shell(viaStreamSnap); after != before {
+		t.Errorf("the tracefs after the stream runs through --via:\n%s\nbefore:\n%s", after, before)
+	}
+	summary := "via: " + strings.Join(notes, ", ")
+	t.Logf("%s: the stream engine through --via: %s", kname, summary)
+	return summary
+}
+
+// TestViaStreamGuest boots the kernels of SQLHIST_KERNELS (default
+// Debian's 5.10, which has no hist triggers) as streamJob does, with the
+// stream checks through --via in the same boot (streamViaBoot).
+func TestViaStreamGuest(t *testing.T) {
+	needKernels(t)
+	names := []string{"5.10"}
+	if k := os.Getenv("SQLHIST_KERNELS"); k != "" {
+		names = strings.Split(k, ",")
+	}
+	for _, kname := range names {
+		t.Run(kname, func(t *testing.T) {
+			bin := buildStatic(t, kernelArch(t, kname))
+			res, detail := streamViaBoot(t, kname, vm.Guest{
+				Script: refuseScript + streamScript, CombinedOutput: true, Timeout: 6 * time.Minute,
+				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
+			})
+			out, rest, _ := strings.Cut(res.Stdout, "@@done")
+			checkNoHistRefusal(t, kname, res.Kernel.Release, out+"@@done\n")
+			t.Logf("%s: in the guest: %s; %s", kname, checkStreamRun(t, kname, rest), detail)
+		})
+	}
+}
