@@ -28,6 +28,7 @@ import (
 //
 //   - x86-64: a second 16550 UART (the pc machine's second ISA port,
 //     0x2f8), /dev/ttyS1 in the guest.
+//
 //   - arm64 (and armhf, untested): qemu's virt board has one PL011 (the
 //     console), so a PCI 16550 (qemu's pci-serial), /dev/ttyS0 in the
 //     guest; Debian's arm64 kernel has 8250_pci and the generic PCI host
