@@ -121,10 +121,15 @@ bench-via:
 # (qemu -icount shift=0: a guest ns is an instruction), a C workload
 # (e2e/testdata/cload) makes system calls, wakeups and opens bare and
 # under each shape (sqlhist's lowerings, libtracefs's, libbpf-tools'
-# runqlat, syscount and funclatency) in 5 interleaved rounds. Prints a
-# table with a breakdown of the wakeup JOIN's cost, then one line a shape:
+# runqlat, syscount and funclatency, and sqlhist -r --engine stream in the
+# guest, whose CPU time to its exit after the workload is counted) in 5
+# interleaved rounds. Prints a table with a breakdown of the wakeup JOIN's
+# cost, then one line a shape:
 # cost SHAPE overhead_ns=N spread=P% vs_bare=R (N: guest ns per system
-# call, wakeup or call; P: the range of the rounds over their median).
+# call, wakeup or call; P: the range of the rounds over their median);
+# a stream line adds fixed_ns=F per_event_ns=E: F of N is what stopping
+# sqlhist costs however many events it read (a run over no workload), E
+# the rest.
 .PHONY: bench-kernel
 bench-kernel:
 	@log=$$(mktemp); SQLHIST_E2E=1 SQLHIST_BENCH_KERNEL=1 $(GO) test ./e2e -run TestKernelCost -count=1 -v -timeout 40m > $$log 2>&1; rc=$$?; \

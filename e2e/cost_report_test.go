@@ -44,3 +44,47 @@ func TestCostReport(t *testing.T) {
 		t.Error("entries in error_log gave a report")
 	}
 }
+
+// A stream shape's traced figure is its part's time plus its sqlhist's CPU
+// time after the part (not the wall time, which holds idle waits); its
+// line adds the share of the row over no workload (fixed_ns) and the
+// rest (per_event_ns); a lost event or a run without the stop is an
+// error.
+func TestCostReportStream(t *testing.T) {
+	q := "SELECT …"
+	shapes := []costShape{{name: "s", part: "syscalls", stream: q}, {part: "syscalls", stream: q, empty: true}}
+	var out strings.Builder
+	out.WriteString("@@count syscalls raw_syscalls/sys_enter 2000\n")
+	for r := 1; r <= costRounds; r++ {
+		// s: bare 1 ms, traced 2 ms, then 30 ms of sqlhist's CPU (100 ms
+		// wall): (1 ms + 30 ms) / 2000 = 15500 ns an event.
+		fmt.Fprintf(&out, "@@bare %d 0 syscalls 2000 1000000 wakeups 0 0 opens 0 0\n", r)
+		fmt.Fprintf(&out, "@@run %d 0 syscalls 2000 2000000 wakeups 0 0 opens 0 0 stop 30000000 100000000\n", r)
+		fmt.Fprintf(&out, "@@stream %d 0 0 2100\n", r)
+		// Over no workload: 10 ms of CPU, 5000 ns an event of the part.
+		fmt.Fprintf(&out, "@@bare %d 1 syscalls 0 100 wakeups 0 0 opens 0 0\n", r)
+		fmt.Fprintf(&out, "@@run %d 1 syscalls 0 100 wakeups 0 0 opens 0 0 stop 10000000 90000000\n", r)
+		fmt.Fprintf(&out, "@@stream %d 1 0 0\n", r)
+	}
+	out.WriteString("@@errorlog 0\n")
+	report, lines, err := costReport(shapes, out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "cost s overhead_ns=15500 spread=0.0% vs_bare=32.000 fixed_ns=5000 per_event_ns=10500"
+	if len(lines) != 1 || lines[0] != want {
+		t.Errorf("lines %q, want %q", lines, want)
+	}
+	if !strings.Contains(report, "30.0 ms CPU (15000 ns/event), 100.0 ms wall; 2100 hits, 0 lost") {
+		t.Errorf("the report does not give sqlhist's stop:\n%s", report)
+	}
+	for _, c := range []struct{ what, old, new string }{
+		{"a lost event", "@@stream 2 0 0 2100", "@@stream 2 0 3 2100"},
+		{"no JSON", "@@stream 2 0 0 2100", "@@stream 2 0  "},
+		{"a run without the stop", "0 stop 30000000 100000000\n@@stream 1 ", "0\n@@stream 1 "},
+	} {
+		if _, _, err := costReport(shapes, strings.Replace(out.String(), c.old, c.new, 1)); err == nil {
+			t.Errorf("%s gave a report", c.what)
+		}
+	}
+}

@@ -31,6 +31,17 @@ import (
 // per wakeup, per call of the function — (traced − bare) / events, with
 // the events counted in a run of their own; its spread is the range of the
 // per-round figures over their median.
+//
+// The stream engine's shapes run sqlhist -r --engine stream in the guest,
+// started by the workload before its parts (load … TRACER): its reading
+// and computing is guest work too. The SCHED_FIFO workload keeps it off
+// the one CPU during the parts, so the traced figure is the part's time
+// (the kernel writing the events into the ring buffer) plus the CPU time
+// sqlhist takes from the workload's SIGINT to its exit (reading the
+// buffer, computing the triggers, printing; and removing its instance,
+// which costs the same however many events there were: a row of its own,
+// run over no workload, gives that part). Its wall time then also holds
+// the guest's idle waits for RCU grace periods, which count no work.
 
 // The questions of the benchmark.
 const (
@@ -42,17 +53,26 @@ const (
 	costRunID      = 4242
 	costTraceRoot  = "$T"
 	costCountProbe = "p:costcount/open do_sys_openat2"
+
+	// The wakeup JOIN the stream engine is measured on (the run phase's).
+	costWakeupStream = `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`
 )
 
 // costShape is one way of tracing a part of the workload: tracefs writes
-// (applied in order, removed as sqlhist removes them), or a BPF tool
-// started in the background before the workload and stopped after it.
+// (applied in order, removed as sqlhist removes them), a BPF tool started
+// in the background before the workload and stopped after it, or a query
+// sqlhist -r --engine stream answers in the guest, started and stopped by
+// the workload.
 type costShape struct {
-	name  string // the name on its "cost" line; "" for the breakdown rows
-	about string
-	part  string // "syscalls", "wakeups" or "opens"
-	cmds  []emit.Command
-	tool  string // a libbpf-tools command line (BPF shapes)
+	name   string // the name on its "cost" line; "" for the breakdown rows
+	about  string
+	part   string // "syscalls", "wakeups" or "opens"
+	cmds   []emit.Command
+	tool   string // a libbpf-tools command line (BPF shapes)
+	stream string // the query of a stream shape
+	// empty runs the workload with none of its parts (what stopping a
+	// stream shape's sqlhist costs however many events it read).
+	empty bool
 }
 
 // costCmd is a hand-written write: a line appended to file, undone by undo.
@@ -145,12 +165,13 @@ var costWork = map[string]int{"syscalls": 20000, "wakeups": 2000, "opens": 4000}
 
 var costParts = []string{"syscalls", "wakeups", "opens"}
 
-// costArgs is the load's command line for one part (all with "").
+// costArgs is the load's command line for one part (all with "", none
+// with "none").
 func costArgs(part string) string {
 	var a []string
 	for _, p := range costParts {
 		n := costWork[p]
-		if part != "" && p != part {
+		if part == "none" || part != "" && p != part {
 			n = 0
 		}
 		a = append(a, strconv.Itoa(n))
@@ -182,7 +203,8 @@ func TestKernelCost(t *testing.T) {
 				t.Fatalf("the cost benchmark runs on x86-64 kernels (%s is %s)", kname, k.DebArch())
 			}
 			shapes := costShapes(t, kname)
-			files := []vm.File{{Path: "/work/bin/load", Mode: 0o755, Data: load}}
+			files := []vm.File{{Path: "/work/bin/load", Mode: 0o755, Data: load},
+				{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, "amd64")}}
 			if os.Getenv("SQLHIST_COST_NOBPF") != "1" {
 				files = append(files, bpfToolsFor(t, "amd64")...)
 			}
@@ -216,12 +238,16 @@ func costShapes(t *testing.T, kname string) []costShape {
 		{name: "sqlhist-wakeup", about: "wakeup JOIN as sqlhist prints it", part: "wakeups", cmds: wakeup},
 		{name: "sqlhist-wakeup-run", about: "wakeup JOIN as --run applies it (instance, results histogram)", part: "wakeups",
 			cmds: costCompile(t, kname, "wl", costWakeup, costRun)},
+		{name: "sqlhist-wakeup-stream", about: "wakeup JOIN (comm, lat) answered by sqlhist -r --engine stream in the guest", part: "wakeups",
+			stream: costWakeupStream},
 		{name: "sqlhist-aggregate", about: "log2 GROUP BY over the wakeup JOIN", part: "wakeups",
 			cmds: costCompile(t, kname, "wa", costWakeupAgg, costPrinted)},
 		{name: "libtracefs-wakeup", about: "libtracefs's lowering of the wakeup JOIN", part: "wakeups", cmds: libtracefsWakeup()},
 		{name: "bpf-runqlat", about: "libbpf-tools runqlat", part: "wakeups", tool: "runqlat"},
 		{name: "sqlhist-syscount", about: "syscall counts (hist on sys_enter)", part: "syscalls",
 			cmds: costCompile(t, kname, "sc", costSyscount, costPrinted)},
+		{name: "sqlhist-syscount-stream", about: "syscall counts answered by sqlhist -r --engine stream in the guest", part: "syscalls",
+			stream: costSyscount},
 		{name: "bpf-syscount", about: "libbpf-tools syscount", part: "syscalls", tool: "syscount"},
 		{name: "sqlhist-funclatency", about: "kprobe/kretprobe JOIN, log2 GROUP BY", part: "opens",
 			cmds: costCompile(t, kname, "fl", costFuncLat, costPrinted)},
@@ -233,7 +259,11 @@ func costShapes(t *testing.T, kname string) []costShape {
 		costShape{about: "log2 GROUP BY over the wakeup JOIN as --run applies it (histogram in the lease)", part: "wakeups",
 			cmds: costCompile(t, kname, "wa", costWakeupAgg, costRun)},
 		costShape{about: "log2 GROUP BY over the wakeup JOIN as --run applied it before", part: "wakeups",
-			cmds: costCompile(t, kname, "wa", costWakeupAgg, costRunBefore)})
+			cmds: costCompile(t, kname, "wa", costWakeupAgg, costRunBefore)},
+		costShape{about: "stream wakeup JOIN over no workload: stopping sqlhist, the same for any run", part: "wakeups",
+			stream: costWakeupStream, empty: true},
+		costShape{about: "stream syscall counts over no workload: stopping sqlhist", part: "syscalls",
+			stream: costSyscount, empty: true})
 	shapes = append(shapes, costBreakdown()...)
 	if os.Getenv("SQLHIST_COST_NOBPF") == "1" {
 		shapes = slices.DeleteFunc(shapes, func(s costShape) bool { return s.tool != "" })
@@ -337,7 +367,26 @@ func costScript(shapes []costShape) string {
 	fmt.Fprintf(&b, "/work/bin/load %s > /dev/null\n", costArgs(""))
 	for r := 1; r <= costRounds; r++ {
 		for i, s := range shapes {
-			fmt.Fprintf(&b, "echo \"@@bare %d %d $(/work/bin/load %s)\"\n", r, i, costArgs(s.part))
+			args := costArgs(s.part)
+			if s.empty {
+				args = costArgs("none")
+			}
+			fmt.Fprintf(&b, "echo \"@@bare %d %d $(/work/bin/load %s)\"\n", r, i, args)
+			if s.stream != "" {
+				// The workload starts sqlhist, waits for it to say it
+				// reads, runs its parts, interrupts it and waits for
+				// its exit (its output and stderr in /tmp/stream.out).
+				fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load %s /work/sqlhist -r --engine stream -o json %s 2> /tmp/stream.out)\"\n",
+					r, i, args, emit.Quote(s.stream))
+				b.WriteString(`L=$(sed -n 's/^  "lost": \([0-9]*\).*/\1/p' /tmp/stream.out)` + "\n")
+				b.WriteString(`H=$(sed -n 's/^ *"hits": \([0-9]*\).*/\1/p' /tmp/stream.out | head -n 1)` + "\n")
+				fmt.Fprintf(&b, "echo \"@@stream %d %d $L $H\"\n", r, i)
+				if r == costRounds {
+					fmt.Fprintf(&b, "echo '@@tool %d'\n", i)
+					b.WriteString(`grep -E '"(engine|lost|event|events|hits|entries|dropped)"|^sqlhist|^load' /tmp/stream.out || true` + "\n")
+				}
+				continue
+			}
 			b.WriteString(costWrites(s.cmds, false))
 			if s.tool != "" {
 				fmt.Fprintf(&b, "/usr/sbin/%s > /tmp/tool.out 2>&1 &\nTOOL=$!\n", s.tool)
@@ -361,7 +410,10 @@ func costScript(shapes []costShape) string {
 
 var (
 	costCountRE = regexp.MustCompile(`(?m)^@@count (\S+) (\S+) (\d+)$`)
-	costRunRE   = regexp.MustCompile(`(?m)^@@(bare|run) (\d+) (\d+) syscalls \d+ (\d+) wakeups \d+ (\d+) opens \d+ (\d+)$`)
+	costRunRE   = regexp.MustCompile(`(?m)^@@(bare|run) (\d+) (\d+) syscalls \d+ (\d+) wakeups \d+ (\d+) opens \d+ (\d+)(?: stop (\d+) (\d+))?$`)
+	// A stream shape's round: the events its sqlhist lost and the hits
+	// of its result.
+	costStreamRE = regexp.MustCompile(`(?m)^@@stream (\d+) (\d+) (\d*) (\d*)$`)
 )
 
 // costEvents are the events of each part's question: the system calls,
@@ -378,20 +430,47 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 		}
 		counts[m[1]][m[2]], _ = strconv.ParseFloat(m[3], 64)
 	}
-	// bare[i] and run[i]: shape i's part over the rounds, in guest ns.
-	bare, run := make([][]float64, len(shapes)), make([][]float64, len(shapes))
+	// bare[i] and run[i]: shape i's part over the rounds, in guest ns;
+	// a stream shape's run with its sqlhist's CPU time after the part,
+	// which stopCPU[i] and stopWall[i] also keep, with the wall time.
+	ns := len(shapes)
+	bare, run := make([][]float64, ns), make([][]float64, ns)
+	stopCPU, stopWall := make([][]float64, ns), make([][]float64, ns)
 	for _, m := range costRunRE.FindAllStringSubmatch(out, -1) {
 		i, _ := strconv.Atoi(m[3])
-		if i >= len(shapes) {
-			return "", nil, fmt.Errorf("a run of shape %d of %d", i, len(shapes))
+		if i >= ns {
+			return "", nil, fmt.Errorf("a run of shape %d of %d", i, ns)
 		}
 		col := map[string]int{"syscalls": 4, "wakeups": 5, "opens": 6}[shapes[i].part]
 		v, _ := strconv.ParseFloat(m[col], 64)
-		if m[1] == "bare" {
+		stream := shapes[i].stream != ""
+		switch {
+		case m[1] == "bare":
 			bare[i] = append(bare[i], v)
-		} else {
+		case stream && m[7] == "":
+			return "", nil, fmt.Errorf("shape %q: a run without sqlhist's stop", shapes[i].about)
+		case stream:
+			cpu, _ := strconv.ParseFloat(m[7], 64)
+			wall, _ := strconv.ParseFloat(m[8], 64)
+			stopCPU[i], stopWall[i] = append(stopCPU[i], cpu), append(stopWall[i], wall)
+			run[i] = append(run[i], v+cpu)
+		default:
 			run[i] = append(run[i], v)
 		}
+	}
+	// hits[i]: a stream shape's result's hits, round by round; no
+	// round may have lost events.
+	hits := make([][]float64, ns)
+	for _, m := range costStreamRE.FindAllStringSubmatch(out, -1) {
+		i, _ := strconv.Atoi(m[2])
+		if i >= ns {
+			return "", nil, fmt.Errorf("a stream run of shape %d of %d", i, ns)
+		}
+		if m[3] != "0" {
+			return "", nil, fmt.Errorf("shape %q, round %s: sqlhist lost %q events (its JSON's lost)", shapes[i].about, m[1], m[3])
+		}
+		h, _ := strconv.ParseFloat(m[4], 64)
+		hits[i] = append(hits[i], h)
 	}
 	if !strings.Contains(out, "@@errorlog 0") {
 		return "", nil, fmt.Errorf("the run did not end, or error_log has entries")
@@ -403,26 +482,57 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 	head := []string{"shape", "part", "bare ns/event", "overhead ns/event", "spread", "x bare", "what"}
 	rows := [][]string{head}
 	var lines []string
+	overhead := make([]float64, ns)
+	var notes []string
 	for i, s := range shapes {
 		n := counts[s.part][costEvents[s.part]]
 		if len(bare[i]) != costRounds || len(run[i]) != costRounds || n == 0 {
 			return "", nil, fmt.Errorf("shape %q: %d bare and %d traced runs of %d, %.0f events", s.about, len(bare[i]), len(run[i]), costRounds, n)
+		}
+		if s.stream != "" && (len(hits[i]) != costRounds || !s.empty && slices.Min(hits[i]) == 0) {
+			return "", nil, fmt.Errorf("shape %q: results of %d stream runs of %d, hits %v", s.about, len(hits[i]), costRounds, hits[i])
 		}
 		per := make([]float64, costRounds)
 		for r := range per {
 			per[r] = (run[i][r] - bare[i][r]) / n
 		}
 		over := median(per)
+		overhead[i] = over
 		spread := (slices.Max(per) - slices.Min(per)) / over * 100
 		ratio := median(run[i]) / median(bare[i])
 		name := s.name
 		if name == "" {
 			name = "-"
 		}
+		times := fmt.Sprintf("%.3f", ratio)
+		if s.empty {
+			times = "-" // over a workload of nothing
+		}
 		rows = append(rows, []string{name, s.part, fmt.Sprintf("%.0f", median(bare[i])/n), fmt.Sprintf("%.0f", over),
-			fmt.Sprintf("%.1f%%", spread), fmt.Sprintf("%.3f", ratio), s.about})
+			fmt.Sprintf("%.1f%%", spread), times, s.about})
 		if s.name != "" {
 			lines = append(lines, fmt.Sprintf("cost %s overhead_ns=%.0f spread=%.1f%% vs_bare=%.3f", s.name, over, spread, ratio))
+		}
+		if s.stream != "" {
+			notes = append(notes, fmt.Sprintf("%s: sqlhist after the workload: %.1f ms CPU (%.0f ns/event), %.1f ms wall; %.0f hits, 0 lost",
+				name+" ("+s.about+")", median(stopCPU[i])/1e6, median(stopCPU[i])/n, median(stopWall[i])/1e6, median(hits[i])))
+		}
+	}
+	// A stream shape's line says which part of its overhead stopping
+	// sqlhist costs whatever it read (fixed_ns: the row over no workload,
+	// per event of this one's part): the rest grows with the events.
+	for i, s := range shapes {
+		if s.name == "" || s.stream == "" {
+			continue
+		}
+		j := slices.IndexFunc(shapes, func(e costShape) bool { return e.empty && e.stream == s.stream && e.part == s.part })
+		if j < 0 {
+			continue
+		}
+		for k, l := range lines {
+			if strings.HasPrefix(l, "cost "+s.name+" ") {
+				lines[k] = fmt.Sprintf("%s fixed_ns=%.0f per_event_ns=%.0f", l, overhead[j], overhead[i]-overhead[j])
+			}
 		}
 	}
 	w := make([]int, len(head))
@@ -436,6 +546,9 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 			fmt.Fprintf(&b, "%-*s  ", w[j], c)
 		}
 		b.WriteString("\n")
+	}
+	for _, l := range notes {
+		b.WriteString(l + "\n")
 	}
 	return b.String(), lines, nil
 }

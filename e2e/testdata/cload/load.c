@@ -14,6 +14,24 @@
  *
  *   syscalls N NS wakeups N NS opens N NS
  *
+ *   load SYSCALLS WAKEUPS OPENS TRACER [ARGS...]
+ *
+ * first starts TRACER, a program that reads the events in this machine
+ * (sqlhist -r --engine stream), with its stdout on this one's stderr, and
+ * waits for the first line of its stderr, which says that it reads (then
+ * copied to this one's stderr too). After the last part it sends the
+ * tracer SIGINT, waits for it to exit and prints two more figures:
+ *
+ *   … stop CPU WALL
+ *
+ * the CPU time the tracer took from the signal to its exit — reading and
+ * computing what it had not read yet, printing, removing its setup — and
+ * the nanoseconds that took. The tracer runs in the fair class: on one
+ * CPU the SCHED_FIFO parts keep it from running until they are over, so
+ * all its reading and computing is counted in CPU. WALL also counts the
+ * time the machine was idle meanwhile (waiting for RCU grace periods as
+ * the tracer's setup is removed).
+ *
  * The child is forked before the clock starts and the parts are timed
  * apart, so each time holds its part's calls only. Both run SCHED_FIFO at
  * one priority: a task woken does not preempt its waker, which goes on to
@@ -24,11 +42,14 @@
  * with what was traced) — and nothing else runs during a part.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,9 +62,76 @@ static long long now(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* copy writes what fd has left to this process's stderr. */
+static void copy(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0 && write(2, buf, n) != n)
+			return;
+}
+
+/* tracer starts argv[0] with its stdout on stderr and waits for the first
+ * line of its stderr; it returns the tracer's pid, and *errfd, the rest of
+ * its stderr. */
+static pid_t tracer(char **argv, int *errfd)
+{
+	int p[2];
+	if (pipe(p)) {
+		perror("pipe");
+		exit(1);
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (pid == 0) {
+		close(p[0]);
+		if (dup2(2, 1) < 0 || dup2(p[1], 2) < 0)
+			_exit(1);
+		close(p[1]);
+		execv(argv[0], argv);
+		perror(argv[0]);
+		_exit(127);
+	}
+	close(p[1]);
+	char c;
+	ssize_t n;
+	while ((n = read(p[0], &c, 1)) == 1 || (n < 0 && errno == EINTR)) {
+		if (n == 1 && write(2, &c, 1) != 1)
+			break;
+		if (n == 1 && c == '\n') {
+			*errfd = p[0];
+			return pid;
+		}
+	}
+	fprintf(stderr, "load: %s ended before it said it reads\n", argv[0]);
+	exit(1);
+}
+
+/* cpu is the CPU time of the process pid so far, in ns. */
+static long long cpu(pid_t pid)
+{
+	clockid_t id;
+	struct timespec ts;
+	if (clock_getcpuclockid(pid, &id) || clock_gettime(id, &ts)) {
+		perror("the tracer's CPU clock");
+		exit(1);
+	}
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 int main(int argc, char **argv)
 {
 	long calls = 50000, wakeups = 2000, opens = 5000;
+	pid_t tpid = 0;
+	int terr = -1;
+	/* Started before this process turns SCHED_FIFO: the tracer stays in
+	 * the fair class. */
+	if (argc > 4)
+		tpid = tracer(argv + 4, &terr);
 	if (argc > 3) {
 		calls = atol(argv[1]);
 		wakeups = atol(argv[2]);
@@ -107,6 +195,31 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	long long t5 = now();
-	printf("syscalls %ld %lld wakeups %ld %lld opens %ld %lld\n", calls, t1 - t0, wakeups, t3 - t2, opens, t5 - t4);
+	printf("syscalls %ld %lld wakeups %ld %lld opens %ld %lld", calls, t1 - t0, wakeups, t3 - t2, opens, t5 - t4);
+	if (tpid > 0) {
+		long long c0 = cpu(tpid);
+		if (kill(tpid, SIGINT)) {
+			perror("kill");
+			return 1;
+		}
+		int status;
+		struct rusage ru;
+		while (wait4(tpid, &status, 0, &ru) < 0) {
+			if (errno != EINTR) {
+				perror("wait4");
+				return 1;
+			}
+		}
+		long long t6 = now();
+		long long c1 = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+			       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+		copy(terr);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "load: the tracer ended with status %#x\n", status);
+			return 1;
+		}
+		printf(" stop %lld %lld", c1 - c0, t6 - t5);
+	}
+	printf("\n");
 	return 0;
 }
