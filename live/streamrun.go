@@ -57,6 +57,10 @@ const streamPoll = 100 * time.Millisecond
 // streamPollVia is how often it drains them through a transport (--via).
 const streamPollVia = time.Second
 
+// pageTail is the room a full page may leave at its end: less than the
+// largest small record the next one did not fit in.
+const pageTail = 512
+
 // streamBufferKB is the per-CPU buffer of a stream run's instance: room
 // for about 100,000 small events a CPU between two drains, so that a busy
 // CPU does not overwrite what was not read yet.
@@ -275,10 +279,12 @@ func (s *streamRun) drain(final bool) error {
 func (s *streamRun) read() (int, error) {
 	var roundMax uint64
 	total := 0
-	add := func(c *cpuReader, page []byte) error {
+	// add decodes a page; full says the writer had left it (a page
+	// still being written comes back part full).
+	add := func(c *cpuReader, page []byte) (full bool, err error) {
 		p, err := s.pageH.DecodePage(page, binary.NativeEndian, s.eventH)
 		if err != nil {
-			return fmt.Errorf("%s: %v", c.path, err)
+			return false, fmt.Errorf("%s: %v", c.path, err)
 		}
 		for _, rec := range p.Records {
 			if ev := s.decode(c.cpu, rec); ev != nil {
@@ -286,7 +292,7 @@ func (s *streamRun) read() (int, error) {
 				roundMax = max(roundMax, ev.TS)
 			}
 		}
-		return nil
+		return p.Commit+pageTail >= s.pageH.DataSize, nil
 	}
 	if s.t.ReadRaw != nil {
 		dirs := make([]string, len(s.cpus))
@@ -304,7 +310,7 @@ func (s *streamRun) read() (int, error) {
 				n := min(size, len(d))
 				copy(c.page, d[:n])
 				clear(c.page[n:])
-				if err := add(c, c.page); err != nil {
+				if _, err := add(c, c.page); err != nil {
 					return 0, err
 				}
 				d = d[n:]
@@ -327,8 +333,16 @@ func (s *streamRun) read() (int, error) {
 			if n < len(c.page) {
 				clear(c.page[n:])
 			}
-			if err := add(c, c.page); err != nil {
+			full, err := add(c, c.page)
+			if err != nil {
 				return 0, err
+			}
+			if !full {
+				// The writer's own page: everything committed before
+				// this read is in hand. Reading on would read the
+				// events of these reads themselves (a query of system
+				// calls would count its own read(2)s without end).
+				break
 			}
 		}
 	}
