@@ -346,7 +346,11 @@ func (h *PageHeader) DecodePage(page []byte, order binary.ByteOrder, ev *EventHe
 	}
 	p := &Page{Timestamp: order.Uint64(page[h.TimestampOffset:])}
 	commit := readUint(order, page[h.CommitOffset:], h.CommitSize)
-	size := commit &^ (rbMissedEvents | rbMissedStored)
+	// The kernel adds its flag RB_MISSED_EVENTS, the int 1 << 31, to a
+	// 64-bit commit as a negative number, which sets bits 32-63 with it
+	// (Debian 5.10: 0xffffffff80000ff0 on the page after an overrun):
+	// the size is the bits below the flags.
+	size := commit & (rbMissedStored - 1)
 	if size > uint64(h.DataSize) {
 		return nil, fmt.Errorf("page commit %#x: %d data bytes in a page of %d", commit, size, h.DataSize)
 	}

@@ -299,6 +299,9 @@ func TestDecodePageLost(t *testing.T) {
 			{rbMissedEvents, 0, LostUnknown},
 			{rbMissedEvents | rbMissedStored, 42, 42},
 			{rbMissedEvents | rbMissedStored, 1<<32 - 1, 1<<32 - 1},
+			// As a 64-bit kernel adds the int 1 << 31: sign-extended.
+			{0xffffffff_00000000 | rbMissedEvents, 0, LostUnknown},
+			{0xffffffff_00000000 | rbMissedEvents | rbMissedStored, 42, 42},
 		} {
 			b := newPage(l.h, l.order, 5)
 			b.event(1, payload(8, 1))
