@@ -57,9 +57,10 @@ fuzz:
 
 # Figures, not assertions: compile time against a full catalog and a
 # two-event directory, and the worst inputs found for the parser and the
-# whole compile (each should stay well under 100 ms).
+# whole compile (each should stay well under 100 ms), and the stream
+# engine's work for one wakeup of the wakeup JOIN.
 bench:
-	$(GO) test ./compiler ./planner ./cmd/sqlhist -run '^$$' -bench . -benchmem
+	$(GO) test ./compiler ./planner ./cmd/sqlhist ./stream -run '^$$' -bench . -benchmem
 
 # Targets for the e2e harness (e2e/, tools/).
 

@@ -76,6 +76,23 @@ type trigger struct {
 	// kernel shares one reference per variable in a trigger).
 	readOnce map[string]bool
 	hasStack bool
+
+	// Set by New once every trigger is compiled: the other triggers'
+	// variables read (refs, refNames, in reading order, each once), the
+	// trigger's own by name, whether the kernel applies its filter, how
+	// many tracked handlers an entry has.
+	refs           []varRef
+	refNames       []string
+	own            map[string]int
+	kernelFiltered bool
+	tracks         int
+	// Scratch space of one event.
+	key              []Value
+	kbuf             []byte
+	refVals, newVals []uint64
+	newSet           []bool
+	cur              *entry
+	lookup           varLookup
 }
 
 // action is an onmatch, onmax or onchange handler with its action.
@@ -147,11 +164,31 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 	}
 	// Every variable read must be defined by some trigger.
 	for _, t := range m.triggers {
+		seen := map[string]bool{}
 		for _, n := range t.otherRefs {
-			if _, ok := m.vars[n]; !ok {
+			r, ok := m.vars[n]
+			if !ok {
 				return nil, fmt.Errorf("%s/%s: variable $%s is defined by no trigger", t.spec.System, t.spec.Event, n)
 			}
+			if !seen[n] {
+				seen[n] = true
+				t.refs, t.refNames = append(t.refs, r), append(t.refNames, n)
+			}
 		}
+		t.own = map[string]int{}
+		for i, n := range t.varName {
+			t.own[n] = i
+		}
+		for _, a := range t.actions {
+			if a.handler != "onmatch" {
+				t.tracks++
+			}
+		}
+		t.kernelFiltered = m.opt.KernelFilters && m.Filter(t.spec.System, t.spec.Event) == t.spec.Filter
+		t.key = make([]Value, len(t.keys))
+		t.refVals = make([]uint64, len(t.refs))
+		t.newVals, t.newSet = make([]uint64, len(t.vars)), make([]bool, len(t.vars))
+		t.lookup = t.lookupVar
 		for _, a := range t.actions {
 			if a.what == "trace" && m.synths[a.synth] == nil {
 				return nil, fmt.Errorf("%s/%s: no synthetic event %s", t.spec.System, t.spec.Event, a.synth)
@@ -462,13 +499,6 @@ func (m *Machine) Feed(ev *Event) {
 	}
 }
 
-// Filtered says whether the kernel already applied the trigger's filter
-// (the event's filter file holds exactly it): the machine then does not
-// evaluate it again.
-func (m *Machine) kernelFiltered(t *trigger) bool {
-	return m.opt.KernelFilters && m.Filter(t.spec.System, t.spec.Event) == t.spec.Filter
-}
-
 func (m *Machine) comm(pid int) string {
 	if m.opt.Comm == nil {
 		return "<...>"
@@ -480,99 +510,88 @@ func (m *Machine) comm(pid int) string {
 // variables of other triggers read (all must be set, and each is read
 // once, or the trigger does nothing on this event); the entry (a full
 // map drops the event); the values, sums and variables; then the
-// actions.
+// actions. Its scratch space is the trigger's, so that an event
+// allocates nothing unless it makes an entry.
 func (m *Machine) hit(t *trigger, ev *Event) {
-	if t.filter != nil && !(ev.Def.System != SyntheticSystem && m.kernelFiltered(t)) && !t.filter.match(ev, m.comm) {
+	if t.filter != nil && !(t.kernelFiltered && ev.Def.System != SyntheticSystem) && !t.filter.match(ev, m.comm) {
 		return
 	}
-	key := make([]Value, len(t.keys))
-	var kb strings.Builder
+	t.kbuf = t.kbuf[:0]
 	for i, k := range t.keys {
 		v, _ := k.eval(ev, nil)
 		v = keyValue(k, v)
-		key[i] = v
-		writeKey(&kb, k, v)
+		t.key[i] = v
+		t.kbuf = appendKey(t.kbuf, k, v)
 	}
-	ks := kb.String()
 	// The other triggers' variables, looked up by this key in the order
 	// the trigger reads them; those read as an operand are cleared as
 	// they are read, and the first one not set drops the event.
-	refs := map[string]uint64{}
-	for _, n := range t.otherRefs {
-		if _, ok := refs[n]; ok {
-			continue
-		}
-		r := m.vars[n]
-		e := r.t.m.entries[ks]
+	for i, r := range t.refs {
+		e := r.t.m.entries[string(t.kbuf)]
 		if e == nil || !e.set[r.idx] {
 			return
 		}
-		refs[n] = e.vars[r.idx]
-		if t.readOnce[n] {
+		t.refVals[i] = e.vars[r.idx]
+		if t.readOnce[t.refNames[i]] {
 			e.set[r.idx] = false
 		}
 	}
-	e := t.m.entries[ks]
+	e := t.m.entries[string(t.kbuf)]
 	if e == nil {
 		if len(t.m.entries) >= t.m.size {
 			t.m.drops++
 			return
 		}
-		e = &entry{key: key, sums: make([]uint64, len(t.vals)),
-			vars: make([]uint64, len(t.vars)), set: make([]bool, len(t.vars))}
+		e = &entry{key: append([]Value(nil), t.key...), sums: make([]uint64, len(t.vals)),
+			vars: make([]uint64, len(t.vars)), set: make([]bool, len(t.vars)), tracks: make([]track, t.tracks)}
 		for i, k := range t.keys {
 			if k.mod == "execname" {
 				if e.comm == nil {
 					e.comm = make([]string, len(t.keys))
 				}
-				e.comm[i] = m.comm(int(key[i].N))
+				e.comm[i] = m.comm(int(e.key[i].N))
 			}
 		}
-		n := 0
-		for _, a := range t.actions {
-			if a.handler != "onmatch" {
-				n++
-			}
-		}
-		e.tracks = make([]track, n)
-		t.m.entries[ks] = e
+		t.m.entries[string(t.kbuf)] = e
 		t.m.order = append(t.m.order, e)
 	}
 	t.m.hits++
 	e.count++
-	lookup := func(name string) (uint64, bool) {
-		if v, ok := refs[name]; ok {
-			return v, true
-		}
-		r, ok := m.vars[name]
-		if ok && r.t == t && e.set[r.idx] {
-			return e.vars[r.idx], true
-		}
-		return 0, false
-	}
+	t.cur = e
 	for i, x := range t.vals {
-		v, _ := x.eval(ev, lookup)
+		v, _ := x.eval(ev, t.lookup)
 		e.sums[i] += v.N
 	}
 	// Variables are computed from what the event and the other triggers
 	// give; a variable reading another of the same trigger reads the
 	// value it had before this event (as the kernel computes them all
 	// from the references resolved first).
-	before := lookup
-	newVals := make([]uint64, len(t.vars))
-	newSet := make([]bool, len(t.vars))
 	for i, x := range t.vars {
-		v, ok := x.eval(ev, before)
-		newVals[i], newSet[i] = v.N, ok
+		v, ok := x.eval(ev, t.lookup)
+		t.newVals[i], t.newSet[i] = v.N, ok
 	}
 	for i := range t.vars {
-		if newSet[i] {
-			e.vars[i], e.set[i] = newVals[i], true
+		if t.newSet[i] {
+			e.vars[i], e.set[i] = t.newVals[i], true
 		}
 	}
 	for _, a := range t.actions {
-		m.act(t, a, e, ev, lookup)
+		m.act(t, a, e, ev, t.lookup)
 	}
+}
+
+// lookupVar reads a variable for the event the trigger is on: another
+// trigger's as read for it, or the entry's own.
+func (t *trigger) lookupVar(name string) (uint64, bool) {
+	for i, n := range t.refNames {
+		if n == name {
+			return t.refVals[i], true
+		}
+	}
+	if idx, ok := t.own[name]; ok && t.cur != nil && t.cur.set[idx] {
+		return t.cur.vars[idx], true
+	}
+	return 0, false
 }
 
 // act runs one handler on an entry just updated.
@@ -671,18 +690,18 @@ func keyValue(k *expr, v Value) Value {
 	return v
 }
 
-// writeKey appends a key part to the map key.
-func writeKey(b *strings.Builder, k *expr, v Value) {
+// appendKey appends a key part to the map key.
+func appendKey(b []byte, k *expr, v Value) []byte {
 	switch {
 	case v.Str:
-		b.WriteString(v.S)
-		b.WriteByte(0)
+		b = append(b, v.S...)
+		return append(b, 0)
 	case k.kind == opStack:
 		for _, a := range v.Stack {
-			b.WriteString(strconv.FormatUint(a, 16))
-			b.WriteByte(',')
+			b = strconv.AppendUint(b, a, 16)
+			b = append(b, ',')
 		}
-		b.WriteByte(0)
+		return append(b, 0)
 	default:
 		// Keys compare by their bytes at the field's size: a signed
 		// field's -1 keys as its size's all-ones, whatever reads it.
@@ -690,8 +709,8 @@ func writeKey(b *strings.Builder, k *expr, v Value) {
 		if sz := k.size(); sz < 8 {
 			n &= 1<<(uint(sz)*8) - 1
 		}
-		b.WriteString(strconv.FormatUint(n, 16))
-		b.WriteByte(1)
+		b = strconv.AppendUint(b, n, 16)
+		return append(b, 1)
 	}
 }
 
