@@ -20,7 +20,7 @@ import (
 // times out. What is left is read by the next request.
 const (
 	rawPagesOD   = 32  // od's dump of a full page is 14.3 KB
-	rawPagesGzip = 128 // gzip -1 and base64: 0.7-1.3 KB a page of events
+	rawPagesGzip = 256 // gzip -1 and base64: 0.4-1.3 KB a page of events
 	minRawPages  = 2
 )
 
