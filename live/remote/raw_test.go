@@ -128,7 +128,7 @@ func gzipBase64(data []byte) string {
 // waits, bounded, and names the encoding.
 func TestRawScript(t *testing.T) {
 	s := rawScript("/sys/kernel/tracing", []string{"instances/x/per_cpu/cpu0", "instances/x/per_cpu/cpu1"}, 4096)
-	for _, want := range []string{"P 'enc gzip'", "P 'enc od'", "M=64;", "M=16;", "P 'cpu 0'; D='/sys/kernel/tracing/instances/x/per_cpu/cpu0';",
+	for _, want := range []string{"P 'enc gzip'", "P 'enc od'", "M=128;", "M=16;", "P 'cpu 0'; D='/sys/kernel/tracing/instances/x/per_cpu/cpu0';",
 		"P 'cpu 1'", "n=$(( (n + 4079) / 4080 - 1 ))", "count=$n", "grep -q '^entries: [1-9]'", "| eval \"$E\" | cat;"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the request lacks %q:\n%s", want, s)
