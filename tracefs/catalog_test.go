@@ -108,8 +108,55 @@ func TestCatalogEventReadsOnlyItsFormat(t *testing.T) {
 	}
 }
 
-func TestCatalogSystemsReadsNoOtherFormat(t *testing.T) {
+// Systems answers from the event list: one read, and the listing of the
+// one system the list leaves out (ftrace's); no stat, no format.
+func TestCatalogSystemsReadsTheEventList(t *testing.T) {
 	cat, cfs := openCounted(t, "6.1")
+	got, err := cat.Systems("sched_switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"sched"}, got); diff != "" {
+		t.Errorf("Systems (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"available_events": 1}, cfs.opens); diff != "" {
+		t.Errorf("opens (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"events": 1, "events/ftrace": 1}, cfs.readDirs); diff != "" {
+		t.Errorf("listings (-want +got):\n%s", diff)
+	}
+	if len(cfs.stats) != 0 {
+		t.Errorf("Systems stat'ed %v", cfs.stats)
+	}
+	// An event of the ftrace system, which the list leaves out, and a
+	// second name: nothing read again.
+	cfs.reset()
+	if got, err := cat.Systems("function"); err != nil || !slices.Equal(got, []string{"ftrace"}) {
+		t.Errorf("Systems(function) = %v, %v; want [ftrace]", got, err)
+	}
+	if _, err := cat.Systems("sched_waking"); err != nil {
+		t.Fatal(err)
+	}
+	if n := cfs.total(); n != 0 {
+		t.Errorf("later Systems read again: opens %v stats %v readdirs %v", cfs.opens, cfs.stats, cfs.readDirs)
+	}
+}
+
+// noListFS hides the event list of a catalog, as an older copy lacks it.
+type noListFS struct{ fs.FS }
+
+func (n noListFS) Open(name string) (fs.File, error) {
+	if name == eventList {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return n.FS.Open(name)
+}
+
+// Without an event list, Systems stats the name's format in each system
+// and reads no other format.
+func TestCatalogSystemsReadsNoOtherFormat(t *testing.T) {
+	cfs := newCountingFS(noListFS{embeddedFS(t, "6.1")})
+	cat := Open(cfs)
 	got, err := cat.Systems("sched_switch")
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +188,34 @@ func TestCatalogSystemsReadsNoOtherFormat(t *testing.T) {
 	}
 	if len(cfs.readDirs) != 0 {
 		t.Errorf("second Systems listed %v again", cfs.readDirs)
+	}
+}
+
+// The event list and the listings of the systems it leaves out name the
+// events the directories do, in every embedded catalog: what Systems and
+// Names answer from.
+func TestCatalogEventListIsTheDirectories(t *testing.T) {
+	for _, a := range Arches {
+		for _, v := range EmbeddedKernelsOf(a) {
+			fsys, err := EmbeddedOf(v, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withList, err := Open(fsys).Names()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromDirs, err := Open(noListFS{fsys}).Names()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(fromDirs, withList); diff != "" {
+				t.Errorf("%s %s: the event list's names differ from the directories' (-dirs +list):\n%s", v, a.Name, diff)
+			}
+			if !Open(fsys).hasEventList() {
+				t.Errorf("%s %s: no event list", v, a.Name)
+			}
+		}
 	}
 }
 
