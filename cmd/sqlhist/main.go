@@ -2,4 +2,7 @@ package main
 
 import "os"
 
-func main() { os.Exit(run(os.Args[1:], osEnv())) }
+func main() {
+	tuneGC(os.Getenv)
+	os.Exit(run(os.Args[1:], osEnv()))
+}
