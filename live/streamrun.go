@@ -101,6 +101,7 @@ type streamRun struct {
 	// lostBefore is what the buffers had lost when the run began (an
 	// instance of -B may have lost events before).
 	lostBefore int
+	free       []*stream.Event // events fed, whose memory is reused
 }
 
 // cpuReader reads one CPU's trace_pipe_raw.
@@ -368,6 +369,9 @@ func (s *streamRun) feed(final bool) {
 		s.m.Feed(ev)
 	}
 	s.mu.Unlock()
+	// The machine keeps copies of what it needs of an event: its memory
+	// serves the next ones.
+	s.free = append(s.free, s.pending[:n]...)
 	s.pending = append(s.pending[:0], s.pending[n:]...)
 }
 
@@ -391,7 +395,8 @@ func (s *streamRun) decode(cpu int, rec tracefs.Record) *stream.Event {
 		}
 		return nil
 	}
-	ev := &stream.Event{Def: def, TS: rec.Timestamp, CPU: cpu, Fields: make([]stream.Value, len(def.Fields))}
+	ev := s.newEvent(def)
+	ev.TS, ev.CPU = rec.Timestamp, cpu
 	if f := def.Field("common_pid"); f != nil {
 		n, _ := s.decoder.Int(f, rec.Data)
 		ev.PID = int(n)
@@ -475,6 +480,25 @@ func (s *streamRun) kernelStack(def *tracefs.Event, rec []byte) []uint64 {
 // histStackDepth is how many frames a hist trigger's stacktrace key keeps
 // (the kernel's HIST_STACKTRACE_DEPTH).
 const histStackDepth = 16
+
+// newEvent is an event of def with every field zero, from the events
+// already fed when there are.
+func (s *streamRun) newEvent(def *tracefs.Event) *stream.Event {
+	var ev *stream.Event
+	if n := len(s.free); n > 0 {
+		ev, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		ev = &stream.Event{}
+	}
+	fields := ev.Fields
+	if cap(fields) < len(def.Fields) {
+		fields = make([]stream.Value, len(def.Fields))
+	}
+	fields = fields[:len(def.Fields)]
+	clear(fields)
+	*ev = stream.Event{Def: def, Fields: fields}
+	return ev
+}
 
 // trimStacks makes the stacks the stacktrace trigger recorded what a hist
 // trigger's stacktrace key holds: the frames of the tracepoint's own
