@@ -9,19 +9,31 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sqlhist/sqlhist/emit"
 )
 
 // The pages one request reads, all CPUs together (at least minRawPages a
-// CPU), by the encoding they cross the transport in: a serial line
-// carries 70-200 KB/s, so a request ends within a few seconds, well
-// before the run's heartbeat goes stale (live.BeatStale) or the request
-// times out. What is left is read by the next request.
+// CPU): a request must end within a few seconds, well before the run's
+// heartbeat goes stale (live.BeatStale) or the request times out, and
+// what it takes depends on the line and on how much of the target's CPU
+// its processes get. So ReadRaw starts at rawPagesStart and halves the
+// pages after a request that took over rawSlow, doubles them after one
+// that read as many as it could in under rawFast, within rawPagesMin and
+// rawPagesMax; od's dump (14.3 KB a full page, against 0.4-1.3 KB
+// compressed) reads at most rawPagesOD. Through the 5.10 guest's serial
+// line, 256 pages took 0.9-3.9 s, and 10-18 s with the guest's CPUs
+// taken by a load making as many system calls as it could. What is left
+// is read by the next request.
 const (
-	rawPagesOD   = 32  // od's dump of a full page is 14.3 KB
-	rawPagesGzip = 256 // gzip -1 and base64: 0.4-1.3 KB a page of events
-	minRawPages  = 2
+	rawPagesStart = 128
+	rawPagesMin   = 16
+	rawPagesMax   = 512
+	rawPagesOD    = 32
+	minRawPages   = 2
+	rawSlow       = 4 * time.Second
+	rawFast       = 1500 * time.Millisecond
 )
 
 // rawScript is the shell text of ReadRaw's request. It picks the encoding
@@ -41,11 +53,11 @@ const (
 // encoder writes into cat, not to the transport: od writes a line at a
 // time there, 256 write calls a page (Debian 5.10's busybox: 2561 writes
 // for 10 pages; through cat 37).
-func rawScript(root string, dirs []string, pageSize int) string {
+func rawScript(root string, dirs []string, pageSize, pages int) string {
 	var b strings.Builder
 	n := max(1, len(dirs))
 	fmt.Fprintf(&b, "if command -v gzip >/dev/null 2>&1 && command -v base64 >/dev/null 2>&1; then E='gzip -1 | base64'; M=%d; P 'enc gzip'; else E='od -Ad -tx1'; M=%d; P 'enc od'; fi; ",
-		max(minRawPages, rawPagesGzip/n), max(minRawPages, rawPagesOD/n))
+		max(minRawPages, pages/n), max(minRawPages, min(pages, rawPagesOD)/n))
 	data := pageSize - 16 // a page's events: the page less its header (16 bytes on 64-bit, 12 on 32-bit)
 	for i, d := range dirs {
 		fmt.Fprintf(&b, "P 'cpu %d'; D=%s; n=0; k=; for w in $(cat \"$D/stats\"); do [ \"$k\" = bytes: ] && n=$w; k=$w; done; "+
@@ -61,11 +73,37 @@ func rawScript(root string, dirs []string, pageSize int) string {
 // instance, under root), the ring-buffer pages its trace_pipe_raw holds
 // now, up to a bound a request (see rawScript).
 func (s *Session) ReadRaw(root string, dirs []string, pageSize int) ([][]byte, error) {
-	out, err := s.request(context.Background(), "reading the ring buffers", rawScript(root, dirs, pageSize))
+	pages := int(s.rawPages.Load())
+	if pages == 0 {
+		pages = rawPagesStart
+	}
+	start := time.Now()
+	out, err := s.request(context.Background(), "reading the ring buffers", rawScript(root, dirs, pageSize, pages))
 	if err != nil {
 		return nil, err
 	}
-	return parseRaw(out, len(dirs), pageSize*max(rawPagesOD, rawPagesGzip))
+	data, err := parseRaw(out, len(dirs), pageSize*max(minRawPages, pages))
+	if err != nil {
+		return nil, err
+	}
+	full := false
+	for _, d := range data {
+		full = full || len(d) >= pageSize*max(minRawPages, pages/max(1, len(dirs)))
+	}
+	s.rawPages.Store(int64(nextRawPages(pages, time.Since(start), full)))
+	return data, nil
+}
+
+// nextRawPages is the pages to ask for after a request for pages that
+// took took and did (full) or did not read as many as it could.
+func nextRawPages(pages int, took time.Duration, full bool) int {
+	switch {
+	case took > rawSlow:
+		return max(rawPagesMin, pages/2)
+	case full && took < rawFast:
+		return min(rawPagesMax, pages*2)
+	}
+	return pages
 }
 
 // parseRaw splits ReadRaw's answer: "enc gzip" or "enc od" on the first

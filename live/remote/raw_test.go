@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // odDump is what od -Ad -tx1 prints for data, with its "*" lines.
@@ -127,7 +128,7 @@ func gzipBase64(data []byte) string {
 // TestRawScript: the request reads each CPU's pages without a read that
 // waits, bounded, and names the encoding.
 func TestRawScript(t *testing.T) {
-	s := rawScript("/sys/kernel/tracing", []string{"instances/x/per_cpu/cpu0", "instances/x/per_cpu/cpu1"}, 4096)
+	s := rawScript("/sys/kernel/tracing", []string{"instances/x/per_cpu/cpu0", "instances/x/per_cpu/cpu1"}, 4096, 256)
 	for _, want := range []string{"P 'enc gzip'", "P 'enc od'", "M=128;", "M=16;", "P 'cpu 0'; D='/sys/kernel/tracing/instances/x/per_cpu/cpu0';",
 		"P 'cpu 1'", "n=$(( (n + 4079) / 4080 - 1 ))", "count=$n", "grep -q '^entries: [1-9]'", "| eval \"$E\" | cat;"} {
 		if !strings.Contains(s, want) {
@@ -150,4 +151,26 @@ func FuzzParseOD(f *testing.F) {
 			return
 		}
 	})
+}
+
+// TestNextRawPages: a slow request halves the pages, a fast one that read
+// all it could doubles them, within bounds.
+func TestNextRawPages(t *testing.T) {
+	for _, c := range []struct {
+		pages int
+		took  time.Duration
+		full  bool
+		want  int
+	}{
+		{128, 5 * time.Second, true, 64},
+		{rawPagesMin, 20 * time.Second, true, rawPagesMin},
+		{128, time.Second, true, 256},
+		{rawPagesMax, time.Second, true, rawPagesMax},
+		{128, time.Second, false, 128},
+		{128, 2 * time.Second, true, 128},
+	} {
+		if got := nextRawPages(c.pages, c.took, c.full); got != c.want {
+			t.Errorf("nextRawPages(%d, %v, %v) = %d, want %d", c.pages, c.took, c.full, got, c.want)
+		}
+	}
 }

@@ -84,6 +84,8 @@ type Session struct {
 
 	// Counters, for measurements: bytes sent and received, requests.
 	sent, received, requests atomic.Int64
+	// rawPages is the pages ReadRaw asks for next (0: rawPagesStart).
+	rawPages atomic.Int64
 
 	started time.Time
 	ev      events   // kept listings of events/ directories
