@@ -254,7 +254,7 @@ func (p *histParser) entry(h *Histogram, line string) error {
 	}
 	var keyText []string // the keys' texts, joined by ", "
 	var stacks [][]string
-	for {
+	for strings.Contains(body, "stacktrace") { // the expression's literal: most entries have none
 		m := stackKeyRE.FindStringSubmatchIndex(body)
 		if m == nil {
 			break
