@@ -150,7 +150,10 @@ func checkDiffer(t checker, kname, out string) string {
 	for _, e := range errs {
 		t.Errorf("%s", e)
 	}
-	return strings.ReplaceAll(strings.TrimSpace(report), "\n", "; ")
+	return fmt.Sprintf("syscalls %d/%d, wakeups %d/%d, stacks %d/%d",
+		runs["S-kernel"].Results[0].Totals.Hits, runs["S-stream"].Results[0].Totals.Hits,
+		runs["J-kernel"].Results[0].Totals.Hits, runs["J-stream"].Results[0].Totals.Hits,
+		runs["T-kernel"].Results[0].Totals.Hits, runs["T-stream"].Results[0].Totals.Hits)
 }
 
 // compareEngines compares the runs of each query ("S-kernel", …) and

@@ -324,6 +324,14 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 	defer watch.Stop()
 wait:
 	for {
+		// The end of the collection comes before a tick or a check that
+		// was due with it (a reading that took long must not add an
+		// interval after -d).
+		select {
+		case <-timeout:
+			break wait
+		default:
+		}
 		select {
 		case <-timeout:
 			break wait

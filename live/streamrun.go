@@ -57,6 +57,9 @@ const streamPoll = 100 * time.Millisecond
 // streamPollVia is how often it drains them through a transport (--via).
 const streamPollVia = time.Second
 
+// feedBatch is how many events the machine is fed under one lock.
+const feedBatch = 1024
+
 // pageTail is the room a full page may leave at its end: less than the
 // largest small record the next one did not fit in.
 const pageTail = 512
@@ -364,11 +367,15 @@ func (s *streamRun) feed(final bool) {
 	sort.SliceStable(s.pending, func(i, j int) bool { return s.pending[i].TS < s.pending[j].TS })
 	n := sort.Search(len(s.pending), func(i int) bool { return s.pending[i].TS > mark })
 	s.trimStacks(s.pending[:n])
-	s.mu.Lock()
-	for _, ev := range s.pending[:n] {
-		s.m.Feed(ev)
+	// In batches, so that a reading of the results (an interval's) waits
+	// for one batch at most.
+	for i := 0; i < n; i += feedBatch {
+		s.mu.Lock()
+		for _, ev := range s.pending[i:min(i+feedBatch, n)] {
+			s.m.Feed(ev)
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	// The machine keeps copies of what it needs of an event: its memory
 	// serves the next ones.
 	s.free = append(s.free, s.pending[:n]...)
@@ -500,30 +507,25 @@ func (s *streamRun) newEvent(def *tracefs.Event) *stream.Event {
 	return ev
 }
 
+// stackSkip is how many more frames a hist trigger's stacktrace key skips
+// than the stacktrace trigger's record (HIST_STACKTRACE_SKIP against
+// STACKTRACE_SKIP): the tracepoint's own frames, which are
+// trace_event_raw_event_<event> and __traceiter_<event> on x86-64 and
+// trace_event_raw_event_<event> and its caller on arm64, where the
+// iterator is not a frame of its own (e2e differ phase, 6.1, 6.12, 7.2,
+// 6.1-arm64).
+const stackSkip = 2
+
 // trimStacks makes the stacks the stacktrace trigger recorded what a hist
 // trigger's stacktrace key holds: the frames of the tracepoint's own
-// machinery on top (trace_event_raw_event_<event>, __traceiter_<event>),
-// which the key skips, are dropped, and at most histStackDepth frames
-// kept. The names of each stack's first frames are resolved first, in
-// one batch.
+// machinery on top, which the key skips, are dropped, and at most
+// histStackDepth frames kept.
 func (s *streamRun) trimStacks(evs []*stream.Event) {
-	var tops []uint64
 	for _, ev := range evs {
-		for i := 0; i < len(ev.Stack) && i < 4; i++ {
-			tops = append(tops, ev.Stack[i])
+		if ev.Stack == nil {
+			continue
 		}
-	}
-	if len(tops) == 0 {
-		return
-	}
-	s.syms.prefetch(tops)
-	for _, ev := range evs {
-		for i := 0; i < len(ev.Stack) && i < 4; i++ {
-			if strings.HasPrefix(s.syms.name(ev.Stack[i], false), "__traceiter_") {
-				ev.Stack = ev.Stack[i+1:]
-				break
-			}
-		}
+		ev.Stack = ev.Stack[min(stackSkip, len(ev.Stack)):]
 		if len(ev.Stack) > histStackDepth {
 			ev.Stack = ev.Stack[:histStackDepth]
 		}
