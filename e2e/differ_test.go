@@ -75,13 +75,16 @@ for q in S W J F T; do
   done
 done
 i=0
-while [ $i -lt 300 ]; do
-  n=0
-  for q in S W J F T; do for e in kernel stream; do grep -q collecting /tmp/d-$q-$e.err && n=$((n+1)); done; done
-  [ $n -eq 8 ] && break
+while [ $i -lt 600 ]; do
+  n=0; late=
+  for q in S W J F T; do for e in kernel stream; do
+    if grep -q collecting /tmp/d-$q-$e.err; then n=$((n+1)); else late="$late $q-$e"; fi
+  done; done
+  [ $n -eq 10 ] && break
   sleep 0.1; i=$((i+1))
 done
 echo "@@differ-ready $n"
+echo "@@differ-late$late after $i tries"
 echo go > /tmp/d-go
 wait $WL; echo "@@differ-workload-exit $?"
 kill -INT $PIDS
@@ -121,7 +124,7 @@ type differRun struct {
 func checkDiffer(t checker, kname, out string) string {
 	sec := sections(out)
 	if ready := firstLine(out, "@@differ-ready "); ready != "@@differ-ready 10" {
-		t.Errorf("not every run was collecting before the go (want @@differ-ready 10): %q", ready)
+		t.Errorf("not every run was collecting before the go (want @@differ-ready 10): %q, %s", ready, firstLine(out, "@@differ-late"))
 	}
 	for _, want := range []string{"@@differ-workload-exit 0", "@@differ-end"} {
 		if !strings.Contains(out, want+"\n") {

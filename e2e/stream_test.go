@@ -144,13 +144,16 @@ func checkStreamRun(t *testing.T, kname, out string) string {
 // streamJob boots a kernel without hist triggers with the static sqlhist
 // of its architecture: -e is refused naming the missing feature
 // (checkNoHistRefusal), and -r answers the run phase's questions with
-// the stream engine.
+// the stream engine, in the guest and through its serial line with no
+// sqlhist inside (--via, viaStreamChecks).
 func streamJob(t *testing.T, kname string) {
 	start := time.Now()
 	var detail string
 	defer func() { notePhase(t, kname, "stream", time.Since(start), &detail) }()
 	bin := buildStatic(t, kernelArch(t, kname))
-	res := boot(t, kname, vm.Guest{
+	// The guest's own sqlhist first, then this machine's through the
+	// guest's serial line (via_stream_test.go).
+	res, viaDetail := streamViaBoot(t, kname, vm.Guest{
 		Script: refuseScript + streamScript, CombinedOutput: true, Timeout: 6 * time.Minute,
 		Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
 	})
@@ -159,7 +162,7 @@ func streamJob(t *testing.T, kname string) {
 	}
 	out, rest, _ := strings.Cut(res.Stdout, "@@done")
 	checkNoHistRefusal(t, kname, res.Kernel.Release, out+"@@done\n")
-	detail = checkStreamRun(t, kname, rest)
+	detail = checkStreamRun(t, kname, rest) + "; " + viaDetail
 }
 
 // TestDifferGuest boots the kernels of SQLHIST_KERNELS (default 6.1) with

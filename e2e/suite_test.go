@@ -95,10 +95,11 @@ func mergeFiles(phases []phase) []vm.File {
 	return files
 }
 
-// kernelJob boots kernel kname once and runs every phase there: -e, the
-// golden queries, --run, and on some kernels the kill points of --run
-// (killPhase); on 6.1 and 6.1-arm64 the agreement with libbpf-tools
-// (agreePhase) comes first. Each phase is a subtest with its own verdict.
+// kernelJob boots kernel kname once and runs every phase there: the
+// refusal audit, -e, the golden queries, --run, and on some kernels the
+// kill points of --run (killPhase); on 6.1 and 6.1-arm64 the agreement
+// with libbpf-tools (agreePhase) comes first. Each phase is a subtest
+// with its own verdict.
 func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 	var phases []phase
 	if ap := agreePhase(t, kname); ap != nil {
@@ -110,6 +111,9 @@ func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 		// The two engines over one window (differ_test.go).
 		phases = append(phases, *dp)
 	}
+	// The kernel's word on each of sqlhist's version gates and kernel
+	// rules (audit_test.go), in a tracefs no phase has touched.
+	phases = append(phases, auditPhase(t, kname))
 	phases = append(phases, executePhase(t, kname), queriesPhase(t, kname, cases), runPhase(t, kname))
 	if kp := killPhase(t, kname); kp != nil {
 		phases = append(phases, *kp)
@@ -250,9 +254,9 @@ func jobCost(kname string) time.Duration {
 	cost := 4 * time.Minute
 	switch {
 	case isRefusalKernel(kname) && k.DebArch() == "riscv64":
-		cost = 150 * time.Second // streamJob: riscv64 under TCG is the slowest guest
+		cost = 4 * time.Minute // streamJob with --via: riscv64 under TCG is the slowest guest
 	case isRefusalKernel(kname):
-		cost = 50 * time.Second // the refusal of -e, then -r with the stream engine
+		cost = 2 * time.Minute // the refusal of -e, then -r with the stream engine, in the guest and --via
 	case kname == bootKernel:
 		cost = 10 * time.Second
 	case kname == "5.10-hist":

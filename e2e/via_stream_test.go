@@ -204,26 +204,3 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 	t.Logf("%s: the stream engine through --via: %s", kname, summary)
 	return summary
 }
-
-// TestViaStreamGuest boots the kernels of SQLHIST_KERNELS (default
-// Debian's 5.10, which has no hist triggers) as streamJob does, with the
-// stream checks through --via in the same boot (streamViaBoot).
-func TestViaStreamGuest(t *testing.T) {
-	needKernels(t)
-	names := []string{"5.10"}
-	if k := os.Getenv("SQLHIST_KERNELS"); k != "" {
-		names = strings.Split(k, ",")
-	}
-	for _, kname := range names {
-		t.Run(kname, func(t *testing.T) {
-			bin := buildStatic(t, kernelArch(t, kname))
-			res, detail := streamViaBoot(t, kname, vm.Guest{
-				Script: refuseScript + streamScript, CombinedOutput: true, Timeout: 6 * time.Minute,
-				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
-			})
-			out, rest, _ := strings.Cut(res.Stdout, "@@done")
-			checkNoHistRefusal(t, kname, res.Kernel.Release, out+"@@done\n")
-			t.Logf("%s: in the guest: %s; %s", kname, checkStreamRun(t, kname, rest), detail)
-		})
-	}
-}

@@ -53,6 +53,9 @@ func (r *runState) newIntervals() *intervals {
 
 // take reads the results now and reports the interval that ends.
 func (iv *intervals) take(partial bool) error {
+	if iv.r.stream != nil {
+		iv.r.stream.sync()
+	}
 	snap, err := iv.r.snapshot()
 	if err != nil {
 		return err
@@ -86,7 +89,17 @@ func (iv *intervals) report(snap *snapshot, partial bool) {
 		delta = snap.minus(iv.prev)
 	}
 	iv.prev = snap
-	iv.r.opt.OnInterval(&Interval{N: iv.n, Start: start, End: end, Partial: partial, Results: delta.results()})
+	results := delta.results()
+	if s := iv.r.stream; s != nil {
+		lost := iv.r.lost
+		if !partial {
+			lost = max(s.lost()-s.lostBefore, 0) // so far
+		}
+		for _, res := range results {
+			res.Engine, res.Lost = EngineStream, lost
+		}
+	}
+	iv.r.opt.OnInterval(&Interval{N: iv.n, Start: start, End: end, Partial: partial, Results: results})
 }
 
 // minus returns what s counted since prev: each entry's counts and sums

@@ -96,6 +96,7 @@ type streamRun struct {
 
 	stop    chan struct{}
 	done    chan struct{}
+	syncReq chan chan struct{} // sync's requests to the loop
 	readErr error
 	// seen is the newest timestamp of each drain round: events up to the
 	// one of the round before last are all read (see drain).
@@ -104,6 +105,7 @@ type streamRun struct {
 	// lostBefore is what the buffers had lost when the run began (an
 	// instance of -B may have lost events before).
 	lostBefore int
+	capMark    uint64 // the newest event a CPU read in part had (see read)
 	free       []*stream.Event // events fed, whose memory is reused
 }
 
@@ -237,7 +239,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		s.cpus = append(s.cpus, c)
 	}
 	s.lostBefore = s.lost()
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	s.stop, s.done, s.syncReq = make(chan struct{}), make(chan struct{}), make(chan chan struct{})
 	go s.loop()
 	return nil
 }
@@ -261,7 +263,33 @@ func (s *streamRun) loop() {
 				s.readErr = err
 				return
 			}
+		case reply := <-s.syncReq:
+			// Two rounds: the second feeds every event read by the
+			// first, which began after the request.
+			for range 2 {
+				if err := s.drain(false); err != nil {
+					s.readErr = err
+					close(reply)
+					return
+				}
+			}
+			close(reply)
 		}
+	}
+}
+
+// sync feeds the machine every event recorded before it was called (an
+// interval's reading needs them all, not only those the last drains
+// could order).
+func (s *streamRun) sync() {
+	if s.stop == nil {
+		return
+	}
+	reply := make(chan struct{})
+	select {
+	case s.syncReq <- reply:
+		<-reply
+	case <-s.done:
 	}
 }
 
@@ -283,6 +311,12 @@ func (s *streamRun) drain(final bool) error {
 func (s *streamRun) read() (int, error) {
 	var roundMax uint64
 	total := 0
+	// A CPU whose last page read was full may hold more: its unread
+	// events are newer than its last read one, and only events up to
+	// that one can be ordered yet.
+	s.capMark = ^uint64(0)
+	var cpuLast uint64
+	var cpuFull bool
 	// add decodes a page; full says the writer had left it (a page
 	// still being written comes back part full).
 	add := func(c *cpuReader, page []byte) (full bool, err error) {
@@ -295,8 +329,16 @@ func (s *streamRun) read() (int, error) {
 				s.pending = append(s.pending, ev)
 				roundMax = max(roundMax, ev.TS)
 			}
+			cpuLast = max(cpuLast, rec.Timestamp)
 		}
-		return p.Commit+pageTail >= s.pageH.DataSize, nil
+		cpuFull = p.Commit+pageTail >= s.pageH.DataSize
+		return cpuFull, nil
+	}
+	endCPU := func() {
+		if cpuFull {
+			s.capMark = min(s.capMark, cpuLast)
+		}
+		cpuLast, cpuFull = 0, false
 	}
 	if s.t.ReadRaw != nil {
 		dirs := make([]string, len(s.cpus))
@@ -319,6 +361,7 @@ func (s *streamRun) read() (int, error) {
 				}
 				d = d[n:]
 			}
+			endCPU()
 		}
 	}
 	for _, c := range s.cpus {
@@ -349,6 +392,7 @@ func (s *streamRun) read() (int, error) {
 				break
 			}
 		}
+		endCPU()
 	}
 	s.prevMax, s.lastMax = s.lastMax, max(s.lastMax, roundMax)
 	return total, nil
@@ -360,7 +404,7 @@ func (s *streamRun) feed(final bool) {
 	// prevMax is the newest timestamp read before the last round: every
 	// event stamped before it was committed before that round began, and
 	// so is read now.
-	mark := s.prevMax
+	mark := min(s.prevMax, s.capMark)
 	if final {
 		mark = ^uint64(0)
 	}
