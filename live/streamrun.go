@@ -105,7 +105,7 @@ type streamRun struct {
 	// lostBefore is what the buffers had lost when the run began (an
 	// instance of -B may have lost events before).
 	lostBefore int
-	capMark    uint64 // the newest event a CPU read in part had (see read)
+	capMark    uint64          // the newest event a CPU read in part had (see read)
 	free       []*stream.Event // events fed, whose memory is reused
 }
 
