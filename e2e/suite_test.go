@@ -266,6 +266,9 @@ func jobCost(kname string) time.Duration {
 	case k.DebArch() == "armhf":
 		cost = 5 * time.Minute
 	}
+	if !isRefusalKernel(kname) && kname != bootKernel {
+		cost += 30 * time.Second // the audit phase: 8-30 s of guest time
+	}
 	if killKernels[goldenKey(kname)] != 0 && k.DebArch() == "amd64" && !isRefusalKernel(kname) && kname != bootKernel {
 		cost += 90 * time.Second // the kill phase: about 1 s a kill point, 30-40 points
 	}
