@@ -19,7 +19,7 @@ import (
 //	valtimes E N   every entry of the histograms on event E has its first
 //	               summed value N times its hitcount (SUM(16-8-4-2),
 //	               which the kernel may list folded, as 2)
-//	percent        the hitcount percentages of each histogram add up to 100
+//	percent        the percentages of each value (the count, a sum) in each histogram add up to 100
 type histChecks struct {
 	tracked   []string
 	maxstream [][2]string
@@ -179,26 +179,31 @@ func checkValTimes(all []*tracefs.Histogram, times string) []string {
 func checkPercent(all []*tracefs.Histogram) []string {
 	found := false
 	for _, hg := range all {
-		sum, entries := 0.0, 0
+		// Each value's shares on its own: the count's (hitcount (%)),
+		// a sum's (bytes_req (%)).
+		sum, entries := map[string]float64{}, map[string]int{}
+		var names []string
 		for _, e := range hg.Entries {
 			for _, v := range e.Values {
 				if v.Kind == tracefs.HistPercent {
-					sum += v.Percent
-					entries++
+					if entries[v.Name] == 0 {
+						names = append(names, v.Name)
+					}
+					sum[v.Name] += v.Percent
+					entries[v.Name]++
 				}
 			}
 		}
-		if entries == 0 {
-			continue
-		}
-		found = true
-		// Each entry's share is rounded down to 0.01 %.
-		if sum > 100.005 || sum < 100-0.01*float64(entries)-0.005 {
-			return []string{fmt.Sprintf("percent: %d entries' shares add up to %.2f %%", entries, sum)}
+		for _, name := range names {
+			found = true
+			// Each entry's share is rounded down to 0.01 %.
+			if s, n := sum[name], entries[name]; s > 100.005 || s < 100-0.01*float64(n)-0.005 {
+				return []string{fmt.Sprintf("percent: %d entries' shares of %s add up to %.2f %%", n, name, s)}
+			}
 		}
 	}
 	if !found {
-		return []string{"percent: no hitcount (%) values in the histograms"}
+		return []string{"percent: no (%) values in the histograms"}
 	}
 	return nil
 }
@@ -241,5 +246,16 @@ func TestHistChecks(t *testing.T) {
 	}
 	if p := (histChecks{percent: true}).check(&caseResult{hists: map[string]string{"x/hist": strings.Replace(pc, "%s", "20.00", 1)}}, nil); len(p) != 1 {
 		t.Errorf("shares adding up to 95: %v", p)
+	}
+	// Two values' shares, each adding up to 100 on its own (6.12's hist
+	// of hitcount.percent and bytes_req.percent).
+	two := "# event histogram\n#\n# trigger info: hist:keys=common_pid:vals=hitcount.percent,bytes_req.percent:sort=hitcount:size=2048:nohitcount [active]\n#\n\n" +
+		"{ common_pid:        148 }  hitcount (%):  60.00  bytes_req (%):   0.72\n" +
+		"{ common_pid:        150 }  hitcount (%):  40.00  bytes_req (%):  %s\n" + tail
+	if p := (histChecks{percent: true}).check(&caseResult{hists: map[string]string{"x/hist": strings.Replace(two, "%s", "99.28", 1)}}, nil); len(p) != 0 {
+		t.Errorf("two values' shares, each adding up to 100: %v", p)
+	}
+	if p := (histChecks{percent: true}).check(&caseResult{hists: map[string]string{"x/hist": strings.Replace(two, "%s", "37.34", 1)}}, nil); len(p) != 1 || !strings.Contains(p[0], "bytes_req") {
+		t.Errorf("a sum's shares adding up to 38.06: %v", p)
 	}
 }

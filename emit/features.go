@@ -147,8 +147,11 @@ func triggerNeeds(line string, set map[string]bool) {
 	if has(".buckets") {
 		set["buckets"] = true
 	}
-	if has(".percent") || has(".graph") {
+	if has("hitcount.percent") || has("hitcount.graph") {
 		set["hist-display"] = true
+	}
+	if strings.Count(head, ".percent") > strings.Count(head, "hitcount.percent") || strings.Count(head, ".graph") > strings.Count(head, "hitcount.graph") {
+		set["value-display"] = true
 	}
 	if has("common_stacktrace") {
 		set["common-stacktrace"] = true

@@ -98,7 +98,11 @@ func TestNeeds(t *testing.T) {
 			[]string{"instances", "hist-triggers", "hist-modifiers", "hist-keys-3", "hist-variables", "onmax",
 				"snapshot-action", "common-cpu", "buckets", "expressions"}},
 		{Command{Kind: KindTrigger, File: "events/a/b/trigger", Line: "hist:keys=COMM,common_stacktrace:vals=x.percent"},
-			[]string{"hist-triggers", "common-stacktrace", "hist-display", "common-comm"}},
+			[]string{"hist-triggers", "value-display", "common-stacktrace", "common-comm"}},
+		{Command{Kind: KindTrigger, File: "events/a/b/trigger", Line: "hist:keys=a:vals=hitcount.percent,hitcount.graph:nohitcount"},
+			[]string{"hist-triggers", "hist-display", "nohitcount"}},
+		{Command{Kind: KindTrigger, File: "events/a/b/trigger", Line: "hist:keys=a:vals=hitcount.percent,b.graph"},
+			[]string{"hist-triggers", "value-display", "hist-display"}},
 	}
 	order := map[string]int{}
 	for i, f := range tracefs.FeatureTable {

@@ -96,7 +96,7 @@ func savedCell(ent *tracefs.HistEntry, i int) Cell {
 
 // jsonCell is the JSON value of a percentage column: a number.
 func jsonCell(c planner.Column, cl Cell) (any, bool) {
-	if c.Kind != planner.ColPercent {
+	if c.Kind != planner.ColPercent && c.Kind != planner.ColSumPercent {
 		return nil, false
 	}
 	f, err := strconv.ParseFloat(cl.Text, 64)
@@ -120,9 +120,9 @@ func titleOf(u *planner.Unit, h *planner.Hist) string {
 }
 
 // checkIntervalColumns refuses -i for columns an interval cannot show: a
-// percentage or bar of the count is a share of everything the kernel
-// counted since the start, and the difference of two is not the share of
-// what came between.
+// percentage or bar of the count or of a sum is a share of everything the
+// kernel counted or summed since the start, and the difference of two is
+// not the share of what came between.
 func checkIntervalColumns(plan *planner.Plan, every time.Duration) error {
 	if every <= 0 {
 		return nil
@@ -132,8 +132,11 @@ func checkIntervalColumns(plan *planner.Plan, every time.Duration) error {
 			continue
 		}
 		for _, c := range u.Start.Columns {
-			if c.Kind == planner.ColPercent || c.Kind == planner.ColGraph {
+			switch c.Kind {
+			case planner.ColPercent, planner.ColGraph:
 				return fmt.Errorf("-i shows what each interval collected, and %s is the count's share of all the kernel counted since the start: run without -i, or select COUNT(*)", c.Label)
+			case planner.ColSumPercent, planner.ColSumGraph:
+				return fmt.Errorf("-i shows what each interval collected, and %s is a sum's share of all the kernel summed since the start: run without -i, or select the SUM instead", c.Label)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +64,9 @@ func TestIntervalPercentRefused(t *testing.T) {
 	}
 	if err := checkIntervalColumns(plan, time.Second); err == nil {
 		t.Error("-i of a percentage was accepted")
+	}
+	sum := &planner.Plan{Units: []*planner.Unit{{Start: &planner.Hist{Columns: []planner.Column{{Label: "bar", Kind: planner.ColSumGraph}}}}}}
+	if err := checkIntervalColumns(sum, time.Second); err == nil || !strings.Contains(err.Error(), "a sum's share") {
+		t.Errorf("-i of a sum's bar: %v", err)
 	}
 }

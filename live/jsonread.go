@@ -228,7 +228,7 @@ func readJSONResult(m json.RawMessage) (*Result, error) {
 		case planner.ColKey, planner.ColLatency:
 			c.Index = keys
 			keys++
-		case planner.ColValue, planner.ColPercent, planner.ColGraph:
+		case planner.ColValue, planner.ColPercent, planner.ColGraph, planner.ColSumPercent, planner.ColSumGraph:
 			c.Index = vals
 			vals++
 		case planner.ColSaved:
@@ -361,7 +361,7 @@ func readJSONCell(h *planner.Hist, c planner.Column, v json.RawMessage, r *Row) 
 // numberCell is a cell of a number as JSON has it: a key's value (shown
 // as its modifier shows it), a sum, a maximum, a percentage.
 func numberCell(h *planner.Hist, c planner.Column, x json.Number) (Cell, error) {
-	if c.Kind == planner.ColPercent {
+	if c.Kind == planner.ColPercent || c.Kind == planner.ColSumPercent {
 		f, err := x.Float64()
 		if err != nil {
 			return Cell{}, err

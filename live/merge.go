@@ -36,7 +36,9 @@ import (
 //   - The count as a percentage or a bar: recomputed from the merged
 //     counts and hits, as the kernel computes them. Without counts
 //     (nohitcount), each target's percentage weighs by its hits: the
-//     merged one is then approximate and shown with "~".
+//     merged one is then approximate and shown with "~". A sum's share
+//     or bar is of each target's own total, which the results do not
+//     carry: merged, it shows "?" (and the Notes say so).
 //   - LIMIT: the merged rows are sorted as the query orders them and cut
 //     to the limit; when a target showed as many rows as the limit, it may
 //     have cut a row that another target shows, whose counts then lack
@@ -137,6 +139,7 @@ var kindNames = map[planner.ColumnKind]string{
 	planner.ColKey: "key", planner.ColValue: "sum", planner.ColCount: "count",
 	planner.ColLatency: "latency", planner.ColMax: "max", planner.ColChanged: "last",
 	planner.ColSaved: "saved", planner.ColPercent: "percent", planner.ColGraph: "graph",
+	planner.ColSumPercent: "sum-percent", planner.ColSumGraph: "sum-graph",
 }
 
 // shape describes a result's columns: "comm (key), count (count), lat
@@ -300,6 +303,11 @@ func (m *Result) noteMerge(accs []*rowAcc, cut bool) {
 				m.Notes = append(m.Notes, c.Label+" is estimated from each target's percentage and hits (the counts are not shown): ~ marks it")
 				break
 			}
+		}
+	}
+	for _, c := range h.Columns {
+		if c.Kind == planner.ColSumPercent || c.Kind == planner.ColSumGraph {
+			m.Notes = append(m.Notes, c.Label+" is a share of each target's own total of the sum, which the results do not carry: merged, it shows ?")
 		}
 	}
 	if cut {
@@ -503,6 +511,8 @@ func (m *Result) recompute(accs []*rowAcc, hits uint64) {
 					n = int(a.est * graphWidth / most)
 				}
 				m.Rows[i].Cells[j] = Cell{Text: strings.Repeat("#", min(n, graphWidth))}
+			case planner.ColSumPercent, planner.ColSumGraph:
+				m.Rows[i].Cells[j] = Cell{Text: "?"}
 			}
 		}
 	}

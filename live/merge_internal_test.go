@@ -83,6 +83,27 @@ func TestMergeShares(t *testing.T) {
 	}
 }
 
+// A sum's share and bar are of each target's own total, which the
+// results do not carry: merged, they show "?" with a note; one target's
+// results pass as they are.
+func TestMergeSumShares(t *testing.T) {
+	h := &planner.Hist{Keys: []string{"common_pid"}, Vals: []string{"bytes_req.percent", "bytes_alloc.graph"}, NoHitcount: true, Columns: []planner.Column{
+		{Label: "pid", Kind: planner.ColKey}, {Label: "share", Kind: planner.ColSumPercent, Index: 0}, {Label: "bar", Kind: planner.ColSumGraph, Index: 1}}}
+	const info = "hist:keys=common_pid:vals=bytes_req.percent,bytes_alloc.graph:sort=hitcount:size=2048:nohitcount"
+	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ common_pid:        148 }  bytes_req (%):   0.72  bytes_alloc:                     \n"+
+			"{ common_pid:        151 }  bytes_req (%):  99.28  bytes_alloc: ####################\n", 8, 2)))
+	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+		"{ common_pid:        151 }  bytes_req (%): 100.00  bytes_alloc: ####################\n", 4, 1)))
+	if got := cellsOf(a); !cmp.Equal(got, []string{"148,0.72,", "151,99.28," + strings.Repeat("#", 20)}) {
+		t.Errorf("one target's shares: %q", got)
+	}
+	m := mergeOf(t, a, b)
+	if d := cmp.Diff([]string{"148,?,?", "151,?,?"}, cellsOf(m)); d != "" || len(m.Notes) != 2 || !strings.Contains(m.Notes[0], "each target's own total") {
+		t.Errorf("merged sum shares (-want +got):\n%s\nnotes %q", d, m.Notes)
+	}
+}
+
 // MAX keeps the largest and the fields saved with it; a bound ("<=") wins
 // only when nothing exact is as large. onchange's last values have no
 // order across targets: a row whose targets differ shows "?", with a note.

@@ -330,7 +330,7 @@ func jsonResults(results []*Result) []jsonResult {
 			m := map[string]any{}
 			for j, c := range res.Hist.Columns {
 				switch {
-				case c.Kind == planner.ColPercent:
+				case c.Kind == planner.ColPercent || c.Kind == planner.ColSumPercent:
 					m[c.Label], _ = jsonCell(c, r.At(c, j))
 				case c.Kind == planner.ColLatency:
 					m[c.Label] = jsonLatency{Avg: math.Round(r.Avg()*10) / 10, Max: r.Stats.Max, MaxBound: r.Stats.MaxBound,

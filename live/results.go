@@ -196,7 +196,7 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 				}
 				r.Cells = append(r.Cells, cl)
 				key = append(key, cl.Text)
-			case planner.ColValue, planner.ColPercent, planner.ColGraph:
+			case planner.ColValue, planner.ColPercent, planner.ColGraph, planner.ColSumPercent, planner.ColSumGraph:
 				r.Cells = append(r.Cells, valueAt(ent, c.Index))
 			case planner.ColMax:
 				r.Cells = append(r.Cells, maxCell(ent))

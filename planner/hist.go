@@ -15,7 +15,8 @@ type histItem struct {
 	value bool
 	count bool // COUNT(*): the implicit hitcount
 	max   bool // MAX(field): an onmax() handler
-	// display is "percent" or "graph" for CAST(COUNT(*) AS PERCENT|GRAPH).
+	// display is "percent" or "graph" for CAST(COUNT(*) AS PERCENT|GRAPH)
+	// (field "hitcount") and CAST(SUM(x) AS PERCENT|GRAPH).
 	display string
 	typ     vtype
 	label   string
@@ -143,7 +144,7 @@ func histColumns(items []*histItem) []Column {
 			if c.Label == "" {
 				c.Label = "max(" + it.field + ")"
 			}
-		case it.display != "":
+		case it.display != "" && it.field == "hitcount":
 			c.Kind, c.Index = ColPercent, vals
 			if it.display == "graph" {
 				c.Kind = ColGraph
@@ -151,6 +152,15 @@ func histColumns(items []*histItem) []Column {
 			vals++
 			if c.Label == "" {
 				c.Label = "count(" + it.display + ")"
+			}
+		case it.display != "":
+			c.Kind, c.Index = ColSumPercent, vals
+			if it.display == "graph" {
+				c.Kind = ColSumGraph
+			}
+			vals++
+			if c.Label == "" {
+				c.Label = "sum(" + it.field + ")(" + it.display + ")"
 			}
 		case it.value:
 			c.Kind, c.Index = ColValue, vals

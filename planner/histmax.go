@@ -87,9 +87,12 @@ func (p *planner) histVar(h *Hist, base string) string {
 	return v.take(base)
 }
 
-// displayItem lowers CAST(COUNT(*) AS PERCENT|GRAPH): the count of each
-// entry as its share of all hits, or as a bar scaled to the largest. The
-// kernel has them since 6.2 and, since 6.3, on the count only.
+// displayItem lowers CAST(COUNT(*) AS PERCENT|GRAPH), the count of each
+// entry as its share of all hits or as a bar scaled to the largest
+// (hitcount.percent and hitcount.graph, 6.2), and CAST(SUM(x) AS
+// PERCENT|GRAPH) (or CAST(x AS …)), the entry's sum of x as its share of
+// x's total or as a bar (x.percent and x.graph: 6.1, from its README's
+// .percent; seen in 6.1, 6.12 and 7.2 on x86-64).
 func (p *planner) displayItem(x *compiler.Cast) (*histItem, bool) {
 	if x.Target != "PERCENT" && x.Target != "GRAPH" {
 		return nil, false
@@ -98,21 +101,52 @@ func (p *planner) displayItem(x *compiler.Cast) (*histItem, bool) {
 	if x.Target == "GRAPH" {
 		mod = "graph"
 	}
-	c, ok := compiler.Unparen(x.X).(*compiler.Call)
-	if !ok || c.Func != "COUNT" || !c.Star {
-		xd := p.diags.Add(x.Pos, x.End, "CAST(… AS %s) applies to COUNT(*): since Linux 6.3 the kernel shows .%s on the count only", x.Target, mod)
-		xd.Hint = "write CAST(COUNT(*) AS " + x.Target + ")"
-		return nil, true
-	}
 	if x.HasArg {
 		p.diags.Add(x.TargetPos, x.TargetEnd, "%s takes no argument", x.Target)
 		return nil, true
 	}
-	if !p.feat.HistDisplay {
-		p.diags.Add(x.Pos, x.End, "%s", p.feat.Lacks("CAST(COUNT(*) AS "+x.Target+") (hitcount."+mod+")", "hist-display"))
+	arg := compiler.Unparen(x.X)
+	if c, ok := arg.(*compiler.Call); ok && c.Func == "COUNT" && c.Star {
+		if !p.feat.HistDisplay {
+			p.diags.Add(x.Pos, x.End, "%s", p.feat.Lacks("CAST(COUNT(*) AS "+x.Target+") (hitcount."+mod+")", "hist-display"))
+			return nil, true
+		}
+		return &histItem{text: "hitcount." + mod, sort: "hitcount", value: true, display: mod, field: "hitcount", pos: x.Pos, end: x.End}, true
+	}
+	if c, ok := arg.(*compiler.Call); ok && c.Func == "SUM" && len(c.Args) == 1 {
+		arg = compiler.Unparen(c.Args[0])
+	}
+	f, ok := arg.(*compiler.Field)
+	if !ok {
+		xd := p.diags.Add(x.Pos, x.End, "CAST(… AS %s) applies to COUNT(*) or to the sum of a field: the kernel shows .%s on the count and on a summed field, not on an expression", x.Target, mod)
+		xd.Hint = "write CAST(COUNT(*) AS " + x.Target + ") or CAST(SUM(field) AS " + x.Target + ")"
 		return nil, true
 	}
-	return &histItem{text: "hitcount." + mod, sort: "hitcount", value: true, display: mod, field: "hitcount", pos: x.Pos, end: x.End}, true
+	r := p.r.field(f)
+	if r == nil {
+		return nil, true
+	}
+	switch {
+	case r.pseudo:
+		p.diags.Add(x.Pos, x.End, "CAST(… AS %s) takes COUNT(*) or the sum of an event's field; %s is computed by the kernel", x.Target, r.name)
+		return nil, true
+	case !r.typ.isNumeric():
+		p.diags.Add(x.Pos, x.End, "CAST(… AS %s): %s is %s; only numbers are summed", x.Target, r.name, r.typ.Kernel)
+		return nil, true
+	case r.mod != "":
+		p.diags.Add(x.Pos, x.End, "%s already carries the modifier .%s; the kernel takes one modifier per field", r.name, r.mod)
+		return nil, true
+	case !p.feat.ValueDisplay:
+		what := "CAST(SUM(" + r.name + ") AS " + x.Target + ") (" + r.name + "." + mod + ")"
+		msg := p.feat.Lacks(what, "value-display")
+		if p.feat.ValueDisplayNote != "" {
+			msg = what + ": " + p.feat.ValueDisplayNote + "; " + p.feat.Target()
+		}
+		xd := p.diags.Add(x.Pos, x.End, "%s", msg)
+		xd.Hint = "select SUM(" + r.name + ") (each entry's sum), or run the query with -r --engine stream, which computes the share itself"
+		return nil, true
+	}
+	return &histItem{text: r.name + "." + mod, sort: r.name, value: true, display: mod, typ: r.typ, field: r.name, pos: x.Pos, end: x.End}, true
 }
 
 // noHitcount hides the raw count when the SELECT shows the count only as

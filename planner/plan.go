@@ -118,15 +118,17 @@ type ColumnKind int
 
 // The kinds of [Column].
 const (
-	ColKey     ColumnKind = iota // Keys[Index]
-	ColValue                     // Vals[Index], a sum
-	ColCount                     // hitcount
-	ColLatency                   // Keys[Index], an exact latency: shown as min, avg, max
-	ColMax                       // the onmax line under the entry: MAX(field), -m on a histogram
-	ColChanged                   // the onchange line under the entry: -c on a histogram
-	ColSaved                     // the save() field Index of the handler's line
-	ColPercent                   // Vals[Index], hitcount.percent: the count as a share of all
-	ColGraph                     // Vals[Index], hitcount.graph: the count as a bar
+	ColKey        ColumnKind = iota // Keys[Index]
+	ColValue                        // Vals[Index], a sum
+	ColCount                        // hitcount
+	ColLatency                      // Keys[Index], an exact latency: shown as min, avg, max
+	ColMax                          // the onmax line under the entry: MAX(field), -m on a histogram
+	ColChanged                      // the onchange line under the entry: -c on a histogram
+	ColSaved                        // the save() field Index of the handler's line
+	ColPercent                      // Vals[Index], hitcount.percent: the count as a share of all
+	ColGraph                        // Vals[Index], hitcount.graph: the count as a bar
+	ColSumPercent                   // Vals[Index], x.percent: the sum of x as a share of x's total
+	ColSumGraph                     // Vals[Index], x.graph: the sum of x as a bar
 )
 
 // Column is one column of a hist's results.

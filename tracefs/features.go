@@ -3,6 +3,7 @@ package tracefs
 import (
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 )
 
@@ -51,11 +52,18 @@ type Features struct {
 	CommonComm bool
 	// HistDisplay is .percent and .graph on hitcount, and NoHitcount the
 	// nohitcount attribute: both 6.2, read from the README's nohitcount.
-	// Debian's 6.1 lists .percent and .graph in its README too, for other
-	// values: it refuses hitcount.percent ("Couldn't find field", seen in
-	// 6.1.0-56 under qemu), and 6.3 refuses them on other values.
+	// Debian's 6.1 lists .percent and .graph in its README, which 6.1
+	// has on summed values only: it refuses hitcount.percent ("Couldn't
+	// find field", seen in 6.1.0-56 under qemu).
 	HistDisplay bool
 	NoHitcount  bool
+	// ValueDisplay is .percent and .graph on a summed value (6.1), read
+	// from the README's .percent, except where a 6.1 release says
+	// otherwise (ValueDisplayNote; see valueDisplay61).
+	ValueDisplay bool
+	// ValueDisplayNote explains why a kernel whose README lists .percent
+	// is taken not to have it on values: the refusal's text.
+	ValueDisplayNote string
 	// OnChange is the onchange() handler and the snapshot() action (5.1),
 	// listed in the README.
 	OnChange bool
@@ -91,7 +99,45 @@ func (c *Catalog) readFeatures() Features {
 	f.CommonComm = f.CommonComm || ReleaseAtLeast(f.Kernel, 6, 16)
 	f.SynthFields64 = f.SynthFields64 || ReleaseAtLeast(f.Kernel, 5, 15)
 	f.BrokenSynthStrings = BrokenSynthStrings(f.Kernel)
+	if f.ValueDisplay {
+		f.ValueDisplay, f.ValueDisplayNote = valueDisplay61(f.Kernel)
+	}
 	return f
+}
+
+// valueDisplay61 tells whether a kernel whose README lists .percent and
+// .graph takes them on summed values ("hist:keys=common_pid:vals=
+// bytes_req.percent"), and when it does not, why. Linux 6.1 has them,
+// and so does its README; upstream e0213434fe3e ("tracing: Do not let
+// histogram values have some modifiers", a stable fix) made the kernel
+// refuse them on values ("Invalid field modifier"), until a later fix
+// took them back. The README did not change: only the release tells.
+// Seen under qemu (the refusal audit, e2e/audit_test.go): Debian's
+// 6.1.0-50 (6.1.176) refuses them, 6.1.0-56 (6.1.192), 6.12 and 7.2
+// take them. The 6.1 releases between are not known, nor other series
+// than 6.1 that took the stable fix.
+func valueDisplay61(release string) (bool, string) {
+	p := versionParts(release)
+	if len(p) < 3 || p[0] != 6 || p[1] != 1 {
+		return true, ""
+	}
+	const seen = "Linux 6.1 stable releases differ: Debian's 6.1.0-50 (6.1.176) refuses .percent and .graph on values (\"Invalid field modifier\") although its README lists them, 6.1.0-56 (6.1.192) takes them"
+	upstream, debian := p[2], -1
+	if upstream == 0 {
+		// Debian names its releases 6.1.0-ABI-flavour.
+		if _, rest, ok := strings.Cut(release, "6.1.0-"); ok {
+			if n, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0]); err == nil {
+				debian = n
+			}
+		}
+	}
+	switch {
+	case upstream >= 192 || debian >= 56:
+		return true, ""
+	case upstream > 0 && upstream <= 176 || debian >= 0 && debian <= 50:
+		return false, seen
+	}
+	return false, seen + "; which this release does is not known"
 }
 
 // BrokenSynthStrings reports whether a kernel release is one of the 5.10
@@ -110,6 +156,7 @@ func allFeatures() Features {
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
 		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
 		ReturnSuffix: true, SynthFields64: true, HistDisplay: true, NoHitcount: true, OnChange: true,
+		ValueDisplay: true,
 	}
 }
 
@@ -124,7 +171,8 @@ func (f Features) WithStream() Features {
 	f.HistTriggers, f.SyntheticEvents, f.TraceAction, f.DynStrings = true, true, true, true
 	f.CommonCPU, f.Buckets, f.Expressions, f.SynthFields64 = true, true, true, true
 	f.StacktraceVars, f.CommonStacktrace = true, true
-	f.HistDisplay, f.NoHitcount, f.OnChange = true, true, true
+	f.HistDisplay, f.NoHitcount, f.OnChange, f.ValueDisplay = true, true, true, true
+	f.ValueDisplayNote = ""
 	f.CommonComm, f.BrokenSynthStrings = false, false
 	return f
 }
@@ -147,6 +195,7 @@ func FeaturesFromREADME(readme string) Features {
 	f.ReturnSuffix = has("%return")
 	f.NoHitcount = has("nohitcount")
 	f.HistDisplay = f.NoHitcount
+	f.ValueDisplay = has(".percent")
 	f.OnChange = has("onchange(var)")
 	f.StacktraceVars = f.CommonStacktrace
 	// '*', '/', constants and left-to-right evaluation came together in

@@ -30,7 +30,10 @@ func TestFeaturesEmbedded(t *testing.T) {
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true, ErrorLog: true,
 			Eprobes: true, ProbeArgs: true, ReturnSuffix: true, SynthFields64: true,
-			OnChange: true, // .percent and .graph are in 6.1's README, but not on the count: no nohitcount
+			OnChange: true,
+			// .percent and .graph are in 6.1's README, on summed values;
+			// not on the count: no nohitcount.
+			ValueDisplay: true,
 		}},
 		{"6.12", Features{
 			FromREADME: true, Kernel: "6.12.117+deb13-cloud-amd64",
@@ -38,7 +41,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
 			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, ReturnSuffix: true, SynthFields64: true,
-			HistDisplay: true, NoHitcount: true, OnChange: true,
+			HistDisplay: true, NoHitcount: true, OnChange: true, ValueDisplay: true,
 		}},
 		{"7.2", Features{
 			FromREADME: true, Kernel: "7.2.13+deb14-cloud-amd64",
@@ -47,6 +50,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,
 			Eprobes: true, RetprobeArgs: true, ProbeArgs: true, CommonComm: true, // from its release: the README does not say
 			ReturnSuffix: true, SynthFields64: true, HistDisplay: true, NoHitcount: true, OnChange: true,
+			ValueDisplay: true,
 		}},
 	}
 	for _, tt := range tests {
@@ -82,6 +86,7 @@ func TestFeaturesWithoutREADME(t *testing.T) {
 		Expressions: true, StacktraceVars: true, CommonStacktrace: true,
 		ErrorLog: true, Eprobes: true, RetprobeArgs: true, CommonComm: true, ProbeArgs: true,
 		ReturnSuffix: true, SynthFields64: true, HistDisplay: true, NoHitcount: true, OnChange: true,
+		ValueDisplay: true,
 	}
 	noDynamic := all
 	noDynamic.DynamicEvents = false

@@ -446,3 +446,34 @@ func TestParseHistExpressions(t *testing.T) {
 		t.Errorf("folded constant: %+v", c.Entries)
 	}
 }
+
+// A sum's share and bar, and a sum with its own bar under the same name,
+// as 6.12 prints them (seen under qemu).
+func TestParseHistValueDisplay(t *testing.T) {
+	const tail = "\nTotals:\n    Hits: 337\n    Entries: 2\n    Dropped: 0\n"
+	const share = "# event histogram\n#\n# trigger info: hist:keys=common_pid:vals=bytes_req.percent,bytes_alloc.graph:sort=hitcount:size=2048:nohitcount [active]\n#\n\n" +
+		"{ common_pid:        148 }  bytes_req (%):   0.72  bytes_alloc:                     \n" +
+		"{ common_pid:        151 }  bytes_req (%):  51.61  bytes_alloc: ####################\n" + tail
+	hs, err := ParseHist(share)
+	if err != nil || len(hs) != 1 || len(hs[0].Entries) != 2 {
+		t.Fatalf("ParseHist: %v %+v", err, hs)
+	}
+	v := hs[0].Entries[1].Values
+	if len(v) != 2 || v[0].Kind != HistPercent || v[0].Percent != 51.61 || v[1].Kind != HistGraph || v[1].Text != strings.Repeat("#", 20) {
+		t.Errorf("share and bar: %+v", v)
+	}
+	if v := hs[0].Entries[0].Values; len(v) != 2 || v[1].Kind != HistGraph || v[1].Text != "" {
+		t.Errorf("a bar too short to show: %+v", v)
+	}
+	const both = "# event histogram\n#\n# trigger info: hist:keys=common_pid:vals=hitcount,bytes_req,bytes_req.graph:sort=hitcount:size=2048 [active]\n#\n\n" +
+		"{ common_pid:        148 } hitcount:         10  bytes_req:        472  bytes_req:                     \n" +
+		"{ common_pid:        154 } hitcount:         23  bytes_req:      18842  bytes_req: ####################\n" + tail
+	hs, err = ParseHist(both)
+	if err != nil || len(hs) != 1 || len(hs[0].Entries) != 2 {
+		t.Fatalf("ParseHist: %v %+v", err, hs)
+	}
+	v = hs[0].Entries[1].Values
+	if len(v) != 3 || v[1].Kind != HistNumber || v[1].Num != 18842 || v[2].Kind != HistGraph || v[2].Text != strings.Repeat("#", 20) {
+		t.Errorf("a sum and its bar under one name: %+v", v)
+	}
+}

@@ -290,7 +290,9 @@ func parseHistVals(text string, mods map[string]string, strict bool) ([]HistValu
 		case loc[4] >= 0:
 			v.Kind = HistPercent
 			v.Percent, err = strconv.ParseFloat(v.Raw, 64)
-		case mods[v.Name] == "graph":
+		case mods[v.Name] == "graph" && strings.Trim(v.Raw, "#") == "":
+			// A bar is '#'s (none for a small share); the field's own
+			// sum, when the trigger has both, prints under the same name.
 			v.Kind, v.Text = HistGraph, v.Raw
 		case mods[v.Name] == "hex":
 			v.Kind = HistHex

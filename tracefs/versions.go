@@ -49,6 +49,7 @@ var FeatureTable = []Feature{
 	{"synthetic-64-fields", "more than 32 fields in a synthetic event", "5.15"},
 	{"bootconfig-hist", "hist subkeys in a bootconfig (ftrace.event.G.E.hist { … })", "5.15"},
 	{"expressions", "*, / and numeric constants in hist expressions", "5.16"},
+	{"value-display", "the .percent and .graph modifiers on summed values", "6.1"},
 	{"symstr", "the symstr fetch type", "6.2"},
 	{"hist-display", "the .percent and .graph modifiers on the count (hitcount.percent, hitcount.graph)", "6.2"},
 	{"nohitcount", "the nohitcount hist attribute", "6.2"},
