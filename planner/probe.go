@@ -26,8 +26,11 @@ func (p *planner) probeGroup() string {
 	return ProbeGroup
 }
 
-// maxEventNameLen is the kernel's MAX_EVENT_NAME_LEN for probe events.
-const maxEventNameLen = 64
+// maxEventNameLen is the longest name of a probe event: the kernel's
+// MAX_EVENT_NAME_LEN (64) holds its terminating NUL, so a 64-character
+// name is refused ("Event name is too long", seen in 6.1 and by the
+// refusal audit, e2e/audit_test.go).
+const maxEventNameLen = 63
 
 // Probe is a dynamic event (kprobe, kretprobe, uprobe, uretprobe or
 // eprobe) that the script creates before the triggers that use it.
