@@ -331,7 +331,7 @@ func (p *planner) checkSizes(u *Unit) {
 		exprs = append(append(exprs, h.Keys...), h.Vals...)
 		for _, e := range exprs {
 			if len(e) > maxExpr && strings.ContainsAny(e, "+-*/") {
-				x := p.diags.Add(h.Pos, h.End, "the %s trigger on %s/%s has an expression of %d bytes (%.40s…); the kernel writes an expression's text into a buffer of %d bytes: Linux 6.12 refuses a longer one (\"Argument list too long\"), 5.10 and 6.1 write past the buffer and corrupt their memory", h.Role, h.System, h.Event, len(e), e, maxExpr+1)
+				x := p.diags.Add(h.Pos, h.End, "the %s trigger on %s/%s has an expression of %d bytes (%.40s…); the kernel writes an expression's text into a buffer of %d bytes: Linux 6.12 refuses a longer one (\"Argument list too long\"), 5.10, 6.1 and 7.2 write past the buffer and corrupt their memory", h.Role, h.System, h.Event, len(e), e, maxExpr+1)
 				x.Hint = "shorten the synthetic event's name (-n) or the labels (AS), which name its variables"
 				break
 			}
@@ -341,11 +341,13 @@ func (p *planner) checkSizes(u *Unit) {
 
 // maxExpr is the longest expression text the kernel holds: it writes
 // the text of each expression of a hist trigger (expr_str) into a buffer
-// of MAX_FILTER_STR_VAL (256) bytes. Linux 6.12 refuses a longer one
-// with E2BIG; 5.10.262 and 6.1.176 wrote past it: a JOIN with a
-// synthetic event name of 255 characters ("common_timestamp.usecs-
-// $NAME_ts_us") overwrote the name of the event, which trace() then
-// could not find, nor dynamic_events remove (seen under qemu).
+// of MAX_FILTER_STR_VAL (256) bytes. Seen under qemu: 6.12 refuses a
+// longer one with E2BIG; 5.10.262 and 6.1.176 wrote past it (a JOIN with
+// a synthetic event name of 255 characters, "common_timestamp.usecs-
+// $NAME_ts_us", overwrote the name of the event, which trace() then could
+// not find, nor dynamic_events remove), and so does 7.2.13: it took
+// expressions of 256 and 300 bytes, and one of 400 crashed it (a page
+// fault in the slab allocator, on 0x78787878, the variable name's 'x's).
 const maxExpr = 255
 
 // synthName picks the synthetic event's name: CREATE VIEW, -n, or one
