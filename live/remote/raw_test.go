@@ -142,6 +142,13 @@ func FuzzParseOD(f *testing.F) {
 	f.Add(odDump(make([]byte, 100)))
 	f.Add(odDump([]byte("sqlhist")))
 	f.Add("0000000 01\n*\n0000032\n")
+	// What a target with gzip and base64 answers: the pages compressed.
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write(make([]byte, 4096))
+	w.Close()
+	f.Add("enc gzip\ncpu 0\n" + base64.StdEncoding.EncodeToString(z.Bytes()) + "\ncpu 1\n")
+	f.Add("enc od\ncpu 0\n" + odDump([]byte("a page")) + "cpu 1\n0000000\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		got, err := ParseOD(strings.Split(text, "\n"), 8192)
 		if err == nil && len(got) > 8192 {
