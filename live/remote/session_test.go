@@ -235,6 +235,54 @@ func TestFS(t *testing.T) {
 	})
 }
 
+// TestFSTriggerNoListing: reading an event's trigger or format is one
+// request, not a listing of events/ too (a run's checks of its triggers,
+// --teardown's look before each removal, the formats the catalog reads);
+// a system's listing lists events/ once, and a file read after it is
+// answered from that listing when the event is not there.
+func TestFSTriggerNoListing(t *testing.T) {
+	dir := t.TempDir()
+	for n, c := range map[string]string{
+		"events/sched/sched_switch/format":  "name: sched_switch\n",
+		"events/sched/sched_switch/trigger": "# Available triggers:\n",
+	} {
+		p := filepath.Join(dir, n)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(c), 0o644)
+	}
+	s := dial(t, "sh", Options{})
+	fsys := s.FS(dir)
+	requests := func() int64 { return s.Stats().Requests }
+	before := requests()
+	if b, err := fs.ReadFile(fsys, "events/sched/sched_switch/trigger"); err != nil || string(b) != "# Available triggers:\n" {
+		t.Fatalf("trigger: %q, %v", b, err)
+	}
+	if n := requests() - before; n != 1 {
+		t.Errorf("a trigger read took %d requests, want 1 (no listing of events/)", n)
+	}
+	before = requests()
+	if _, err := fs.ReadFile(fsys, "events/sched/sched_switch/format"); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests() - before; n != 1 {
+		t.Errorf("a format read took %d requests, want 1", n)
+	}
+	before = requests()
+	if ents, err := fs.ReadDir(fsys, "events/sched"); err != nil || len(ents) != 1 {
+		t.Fatalf("events/sched: %v, %v", ents, err)
+	}
+	if n := requests() - before; n != 1 {
+		t.Errorf("a system's listing took %d requests, want 1 (the listing of events/)", n)
+	}
+	before = requests()
+	if _, err := fs.ReadFile(fsys, "events/sched/nope/trigger"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing event's trigger: %v", err)
+	}
+	if n := requests() - before; n != 0 {
+		t.Errorf("a missing event's trigger took %d requests with the listing kept, want 0", n)
+	}
+}
+
 // TestWriter: appends are the script's lines, byte for byte; refusals
 // come back as the errno the shell names.
 func TestWriter(t *testing.T) {
