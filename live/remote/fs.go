@@ -18,8 +18,9 @@ import (
 
 // FS is a directory of the target, read through a session. It implements
 // fs.FS, fs.ReadFileFS, fs.ReadDirFS and fs.StatFS, each call one request
-// (a listing of events/, which the event catalog stats a hundred times,
-// is read once and kept until this session writes something).
+// (a listing of events/, read for a system's listing or a stat of a
+// system or an event, is kept until this session writes something, and
+// answers for the files of the events it does not list).
 type FS struct {
 	s   *Session
 	dir string
