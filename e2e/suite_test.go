@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,24 +100,31 @@ func mergeFiles(phases []phase) []vm.File {
 // refusal audit, -e, the golden queries, --run, and on some kernels the
 // kill points of --run (killPhase); on 6.1 and 6.1-arm64 the agreement
 // with libbpf-tools (agreePhase) comes first. Each phase is a subtest
-// with its own verdict.
+// with its own verdict. Only the phases $SQLHIST_PHASES names are made
+// and run (phaseSelected).
 func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 	var phases []phase
-	if ap := agreePhase(t, kname); ap != nil {
-		// First, before a loaded host makes the guest's TSC unstable
-		// (agree_test.go: its latencies need the TSC as clocksource).
-		phases = append(phases, *ap)
+	add := func(name string, mk func() *phase) {
+		if phaseSelected(name) {
+			if p := mk(); p != nil {
+				phases = append(phases, *p)
+			}
+		}
 	}
-	if dp := differPhase(t, kname); dp != nil {
-		// The two engines over one window (differ_test.go).
-		phases = append(phases, *dp)
-	}
+	// First, before a loaded host makes the guest's TSC unstable
+	// (agree_test.go: its latencies need the TSC as clocksource).
+	add("agree", func() *phase { return agreePhase(t, kname) })
+	// The two engines over one window (differ_test.go).
+	add("differ", func() *phase { return differPhase(t, kname) })
 	// The kernel's word on each of sqlhist's version gates and kernel
 	// rules (audit_test.go), in a tracefs no phase has touched.
-	phases = append(phases, auditPhase(t, kname))
-	phases = append(phases, executePhase(t, kname), queriesPhase(t, kname, cases), runPhase(t, kname))
-	if kp := killPhase(t, kname); kp != nil {
-		phases = append(phases, *kp)
+	add("audit", func() *phase { p := auditPhase(t, kname); return &p })
+	add("execute", func() *phase { p := executePhase(t, kname); return &p })
+	add("queries", func() *phase { p := queriesPhase(t, kname, cases); return &p })
+	add("run", func() *phase { p := runPhase(t, kname); return &p })
+	add("kill", func() *phase { return killPhase(t, kname) })
+	if len(phases) == 0 {
+		t.Skipf("SQLHIST_PHASES=%s names no phase of %s", os.Getenv("SQLHIST_PHASES"), kname)
 	}
 	files := mergeFiles(phases)
 	var timeout time.Duration
@@ -294,6 +302,16 @@ func guestsAtOnce() int {
 	return runtime.NumCPU() + 1
 }
 
+// phaseSelected reports whether $SQLHIST_PHASES, a comma-separated list
+// of phases (agree, differ, audit, execute, queries, run, kill; stream
+// and bootconfig, the jobs of one phase; via, the --via job), names the
+// phase; unset or empty, every phase is selected. SQLHIST_KERNELS=6.1
+// SQLHIST_PHASES=queries runs 6.1's golden cases alone.
+func phaseSelected(name string) bool {
+	v := os.Getenv("SQLHIST_PHASES")
+	return v == "" || slices.Contains(strings.Split(v, ","), name)
+}
+
 // TestKernels is the kernel suite: every kernel of SQLHIST_KERNELS (all
 // by default) booted once for -e, every golden case and --run; Debian's
 // 5.10 and riscv64 6.12 for the refusal without hist triggers; the built 6.1-boot for
@@ -313,14 +331,14 @@ func TestKernels(t *testing.T) {
 		jobs = append(jobs, job{kname, jobCost(kname), needsBuild(kname), func(t *testing.T) { kernelJob(t, kname, cases) }})
 	}
 	for _, kname := range refusalKernels {
-		if selected(kname) {
+		if selected(kname) && phaseSelected("stream") {
 			jobs = append(jobs, job{kname, jobCost(kname), needsBuild(kname), func(t *testing.T) { streamJob(t, kname) }})
 		}
 	}
-	if selected(bootKernel) {
+	if selected(bootKernel) && phaseSelected("bootconfig") {
 		jobs = append(jobs, job{bootKernel, jobCost(bootKernel), needsBuild(bootKernel), bootconfigJob})
 	}
-	if len(viaKernelsOf()) > 0 {
+	if len(viaKernelsOf()) > 0 && phaseSelected("via") {
 		// The --via guests (via_checks_test.go): booted at once, mostly
 		// waiting on this machine's sqlhist, so one slot.
 		jobs = append(jobs, job{"via", 3 * time.Minute, false, viaJobRun})
@@ -383,5 +401,19 @@ func TestKernelNames(t *testing.T) {
 	t.Setenv("SQLHIST_KERNELS", "")
 	if got := strings.Join(kernelNames(), ","); got != allKernels {
 		t.Errorf("kernelNames() without SQLHIST_KERNELS = %s, want %s", got, allKernels)
+	}
+}
+
+// TestPhaseSelected: SQLHIST_PHASES names the phases run; unset, all.
+func TestPhaseSelected(t *testing.T) {
+	t.Setenv("SQLHIST_PHASES", "")
+	if !phaseSelected("queries") || !phaseSelected("via") {
+		t.Errorf("without SQLHIST_PHASES a phase is not selected")
+	}
+	t.Setenv("SQLHIST_PHASES", "queries,kill")
+	for name, want := range map[string]bool{"queries": true, "kill": true, "run": false, "via": false, "quer": false} {
+		if got := phaseSelected(name); got != want {
+			t.Errorf("SQLHIST_PHASES=queries,kill: phaseSelected(%s) = %v", name, got)
+		}
 	}
 }
