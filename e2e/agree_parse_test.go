@@ -182,6 +182,10 @@ func TestTVD(t *testing.T) {
 		{"the CI's near tie", ciSQL, ciBPF, 4.0 / 211, true},
 		{"the CI's answer up to four events off in every bucket", ciSQL,
 			map[int]uint64{4: 1, 5: 24, 6: 86, 7: 85, 8: 11, 9: 4}, 10.0 / 211, true},
+		// 6.1 with two busy loops on the host (2026-11-27): runqlat a
+		// few us shorter (the hist trigger's cost), 8.4% apart.
+		{"6.1 loaded, runqlat a few us shorter", map[int]uint64{5: 9, 6: 116, 7: 57, 8: 16, 9: 4, 10: 1},
+			map[int]uint64{4: 24, 5: 106, 6: 50, 7: 17, 8: 5, 9: 1}, 17.0 / 203, true},
 		{"one bucket, moved one bucket", map[int]uint64{22: 200}, map[int]uint64{22: 200}, 1, false},
 		{"the CI's answer moved one bucket", ciSQL, map[int]uint64{5: 3, 6: 20, 7: 86, 8: 85, 9: 15, 10: 2}, 170.0 / 422, false},
 		// The TSC drift of FINDINGS (x86-64 6.1): sqlhist's 3 ms sleeps
@@ -206,7 +210,7 @@ func TestTVD(t *testing.T) {
 	// distributions.
 	var b strings.Builder
 	errs := compareLatency(&b, "runqlat", ciSQL, bpfHist{"usecs", map[int]uint64{5: 3, 6: 20, 7: 86, 8: 85, 9: 15, 10: 2}}, 200)
-	if len(errs) != 1 || !strings.Contains(errs[0], "total variation distance") || !strings.Contains(errs[0], "at most 10%") ||
+	if len(errs) != 1 || !strings.Contains(errs[0], "total variation distance") || !strings.Contains(errs[0], "at most 20%") ||
 		!strings.Contains(errs[0], "(64, 128] 82, (128, 256] 89") || !strings.Contains(errs[0], "[128, 255] 86, [256, 511] 85") {
 		t.Errorf("the failure does not state the measure, its bound and both distributions: %q", errs)
 	}

@@ -35,7 +35,7 @@ package e2e
 // Distributions. The two are compared bucket by bucket, each normalised
 // by its own total: their total variation distance (half the sum over
 // the buckets of |p_e - q_(e-1)|, the share of events that would have to
-// move to turn one into the other) must be at most maxTVD (10%). Not
+// move to turn one into the other) must be at most maxTVD (20%). Not
 // the modal bucket: two neighbours near a tie made it flip between two
 // equal answers (6.1-arm64, 2026-11-27: sqlhist (64, 128] 82 and
 // (128, 256] 89, runqlat [64, 127] 86 and [128, 255] 85, of 211 each,
@@ -44,12 +44,11 @@ package e2e
 // lies within the measurements' difference of a bucket's end: an exact
 // power of two (the bucket ends above), sqlhist's 1 us truncation of
 // each timestamp, the other's probes (Units, below). With latencies of
-// 32 us and more under TCG that is a few events in a hundred at most.
-// Different answers are far more: that run's wakeups moved by a bucket
-// are 40% away, the 3 ms sleeps (all in one bucket) 100%, and the
-// do_sys_openat2 timing above, whose probes doubled a latency, was 46%
-// away. 10% is about as far (four to five times) from the near tie as
-// from the nearest of those.
+// 32 us and more under TCG that is up to a tenth of the events (maxTVD
+// gives the runs measured). Different answers are far more: that run's
+// wakeups moved by a bucket are 40% away, the 3 ms sleeps (all in one
+// bucket) 100%, and the do_sys_openat2 timing above, whose probes
+// doubled a latency, was 46% away.
 //
 // Clocks. BPF's bpf_ktime_get_ns is ktime_get_mono_fast_ns (the
 // clocksource); a hist trigger that reads common_timestamp sets its
@@ -170,7 +169,27 @@ func agreePhase(t *testing.T, kname string) *phase {
 }
 
 // checkAgree compares the answers and logs them side by side.
-func checkAgree(t *testing.T, kname, out string) string { return checkAgreeWith(t, kname, out) }
+func checkAgree(t *testing.T, kname, out string) string {
+	w := &whyChecker{checker: t}
+	detail := checkAgreeWith(w, kname, out)
+	if w.why != "" {
+		noteWhy(kname, "agree", w.why)
+	}
+	return detail
+}
+
+// whyChecker keeps the first failure it passes on, for the suite's table.
+type whyChecker struct {
+	checker
+	why string
+}
+
+func (w *whyChecker) Errorf(format string, args ...any) {
+	if w.why == "" {
+		w.why = fmt.Sprintf(format, args...)
+	}
+	w.checker.Errorf(format, args...)
+}
 
 // checker is what checkAgreeWith needs of a *testing.T (a test of the
 // check gives it a recorder).
@@ -393,13 +412,22 @@ func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bp
 const tvdName = "total variation distance"
 
 // maxTVD is the largest total variation distance between the two tools'
-// latency distributions that is still the same answer: one event in ten
-// in another bucket. Equal answers differ only by events within the
-// measurements' difference of a bucket's end (the top of this file):
-// about 2% in the run that tripped the modal rule; that run's wakeups
-// moved by a bucket are 40% away, the probes' cost doubling a latency
-// 46%.
-const maxTVD = 0.10
+// latency distributions that is still the same answer: one event in five
+// in a neighbouring bucket. Equal answers differ by events within the
+// measurements' difference of a bucket's end (the top of this file), and
+// on the wakeups that difference is one-sided: each tool's start and end
+// wait for the other's handlers on the same tracepoints, a hist trigger's
+// several microseconds under TCG, so runqlat's latencies run a few us
+// shorter than sqlhist's, and their mode, 32-64 us, sits near a bucket's
+// end. Eight runs of 6.1 on 2026-11-27 (five with two busy loops on the
+// host): 3.0-8.4% (runqlat 24 in [16, 31] against sqlhist's 9 in
+// (16, 32], the rest within 10 a bucket); the CI run of that day crossed
+// 10% on 6.1 with equal counts (201 = 201). Different answers are far
+// more: a distribution moved a bucket is 40% away (that run's wakeups),
+// the probes' cost doubling a latency 46%, the TSC's drift 100%. 20% is
+// twice the farthest equal answer seen and half the nearest different
+// one.
+const maxTVD = 0.20
 
 // tvd is the total variation distance between a kernel log2 histogram
 // (bucket e → count) and a BPF one (slot k → count), bucket e against

@@ -156,6 +156,7 @@ func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 			var detail string
 			defer notePhase(t, kname, p.name, o.took, &detail)
 			if !o.done {
+				noteWhy(kname, p.name, "the guest did not finish this phase")
 				t.Errorf("the guest did not finish this phase; the boot's last output:\n%s", lastLines(res.Stdout, 30))
 			}
 			detail = p.check(t, o.out)

@@ -26,13 +26,14 @@ type kernelRow struct {
 	fetch   string // "cached", or what fetching it did and how long it took
 	boots   []time.Duration
 	parts   map[string]string // phase → verdict and time
+	why     map[string]string // phase → the first failure, for a FAIL
 	total   time.Duration     // the kernel's job, fetch and boots included
 }
 
 func row(kname string) *kernelRow {
 	r := suite.kernels[kname]
 	if r == nil {
-		r = &kernelRow{parts: map[string]string{}}
+		r = &kernelRow{parts: map[string]string{}, why: map[string]string{}}
 		suite.kernels[kname] = r
 	}
 	return r
@@ -78,6 +79,28 @@ func notePhase(t *testing.T, kname, part string, d time.Duration, detail *string
 	suite.Lock()
 	defer suite.Unlock()
 	row(kname).parts[part] = fmt.Sprintf("%s %s", verdict, d.Round(time.Second))
+}
+
+// noteWhy records the first failure of a phase on a kernel, printed
+// under the table: CI shows the table and the output's last lines, where
+// a phase's own log may not be.
+func noteWhy(kname, part, msg string) {
+	suite.Lock()
+	defer suite.Unlock()
+	if r := row(kname); r.why[part] == "" {
+		r.why[part] = clipWhy(msg)
+	}
+}
+
+// clipWhy keeps a failure's first line, at most 400 bytes of it.
+func clipWhy(msg string) string {
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 400 {
+		msg = msg[:400] + "…"
+	}
+	return msg
 }
 
 // noteJob records a kernel's job: its whole time, and the suite's wall
@@ -158,6 +181,14 @@ func summaryTable() string {
 		sum += r.total
 	}
 	w.Flush()
+	for _, k := range names {
+		r := suite.kernels[k]
+		for _, p := range partOrder {
+			if why := r.why[p]; why != "" {
+				fmt.Fprintf(&b, "%s %s failed: %s\n", k, p, why)
+			}
+		}
+	}
 	fmt.Fprintf(&b, "suite: %s wall time with up to %d guests at once; the kernels' totals add up to %s\n",
 		suite.wall.Round(time.Second), suite.guests, sum.Round(time.Second))
 	return b.String()
