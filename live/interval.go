@@ -37,7 +37,7 @@ type intervals struct {
 
 func (r *runState) newIntervals() *intervals {
 	iv := &intervals{r: r, stop: func() {}, began: time.Now()}
-	if r.opt.Interval <= 0 || r.opt.OnInterval == nil {
+	if r.opt.Interval <= 0 || (r.opt.OnInterval == nil && r.opt.OnTotal == nil) {
 		return iv
 	}
 	tick := r.opt.Tick
@@ -89,17 +89,27 @@ func (iv *intervals) report(snap *snapshot, partial bool) {
 		delta = snap.minus(iv.prev)
 	}
 	iv.prev = snap
-	results := delta.results()
+	lost := 0
 	if s := iv.r.stream; s != nil {
-		lost := iv.r.lost
+		lost = iv.r.lost
 		if !partial {
 			lost = max(s.lost()-s.lostBefore, 0) // so far
 		}
-		for _, res := range results {
-			res.Engine, res.Lost = EngineStream, lost
-		}
 	}
-	iv.r.opt.OnInterval(&Interval{N: iv.n, Start: start, End: end, Partial: partial, Results: results})
+	engine := func(results []*Result) []*Result {
+		if iv.r.stream != nil {
+			for _, res := range results {
+				res.Engine, res.Lost = EngineStream, lost
+			}
+		}
+		return results
+	}
+	if iv.r.opt.OnInterval != nil {
+		iv.r.opt.OnInterval(&Interval{N: iv.n, Start: start, End: end, Partial: partial, Results: engine(delta.results())})
+	}
+	if iv.r.opt.OnTotal != nil {
+		iv.r.opt.OnTotal(engine(snap.results()))
+	}
 }
 
 // minus returns what s counted since prev: each entry's counts and sums

@@ -87,6 +87,10 @@ type Options struct {
 	// partial one when the collection ends.
 	Interval   time.Duration
 	OnInterval func(*Interval)
+	// OnTotal, when set with Interval, receives at each tick (and at the
+	// end) everything the run has collected so far: the kernel's
+	// cumulative counts, which only grow (a --metrics exporter's).
+	OnTotal func([]*Result)
 	// Tick replaces time.NewTicker for the intervals (for tests): it
 	// returns the ticks and a stop function.
 	Tick func(time.Duration) (<-chan time.Time, func())

@@ -63,6 +63,11 @@ type env struct {
 	beat    bool
 	uptime  func() (float64, error)
 	collect func(*live.Report)
+	// exporter, for a fleet with --metrics, serves every target's
+	// results, this one's labelled target (nil: a lone run serves its
+	// own).
+	exporter *live.Exporter
+	label    string
 	// via describes the target for messages ("" on this machine).
 	via string
 	// getenv reads the environment (the kill hook of the kernel suite);
@@ -171,6 +176,8 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.live.interval, "interval", "i", "", "with -r: print the results of each `I` seconds (or a duration) alone, then the total")
 	fl.BoolVar(&o.live.events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
 	fl.StringVarP(&o.live.output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
+	fl.StringVar(&o.live.metrics, "metrics", "", "with -r: serve the results as Prometheus metrics on `ADDR` (127.0.0.1:9101, :9101) at /metrics, read every -i or 5s, until Ctrl-C or -d")
+	fl.IntVar(&o.live.series, "metrics-series", live.DefaultMetricSeries, "with --metrics: label sets a query keeps; the rest are counted as "+live.OtherLabel)
 	fl.StringVar(&o.live.engine, "engine", "auto", "with -r: `ENGINE` that answers: kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (kernel where it can)")
 	fl.StringVar(&o.live.out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
 	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (after the sqlhist bootconfigs it has), instead of printing it")
@@ -351,9 +358,14 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 			}
 		}
 	}
+	_, done, code := o.serveMetrics(ctx, e, &opt)
+	if code != exitOK {
+		return code
+	}
 	t := e.target(o.tracefsDir)
 	rep, err := live.Run(ctx, t, plan, opt)
-	code := report(e, src, err)
+	done(err)
+	code = report(e, src, err)
 	if rep == nil || rep.Results == nil && err != nil {
 		return code // nothing was read
 	}

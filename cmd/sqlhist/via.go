@@ -237,6 +237,10 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 		err    error
 		stderr *prefixed
 	}
+	exp, stopMetrics, code := o.fleetMetrics(e, len(cmds))
+	if code != exitOK {
+		return code
+	}
 	answers := make([]*answer, len(cmds))
 	sem := make(chan struct{}, o.viaJobs)
 	var wg sync.WaitGroup
@@ -252,6 +256,7 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 			te := e
 			te.stdout, te.stderr = &a.out, a.stderr
 			te.collect = func(rep *live.Report) { a.rep = rep }
+			te.exporter, te.label = exp, cmd
 			to := *o
 			ropt := remote.Options{Stderr: a.stderr}
 			if o.viaTrace != "" {
@@ -284,7 +289,7 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 		}()
 	}
 	wg.Wait()
-	code := exitOK
+	stopMetrics()
 	for _, a := range answers {
 		if a.code != exitOK && code == exitOK {
 			code = a.code
