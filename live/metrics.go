@@ -57,6 +57,10 @@ type Exporter struct {
 	// Log receives a warning the first time a query's rows are folded;
 	// nil discards it.
 	Log io.Writer
+	// Suffix is the run's suffix of derived synthetic event names
+	// ("_<id>", see [Prepare]), left out of the metrics' names so that
+	// they stay the same from run to run.
+	Suffix string
 
 	mu      sync.Mutex
 	targets map[string]*exported
@@ -229,7 +233,7 @@ func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *ex
 		lost = max(lost, res.Lost)
 	}
 	ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(descLost, prometheus.CounterValue, float64(lost), t.start, name, engine)
-	names := metricNames(t.results)
+	names := metricNames(t.results, e.Suffix)
 	for i, res := range t.results {
 		q := names[i]
 		if res.Read != nil {
@@ -247,14 +251,18 @@ func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *ex
 }
 
 // metricNames names each result's metrics: "sqlhist_" and the synthetic
-// event's (a JOIN's) or the event's name, "_2", "_3" after a name taken.
-func metricNames(results []*Result) []string {
+// event's (a JOIN's, less the run's suffix) or the event's name, "_2",
+// "_3" after a name taken.
+func metricNames(results []*Result, suffix string) []string {
 	seen := map[string]int{}
 	out := make([]string, len(results))
 	for i, res := range results {
 		base := res.Title
 		if j := strings.IndexByte(base, '/'); j >= 0 {
 			base = base[j+1:]
+		}
+		if suffix != "" {
+			base = strings.TrimSuffix(base, suffix)
 		}
 		n := "sqlhist_" + metricPart(base)
 		seen[n]++

@@ -235,8 +235,8 @@ func TestMetricNames(t *testing.T) {
 	if got := labelName("target"); got != "target_key" {
 		t.Errorf("labelName(target) = %q", got)
 	}
-	rs := []*Result{{Title: "synthetic/x"}, {Title: "synthetic/x"}, {Title: "sched/sched_switch+sched_waking"}}
-	if got := strings.Join(metricNames(rs), " "); got != "sqlhist_x sqlhist_x_2 sqlhist_sched_switch_sched_waking" {
+	rs := []*Result{{Title: "synthetic/x_42"}, {Title: "synthetic/x_42"}, {Title: "sched/sched_switch+sched_waking"}}
+	if got := strings.Join(metricNames(rs, "_42"), " "); got != "sqlhist_x sqlhist_x_2 sqlhist_sched_switch_sched_waking" {
 		t.Errorf("metricNames: %s", got)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,7 +101,7 @@ func (o *options) serveMetrics(ctx context.Context, e env, opt *live.Options) (*
 			return nil, nil, exitQuery
 		}
 		exp = live.NewExporter()
-		exp.Series, exp.Log = o.live.series, e.stderr
+		exp.Series, exp.Log, exp.Suffix = o.live.series, e.stderr, "_"+strconv.Itoa(e.pid)
 		sctx, cancel := context.WithCancel(ctx)
 		served := make(chan struct{})
 		go func() {
@@ -136,7 +137,7 @@ func (o *options) fleetMetrics(e env, targets int) (*live.Exporter, func(), int)
 		return nil, nil, exitQuery
 	}
 	exp := live.NewExporter()
-	exp.Series, exp.Log = o.live.series, e.stderr
+	exp.Series, exp.Log, exp.Suffix = o.live.series, e.stderr, "_"+strconv.Itoa(e.pid)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {
