@@ -151,6 +151,7 @@ func viaJobRun(t *testing.T) {
 	}
 	if len(vias) >= 2 {
 		t.Run("fleet", func(t *testing.T) { viaFleetChecks(t, vias, bin) })
+		t.Run("prometheus", func(t *testing.T) { viaPromChecks(t, vias, bin) })
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math"
 	"math/bits"
 	"net"
@@ -57,10 +58,6 @@ type Exporter struct {
 	// Log receives a warning the first time a query's rows are folded;
 	// nil discards it.
 	Log io.Writer
-	// Suffix is the run's suffix of derived synthetic event names
-	// ("_<id>", see [Prepare]), left out of the metrics' names so that
-	// they stay the same from run to run.
-	Suffix string
 
 	mu      sync.Mutex
 	targets map[string]*exported
@@ -71,6 +68,7 @@ type Exporter struct {
 // exported is one target's state.
 type exported struct {
 	results []*Result
+	suffix  string    // the run's suffix of synthetic event names
 	start   time.Time // the run's start: the counters' created time
 	read    time.Time // the last reading
 	reads   uint64
@@ -91,12 +89,15 @@ func NewExporter() *Exporter {
 }
 
 // Start says a target's run has begun collecting (now): it is up, with
-// no results yet, and its counters start from nothing.
-func (e *Exporter) Start(target string) {
+// no results yet, and its counters start from nothing. suffix is the
+// run's suffix of derived synthetic event names ("_<id>", see
+// [Prepare]), left out of the metrics' names so that they stay the same
+// from run to run.
+func (e *Exporter) Start(target, suffix string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.target(target)
-	*t = exported{start: time.Now(), up: true, reads: t.reads, admitted: map[string]map[string]bool{}, folded: map[string]map[string]bool{}}
+	*t = exported{suffix: suffix, start: time.Now(), up: true, reads: t.reads, admitted: map[string]map[string]bool{}, folded: map[string]map[string]bool{}}
 }
 
 // Update takes a target's reading: everything its run has collected.
@@ -136,7 +137,12 @@ func (e *Exporter) target(name string) *exported {
 // Handler serves the metrics (text, or protobuf with native histograms
 // to a scraper that asks for it).
 func (e *Exporter) Handler() http.Handler {
-	return promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}
+	if e.Log != nil {
+		// A metric the registry refuses is left out of the page: say so.
+		opts.ErrorLog = log.New(e.Log, "sqlhist: --metrics: ", 0)
+	}
+	return promhttp.HandlerFor(e.reg, opts)
 }
 
 // Listen opens addr (host:port; ":9101" is every address) for
@@ -233,7 +239,7 @@ func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *ex
 		lost = max(lost, res.Lost)
 	}
 	ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(descLost, prometheus.CounterValue, float64(lost), t.start, name, engine)
-	names := metricNames(t.results, e.Suffix)
+	names := metricNames(t.results, t.suffix)
 	for i, res := range t.results {
 		q := names[i]
 		if res.Read != nil {
@@ -342,6 +348,12 @@ func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *
 	h := res.Hist
 	if h == nil {
 		return 0
+	}
+	// The help texts name the event without the run's suffix: a family's
+	// help must be the same for every target, whose runs' suffixes differ.
+	title := strings.TrimSuffix(res.Title, t.suffix)
+	if t.suffix == "" {
+		title = res.Title
 	}
 	// The columns: the key labels, the histogram's key (a .log2 or
 	// .buckets key of a histogram query), the sums and maxima.
@@ -456,22 +468,22 @@ func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *
 				unit = "microseconds"
 			}
 			base := q + "_" + metricPart(res.Latency.Label) + "_" + unit
-			ch <- histogramMetric(prometheus.NewDesc(base, "The latency of "+res.Title+" ("+unit+"), by the kernel's log2 buckets.", ln, nil), s, true, created, lv)
-			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(base+"_max", "The largest latency of "+res.Title+" ("+unit+").", ln, nil), prometheus.GaugeValue, float64(s.max), lv...)
+			ch <- histogramMetric(prometheus.NewDesc(base, "The latency of "+title+" ("+unit+"), by the kernel's log2 buckets.", ln, nil), s, true, created, lv)
+			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(base+"_max", "The largest latency of "+title+" ("+unit+").", ln, nil), prometheus.GaugeValue, float64(s.max), lv...)
 		case histKey >= 0:
 			c := h.Columns[histKey]
-			ch <- histogramMetric(prometheus.NewDesc(q+"_"+metricPart(c.Label), "The distribution of "+c.Label+" in "+res.Title+" (its sum is not counted: NaN).", ln, nil), s, histKind == "log2", created, lv)
+			ch <- histogramMetric(prometheus.NewDesc(q+"_"+metricPart(c.Label), "The distribution of "+c.Label+" in "+title+" (its sum is not counted: NaN).", ln, nil), s, histKind == "log2", created, lv)
 		default:
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_events_total", "Events of "+res.Title+" counted.", ln, nil), prometheus.CounterValue, float64(s.count), created, lv...)
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_events_total", "Events of "+title+" counted.", ln, nil), prometheus.CounterValue, float64(s.count), created, lv...)
 		}
 		for i, j := range sums {
 			c := h.Columns[j]
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_"+metricPart(c.Label)+"_total", "The sum of "+c.Label+" over "+res.Title+"'s events.", ln, nil), prometheus.CounterValue, float64(s.sums[i]), created, lv...)
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_"+metricPart(c.Label)+"_total", "The sum of "+c.Label+" over "+title+"'s events.", ln, nil), prometheus.CounterValue, float64(s.sums[i]), created, lv...)
 		}
 		for i, j := range maxes {
 			if s.hasMax[i] {
 				c := h.Columns[j]
-				ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(q+"_"+metricPart(c.Label), "The largest "+c.Label+" of "+res.Title+".", ln, nil), prometheus.GaugeValue, s.maxes[i], lv...)
+				ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(q+"_"+metricPart(c.Label), "The largest "+c.Label+" of "+title+".", ln, nil), prometheus.GaugeValue, s.maxes[i], lv...)
 			}
 		}
 	}

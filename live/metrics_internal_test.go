@@ -103,7 +103,7 @@ func TestExporterJOIN(t *testing.T) {
 			"{ comm: sh, lat: ~ 2^0 } hitcount:          2  lat:          1\n\tmax:          1  lat:          1\n"+
 			"{ comm: ls, lat: ~ 2^7 } hitcount:          1  lat:        100\n\tmax:        100  lat:        100\n", 6, 3)
 	e := NewExporter()
-	e.Start("board")
+	e.Start("board", "")
 	e.Update("board", []*Result{res})
 	for _, proto := range []bool{false, true} {
 		fams := scrape(t, e, proto)
@@ -151,7 +151,7 @@ func TestExporterCounts(t *testing.T) {
 		"{ id: sys_read                      [  0] } hitcount:          6  ret:        600\n"+
 			"{ id: sys_write                     [  1] } hitcount:          2  ret:         20\n", 8, 2)
 	e := NewExporter()
-	e.Start("")
+	e.Start("", "")
 	e.Update("", []*Result{res})
 	fams := scrape(t, e, false)
 	rd := metricWith(fams["sqlhist_sys_exit_events_total"], map[string]string{"id": "sys_read"})
@@ -178,7 +178,7 @@ func TestExporterSeriesLimit(t *testing.T) {
 	var log bytes.Buffer
 	e := NewExporter()
 	e.Series, e.Log = 2, &log
-	e.Start("")
+	e.Start("", "")
 	e.Update("", []*Result{res})
 	fams := scrape(t, e, false)
 	scrape(t, e, false)
@@ -203,7 +203,7 @@ func TestExporterSeriesLimit(t *testing.T) {
 func TestExporterFleet(t *testing.T) {
 	e := NewExporter()
 	for _, name := range []string{"a", "b"} {
-		e.Start(name)
+		e.Start(name, "")
 		e.Update(name, []*Result{syscallResult(t, "{ id: sys_read                      [  0] } hitcount:          6  ret:        600\n", 6, 1)})
 	}
 	e.Down("a", io.ErrUnexpectedEOF)
@@ -216,7 +216,7 @@ func TestExporterFleet(t *testing.T) {
 		t.Errorf("want only b's count served, got %v", ev)
 	}
 	before := metricWith(fams["sqlhist_run_start_timestamp_seconds"], map[string]string{"target": "a"}).Gauge.GetValue()
-	e.Start("a")
+	e.Start("a", "")
 	after := metricWith(scrape(t, e, false)["sqlhist_run_start_timestamp_seconds"], map[string]string{"target": "a"}).Gauge.GetValue()
 	if !(after >= before) || math.IsNaN(after) {
 		t.Errorf("a's start %v, then %v", before, after)
@@ -247,4 +247,26 @@ func keysOf(m map[string]*dto.MetricFamily) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Two targets' runs have their own suffixes ("_11", "_22"): both serve
+// one family, whose help names the event without them (a family's help
+// differing between targets made the registry drop one target's series).
+func TestExporterSuffixes(t *testing.T) {
+	var log bytes.Buffer
+	e := NewExporter()
+	e.Log = &log
+	for _, sfx := range []string{"_11", "_22"} {
+		res := wakeupResult(t, "{ comm: sh, lat: ~ 2^4 } hitcount:          3  lat:         36\n\tmax:         12  lat:         12\n", 3, 1)
+		res.Title = "synthetic/wakeup_lat" + sfx
+		e.Start("t"+sfx, sfx)
+		e.Update("t"+sfx, []*Result{res})
+	}
+	fams := scrape(t, e, true)
+	if mf := fams["sqlhist_wakeup_lat_lat_microseconds"]; mf == nil || len(mf.Metric) != 2 || strings.Contains(mf.GetHelp(), "_11") {
+		t.Errorf("want both targets' histograms under one help without a suffix: %v", mf)
+	}
+	if log.Len() != 0 {
+		t.Errorf("the registry refused something:\n%s", log.String())
+	}
 }

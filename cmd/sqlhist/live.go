@@ -101,7 +101,7 @@ func (o *options) serveMetrics(ctx context.Context, e env, opt *live.Options) (*
 			return nil, nil, exitQuery
 		}
 		exp = live.NewExporter()
-		exp.Series, exp.Log, exp.Suffix = o.live.series, e.stderr, "_"+strconv.Itoa(e.pid)
+		exp.Series, exp.Log = o.live.series, e.stderr
 		sctx, cancel := context.WithCancel(ctx)
 		served := make(chan struct{})
 		go func() {
@@ -113,7 +113,7 @@ func (o *options) serveMetrics(ctx context.Context, e env, opt *live.Options) (*
 		stop = func() { cancel(); <-served }
 		fmt.Fprintf(e.stderr, "sqlhist: serving metrics on http://%s/metrics\n", l.Addr())
 	}
-	exp.Start(e.label)
+	exp.Start(e.label, "_"+strconv.Itoa(e.pid)) // live.Prepare's suffix
 	if opt.Interval <= 0 {
 		opt.Interval, opt.Tick = metricsEvery, e.tick
 	}
@@ -137,7 +137,7 @@ func (o *options) fleetMetrics(e env, targets int) (*live.Exporter, func(), int)
 		return nil, nil, exitQuery
 	}
 	exp := live.NewExporter()
-	exp.Series, exp.Log, exp.Suffix = o.live.series, e.stderr, "_"+strconv.Itoa(e.pid)
+	exp.Series, exp.Log = o.live.series, e.stderr
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {

@@ -274,3 +274,30 @@ func BusyboxFor(ctx context.Context, arch string) (string, error) {
 	}
 	return bin, nil
 }
+
+// prometheusOnce makes EnsurePrometheus install the package once per
+// process.
+var (
+	prometheusOnce sync.Once
+	prometheusPath string
+	prometheusErr  error
+)
+
+// EnsurePrometheus returns the path of Debian's prometheus (the server,
+// for the --metrics checks), installing the package with apt-get the
+// first time it is missing.
+func EnsurePrometheus() (string, error) {
+	prometheusOnce.Do(func() {
+		if p, err := exec.LookPath("prometheus"); err == nil {
+			prometheusPath = p
+			return
+		}
+		Logf("vm: installing prometheus")
+		if err := aptInstall([]string{"prometheus"}); err != nil {
+			prometheusErr = fmt.Errorf("installing prometheus: %w", err)
+			return
+		}
+		prometheusPath, prometheusErr = exec.LookPath("prometheus")
+	})
+	return prometheusPath, prometheusErr
+}
