@@ -242,10 +242,13 @@ func runPhase(t *testing.T, kname string) phase {
 	script = strings.Replace(script, "kill $W\nwait $W\n", stackScript(kname)+"kill $W\nwait $W\n", 1)
 	// Issue 23's hist language (run_hist_test.go) while the workload runs.
 	script = strings.Replace(script, "kill $W\nwait $W\n", histRunScript(kname)+"kill $W\nwait $W\n", 1)
+	// --metrics on the guest's loopback (metrics_guest_test.go).
+	script = strings.Replace(script, "kill $W\nwait $W\n", metricsScript+"kill $W\nwait $W\n", 1)
 	return phase{name: "run", script: script, timeout: 9 * time.Minute,
 		files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, "amd64")}},
 		check: func(t *testing.T, out string) string {
 			checkRun(t, kname, col, probeCol, probeVals, out)
+			checkMetricsGuest(t, kname, sections(out), out)
 			checkHistRun(t, kname, out)
 			checkStacks(t, kname, out)
 			return ""
