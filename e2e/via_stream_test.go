@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -180,10 +182,37 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 	}
 	// The chain of three with -i: intervals (the last partial) that add
 	// up to the total, whose answer is the chain's.
+	// It serves --metrics too (issue 35): the stream engine's answers and
+	// health, its lost events labelled engine="stream".
 	start := time.Now()
-	out, errs, code := sqlhistRun(bin, "--via", via, "-r", "-i", "2", "-d", "5", "-o", "json", q.chain3)
+	maddr := loopbackAddr(t)
+	pages := make(chan string, 1)
+	stopScrape := make(chan struct{})
+	go func() {
+		served := ""
+		defer func() { pages <- served }()
+		for {
+			select {
+			case <-stopScrape:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			if resp, err := http.Get("http://" + maddr + "/metrics"); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if strings.Contains(string(b), "sqlhist_events_lost_total") {
+					served = string(b)
+				}
+			}
+		}
+	}()
+	out, errs, code := sqlhistRun(bin, "--via", via, "-r", "-i", "2", "-d", "5", "-o", "json", "--metrics", maddr, q.chain3)
+	close(stopScrape)
 	if code != 0 {
 		t.Errorf("-i through --via: exit %d:\n%s%s", code, out, errs)
+	}
+	if page := <-pages; !strings.Contains(page, `sqlhist_events_lost_total{engine="stream",target=""} 0`) || !strings.Contains(page, `sqlhist_up{target=""} 1`) {
+		t.Errorf("--metrics of the stream engine through --via: the last page served:\n%s", page)
 	}
 	checkViaIntervals(t, out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
