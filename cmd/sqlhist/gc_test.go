@@ -5,21 +5,28 @@ import (
 	"testing"
 )
 
-// TestTuneGC: the collector's target is gcPercent unless GOGC is set.
+// TestTuneGC: the collector's target is gcPercent, serveGCPercent while
+// --metrics serves, unless GOGC is set.
 func TestTuneGC(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
-	tuneGC(func(string) string { return "" })
-	if got := debug.SetGCPercent(100); got != gcPercent {
+	tuneGC(func(string) string { return "" }, false)
+	if got := debug.SetGCPercent(7); got != gcPercent {
 		t.Errorf("without GOGC: %d, want %d", got, gcPercent)
 	}
-	tuneGC(func(k string) string {
-		if k == "GOGC" {
-			return "50"
+	tuneGC(func(string) string { return "" }, true)
+	if got := debug.SetGCPercent(7); got != serveGCPercent {
+		t.Errorf("serving, without GOGC: %d, want %d", got, serveGCPercent)
+	}
+	for _, serving := range []bool{false, true} {
+		tuneGC(func(k string) string {
+			if k == "GOGC" {
+				return "50"
+			}
+			return ""
+		}, serving)
+		if got := debug.SetGCPercent(7); got != 7 {
+			t.Errorf("with GOGC=50 (serving %v): the target was changed to %d", serving, got)
 		}
-		return ""
-	})
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("with GOGC=50: the target was changed to %d", got)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -93,6 +94,7 @@ func (o *options) serveMetrics(ctx context.Context, e env, opt *live.Options) (*
 	if o.live.metrics == "" {
 		return nil, func(error) {}, exitOK
 	}
+	tuneGC(os.Getenv, true)
 	exp, stop := e.exporter, func() {}
 	if exp == nil {
 		l, err := live.Listen(o.live.metrics)

@@ -3,6 +3,6 @@ package main
 import "os"
 
 func main() {
-	tuneGC(os.Getenv)
+	tuneGC(os.Getenv, false)
 	os.Exit(run(os.Args[1:], osEnv()))
 }
