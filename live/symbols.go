@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"github.com/sqlhist/sqlhist/tracefs"
 	"os"
 	"sort"
 	"strconv"
@@ -9,12 +10,9 @@ import (
 	"sync"
 )
 
-// Sym is a kernel text symbol as /proc/kallsyms gives it: its name, its
-// address and its size (the distance to the next text symbol).
-type Sym struct {
-	Name       string
-	Addr, Size uint64
-}
+// Sym is a kernel text symbol as /proc/kallsyms gives it (defined in
+// tracefs, so that the transport in live/remote names it too).
+type Sym = tracefs.Sym
 
 // symCache names the kernel addresses the stream engine prints (.sym,
 // .sym-offset, stack frames). Addresses are resolved in batches by

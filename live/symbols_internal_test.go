@@ -7,7 +7,7 @@ import "testing"
 func TestKallsymsLookup(t *testing.T) {
 	k := parseKallsyms("ffffffff81000300 T schedule\nffffffff81000000 T _stext\nffffffff81000200 D data\nffffffff81000100 t helper\n")
 	got := k.lookup([]uint64{0xffffffff81000150, 0xffffffff81000300, 0x10})
-	if s := got[0xffffffff81000150]; s != (Sym{"helper", 0xffffffff81000100, 0x200}) {
+	if s := got[0xffffffff81000150]; s != (Sym{Name: "helper", Addr: 0xffffffff81000100, Size: 0x200}) {
 		t.Errorf("helper: %+v", s)
 	}
 	if s := got[0xffffffff81000300]; s.Name != "schedule" || s.Size != 0 {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/live"
-	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // liveOptions are the flags of --run.
@@ -27,7 +26,7 @@ type liveOptions struct {
 	// used is the engine --run resolved (live.PickEngine), and catalog
 	// the catalog the plan was compiled against.
 	used    string
-	catalog *tracefs.Catalog
+	catalog *live.Catalog
 }
 
 // checkLive validates the --run flags against the others.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/live"
 )
 
 // TestInitrd adds a bootconfig to an initrd file, adds a second query's
@@ -27,7 +28,7 @@ func TestInitrd(t *testing.T) {
 	boot := func(args ...string) (int, string, string) {
 		e, stdout, stderr := testEnv(nil, "")
 		e.readFile = os.ReadFile
-		e.replaceFile = replaceFile
+		e.replaceFile = live.ReplaceFile
 		code := run(append([]string{"--kernel", "6.1", "-o", "bootconfig", "--initrd", path}, args...), e)
 		return code, stdout.String(), stderr.String()
 	}

@@ -8,9 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,11 +15,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
-	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
-	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Exit codes.
@@ -38,7 +32,7 @@ type env struct {
 	stdout, stderr io.Writer
 	dir            func(path string) (fs.FS, error)  // a directory: tracefs, --formats, /proc/PID
 	readFile       func(path string) ([]byte, error) // -f FILE
-	writer         func(root string) tracefs.Writer  // writes under a tracefs (-e, -r, --cleanup)
+	writer         func(root string) live.Writer     // writes under a tracefs (-e, -r, --cleanup)
 	mounts         func() ([]byte, error)            // /proc/mounts, to find tracefs
 	// signals delivers SIGINT, SIGTERM and SIGHUP while -r collects; the
 	// function it returns stops the delivery.
@@ -86,18 +80,9 @@ type env struct {
 func osEnv() env {
 	return env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
-		dir: func(p string) (fs.FS, error) {
-			st, err := os.Stat(p)
-			if err != nil {
-				return nil, err
-			}
-			if !st.IsDir() {
-				return nil, fmt.Errorf("%s: not a directory", p)
-			}
-			return os.DirFS(p), nil
-		},
+		dir:      live.OpenDir,
 		readFile: os.ReadFile,
-		writer:   killHook(func(root string) tracefs.Writer { return tracefs.DirWriter{Root: root} }, os.Getenv, os.Stderr, selfKill),
+		writer:   live.KillHook(func(root string) live.Writer { return live.DirWriter{Root: root} }, os.Getenv, os.Stderr, live.SelfKill),
 		mounts:   func() ([]byte, error) { return os.ReadFile("/proc/mounts") },
 		signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
@@ -108,10 +93,10 @@ func osEnv() env {
 		pid:   os.Getpid(),
 		// nil pipe: the Target's own.
 		writable:    live.Access,
-		replaceFile: replaceFile,
-		isTerminal:  stdoutTerminal,
+		replaceFile: live.ReplaceFile,
+		isTerminal:  live.IsTerminal,
 		getenv:      os.Getenv,
-		cacheDir:    userCacheDir(),
+		cacheDir:    live.CacheDir(),
 	}
 }
 
@@ -167,7 +152,7 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.file, "file", "f", "", "read SQL from `FILE` ('-' for stdin)")
 	fl.StringVarP(&o.tracefsDir, "tracefs", "t", "/sys/kernel/tracing", "tracefs on the target: used in printed paths and by --execute")
 	fl.StringVar(&o.formats, "formats", "", "read event formats from `DIR` (a tracefs or a copy); default: the -t dir when it holds events/, else the embedded catalog")
-	fl.StringVar(&o.kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+tracefs.EmbeddedSummary()+")")
+	fl.StringVar(&o.kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+live.EmbeddedSummary()+")")
 	fl.StringVar(&o.arch, "arch", "", "the target's architecture `ARCH` (x86_64, arm64, arm, riscv64): picks --kernel's catalog and the registers and binaries probes may use; default: what the catalog or the machine tells, else x86_64")
 	fl.BoolVarP(&o.execute, "execute", "e", false, "apply the commands to tracefs (all or nothing)")
 	fl.BoolVar(&o.teardown, "teardown", false, "print (or with -e apply) the commands that remove what the query creates")
@@ -219,7 +204,7 @@ func run(args []string, e env) int {
 		return exitOK
 	}
 	if o.version {
-		fmt.Fprint(e.stdout, versionText())
+		fmt.Fprint(e.stdout, live.Version())
 		return exitOK
 	}
 	if len(o.via) > 0 || o.viaFile != "" {
@@ -249,7 +234,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return o.runPlan(e, fl)
 	}
 	if o.live.output == "bootconfig" {
-		popt.ProbeGroup = emit.BootProbeGroup
+		popt.ProbeGroup = live.BootProbeGroup
 	}
 	src, code := o.source(fl.Args(), e)
 	if code != exitOK {
@@ -283,9 +268,13 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	if o.run {
-		if isStackFormat(o.live.output) {
-			if code := checkStacks(e, plan, o.live.output); code != exitOK {
-				return code
+		if live.IsStackFormat(o.live.output) {
+			notes, err := live.CheckStacks(plan, o.live.output)
+			if err != nil {
+				return usageError(e, "%v", err)
+			}
+			for _, n := range notes {
+				fmt.Fprintf(e.stderr, "sqlhist: note: %s\n", n)
 			}
 		}
 		return o.runLive(e, src, plan, duration)
@@ -295,7 +284,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 
 // compile parses and plans the SQL against the catalog, printing the
 // diagnostics (warnings too).
-func compile(e env, src *source.Source, cat *tracefs.Catalog, popt planner.Options) (*planner.Plan, int) {
+func compile(e env, src *source.Source, cat *live.Catalog, popt live.CompileOptions) (*live.Plan, int) {
 	plan, diags := live.Compile(src, cat, popt)
 	if len(diags) > 0 {
 		io.WriteString(e.stderr, diags.Render(src))
@@ -328,7 +317,7 @@ func (e env) target(root string) *live.Target {
 
 // runLive runs the plan with -r: collect until -d or a signal, then print
 // the results (or, with --events, what was streamed).
-func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.Duration) int {
+func (o *options) runLive(e env, src *source.Source, plan *live.Plan, d time.Duration) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs, stop := e.signals()
@@ -388,12 +377,12 @@ func usageError(e env, format string, args ...any) int {
 	return exitUsage
 }
 
-func (o *options) plannerOptions(e env) (planner.Options, int) {
-	p := planner.Options{Name: o.name, OnMax: o.onmax, OnChange: o.onchange,
+func (o *options) plannerOptions(e env) (live.CompileOptions, int) {
+	p := live.CompileOptions{Name: o.name, OnMax: o.onmax, OnChange: o.onchange,
 		Snapshot: o.snapshot, Trace: o.trace, Instance: o.instance, Teardown: o.teardown,
 		ReadFile: e.readFile, Deref: o.deref}
 	var err error
-	if p.Save, err = planner.ParseSave(o.save); err == nil {
+	if p.Save, err = live.ParseSave(o.save); err == nil {
 		err = p.Check()
 	}
 	if err != nil {
@@ -430,7 +419,7 @@ func (o *options) source(args []string, e env) (*source.Source, int) {
 
 // catalog picks where event formats come from: --formats, --kernel, the -t
 // directory when it holds events/, else the newest embedded catalog.
-func (o *options) catalog(e env) (*tracefs.Catalog, int) {
+func (o *options) catalog(e env) (*live.Catalog, int) {
 	if o.formats != "" && o.kernel != "" {
 		return nil, usageError(e, "--formats and --kernel both choose the event catalog: give one")
 	}
@@ -456,7 +445,7 @@ func (o *options) otherTargetHint(e env) string {
 	}
 	return fmt.Sprintf("the event formats came from this machine's tracefs (%s), read because neither --kernel nor --formats was given; "+
 		"to print for another machine, name its kernel with --kernel VERSION (embedded: %s) or read a copy of its tracefs with --formats DIR",
-		o.tracefsDir, tracefs.EmbeddedSummary())
+		o.tracefsDir, live.EmbeddedSummary())
 }
 
 // executeTarget checks, before anything is written, that the tracefs to
@@ -481,46 +470,4 @@ func (o *options) executeTarget(e env, explicit, readOnly bool) int {
 	}
 	o.tracefsDir, o.formats, o.machine = root, root, true
 	return exitOK
-}
-
-// userCacheDir is sqlhist's directory in the user's cache directory
-// ($SQLHIST_CACHE_DIR when set), or "" when there is none.
-func userCacheDir() string {
-	if d := os.Getenv("SQLHIST_CACHE_DIR"); d != "" {
-		return d
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "sqlhist")
-}
-
-// versionText says which build this is: the commit it was built from (with
-// "+changes" when the tree had uncommitted changes), the Go toolchain, the
-// machine it was built for, and the embedded catalogs.
-func versionText() string {
-	commit := "unknown commit"
-	goVersion := runtime.Version()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, modified string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				modified = s.Value
-			}
-		}
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if rev != "" {
-			commit = "commit " + rev
-			if modified == "true" {
-				commit += "+changes"
-			}
-		}
-	}
-	return fmt.Sprintf("sqlhist %s, %s, %s/%s\nembedded catalogs: %s\n", commit, goVersion, runtime.GOOS, runtime.GOARCH, tracefs.EmbeddedSummary())
 }

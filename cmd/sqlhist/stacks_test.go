@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/sqlhist/sqlhist/live"
 )
 
 // stackSQL is the blocking-stack count that works on every kernel with
@@ -72,7 +74,7 @@ func TestRunProfile(t *testing.T) {
 	f.files[stackHistFile] = stackSample(t)
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
-	e.replaceFile = replaceFile
+	e.replaceFile = live.ReplaceFile
 	e.isTerminal = func(io.Writer) bool { return true } // --out: stdout is not used
 	out := filepath.Join(t.TempDir(), "blocked.pb.gz")
 	if code := run([]string{"-r", "-d", "1", "-o", "pprof", "--out", out, stackSQL}, e); code != exitOK {
@@ -138,7 +140,7 @@ func TestRunStackIntervals(t *testing.T) {
 	f.versions = map[string][]string{stackHistFile: {first, second}}
 	ticks := make(chan time.Time)
 	e, _, stderr := liveEnv(f)
-	e.replaceFile = replaceFile
+	e.replaceFile = live.ReplaceFile
 	e.tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
 	go func() { ticks <- time.Time{}; f.timer <- time.Time{} }()
 	dir := t.TempDir()
@@ -166,15 +168,5 @@ func TestRunStackIntervals(t *testing.T) {
 	nt, ct := count("blocked.pb.gz")
 	if n1 != 9 || c1 != 56 || n2 != 1 || c2 != 5 || nt != 9 || ct != 61 {
 		t.Errorf("interval 1: %d stacks, %d events; interval 2: %d, %d; total %d, %d", n1, c1, n2, c2, nt, ct)
-	}
-}
-
-func TestIntervalPath(t *testing.T) {
-	for in, want := range map[string]string{
-		"offcpu.pb.gz": "offcpu.3.pb.gz", "/tmp/x/out": "/tmp/x/out.3", "a.folded": "a.3.folded", "d.v/.hidden": "d.v/.hidden.3",
-	} {
-		if got := intervalPath(in, 3); got != want {
-			t.Errorf("intervalPath(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/emit"
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // maxSymbols bounds the addresses one request resolves.
@@ -18,8 +18,8 @@ const maxSymbols = 4096
 // the addresses asked (fixed-width hexadecimal sorts as numbers), and
 // awk prints, for each address, the symbol before it and the one after
 // (its size). Only the addresses and their names cross the line.
-func (s *Session) Symbols(addrs []uint64) (map[uint64]live.Sym, error) {
-	out := map[uint64]live.Sym{}
+func (s *Session) Symbols(addrs []uint64) (map[uint64]tracefs.Sym, error) {
+	out := map[uint64]tracefs.Sym{}
 	for len(addrs) > 0 {
 		n := min(len(addrs), maxSymbols)
 		if err := s.symbols(addrs[:n], out); err != nil {
@@ -30,7 +30,7 @@ func (s *Session) Symbols(addrs []uint64) (map[uint64]live.Sym, error) {
 	return out, nil
 }
 
-func (s *Session) symbols(addrs []uint64, out map[uint64]live.Sym) error {
+func (s *Session) symbols(addrs []uint64, out map[uint64]tracefs.Sym) error {
 	ans, err := s.request(context.Background(), "naming kernel addresses", symbolsScript(addrs, "/proc/kallsyms"))
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func symbolsScript(addrs []uint64, file string) string {
 
 // parseSymbols reads Symbols' lines "WANT ADDR NEXT NAME" (NEXT "-" for
 // the last symbol).
-func parseSymbols(ans string, out map[uint64]live.Sym) error {
+func parseSymbols(ans string, out map[uint64]tracefs.Sym) error {
 	for _, l := range strings.Split(ans, "\n") {
 		f := strings.Fields(l)
 		if len(f) == 0 {
@@ -68,7 +68,7 @@ func parseSymbols(ans string, out map[uint64]live.Sym) error {
 		if err1 != nil || err2 != nil || addr > want || len(f[3]) > 512 {
 			return fmt.Errorf("naming kernel addresses: unexpected line %q", clip(l))
 		}
-		sym := live.Sym{Name: f[3], Addr: addr}
+		sym := tracefs.Sym{Name: f[3], Addr: addr}
 		if next, err := strconv.ParseUint(f[2], 16, 64); err == nil && next > addr {
 			sym.Size = next - addr
 		}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 const fakeKallsyms = `ffffffff81000000 T _stext
@@ -35,11 +35,11 @@ func TestSymbolsScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	got := map[uint64]live.Sym{}
+	got := map[uint64]tracefs.Sym{}
 	if err := parseSymbols(string(out), got); err != nil {
 		t.Fatal(err)
 	}
-	want := map[uint64]live.Sym{
+	want := map[uint64]tracefs.Sym{
 		0xffffffff81000150: {Name: "helper", Addr: 0xffffffff81000100, Size: 0x200},
 		0xffffffff81000300: {Name: "schedule", Addr: 0xffffffff81000300, Size: 0x100},
 		0xffffffff81000450: {Name: "weak_fn", Addr: 0xffffffff81000400},
@@ -52,7 +52,7 @@ func TestSymbolsScript(t *testing.T) {
 			t.Errorf("%x: %+v, want %+v", a, got[a], w)
 		}
 	}
-	if err := parseSymbols("ffffffff81000150 ffffffff81000200 - helper\n", map[uint64]live.Sym{}); err == nil {
+	if err := parseSymbols("ffffffff81000150 ffffffff81000200 - helper\n", map[uint64]tracefs.Sym{}); err == nil {
 		t.Error("a symbol after its address was accepted")
 	}
 }

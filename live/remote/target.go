@@ -13,18 +13,7 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/emit"
-	"github.com/sqlhist/sqlhist/live"
 )
-
-// Target is the target's tracefs at root, read and written through the
-// session. Its runs keep a heartbeat (live.Target.Beat): their process is
-// on this machine, where the target cannot see it.
-func (s *Session) Target(root string) *live.Target {
-	return &live.Target{Root: root, FS: s.FS(root), W: s.Writer(root), OpenPipe: s.OpenPipe,
-		Beat: true, Uptime: s.Uptime,
-		ReadRaw: func(dirs []string, pageSize int) ([][]byte, error) { return s.ReadRaw(root, dirs, pageSize) },
-		Symbols: s.Symbols}
-}
 
 // Uptime reads the target's /proc/uptime: seconds since it booted.
 func (s *Session) Uptime() (float64, error) {

@@ -1,4 +1,4 @@
-package main
+package live
 
 import (
 	"fmt"
@@ -11,18 +11,18 @@ import (
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
-// killHookEnv is a variable for tests only (the kernel suite's kill
+// KillHookEnv is a variable for tests only (the kernel suite's kill
 // phase): when it is set, every tracefs write is logged to stderr as
 // "sqlhist: test: write N: FILE", and with a number N > 0 the process
 // kills itself with SIGKILL right after its Nth write, as the OOM killer
 // or kill -9 would, to prove that --cleanup removes what any moment of a
 // run leaves.
-const killHookEnv = "SQLHIST_TEST_KILL_AFTER_WRITE"
+const KillHookEnv = "SQLHIST_TEST_KILL_AFTER_WRITE"
 
-// killHook wraps writer as killHookEnv says (getenv reads it); kill is the
+// KillHook wraps writer as KillHookEnv says (getenv reads it); kill is the
 // SIGKILL. Unset, writer is returned as it is.
-func killHook(writer func(string) tracefs.Writer, getenv func(string) string, log io.Writer, kill func()) func(string) tracefs.Writer {
-	v, set := getenv(killHookEnv), getenv(killHookEnv) != ""
+func KillHook(writer func(string) tracefs.Writer, getenv func(string) string, log io.Writer, kill func()) func(string) tracefs.Writer {
+	v, set := getenv(KillHookEnv), getenv(KillHookEnv) != ""
 	if !set {
 		return writer
 	}
@@ -31,8 +31,8 @@ func killHook(writer func(string) tracefs.Writer, getenv func(string) string, lo
 	return func(root string) tracefs.Writer { return &killWriter{w: writer(root), c: c} }
 }
 
-// selfKill sends SIGKILL to this process.
-func selfKill() {
+// SelfKill sends SIGKILL to this process.
+func SelfKill() {
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // the signal is on its way
 }

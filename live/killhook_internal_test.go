@@ -1,4 +1,4 @@
-package main
+package live
 
 import (
 	"strings"
@@ -15,8 +15,8 @@ func TestKillHook(t *testing.T) {
 	plain := func(string) tracefs.Writer { return rec }
 	var log strings.Builder
 	killed := 0
-	env := map[string]string{killHookEnv: "2"}
-	w := killHook(plain, func(k string) string { return env[k] }, &log, func() { killed++ })
+	env := map[string]string{KillHookEnv: "2"}
+	w := KillHook(plain, func(k string) string { return env[k] }, &log, func() { killed++ })
 	w("/t").Mkdir("instances/a")
 	if killed != 0 {
 		t.Fatal("killed after the first write")
@@ -28,7 +28,7 @@ func TestKillHook(t *testing.T) {
 	if want := "sqlhist: test: write 1: instances/a\nsqlhist: test: write 2: dynamic_events\n"; log.String() != want {
 		t.Errorf("log %q, want %q", log.String(), want)
 	}
-	if _, ok := killHook(plain, func(string) string { return "" }, &log, nil)("/t").(*tracefs.Recorder); !ok {
+	if _, ok := KillHook(plain, func(string) string { return "" }, &log, nil)("/t").(*tracefs.Recorder); !ok {
 		t.Error("unset, the writer is wrapped")
 	}
 }

@@ -1,0 +1,81 @@
+package live
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"regexp"
+)
+
+// MergeFiles is sqlhist merge: it reads the saved results of each file
+// (what -r -o json wrote, one target's or a fleet's) with read, writes
+// each target's results under its label (the file's "label", else its
+// name) and their merge to w in format (table, json or csv), and its
+// messages to errw. It reports whether every file was read and merged:
+// false when a file could not be read, a fleet's file holds a target
+// that failed, or the files ran different queries (the others are still
+// written).
+func MergeFiles(w, errw io.Writer, format string, files []string, read func(string) ([]byte, error)) bool {
+	ok := true
+	var targets []Labelled
+	labels := map[string]string{} // label: the file that has it
+	n := 0
+	for _, f := range files {
+		got, err := readResultsFile(f, read)
+		if err != nil {
+			fmt.Fprintf(errw, "sqlhist: %s\n", err)
+			ok = false
+			continue
+		}
+		n++
+		for _, t := range got {
+			if t.Label == "" {
+				t.Label = f
+			}
+			if other, dup := labels[t.Label]; dup {
+				fmt.Fprintf(errw, "sqlhist: warning: %s and %s both have the label %q: the second is shown as %q\n", other, f, t.Label, t.Label+" ("+f+")")
+				t.Label += " (" + f + ")"
+			}
+			labels[t.Label] = f
+			ok = ok && t.Err == nil // a fleet's target that failed
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return ok
+	}
+	merged, err := MergeLabelled(targets)
+	if werr := WriteFleet(w, errw, format, targets, merged); werr != nil {
+		fmt.Fprintf(errw, "sqlhist: %v\n", werr)
+		return false
+	}
+	if err != nil {
+		fmt.Fprintf(errw, "sqlhist: not merged: %v\n", err)
+		ok = false
+	}
+	if k := len(files) - n; k > 0 {
+		fmt.Fprintf(errw, "sqlhist: %d of the %d files could not be read: the merge is of the other %d\n", k, len(files), n)
+	}
+	return ok
+}
+
+// readResultsFile reads the saved results of one file; its errors start
+// with the file's name, and a place in it when there is one
+// ("f.json:3:5: …").
+func readResultsFile(file string, read func(string) ([]byte, error)) ([]Labelled, error) {
+	data, err := read(file)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := ReadJSONTargets(bytes.NewReader(data))
+	if err != nil {
+		s := err.Error()
+		if !linePlace.MatchString(s) {
+			s = " " + s
+		}
+		return nil, fmt.Errorf("%s:%s", file, s)
+	}
+	return targets, nil
+}
+
+var linePlace = regexp.MustCompile(`^[0-9]+:[0-9]+: `)
