@@ -89,9 +89,9 @@ func benchCompile(b *testing.B, m fstest.MapFS) {
 	fsys := onDisk(b, m)
 	b.ResetTimer()
 	e := env{
-		stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
-		dir:      func(string) (fs.FS, error) { return fsys, nil },
-		readFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard,
+		Dir:      func(string) (fs.FS, error) { return fsys, nil },
+		ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
 	}
 	args := []string{"--formats", "tracefs", "-n", "wakeup_lat", benchQuery}
 	b.ReportAllocs()
@@ -177,15 +177,15 @@ func BenchmarkWorstCompile(b *testing.B) {
 	full, _ := fullCatalog(b)
 	fsys := onDisk(b, full)
 	e := env{
-		stdout: io.Discard, stderr: io.Discard,
-		dir:      func(string) (fs.FS, error) { return fsys, nil },
-		readFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
+		Stdout: io.Discard, Stderr: io.Discard,
+		Dir:      func(string) (fs.FS, error) { return fsys, nil },
+		ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
 	}
 	for _, w := range worstCompiles {
 		b.Run(w.name, func(b *testing.B) {
 			b.SetBytes(int64(len(w.text)))
 			for b.Loop() {
-				e.stdin = strings.NewReader(w.text)
+				e.Stdin = strings.NewReader(w.text)
 				if code := run([]string{"--formats", "tracefs", "-f", "-"}, e); code != exitOK && code != exitQuery {
 					b.Fatalf("exit %d", code)
 				}

@@ -18,23 +18,17 @@ func (o *options) cleanupRuns(e env, fl *pflag.FlagSet) int {
 	if code := o.executeTarget(e, fl.Changed("tracefs"), o.dryRun); code != exitOK {
 		return code
 	}
-	n, err := live.Cleanup(e.target(o.tracefsDir), e.alive, e.stdout, o.dryRun)
+	n, err := live.Cleanup(e.Target(o.tracefsDir), e.Alive, e.Stdout, o.dryRun)
 	if n == 0 {
-		fmt.Fprintln(e.stderr, "sqlhist: nothing left by killed runs")
+		fmt.Fprintln(e.Stderr, "sqlhist: nothing left by killed runs")
 	}
 	return report(e, source.NewSource("<cleanup>", ""), err)
-}
-
-// alive reports whether process pid exists on this machine.
-func (e env) alive(pid int) bool {
-	_, err := e.dir(fmt.Sprintf("/proc/%d", pid))
-	return err == nil || pid == e.pid
 }
 
 // noteDeadRuns says, before -r compiles (a killed run's synthetic event
 // may make the compiler refuse the query), what killed runs left.
 func (o *options) noteDeadRuns(e env) {
-	if dead := live.DeadRuns(e.target(o.tracefsDir), e.alive); len(dead) > 0 {
-		fmt.Fprintf(e.stderr, "sqlhist: note: killed runs (pids %v) left tracing behind; sqlhist --cleanup removes it\n", dead)
+	if dead := live.DeadRuns(e.Target(o.tracefsDir), e.Alive); len(dead) > 0 {
+		fmt.Fprintf(e.Stderr, "sqlhist: note: killed runs (pids %v) left tracing behind; sqlhist --cleanup removes it\n", dead)
 	}
 }

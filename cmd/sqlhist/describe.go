@@ -40,14 +40,14 @@ func (o *options) inspect(args []string, e env) int {
 		}
 	}
 	if o.listEvents {
-		if err := live.ListEvents(e.stdout, cat, globs); err != nil {
+		if err := live.ListEvents(e.Stdout, cat, globs); err != nil {
 			return catalogError(e, "--list-events", err)
 		}
 		return exitOK
 	}
 	ev, err := live.FindEvent(cat, o.describe)
 	if err == nil {
-		err = live.DescribeEvent(e.stdout, cat, ev)
+		err = live.DescribeEvent(e.Stdout, cat, ev)
 	}
 	if err != nil {
 		return catalogError(e, "--describe", err)
@@ -77,9 +77,9 @@ func catalogError(e env, flag string, err error) int {
 	if errors.As(err, &ce) && ce.Usage {
 		return usageError(e, "%s %v", flag, err)
 	}
-	fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
+	fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 	if errors.As(err, &ce) && ce.Hint != "" {
-		fmt.Fprintf(e.stderr, "hint: %s\n", ce.Hint)
+		fmt.Fprintf(e.Stderr, "hint: %s\n", ce.Hint)
 	}
 	return exitQuery
 }

@@ -33,13 +33,13 @@ var demoFormats = fstest.MapFS{
 // live is set (a live tracefs).
 func inspectEnv(live bool, stdin string) (env, *bytes.Buffer, *bytes.Buffer) {
 	e, stdout, stderr := testEnv(nil, stdin)
-	e.dir = func(p string) (fs.FS, error) {
+	e.Dir = func(p string) (fs.FS, error) {
 		if p == "/demo" || live && p == "/sys/kernel/tracing" {
 			return demoFormats, nil
 		}
 		return nil, fs.ErrNotExist
 	}
-	e.readFile = func(p string) ([]byte, error) {
+	e.ReadFile = func(p string) ([]byte, error) {
 		if p == "chain.sql" {
 			return []byte("CREATE VIEW ontime AS SELECT start.pid, TIMESTAMP_DELTA_USECS AS lat\n" +
 				"FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid;\n"), nil

@@ -38,9 +38,9 @@ func FuzzCompile(f *testing.F) {
 		once := func() caseResult {
 			var stdout, stderr bytes.Buffer
 			e := env{
-				stdin: strings.NewReader(sql), stdout: &stdout, stderr: &stderr,
-				dir:      func(string) (fs.FS, error) { return nil, fs.ErrNotExist },
-				readFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
+				Stdin: strings.NewReader(sql), Stdout: &stdout, Stderr: &stderr,
+				Dir:      func(string) (fs.FS, error) { return nil, fs.ErrNotExist },
+				ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
 			}
 			code := run([]string{"--kernel", "6.1", "-f", "-"}, e)
 			return caseResult{stdout.String(), stderr.String(), code}

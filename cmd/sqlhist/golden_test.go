@@ -95,17 +95,17 @@ func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) c
 	args = append(args, "-f", "query.sql")
 	var stdout, stderr bytes.Buffer
 	e := env{
-		stdin:  strings.NewReader(""),
-		stdout: &stdout, stderr: &stderr,
-		dir: func(p string) (fs.FS, error) {
+		Stdin:  strings.NewReader(""),
+		Stdout: &stdout, Stderr: &stderr,
+		Dir: func(p string) (fs.FS, error) {
 			if p == "/sys/kernel/tracing" {
 				return nil, fs.ErrNotExist // never the machine's tracefs
 			}
 			return fs.Sub(files, p)
 		},
 		// Absolute paths (uprobe binaries) are served from the archive's root.
-		readFile: func(p string) ([]byte, error) { return fs.ReadFile(files, strings.TrimPrefix(p, "/")) },
-		writer:   func(string) tracefs.Writer { t.Fatal("a golden case tried to write to tracefs"); return nil },
+		ReadFile: func(p string) ([]byte, error) { return fs.ReadFile(files, strings.TrimPrefix(p, "/")) },
+		Writer:   func(string) tracefs.Writer { t.Fatal("a golden case tried to write to tracefs"); return nil },
 	}
 	code := run(args, e)
 	return caseResult{stdout.String(), stderr.String(), code}

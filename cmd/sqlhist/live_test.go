@@ -86,24 +86,24 @@ func newLiveFake(t *testing.T, failAt int) *liveFake {
 func liveEnv(f *liveFake) (env, *strings.Builder, *strings.Builder) {
 	var stdout, stderr strings.Builder
 	e := env{
-		stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
-		dir: func(p string) (fs.FS, error) {
+		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Dir: func(p string) (fs.FS, error) {
 			if p == "/sys/kernel/tracing" {
 				return f, nil
 			}
 			return nil, fs.ErrNotExist
 		},
-		readFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
-		writer:   func(string) tracefs.Writer { return f },
-		signals:  func() (<-chan os.Signal, func()) { return f.sigs, func() {} },
-		after:    func(time.Duration) <-chan time.Time { return f.timer },
-		pipe: func(p string) (io.ReadCloser, error) {
+		ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
+		Writer:   func(string) tracefs.Writer { return f },
+		Signals:  func() (<-chan os.Signal, func()) { return f.sigs, func() {} },
+		After:    func(time.Duration) <-chan time.Time { return f.timer },
+		Pipe: func(p string) (io.ReadCloser, error) {
 			if p != "/sys/kernel/tracing/instances/sqlhist_4242/trace_pipe" {
 				return nil, fs.ErrNotExist
 			}
 			return io.NopCloser(strings.NewReader(f.pipe)), nil
 		},
-		pid: 4242,
+		PID: 4242,
 	}
 	return e, &stdout, &stderr
 }
@@ -609,7 +609,7 @@ func TestRunIntervals(t *testing.T) {
 		syscallHist(10, 1), syscallHist(25, 1), syscallHist(40, 3), syscallHist(47, 5)}}
 	ticks := make(chan time.Time)
 	e, stdout, stderr := liveEnv(f)
-	e.tick = func(d time.Duration) (<-chan time.Time, func()) {
+	e.Tick = func(d time.Duration) (<-chan time.Time, func()) {
 		if d != 2*time.Second {
 			t.Errorf("ticks every %v, want 2s", d)
 		}
@@ -646,7 +646,7 @@ total,sys_close,5
 	f = newLiveFake(t, 0)
 	f.versions = map[string][]string{runInst + "events/raw_syscalls/sys_enter/hist": {syscallHist(10, 1), syscallHist(12, 1)}}
 	e, stdout, stderr = liveEnv(f)
-	e.tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+	e.Tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
 	// Ctrl-C after the first interval: the partial one, then the total.
 	go func() { ticks <- time.Time{}; f.sigs <- os.Interrupt }()
 	if code := run([]string{"-r", "-i", "2", "SELECT CAST(id AS SYSCALL) AS call FROM sys_enter"}, e); code != exitOK {

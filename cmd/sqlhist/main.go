@@ -1,8 +1,12 @@
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/sqlhist/sqlhist/live"
+)
 
 func main() {
-	tuneGC(os.Getenv, false)
+	live.TuneGC(os.Getenv, false)
 	os.Exit(run(os.Args[1:], osEnv()))
 }

@@ -31,7 +31,7 @@ func runJSON(t *testing.T, sql, histFile, hist string) string {
 // mergeEnv is an environment whose files are files.
 func mergeEnv(files map[string]string) (env, *strings.Builder, *strings.Builder) {
 	var stdout, stderr strings.Builder
-	return env{stdout: &stdout, stderr: &stderr, readFile: func(p string) ([]byte, error) {
+	return env{Stdout: &stdout, Stderr: &stderr, ReadFile: func(p string) ([]byte, error) {
 		if s, ok := files[p]; ok {
 			return []byte(s), nil
 		}
@@ -170,7 +170,7 @@ func TestMergeIntervals(t *testing.T) {
 			syscallHist(reads/2, closes/2), syscallHist(reads, closes)}}
 		ticks := make(chan time.Time)
 		e, stdout, stderr := liveEnv(f)
-		e.tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+		e.Tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
 		go func() {
 			ticks <- time.Time{}
 			f.timer <- time.Time{}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqlhist/sqlhist/live"
 )
 
 // freeAddr is a loopback address with a port nothing listens on.
@@ -52,9 +54,9 @@ func TestRunMetrics(t *testing.T) {
 		syscallHist(10, 1), syscallHist(25, 3), syscallHist(30, 3)}}
 	ticks := make(chan time.Time)
 	e, stdout, stderr := liveEnv(f)
-	e.tick = func(d time.Duration) (<-chan time.Time, func()) {
-		if d != metricsEvery {
-			t.Errorf("reads every %v, want %v", d, metricsEvery)
+	e.Tick = func(d time.Duration) (<-chan time.Time, func()) {
+		if d != live.MetricsEvery {
+			t.Errorf("reads every %v, want %v", d, live.MetricsEvery)
 		}
 		return ticks, func() {}
 	}

@@ -56,13 +56,13 @@ func TestNoHistTriggersSaysHowToPrintElsewhere(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e, stdout, stderr := testEnv(&tracefs.Recorder{}, "")
-			e.dir = func(p string) (fs.FS, error) {
+			e.Dir = func(p string) (fs.FS, error) {
 				if p == root {
 					return noHistFS{base}, nil
 				}
 				return nil, fs.ErrNotExist
 			}
-			e.mounts = func() ([]byte, error) { return []byte(mounts), nil }
+			e.Mounts = func() ([]byte, error) { return []byte(mounts), nil }
 			if code := run(tt.args, e); code != exitQuery {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitQuery, stderr)
 			}

@@ -7,42 +7,19 @@ import (
 	"io"
 )
 
-// checkPrint validates -o and the flags of the printed forms (without -r).
-func (o *options) checkPrint(e env) int {
-	switch o.live.output {
-	case "", "script":
-		o.live.output = "script"
-	case "json", "bootconfig":
-		if o.execute {
-			return usageError(e, "-e applies the commands; -o %s only prints: use one of them", o.live.output)
-		}
-	case "table", "csv", "folded", "pprof":
-		return usageError(e, "-o %s shows results: it goes with --run (-r)", o.live.output)
-	default:
-		return usageError(e, "-o %q: use script, json or bootconfig (with --run: table, json, csv, folded or pprof)", o.live.output)
-	}
-	if o.initrd != "" && (o.live.output != "bootconfig" || o.teardown) {
-		return usageError(e, "--initrd FILE takes the bootconfig of -o bootconfig (without --teardown)")
-	}
-	if o.planFile != "" && o.live.output != "script" {
-		return usageError(e, "--plan FILE replays a JSON plan as a script or with -e: drop -o %s", o.live.output)
-	}
-	return exitOK
-}
-
 // output prints (or with -e applies) the commands of a compiled plan in
 // the form -o chose.
 func (o *options) output(e env, src *source.Source, cat *live.Catalog, plan *live.Plan) int {
-	s := live.NewScript(src, plan, cat, live.ScriptOptions{Format: o.live.output, Teardown: o.teardown,
+	s := live.NewScript(src, plan, cat, live.ScriptOptions{Format: o.live.Output, Teardown: o.teardown,
 		Instance: o.instance, Root: o.tracefsDir, Catalog: o.catalogName()})
 	if o.execute {
-		return report(e, src, s.Apply(e.target(o.tracefsDir), e.stderr))
+		return report(e, src, s.Apply(e.Target(o.tracefsDir), e.Stderr))
 	}
-	if o.live.output == "bootconfig" && !o.teardown {
+	if o.live.Output == "bootconfig" && !o.teardown {
 		return o.bootconfig(e, s)
 	}
-	if err := s.Write(e.stdout); err != nil {
-		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
+	if err := s.Write(e.Stdout); err != nil {
+		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 		return exitQuery
 	}
 	return exitOK
@@ -67,31 +44,31 @@ func (o *options) catalogName() string {
 func (o *options) bootconfig(e env, s *live.Script) int {
 	text, diags := s.Bootconfig()
 	if len(diags) > 0 {
-		io.WriteString(e.stderr, diags.Render(s.Source()))
+		io.WriteString(e.Stderr, diags.Render(s.Source()))
 		return exitQuery
 	}
 	if o.initrd == "" {
-		io.WriteString(e.stdout, text)
+		io.WriteString(e.Stdout, text)
 		return exitOK
 	}
-	data, err := e.readFile(o.initrd)
+	data, err := e.ReadFile(o.initrd)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sqlhist: --initrd: %v\n", err)
+		fmt.Fprintf(e.Stderr, "sqlhist: --initrd: %v\n", err)
 		return exitQuery
 	}
 	out, what, same, err := s.AddToInitrd(data, text)
 	if err == nil && !same {
-		err = e.replaceFile(o.initrd, out)
+		err = e.ReplaceFile(o.initrd, out)
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(e.stderr, "sqlhist: --initrd %s: %v; the file is left as it was\n", o.initrd, err)
+		fmt.Fprintf(e.Stderr, "sqlhist: --initrd %s: %v; the file is left as it was\n", o.initrd, err)
 		return exitQuery
 	case same:
-		fmt.Fprintf(e.stderr, "sqlhist: %s: its bootconfig already holds this one; the file is left as it was\n", o.initrd)
+		fmt.Fprintf(e.Stderr, "sqlhist: %s: its bootconfig already holds this one; the file is left as it was\n", o.initrd)
 		return exitOK
 	}
-	fmt.Fprintf(e.stderr, "sqlhist: %s: %s, %d bytes in all; boot with \"bootconfig\" on the kernel command line\n",
+	fmt.Fprintf(e.Stderr, "sqlhist: %s: %s, %d bytes in all; boot with \"bootconfig\" on the kernel command line\n",
 		o.initrd, what, len(out))
 	return exitOK
 }
@@ -102,21 +79,21 @@ func (o *options) runPlan(e env, fl interface{ Args() []string }) int {
 	if len(fl.Args()) > 0 || o.file != "" {
 		return usageError(e, "--plan FILE takes the writes from the plan: give no SQL")
 	}
-	data, err := e.readFile(o.planFile)
+	data, err := e.ReadFile(o.planFile)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sqlhist: --plan: %v\n", err)
+		fmt.Fprintf(e.Stderr, "sqlhist: --plan: %v\n", err)
 		return exitQuery
 	}
 	s, err := live.ReadPlanScript(o.planFile, data, o.tracefsDir, o.teardown)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sqlhist: --plan %s: %v\n", o.planFile, err)
+		fmt.Fprintf(e.Stderr, "sqlhist: --plan %s: %v\n", o.planFile, err)
 		return exitQuery
 	}
 	if o.execute {
 		if code := o.executeTarget(e, o.tracefsExplicit, false); code != exitOK {
 			return code
 		}
-		return report(e, s.Source(), s.Apply(e.target(o.tracefsDir), e.stderr))
+		return report(e, s.Source(), s.Apply(e.Target(o.tracefsDir), e.Stderr))
 	}
-	return report(e, s.Source(), s.Write(e.stdout))
+	return report(e, s.Source(), s.Write(e.Stdout))
 }

@@ -27,8 +27,8 @@ func TestInitrd(t *testing.T) {
 	}
 	boot := func(args ...string) (int, string, string) {
 		e, stdout, stderr := testEnv(nil, "")
-		e.readFile = os.ReadFile
-		e.replaceFile = live.ReplaceFile
+		e.ReadFile = os.ReadFile
+		e.ReplaceFile = live.ReplaceFile
 		code := run(append([]string{"--kernel", "6.1", "-o", "bootconfig", "--initrd", path}, args...), e)
 		return code, stdout.String(), stderr.String()
 	}
@@ -108,8 +108,8 @@ func TestInitrd(t *testing.T) {
 // TestInitrdWriteFails: a failed replacement leaves the initrd untouched.
 func TestInitrdWriteFails(t *testing.T) {
 	e, _, stderr := testEnv(nil, "")
-	e.readFile = func(string) ([]byte, error) { return []byte("initrd"), nil }
-	e.replaceFile = func(string, []byte) error { return errors.New("no space left on device") }
+	e.ReadFile = func(string) ([]byte, error) { return []byte("initrd"), nil }
+	e.ReplaceFile = func(string, []byte) error { return errors.New("no space left on device") }
 	code := run([]string{"--kernel", "6.1", "-o", "bootconfig", "--initrd", "/boot/x", "-n", "wl", wakeupSQL}, e)
 	if code != exitQuery || !strings.Contains(stderr.String(), "no space left on device; the file is left as it was") {
 		t.Errorf("exit %d, %s", code, stderr)
@@ -126,7 +126,7 @@ func TestPlanReplay(t *testing.T) {
 	plan := stdout.Bytes()
 	f := newFake(t, 0)
 	e, _, stderr := fakeEnv(f, "")
-	e.readFile = func(string) ([]byte, error) { return plan, nil }
+	e.ReadFile = func(string) ([]byte, error) { return plan, nil }
 	if code := run([]string{"-e", "--plan", "plan.json"}, e); code != exitOK {
 		t.Fatalf("--plan -e: exit %d: %s", code, stderr)
 	}
@@ -142,7 +142,7 @@ func TestPlanReplay(t *testing.T) {
 	}
 	// Printed, the plan is the script.
 	e, script, _ := testEnv(nil, "")
-	e.readFile = func(string) ([]byte, error) { return plan, nil }
+	e.ReadFile = func(string) ([]byte, error) { return plan, nil }
 	run([]string{"--plan", "plan.json"}, e)
 	e2, want, _ := testEnv(nil, "")
 	run([]string{"--kernel", "6.1", "-n", "wl", wakeupSQL}, e2)
@@ -160,7 +160,7 @@ func TestPlanRefusals(t *testing.T) {
 	} {
 		f := newFake(t, 0)
 		e, _, stderr := fakeEnv(f, "")
-		e.readFile = func(string) ([]byte, error) { return []byte(doc), nil }
+		e.ReadFile = func(string) ([]byte, error) { return []byte(doc), nil }
 		if code := run([]string{"-e", "--plan", "p.json"}, e); code != exitQuery || len(f.Writes) != 0 || !strings.Contains(stderr.String(), "--plan p.json") {
 			t.Errorf("%s: exit %d, writes %v, %s", name, code, f.Writes, stderr)
 		}

@@ -150,16 +150,16 @@ func runPaper(t *testing.T, a *txtar.Archive, version string) caseResult {
 	args = append(args, "--formats", dir, "-f", "query.sql")
 	var stdout, stderr bytes.Buffer
 	e := env{
-		stdin:  strings.NewReader(""),
-		stdout: &stdout, stderr: &stderr,
-		dir: func(p string) (fs.FS, error) {
+		Stdin:  strings.NewReader(""),
+		Stdout: &stdout, Stderr: &stderr,
+		Dir: func(p string) (fs.FS, error) {
 			if p == dir {
 				return paperFS(t, dir), nil
 			}
 			return nil, fs.ErrNotExist
 		},
-		readFile: func(p string) ([]byte, error) { return fs.ReadFile(files, strings.TrimPrefix(p, "/")) },
-		writer:   func(string) tracefs.Writer { t.Fatal("a paper case tried to write to tracefs"); return nil },
+		ReadFile: func(p string) ([]byte, error) { return fs.ReadFile(files, strings.TrimPrefix(p, "/")) },
+		Writer:   func(string) tracefs.Writer { t.Fatal("a paper case tried to write to tracefs"); return nil },
 	}
 	code := run(args, e)
 	return caseResult{stdout.String(), stderr.String(), code}

@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -26,79 +22,11 @@ const (
 	exitUsage = 2
 )
 
-// env is everything run touches outside itself; tests replace each part.
-type env struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	dir            func(path string) (fs.FS, error)  // a directory: tracefs, --formats, /proc/PID
-	readFile       func(path string) ([]byte, error) // -f FILE
-	writer         func(root string) live.Writer     // writes under a tracefs (-e, -r, --cleanup)
-	mounts         func() ([]byte, error)            // /proc/mounts, to find tracefs
-	// signals delivers SIGINT, SIGTERM and SIGHUP while -r collects; the
-	// function it returns stops the delivery.
-	signals  func() (<-chan os.Signal, func())
-	after    func(time.Duration) <-chan time.Time           // time.After, for -d
-	tick     func(time.Duration) (<-chan time.Time, func()) // a ticker for -i; nil: time.NewTicker
-	pipe     func(path string) (io.ReadCloser, error)       // trace_pipe for --events; nil: the machine's
-	pid      int                                            // makes -r's names and instance unique
-	writable func(path string) error                        // live.Writable's access check; nil skips it
-	// replaceFile replaces a file's contents all at once (--initrd, --out).
-	replaceFile func(path string, data []byte) error
-	// isTerminal reports whether a writer is a terminal (-o pprof
-	// refuses one); nil: never.
-	isTerminal func(w io.Writer) bool
-	// With --via: hostDir opens this machine's directories (--formats),
-	// while dir, writer, mounts, pipe and writable reach the target;
-	// uname is the target's release and machine; beat and uptime make
-	// -r keep a heartbeat on the target (live.Target.Beat); collect, for
-	// a fleet, takes -r's report instead of printing it.
-	hostDir func(path string) (fs.FS, error)
-	uname   func() (release, machine string)
-	beat    bool
-	uptime  func() (float64, error)
-	collect func(*live.Report)
-	// exporter, for a fleet with --metrics, serves every target's
-	// results, this one's labelled target (nil: a lone run serves its
-	// own).
-	exporter *live.Exporter
-	label    string
-	// via describes the target for messages ("" on this machine).
-	via string
-	// getenv reads the environment (the kill hook of the kernel suite);
-	// nil reads nothing.
-	getenv func(string) string
-	// catalogDir, when set, opens the tracefs the event catalog is read
-	// from (with --via: a target's, kept in cacheDir across runs).
-	catalogDir func(path string) (fs.FS, error)
-	cacheDir   string // the user's cache directory for sqlhist; "" keeps nothing
-	// readRaw reads the ring buffer's pages of per-CPU directories under
-	// a tracefs root through a transport (the stream engine with --via);
-	// nil: the run opens trace_pipe_raw on this machine.
-	readRaw func(root string, dirs []string, pageSize int) ([][]byte, error)
-}
+// env is everything run touches outside itself (live.Host); tests
+// replace each part.
+type env = live.Host
 
-func osEnv() env {
-	return env{
-		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
-		dir:      live.OpenDir,
-		readFile: os.ReadFile,
-		writer:   live.KillHook(func(root string) live.Writer { return live.DirWriter{Root: root} }, os.Getenv, os.Stderr, live.SelfKill),
-		mounts:   func() ([]byte, error) { return os.ReadFile("/proc/mounts") },
-		signals: func() (<-chan os.Signal, func()) {
-			ch := make(chan os.Signal, 2)
-			signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-			return ch, func() { signal.Stop(ch) }
-		},
-		after: time.After,
-		pid:   os.Getpid(),
-		// nil pipe: the Target's own.
-		writable:    live.Access,
-		replaceFile: live.ReplaceFile,
-		isTerminal:  live.IsTerminal,
-		getenv:      os.Getenv,
-		cacheDir:    live.CacheDir(),
-	}
-}
+func osEnv() env { return live.ThisMachine() }
 
 // options holds the parsed command line.
 type options struct {
@@ -110,7 +38,7 @@ type options struct {
 	snapshot, trace                         bool
 	save                                    string
 	instance                                string
-	live                                    liveOptions
+	live                                    live.Choices
 	describe                                string   // --describe EVENT
 	listEvents                              bool     // --list-events [GLOB …]
 	pids, tids                              []string // -p, -L as given
@@ -126,71 +54,17 @@ type options struct {
 	viaTarget                               string   // the --via command of this target, once reached
 }
 
-const usageHead = `usage: sqlhist [flags] [SQL ...]
-
-sqlhist compiles SQL over trace events into the tracefs commands that
-create synthetic events and hist triggers, and prints them as a shell
-script, applies them with -e, or runs them with -r: apply, collect for
--d, show the results, remove everything.
-
-  sqlhist -n wakeup_lat 'SELECT end.next_comm AS comm, start.pid,
-      (end.TIMESTAMP_USECS - start.TIMESTAMP_USECS) AS lat
-    FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
-
-flags:
-`
-
 func run(args []string, e env) int {
-	if len(args) > 0 && args[0] == "merge" {
-		return runMerge(args[1:], e)
+	if len(args) > 0 {
+		switch args[0] {
+		case "merge":
+			return runMerge(args[1:], e)
+		case "man", "completion":
+			return runDocs(args, e)
+		}
 	}
 	var o options
-	fl := pflag.NewFlagSet("sqlhist", pflag.ContinueOnError)
-	fl.SetOutput(e.stderr)
-	fl.SortFlags = false
-	fl.StringVarP(&o.name, "name", "n", "", "synthetic event name of the JOIN (default: <first>_to_<last> event; no effect, with a warning, without a JOIN)")
-	fl.StringVarP(&o.file, "file", "f", "", "read SQL from `FILE` ('-' for stdin)")
-	fl.StringVarP(&o.tracefsDir, "tracefs", "t", "/sys/kernel/tracing", "tracefs on the target: used in printed paths and by --execute")
-	fl.StringVar(&o.formats, "formats", "", "read event formats from `DIR` (a tracefs or a copy); default: the -t dir when it holds events/, else the embedded catalog")
-	fl.StringVar(&o.kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+live.EmbeddedSummary()+")")
-	fl.StringVar(&o.arch, "arch", "", "the target's architecture `ARCH` (x86_64, arm64, arm, riscv64): picks --kernel's catalog and the registers and binaries probes may use; default: what the catalog or the machine tells, else x86_64")
-	fl.BoolVarP(&o.execute, "execute", "e", false, "apply the commands to tracefs (all or nothing)")
-	fl.BoolVar(&o.teardown, "teardown", false, "print (or with -e apply) the commands that remove what the query creates")
-	fl.BoolVarP(&o.run, "run", "r", false, "apply, collect, print the results, then remove everything (in a private instance unless -B)")
-	fl.StringVarP(&o.live.duration, "duration", "d", "", "with -r: collect for `D` seconds (10, 0.5) or a duration (1m30s); default until Ctrl-C")
-	fl.StringVarP(&o.live.interval, "interval", "i", "", "with -r: print the results of each `I` seconds (or a duration) alone, then the total")
-	fl.BoolVar(&o.live.events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
-	fl.StringVarP(&o.live.output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
-	fl.StringVar(&o.live.metrics, "metrics", "", "with -r: serve the results as Prometheus metrics on `ADDR` (127.0.0.1:9101, :9101) at /metrics, read every -i or 5s, until Ctrl-C or -d")
-	fl.IntVar(&o.live.series, "metrics-series", live.DefaultMetricSeries, "with --metrics: label sets a query keeps; the rest are counted as "+live.OtherLabel)
-	fl.StringVar(&o.live.engine, "engine", "auto", "with -r: `ENGINE` that answers: kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (kernel where it can)")
-	fl.StringVar(&o.live.out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
-	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (after the sqlhist bootconfigs it has), instead of printing it")
-	fl.StringVar(&o.planFile, "plan", "", "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e")
-	fl.IntVar(&o.live.size, "size", 0, "entries of each histogram's map (size=`N`, 128 to 131072; default 2048, and 8192 for the results of -r's JOINs), in scripts, plans, bootconfigs and -r")
-	fl.StringVarP(&o.onmax, "onmax", "m", "", "with -s, -S or -T: act on a new maximum of the synthetic field `VAR` (onmax); without JOIN, of the event's field VAR")
-	fl.StringVarP(&o.onchange, "onchange", "c", "", "with -s, -S or -T: act when the synthetic field `VAR` changes (onchange); without JOIN, the event's field VAR")
-	fl.BoolVarP(&o.snapshot, "snapshot", "s", false, "with -m/-c: snapshot the trace buffer then (instead of firing the synthetic event)")
-	fl.StringVarP(&o.save, "save", "S", "", "with -m/-c: save the end event's `FIELDS` (comma-separated) then (instead of firing the synthetic event)")
-	fl.BoolVarP(&o.trace, "trace", "T", false, "with -m/-c: fire the synthetic event only then, and snapshot the trace buffer after it")
-	fl.StringVarP(&o.instance, "instance", "B", "", "put the triggers in the tracefs instance `NAME`")
-	fl.StringArrayVarP(&o.pids, "pid", "p", nil, "trace only the threads process `PID` has when sqlhist runs (from this machine's /proc; repeat or comma-separate)")
-	fl.StringArrayVarP(&o.tids, "tid", "L", nil, "trace only thread `TID` (repeat or comma-separate)")
-	fl.StringVar(&o.describe, "describe", "", "print the fields of `EVENT` (event, system.event or system/event) as a table; with SQL, after the query defines its events")
-	fl.BoolVar(&o.listEvents, "list-events", false, "list the events (system/event) matching the GLOB arguments, or all")
-	fl.BoolVar(&o.deref, "deref", false, "read char * fields a query selects through an eprobe that dereferences them to strings")
-	fl.BoolVar(&o.cleanup, "cleanup", false, "remove what killed --run processes left in the tracefs (their instances, triggers, synthetic events, probes)")
-	fl.BoolVar(&o.dryRun, "dry-run", false, "with --cleanup: print what it would remove, remove nothing")
-	fl.StringArrayVar(&o.via, "via", nil, "reach the target through `COMMAND`, run with sh -c here, whose input and output are a shell on the target (ssh root@board, adb shell, kubectl exec -i POD -- sh, socat - /dev/ttyUSB0,raw,echo=0); nothing is installed there; repeat for a fleet")
-	fl.StringVar(&o.viaFile, "via-file", "", "read --via commands from `FILE`, one a line (# comments)")
-	fl.IntVar(&o.viaJobs, "via-jobs", 8, "with a fleet: how many targets are worked on at once")
-	fl.StringVar(&o.viaTrace, "via-trace", "", "with --via: write each command sent to the target, and when its answer came, to `FILE` (with several targets, FILE.1, FILE.2, …)")
-	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
-	fl.BoolVar(&o.version, "version", false, "print the build's commit, Go version and architecture, and the embedded catalogs")
-	fl.Usage = func() {
-		fmt.Fprint(e.stderr, usageHead)
-		fl.PrintDefaults()
-	}
+	fl := newFlags(&o, e.Stderr)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
@@ -198,13 +72,11 @@ func run(args []string, e env) int {
 		return usageError(e, "%v", err)
 	}
 	if o.help {
-		fmt.Fprint(e.stdout, usageHead)
-		fl.SetOutput(e.stdout)
-		fl.PrintDefaults()
+		writeHelp(e.Stdout, fl)
 		return exitOK
 	}
 	if o.version {
-		fmt.Fprint(e.stdout, live.Version())
+		fmt.Fprint(e.Stdout, live.Version())
 		return exitOK
 	}
 	if len(o.via) > 0 || o.viaFile != "" {
@@ -233,7 +105,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		o.tracefsExplicit = fl.Changed("tracefs")
 		return o.runPlan(e, fl)
 	}
-	if o.live.output == "bootconfig" {
+	if o.live.Output == "bootconfig" {
 		popt.ProbeGroup = live.BootProbeGroup
 	}
 	src, code := o.source(fl.Args(), e)
@@ -246,21 +118,21 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		}
 	}
 	if o.run {
-		popt = live.Prepare(popt, e.pid)
+		popt = live.Prepare(popt, e.PID)
 		o.noteDeadRuns(e)
 	}
-	popt.Size = o.live.size
+	popt.Size = o.live.Size
 	cat, code := o.catalog(e)
 	if code != exitOK {
 		return code
 	}
 	popt.CatalogHint = o.otherTargetHint(e)
 	if o.run {
-		eng, err := live.PickEngine(o.live.engine, cat.Features())
+		eng, err := live.PickEngine(o.live.Engine, cat.Features())
 		if err != nil {
 			return usageError(e, "%v", err)
 		}
-		o.live.used, o.live.catalog = eng, cat
+		o.live.Used, o.live.Catalog = eng, cat
 		popt.Stream = eng == live.EngineStream
 	}
 	plan, code := compile(e, src, cat, popt)
@@ -268,13 +140,13 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	if o.run {
-		if live.IsStackFormat(o.live.output) {
-			notes, err := live.CheckStacks(plan, o.live.output)
+		if live.IsStackFormat(o.live.Output) {
+			notes, err := live.CheckStacks(plan, o.live.Output)
 			if err != nil {
 				return usageError(e, "%v", err)
 			}
 			for _, n := range notes {
-				fmt.Fprintf(e.stderr, "sqlhist: note: %s\n", n)
+				fmt.Fprintf(e.Stderr, "sqlhist: note: %s\n", n)
 			}
 		}
 		return o.runLive(e, src, plan, duration)
@@ -287,7 +159,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 func compile(e env, src *source.Source, cat *live.Catalog, popt live.CompileOptions) (*live.Plan, int) {
 	plan, diags := live.Compile(src, cat, popt)
 	if len(diags) > 0 {
-		io.WriteString(e.stderr, diags.Render(src))
+		io.WriteString(e.Stderr, diags.Render(src))
 	}
 	if plan == nil {
 		return nil, exitQuery
@@ -301,18 +173,8 @@ func report(e env, src *source.Source, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	live.WriteError(e.stderr, src, err)
+	live.WriteError(e.Stderr, src, err)
 	return exitQuery
-}
-
-// target is the tracefs at root as this environment reaches it.
-func (e env) target(root string) *live.Target {
-	fsys, _ := e.dir(root)
-	t := &live.Target{Root: root, FS: fsys, W: e.writer(root), OpenPipe: e.pipe, Beat: e.beat, Uptime: e.uptime}
-	if read := e.readRaw; read != nil {
-		t.ReadRaw = func(dirs []string, pageSize int) ([][]byte, error) { return read(root, dirs, pageSize) }
-	}
-	return t
 }
 
 // runLive runs the plan with -r: collect until -d or a signal, then print
@@ -320,7 +182,7 @@ func (e env) target(root string) *live.Target {
 func (o *options) runLive(e env, src *source.Source, plan *live.Plan, d time.Duration) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	sigs, stop := e.signals()
+	sigs, stop := e.Signals()
 	defer stop()
 	go func() {
 		select {
@@ -329,58 +191,59 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan, d time.Dur
 		case <-ctx.Done():
 		}
 	}()
-	opt := live.Options{Duration: d, Log: e.stderr, After: e.after, Marker: "sqlhist-end-" + strconv.Itoa(e.pid), Alive: e.alive, ID: e.pid,
-		Engine: o.live.used, Catalog: o.live.catalog}
-	if e.via != "" {
+	opt := live.Options{Duration: d, Log: e.Stderr, After: e.After, Marker: "sqlhist-end-" + strconv.Itoa(e.PID), Alive: e.Alive, ID: e.PID,
+		Engine: o.live.Used, Catalog: o.live.Catalog}
+	if e.Via != "" {
 		// Each check of the run's objects is requests to the target.
 		opt.Watch = 5 * time.Second
 	}
-	if o.live.events {
-		opt.Events, opt.Format = e.stdout, o.live.output
+	if o.live.Events {
+		opt.Events, opt.Format = e.Stdout, o.live.Output
 	}
 	var ivErr error
-	if o.live.every > 0 {
-		opt.Interval, opt.Tick = o.live.every, e.tick
+	if o.live.Every > 0 {
+		opt.Interval, opt.Tick = o.live.Every, e.Tick
 		opt.OnInterval = func(iv *live.Interval) {
 			if err := o.writeInterval(e, iv); err != nil && ivErr == nil {
 				ivErr = err
 			}
 		}
 	}
-	_, done, code := o.serveMetrics(ctx, e, &opt)
-	if code != exitOK {
-		return code
+	done, err := e.ServeMetrics(ctx, &o.live, &opt)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
+		return exitQuery
 	}
-	t := e.target(o.tracefsDir)
+	t := e.Target(o.tracefsDir)
 	rep, err := live.Run(ctx, t, plan, opt)
 	done(err)
-	code = report(e, src, err)
+	code := report(e, src, err)
 	if rep == nil || rep.Results == nil && err != nil {
 		return code // nothing was read
 	}
-	if e.collect != nil {
-		e.collect(rep)
+	if e.Collect != nil {
+		e.Collect(rep)
 		return code
 	}
 	if ivErr != nil {
 		return report(e, src, ivErr)
 	}
-	if err = o.writeResults(e, rep, o.live.every > 0); err != nil {
+	if err = o.writeResults(e, rep, o.live.Every > 0); err != nil {
 		return report(e, src, err)
 	}
 	return code
 }
 
 func usageError(e env, format string, args ...any) int {
-	fmt.Fprintf(e.stderr, "sqlhist: "+format+"\n", args...)
-	fmt.Fprintln(e.stderr, "run 'sqlhist --help' for usage")
+	fmt.Fprintf(e.Stderr, "sqlhist: "+format+"\n", args...)
+	fmt.Fprintln(e.Stderr, "run 'sqlhist --help' for usage")
 	return exitUsage
 }
 
 func (o *options) plannerOptions(e env) (live.CompileOptions, int) {
 	p := live.CompileOptions{Name: o.name, OnMax: o.onmax, OnChange: o.onchange,
 		Snapshot: o.snapshot, Trace: o.trace, Instance: o.instance, Teardown: o.teardown,
-		ReadFile: e.readFile, Deref: o.deref}
+		ReadFile: e.ReadFile, Deref: o.deref}
 	var err error
 	if p.Save, err = live.ParseSave(o.save); err == nil {
 		err = p.Check()
@@ -399,15 +262,15 @@ func (o *options) source(args []string, e env) (*source.Source, int) {
 	case o.file != "" && len(args) > 0:
 		return nil, usageError(e, "give the SQL either as arguments or with -f, not both")
 	case o.file == "-":
-		b, err := io.ReadAll(e.stdin)
+		b, err := io.ReadAll(e.Stdin)
 		if err != nil {
 			return nil, usageError(e, "reading stdin: %v", err)
 		}
 		return source.NewSource("<stdin>", string(b)), exitOK
 	case o.file != "":
-		b, err := e.readFile(o.file)
+		b, err := e.ReadFile(o.file)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
+			fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 			return nil, exitQuery
 		}
 		return source.NewSource(o.file, string(b)), exitOK
@@ -424,10 +287,10 @@ func (o *options) catalog(e env) (*live.Catalog, int) {
 		return nil, usageError(e, "--formats and --kernel both choose the event catalog: give one")
 	}
 	cat, err := live.OpenCatalog(live.CatalogSource{Formats: o.formats, Machine: o.machine, Kernel: o.kernel,
-		Arch: o.arch, Root: o.tracefsDir, Dir: e.dir, FormatsDir: e.hostDir, Uname: e.uname})
-	if e.catalogDir != nil && (o.machine || o.formats == "" && o.kernel == "") {
+		Arch: o.arch, Root: o.tracefsDir, Dir: e.Dir, FormatsDir: e.HostDir, Uname: e.Uname})
+	if e.CatalogDir != nil && (o.machine || o.formats == "" && o.kernel == "") {
 		cat, err = live.OpenCatalog(live.CatalogSource{Formats: o.formats, Machine: o.machine, Kernel: o.kernel,
-			Arch: o.arch, Root: o.tracefsDir, Dir: e.catalogDir, FormatsDir: e.hostDir, Uname: e.uname})
+			Arch: o.arch, Root: o.tracefsDir, Dir: e.CatalogDir, FormatsDir: e.HostDir, Uname: e.Uname})
 	}
 	if err != nil {
 		return nil, usageError(e, "%v", err)
@@ -440,7 +303,7 @@ func (o *options) catalog(e env) (*live.Catalog, int) {
 // machine may not be the target (a build host whose kernel has no hist
 // triggers). Empty for -e and -r, which need this machine's kernel.
 func (o *options) otherTargetHint(e env) string {
-	if o.execute || o.run || o.machine || o.formats != "" || o.kernel != "" || !live.HasEvents(e.dir, o.tracefsDir) {
+	if o.execute || o.run || o.machine || o.formats != "" || o.kernel != "" || !live.HasEvents(e.Dir, o.tracefsDir) {
 		return ""
 	}
 	return fmt.Sprintf("the event formats came from this machine's tracefs (%s), read because neither --kernel nor --formats was given; "+
@@ -457,15 +320,15 @@ func (o *options) executeTarget(e env, explicit, readOnly bool) int {
 		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats, --kernel and --arch")
 	}
 	var mounts []byte
-	if e.mounts != nil {
-		mounts, _ = e.mounts()
+	if e.Mounts != nil {
+		mounts, _ = e.Mounts()
 	}
-	root, err := live.Find(o.tracefsDir, !explicit, string(mounts), e.dir)
-	if err == nil && e.writable != nil && !readOnly {
-		err = live.Writable(root, e.writable)
+	root, err := live.Find(o.tracefsDir, !explicit, string(mounts), e.Dir)
+	if err == nil && e.Writable != nil && !readOnly {
+		err = live.Writable(root, e.Writable)
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
+		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 		return exitQuery
 	}
 	o.tracefsDir, o.formats, o.machine = root, root, true

@@ -19,10 +19,10 @@ const wakeupSQL = `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FR
 func testEnv(w tracefs.Writer, stdin string) (env, *bytes.Buffer, *bytes.Buffer) {
 	var stdout, stderr bytes.Buffer
 	return env{
-		stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr,
-		dir:      func(string) (fs.FS, error) { return nil, fs.ErrNotExist },
-		readFile: func(p string) ([]byte, error) { return nil, fs.ErrNotExist },
-		writer:   func(string) tracefs.Writer { return w },
+		Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr,
+		Dir:      func(string) (fs.FS, error) { return nil, fs.ErrNotExist },
+		ReadFile: func(p string) ([]byte, error) { return nil, fs.ErrNotExist },
+		Writer:   func(string) tracefs.Writer { return w },
 	}, &stdout, &stderr
 }
 
@@ -80,7 +80,7 @@ func newFake(t *testing.T, failAt int) *fakeTracefs {
 
 func fakeEnv(f *fakeTracefs, stdin string) (env, *bytes.Buffer, *bytes.Buffer) {
 	e, stdout, stderr := testEnv(f, stdin)
-	e.dir = func(p string) (fs.FS, error) {
+	e.Dir = func(p string) (fs.FS, error) {
 		if p == "/sys/kernel/tracing" {
 			return f, nil
 		}
@@ -182,7 +182,7 @@ func TestTeardownSkipsWhatWasNeverMade(t *testing.T) {
 	f := &missingFake{fakeTracefs: newFake(t, 0), missing: map[string]bool{
 		"events/synthetic/wl/enable": true, "dynamic_events": true, "events/sched/sched_switch/trigger": true}}
 	e, _, stderr := fakeEnv(f.fakeTracefs, "")
-	e.writer = func(string) tracefs.Writer { return f }
+	e.Writer = func(string) tracefs.Writer { return f }
 	if code := run([]string{"-e", "--teardown", "-n", "wl", wakeupSQL}, e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -214,26 +214,26 @@ func (f *missingFake) Append(file, line string) error {
 
 func TestExecuteNeedsTracefs(t *testing.T) {
 	e, _, stderr := testEnv(&tracefs.Recorder{}, "")
-	e.mounts = func() ([]byte, error) { return []byte("proc /proc proc rw 0 0\n"), nil }
+	e.Mounts = func() ([]byte, error) { return []byte("proc /proc proc rw 0 0\n"), nil }
 	if code := run([]string{"-e", wakeupSQL}, e); code != exitQuery || !strings.Contains(stderr.String(), "does not mount it") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 	// Found through /proc/mounts when -t is not given.
 	f := newFake(t, 0)
 	e, _, stderr = fakeEnv(f, "")
-	e.dir = func(p string) (fs.FS, error) {
+	e.Dir = func(p string) (fs.FS, error) {
 		if p == "/mnt/trace" {
 			return f, nil
 		}
 		return nil, fs.ErrNotExist
 	}
-	e.mounts = func() ([]byte, error) { return []byte("tracefs /mnt/trace tracefs rw 0 0\n"), nil }
+	e.Mounts = func() ([]byte, error) { return []byte("tracefs /mnt/trace tracefs rw 0 0\n"), nil }
 	if code := run([]string{"-e", "-n", "wl", wakeupSQL}, e); code != exitOK || len(f.Writes) != 3 {
 		t.Errorf("exit %d, writes %q, stderr %s", code, f.Writes, stderr)
 	}
 	// With -t, nothing else is tried.
 	e, _, _ = testEnv(&tracefs.Recorder{}, "")
-	e.mounts = func() ([]byte, error) { return []byte("tracefs /mnt/trace tracefs rw 0 0\n"), nil }
+	e.Mounts = func() ([]byte, error) { return []byte("tracefs /mnt/trace tracefs rw 0 0\n"), nil }
 	if code := run([]string{"-e", "-t", "/elsewhere", wakeupSQL}, e); code != exitQuery {
 		t.Errorf("-t /elsewhere: exit %d", code)
 	}
@@ -291,7 +291,7 @@ func TestExecuteNotWritable(t *testing.T) {
 	for _, args := range [][]string{{"-e", wakeupSQL}, {"-r", "-d", "1", wakeupSQL}} {
 		f := newFake(t, 0)
 		e, _, stderr := fakeEnv(f, "")
-		e.writable = func(p string) error {
+		e.Writable = func(p string) error {
 			if p != "/sys/kernel/tracing/dynamic_events" {
 				return fs.ErrNotExist
 			}
@@ -341,7 +341,7 @@ func TestExecuteCreatesInstance(t *testing.T) {
 // without reading SQL.
 func TestVersion(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	e := env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+	e := env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}
 	if code := run([]string{"--version"}, e); code != exitOK || stderr.Len() != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}

@@ -74,8 +74,8 @@ func TestRunProfile(t *testing.T) {
 	f.files[stackHistFile] = stackSample(t)
 	f.timer <- time.Time{}
 	e, stdout, stderr := liveEnv(f)
-	e.replaceFile = live.ReplaceFile
-	e.isTerminal = func(io.Writer) bool { return true } // --out: stdout is not used
+	e.ReplaceFile = live.ReplaceFile
+	e.IsTerminal = func(io.Writer) bool { return true } // --out: stdout is not used
 	out := filepath.Join(t.TempDir(), "blocked.pb.gz")
 	if code := run([]string{"-r", "-d", "1", "-o", "pprof", "--out", out, stackSQL}, e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -119,7 +119,7 @@ func TestRunStackUsage(t *testing.T) {
 	} {
 		f := newLiveFake(t, 0)
 		e, _, stderr := liveEnv(f)
-		e.isTerminal = func(io.Writer) bool { return tt.terminal }
+		e.IsTerminal = func(io.Writer) bool { return tt.terminal }
 		if code := run(tt.args, e); code != exitUsage || !strings.Contains(stderr.String(), tt.msg) {
 			t.Errorf("%q: exit %d, stderr %s", tt.args, code, stderr)
 		}
@@ -140,8 +140,8 @@ func TestRunStackIntervals(t *testing.T) {
 	f.versions = map[string][]string{stackHistFile: {first, second}}
 	ticks := make(chan time.Time)
 	e, _, stderr := liveEnv(f)
-	e.replaceFile = live.ReplaceFile
-	e.tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+	e.ReplaceFile = live.ReplaceFile
+	e.Tick = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
 	go func() { ticks <- time.Time{}; f.timer <- time.Time{} }()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "blocked.pb.gz")

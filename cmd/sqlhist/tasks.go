@@ -18,13 +18,13 @@ func (o *options) tasks(e env) (tids []int, flags, note string, code int) {
 	if len(o.pids) > 0 && o.kernel != "" {
 		return nil, "", "", usageError(e, "-p reads the threads of process %s from this machine's /proc, but --kernel compiles for another machine: give that machine's thread ids with -L", strings.Join(o.pids, ","))
 	}
-	t, err := live.ResolveTasks(o.pids, o.tids, e.dir)
+	t, err := live.ResolveTasks(o.pids, o.tids, e.Dir)
 	var te *live.TaskError
 	switch {
 	case errors.As(err, &te) && te.Usage:
 		return nil, "", "", usageError(e, "%v", err)
 	case err != nil:
-		fmt.Fprintf(e.stderr, "sqlhist: %v\n", err)
+		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 		return nil, "", "", exitQuery
 	}
 	return t.TIDs, t.Flags, t.Note, exitOK

@@ -22,7 +22,7 @@ func procEnv(t *testing.T) (env, *bytes.Buffer, *bytes.Buffer) {
 		"/proc/77/task":   {"77/stat": {}},
 		"/proc/9/task":    {},
 	}
-	e.dir = func(p string) (fs.FS, error) {
+	e.Dir = func(p string) (fs.FS, error) {
 		if p == "/formats" {
 			return catalog, nil
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,9 +17,9 @@ import (
 func (o *options) runVia(e env, fl *pflag.FlagSet) int {
 	file := ""
 	if o.viaFile != "" {
-		data, err := e.readFile(o.viaFile)
+		data, err := e.ReadFile(o.viaFile)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "sqlhist: --via-file: %v\n", err)
+			fmt.Fprintf(e.Stderr, "sqlhist: --via-file: %v\n", err)
 			return exitQuery
 		}
 		file = string(data)
@@ -40,11 +41,11 @@ func (o *options) runVia(e env, fl *pflag.FlagSet) int {
 // viaOne does what the flags ask on one target, tracing its requests to
 // the file trace ("" for none).
 func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
-	vopt := live.ViaOptions{Stderr: e.stderr}
+	vopt := live.ViaOptions{Stderr: e.Stderr}
 	if trace != "" {
 		f, err := os.Create(trace)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "sqlhist: --via-trace: %v\n", err)
+			fmt.Fprintf(e.Stderr, "sqlhist: --via-trace: %v\n", err)
 			return exitQuery
 		}
 		defer f.Close()
@@ -52,15 +53,15 @@ func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
 	}
 	v, err := live.DialVia(context.Background(), cmd, vopt)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sqlhist: --via %s: %v\n", cmd, err)
+		fmt.Fprintf(e.Stderr, "sqlhist: --via %s: %v\n", cmd, err)
 		return exitQuery
 	}
 	defer v.Close()
-	re := viaEnv(e, v)
+	re := v.Host(e)
 	o.viaRoot(re, fl)
 	code := o.main(re, fl)
 	if serr := v.Err(); serr != nil && (o.run || o.execute || o.cleanup) {
-		live.WriteLost(re.stderr, serr, o.run, o.execute, re.pid, re.via)
+		live.WriteLost(re.Stderr, serr, o.run, o.execute, re.PID, re.Via)
 	}
 	return code
 }
@@ -71,34 +72,16 @@ func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
 func (o *options) viaRoot(e env, fl *pflag.FlagSet) {
 	var mounts []byte
 	if !fl.Changed("tracefs") {
-		mounts, _ = e.mounts()
+		mounts, _ = e.Mounts()
 	}
-	root, err := live.Find(o.tracefsDir, !fl.Changed("tracefs"), string(mounts), e.dir)
+	root, err := live.Find(o.tracefsDir, !fl.Changed("tracefs"), string(mounts), e.Dir)
 	if err != nil {
 		return // -e, -r and --cleanup say so
 	}
-	o.tracefsDir, o.viaTarget = root, e.via
+	o.tracefsDir, o.viaTarget = root, e.Via
 	if !o.execute && !o.run && !o.cleanup && !o.dryRun && o.formats == "" && o.kernel == "" && o.planFile == "" {
 		o.formats, o.machine = root, true
 	}
-}
-
-// viaEnv is e with the target reached through v: its directories, its
-// tracefs writes, its trace_pipe, its release, and a run id that cannot
-// be one of its processes (a run keeps a heartbeat there instead).
-func viaEnv(e env, v *live.Via) env {
-	re := e
-	re.hostDir, re.dir = e.dir, v.Dir
-	getenv := e.getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	re.writer = live.KillHook(v.Writer, getenv, e.stderr, live.SelfKill)
-	re.mounts, re.pipe, re.readRaw, re.writable = v.Mounts, v.OpenPipe, v.ReadRaw, v.Writable
-	re.uname, re.beat, re.uptime = v.Uname, true, v.Uptime
-	re.pid, re.via = live.RemoteRunID(), v.Command
-	re.catalogDir = v.CatalogDir(e.cacheDir)
-	return re
 }
 
 // viaFleet does what the flags ask on every target, --via-jobs at a
@@ -107,10 +90,10 @@ func viaEnv(e env, v *live.Via) env {
 // otherwise each target's output is printed whole under a "# target:
 // LABEL" line. The exit status is that of the first target that failed.
 func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
-	if o.run && (fl.Changed("interval") || o.live.events) {
+	if o.run && (fl.Changed("interval") || o.live.Events) {
 		return usageError(e, "with several targets, -r prints each target's results and the merged ones: -i and --events take one --via")
 	}
-	if o.run && live.IsStackFormat(o.live.output) {
+	if o.run && live.IsStackFormat(o.live.Output) {
 		return usageError(e, "with several targets, -o takes table, json or csv")
 	}
 	if o.run {
@@ -119,15 +102,20 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 			return code
 		}
 	}
-	exp, stopMetrics, code := o.fleetMetrics(e, len(cmds))
-	if code != exitOK {
-		return code
+	exp, stopMetrics, err := live.FleetMetrics(e, &o.live, o.viaJobs, len(cmds))
+	var ue *live.UsageError
+	switch {
+	case errors.As(err, &ue):
+		return usageError(e, "%v", err)
+	case err != nil:
+		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
+		return exitQuery
 	}
-	targets := live.RunFleet(cmds, o.viaJobs, e.stderr, func(t *live.FleetTarget) {
+	targets := live.RunFleet(cmds, o.viaJobs, e.Stderr, func(t *live.FleetTarget) {
 		te, to := e, *o
-		te.stdout, te.stderr = t.Stdout, t.Stderr
-		te.collect = func(rep *live.Report) { t.Report = rep }
-		te.exporter, te.label = exp, t.Label
+		te.Stdout, te.Stderr = t.Stdout, t.Stderr
+		te.Collect = func(rep *live.Report) { t.Report = rep }
+		te.Exporter, te.Label = exp, t.Label
 		trace := ""
 		if o.viaTrace != "" {
 			trace = fmt.Sprintf("%s.%d", o.viaTrace, t.N) // FILE.N, N its place
@@ -135,22 +123,22 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 		t.Code = to.viaOne(te, fl, t.Label, trace)
 	})
 	stopMetrics()
-	code = live.FleetCode(targets)
+	code := live.FleetCode(targets)
 	if !o.run {
-		live.WriteFleetOutput(e.stdout, targets)
+		live.WriteFleetOutput(e.Stdout, targets)
 		return code
 	}
 	labelled := live.FleetLabelled(targets)
 	merged, err := live.MergeLabelled(labelled)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sqlhist: merging the targets' results: %v\n", err)
+		fmt.Fprintf(e.Stderr, "sqlhist: merging the targets' results: %v\n", err)
 		code = max(code, exitQuery)
 	}
-	werr := o.toOut(e, o.live.out, func(w io.Writer) error {
-		return live.WriteFleet(w, e.stderr, o.live.output, labelled, merged)
+	werr := o.toOut(e, o.live.Out, func(w io.Writer) error {
+		return live.WriteFleet(w, e.Stderr, o.live.Output, labelled, merged)
 	})
 	if werr != nil {
-		fmt.Fprintf(e.stderr, "sqlhist: %v\n", werr)
+		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", werr)
 		return exitQuery
 	}
 	return code

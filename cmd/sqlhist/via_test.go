@@ -52,9 +52,9 @@ func viaTracefs(t *testing.T) string {
 func viaEnvFor(t *testing.T) (env, *bytes.Buffer, *bytes.Buffer) {
 	e := osEnv()
 	var out, errb bytes.Buffer
-	e.stdout, e.stderr = &out, &errb
-	e.cacheDir = t.TempDir()
-	e.getenv = nil
+	e.Stdout, e.Stderr = &out, &errb
+	e.CacheDir = t.TempDir()
+	e.Getenv = nil
 	return e, &out, &errb
 }
 
@@ -74,7 +74,7 @@ func TestViaPrintsWhatTheTargetsFormatsSay(t *testing.T) {
 		*lout = *bytes.NewBufferString(catalogLine.ReplaceAllString(lout.String(), `"catalog": "tracefs `+dir+`"`))
 		for _, sh := range []string{"dash", "busybox sh"} {
 			ve, vout, verr := viaEnvFor(t)
-			ve.cacheDir = e.cacheDir
+			ve.CacheDir = e.CacheDir
 			vcode := run(append([]string{"--via", sh, "-t", dir}, args...), ve)
 			// A plan says where its formats came from.
 			got := catalogLine.ReplaceAllString(vout.String(), `"catalog": "tracefs `+dir+`"`)
@@ -86,7 +86,7 @@ func TestViaPrintsWhatTheTargetsFormatsSay(t *testing.T) {
 	// The second compile of a query reads the checksum and nothing else.
 	trace := filepath.Join(t.TempDir(), "trace")
 	ve, _, verr := viaEnvFor(t)
-	ve.cacheDir = e.cacheDir
+	ve.CacheDir = e.CacheDir
 	if code := run([]string{"--via", "dash", "--via-trace", trace, "-t", dir, wakeupSQL}, ve); code != 0 {
 		t.Fatalf("exit %d: %s", code, verr)
 	}

@@ -1,4 +1,4 @@
-package main
+package live
 
 import (
 	"runtime/debug"
@@ -10,16 +10,16 @@ import (
 func TestTuneGC(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
-	tuneGC(func(string) string { return "" }, false)
+	TuneGC(func(string) string { return "" }, false)
 	if got := debug.SetGCPercent(7); got != gcPercent {
 		t.Errorf("without GOGC: %d, want %d", got, gcPercent)
 	}
-	tuneGC(func(string) string { return "" }, true)
+	TuneGC(func(string) string { return "" }, true)
 	if got := debug.SetGCPercent(7); got != serveGCPercent {
 		t.Errorf("serving, without GOGC: %d, want %d", got, serveGCPercent)
 	}
 	for _, serving := range []bool{false, true} {
-		tuneGC(func(k string) string {
+		TuneGC(func(k string) string {
 			if k == "GOGC" {
 				return "50"
 			}

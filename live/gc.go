@@ -1,4 +1,4 @@
-package main
+package live
 
 import "runtime/debug"
 
@@ -18,9 +18,9 @@ const gcPercent = 400
 // through --via) before it stood still.
 const serveGCPercent = 100
 
-// tuneGC sets the collector's target to gcPercent (serveGCPercent when
+// TuneGC sets the collector's target to gcPercent (serveGCPercent when
 // serving) when the environment (getenv) does not set GOGC.
-func tuneGC(getenv func(string) string, serving bool) {
+func TuneGC(getenv func(string) string, serving bool) {
 	if getenv("GOGC") != "" {
 		return
 	}
