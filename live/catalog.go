@@ -240,3 +240,31 @@ func FindEvent(cat *tracefs.Catalog, name string) (*tracefs.Event, error) {
 	}
 	return nil, fmt.Errorf("cannot read event %s: %v", name, err)
 }
+
+// CheckGlobs turns --list-events' arguments into globs of
+// "system/event" names ("system.event" is accepted), refusing a bad one
+// with a usage error.
+func CheckGlobs(args []string) ([]string, error) {
+	globs := make([]string, len(args))
+	for i, g := range args {
+		globs[i] = EventPath(g)
+		if _, err := path.Match(globs[i], ""); err != nil {
+			return nil, &CatalogError{Msg: fmt.Sprintf("%q: bad glob (%v)", g, err), Usage: true}
+		}
+	}
+	return globs, nil
+}
+
+// Inspect writes what the catalog holds: with list, the events matching
+// globs (ListEvents); else the event named describe (DescribeEvent).
+// Its errors are *CatalogError when they are about the catalog.
+func Inspect(w io.Writer, cat *Catalog, describe string, list bool, globs []string) error {
+	if list {
+		return ListEvents(w, cat, globs)
+	}
+	ev, err := FindEvent(cat, describe)
+	if err != nil {
+		return err
+	}
+	return DescribeEvent(w, cat, ev)
+}

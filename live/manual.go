@@ -16,18 +16,27 @@ type Flag struct {
 	Usage string
 }
 
-// ManSection is a titled section of the man page: paragraphs separated
-// by blank lines; a paragraph whose lines start with two spaces is shown
-// as it is.
-type ManSection struct {
+// manSection is a titled section of the man page.
+type manSection struct {
 	Title string
 	Text  string
 }
 
-// Manual writes the man page sqlhist(1) in roff: its name line, the
-// synopsis, the sections before OPTIONS (DESCRIPTION, …), the flags, the
-// sections after (EXIT STATUS, …). Its output depends only on its input.
-func Manual(w io.Writer, name, summary string, synopsis []string, before []ManSection, flags []Flag, after []ManSection) error {
+// Manual writes the man page of name in roff: its name line, the
+// synopsis, then the sections of text, each under a "== TITLE" line:
+// paragraphs separated by blank lines, a paragraph whose lines start
+// with two spaces shown as it is; the section "== OPTIONS" (left empty
+// in text) lists flags. Its output depends only on its input.
+func Manual(w io.Writer, name, summary string, synopsis []string, text string, flags []Flag) error {
+	var before, after []manSection
+	for _, part := range strings.Split(text, "== ")[1:] {
+		title, body, _ := strings.Cut(part, "\n")
+		if title == "OPTIONS" {
+			before, after = after, nil
+			continue
+		}
+		after = append(after, manSection{Title: title, Text: body})
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, ".TH %s 1 \"\" \"%s\" \"User Commands\"\n", strings.ToUpper(name), name)
 	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n.SH SYNOPSIS\n", name, roff(summary))
@@ -37,7 +46,7 @@ func Manual(w io.Writer, name, summary string, synopsis []string, before []ManSe
 		}
 		fmt.Fprintf(&b, ".B %s\n%s\n", name, roff(s))
 	}
-	sections := func(ss []ManSection) {
+	sections := func(ss []manSection) {
 		for _, s := range ss {
 			fmt.Fprintf(&b, ".SH %s\n", strings.ToUpper(s.Title))
 			for i, p := range strings.Split(strings.Trim(s.Text, "\n"), "\n\n") {

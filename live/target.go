@@ -47,25 +47,56 @@ func Dir(root string) *Target {
 	return &Target{Root: root, FS: os.DirFS(root), W: tracefs.DirWriter{Root: root}}
 }
 
-// ErrNoTracefs is returned by Find when there is no tracefs to use.
-var ErrNoTracefs = errors.New("no tracefs")
+// ErrNoTracefs is returned by Find when there is no tracefs to use: none
+// is mounted. ErrNotPermitted is returned when one is there but this
+// process (or the target's shell) may not read it: not root.
+var (
+	ErrNoTracefs    = errors.New("no tracefs")
+	ErrNotPermitted = errors.New("tracefs not readable")
+)
 
 // Find returns the tracefs at root, or, when root holds none and
 // searchMounts is set, the first tracefs that mounts (the text of
 // /proc/mounts) lists. sqlhist never mounts one. dir opens a directory of
-// the machine (os.DirFS for the real one).
+// the machine (os.DirFS for the real one). When none is found, the error
+// tells a tracefs that is not mounted (ErrNoTracefs, with the mount
+// command) from one this user may not read (ErrNotPermitted: tracefs is
+// root's).
 func Find(root string, searchMounts bool, mounts string, dir func(string) (fs.FS, error)) (string, error) {
 	if HasEvents(dir, root) {
 		return root, nil
 	}
+	var mounted []string
+	for _, l := range strings.Split(mounts, "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[2] == "tracefs" {
+			mounted = append(mounted, f[1])
+		}
+	}
 	if searchMounts {
-		for _, l := range strings.Split(mounts, "\n") {
-			if f := strings.Fields(l); len(f) >= 3 && f[2] == "tracefs" && HasEvents(dir, f[1]) {
-				return f[1], nil
+		for _, m := range mounted {
+			if HasEvents(dir, m) {
+				return m, nil
 			}
 		}
 	}
-	return "", fmt.Errorf("%w at %s (sqlhist does not mount it); as root: mount -t tracefs nodev %s", ErrNoTracefs, root, root)
+	denied := permissionDenied(dir, root)
+	for _, m := range mounted {
+		denied = denied || m == root || searchMounts && permissionDenied(dir, m)
+	}
+	if denied {
+		return "", fmt.Errorf("%w: the tracefs at %s cannot be read: permission denied (tracefs is root's: run sqlhist as root, sudo sqlhist …; printing needs no tracefs with --kernel VERSION)", ErrNotPermitted, root)
+	}
+	return "", fmt.Errorf("%w at %s: it is not mounted (sqlhist does not mount it); as root: mount -t tracefs nodev %s", ErrNoTracefs, root, root)
+}
+
+// permissionDenied reports whether reading the events/ of the tracefs
+// at root is refused for want of permission.
+func permissionDenied(dir func(string) (fs.FS, error), root string) bool {
+	fsys, err := dir(root)
+	if err == nil {
+		_, err = fs.Stat(fsys, "events")
+	}
+	return errors.Is(err, fs.ErrPermission)
 }
 
 // HasEvents reports whether dir opens a directory holding events/.

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path"
 
 	"github.com/sqlhist/sqlhist/live"
 )
@@ -19,16 +18,14 @@ func (o *options) inspect(args []string, e env) int {
 	case o.execute || o.run || o.teardown:
 		return usageError(e, "--describe and --list-events only print: drop -e, -r and --teardown")
 	}
-	globs := []string(nil)
+	var globs []string
 	if o.listEvents {
 		// The arguments are globs; SQL comes only with -f.
-		globs, args = args, nil
-		for i, g := range globs {
-			globs[i] = live.EventPath(g)
-			if _, err := path.Match(globs[i], ""); err != nil {
-				return usageError(e, "--list-events %q: bad glob (%v)", g, err)
-			}
+		var err error
+		if globs, err = live.CheckGlobs(args); err != nil {
+			return catalogError(e, "--list-events", err)
 		}
+		args = nil
 	}
 	cat, code := o.catalog(e)
 	if code != exitOK {
@@ -39,18 +36,12 @@ func (o *options) inspect(args []string, e env) int {
 			return code
 		}
 	}
+	flag := "--describe"
 	if o.listEvents {
-		if err := live.ListEvents(e.Stdout, cat, globs); err != nil {
-			return catalogError(e, "--list-events", err)
-		}
-		return exitOK
+		flag = "--list-events"
 	}
-	ev, err := live.FindEvent(cat, o.describe)
-	if err == nil {
-		err = live.DescribeEvent(e.Stdout, cat, ev)
-	}
-	if err != nil {
-		return catalogError(e, "--describe", err)
+	if err := live.Inspect(e.Stdout, cat, o.describe, o.listEvents, globs); err != nil {
+		return catalogError(e, flag, err)
 	}
 	return exitOK
 }

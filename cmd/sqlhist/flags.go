@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -19,10 +18,10 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.SortFlags = false
 	fl.StringVarP(&o.name, "name", "n", "", "synthetic event name of the JOIN (default: <first>_to_<last> event; no effect, with a warning, without a JOIN)")
 	fl.StringVarP(&o.file, "file", "f", "", "read SQL from `FILE` ('-' for stdin)")
-	fl.StringVarP(&o.tracefsDir, "tracefs", "t", "/sys/kernel/tracing", "the tracefs `DIR` on the target: the root of printed paths, and where -e, -r and --cleanup write (libtracefs's -t only says where formats are read: here that is --formats)")
-	fl.StringVar(&o.formats, "formats", "", "read event formats from `DIR` (a tracefs or a copy); default: the -t dir when it holds events/, else the embedded catalog")
-	fl.StringVar(&o.kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+live.EmbeddedSummary()+")")
-	fl.StringVar(&o.arch, "arch", "", "the target's architecture `ARCH` (x86_64, arm64, arm, riscv64): picks --kernel's catalog and the registers and binaries probes may use; default: what the catalog or the machine tells, else x86_64")
+	fl.StringVarP(&o.Root, "tracefs", "t", "/sys/kernel/tracing", "the tracefs `DIR` on the target: the root of printed paths, and where -e, -r and --cleanup write (libtracefs's -t only says where formats are read: here that is --formats)")
+	fl.StringVar(&o.Formats, "formats", "", "read event formats from `DIR` (a tracefs or a copy); default: the -t dir when it holds events/, else the embedded catalog")
+	fl.StringVar(&o.Kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+live.EmbeddedSummary()+")")
+	fl.StringVar(&o.Arch, "arch", "", "the target's architecture `ARCH` (x86_64, arm64, arm, riscv64): picks --kernel's catalog and the registers and binaries probes may use; default: what the catalog or the machine tells, else x86_64")
 	fl.BoolVarP(&o.execute, "execute", "e", false, "apply the commands to tracefs (all or nothing)")
 	fl.BoolVar(&o.teardown, "teardown", false, "print (or with -e apply) the commands that remove what the query creates")
 	fl.BoolVarP(&o.run, "run", "r", false, "apply, collect, print the results, then remove everything (in a private instance unless -B)")
@@ -133,18 +132,9 @@ func runDocs(args []string, e env) int {
 	if len(args) != 1 {
 		return usageError(e, "man takes no arguments")
 	}
-	var before, after []live.ManSection
-	for _, part := range strings.Split(manual, "== ")[1:] {
-		title, text, _ := strings.Cut(part, "\n")
-		if title == "OPTIONS" {
-			before, after = after, nil
-			continue
-		}
-		after = append(after, live.ManSection{Title: title, Text: text})
-	}
 	if err := live.Manual(e.Stdout, "sqlhist", "SQL over Linux trace events, as ftrace hist triggers", []string{
 		"[flags] [SQL ...]", "merge [-o table|json|csv] FILE.json ...", "man | completion bash|zsh|fish",
-	}, before, flagDocs(fl), after); err != nil {
+	}, manual, flagDocs(fl)); err != nil {
 		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 		return exitQuery
 	}

@@ -11,9 +11,9 @@ import (
 // the form -o chose.
 func (o *options) output(e env, src *source.Source, cat *live.Catalog, plan *live.Plan) int {
 	s := live.NewScript(src, plan, cat, live.ScriptOptions{Format: o.live.Output, Teardown: o.teardown,
-		Instance: o.instance, Root: o.tracefsDir, Catalog: o.catalogName()})
+		Instance: o.instance, Root: o.Root, Catalog: o.CatalogName()})
 	if o.execute {
-		return report(e, src, s.Apply(e.Target(o.tracefsDir), e.Stderr))
+		return report(e, src, s.Apply(e.Target(o.Root), e.Stderr))
 	}
 	if o.live.Output == "bootconfig" && !o.teardown {
 		return o.bootconfig(e, s)
@@ -23,21 +23,6 @@ func (o *options) output(e env, src *source.Source, cat *live.Catalog, plan *liv
 		return exitQuery
 	}
 	return exitOK
-}
-
-// catalogName says where the event formats came from.
-func (o *options) catalogName() string {
-	switch {
-	case o.formats != "" && o.machine && o.viaTarget != "":
-		return "tracefs " + o.formats + " through --via " + o.viaTarget
-	case o.formats != "" && o.machine:
-		return "tracefs " + o.formats
-	case o.formats != "":
-		return "--formats " + o.formats
-	case o.kernel != "":
-		return "embedded --kernel " + o.kernel
-	}
-	return "embedded (default)"
 }
 
 // bootconfig prints the bootconfig of s, or adds it to --initrd.
@@ -84,7 +69,7 @@ func (o *options) runPlan(e env, fl interface{ Args() []string }) int {
 		fmt.Fprintf(e.Stderr, "sqlhist: --plan: %v\n", err)
 		return exitQuery
 	}
-	s, err := live.ReadPlanScript(o.planFile, data, o.tracefsDir, o.teardown)
+	s, err := live.ReadPlanScript(o.planFile, data, o.Root, o.teardown)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "sqlhist: --plan %s: %v\n", o.planFile, err)
 		return exitQuery
@@ -93,7 +78,7 @@ func (o *options) runPlan(e env, fl interface{ Args() []string }) int {
 		if code := o.executeTarget(e, o.tracefsExplicit, false); code != exitOK {
 			return code
 		}
-		return report(e, s.Source(), s.Apply(e.Target(o.tracefsDir), e.Stderr))
+		return report(e, s.Source(), s.Apply(e.Target(o.Root), e.Stderr))
 	}
 	return report(e, s.Source(), s.Write(e.Stdout))
 }

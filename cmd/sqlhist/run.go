@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -30,28 +29,26 @@ func osEnv() env { return live.ThisMachine() }
 
 // options holds the parsed command line.
 type options struct {
-	name, tracefsDir, formats, file, kernel string
-	arch                                    string // --arch
-	machine                                 bool   // formats is this machine's tracefs (-e, -r)
-	execute, teardown, help, run, deref     bool
-	onmax, onchange                         string
-	snapshot, trace                         bool
-	save                                    string
-	instance                                string
-	live                                    live.Choices
-	describe                                string   // --describe EVENT
-	listEvents                              bool     // --list-events [GLOB …]
-	pids, tids                              []string // -p, -L as given
-	cleanup, dryRun                         bool     // --cleanup [--dry-run]
-	version                                 bool     // --version
-	initrd                                  string   // --initrd FILE
-	planFile                                string   // --plan FILE
-	tracefsExplicit                         bool     // -t was given
-	via                                     []string // --via COMMAND
-	viaFile                                 string   // --via-file FILE
-	viaJobs                                 int      // --via-jobs N
-	viaTrace                                string   // --via-trace FILE
-	viaTarget                               string   // the --via command of this target, once reached
+	live.Place                          // -t, --formats, --kernel, --arch
+	name, file                          string
+	execute, teardown, help, run, deref bool
+	onmax, onchange                     string
+	snapshot, trace                     bool
+	save                                string
+	instance                            string
+	live                                live.Choices
+	describe                            string   // --describe EVENT
+	listEvents                          bool     // --list-events [GLOB …]
+	pids, tids                          []string // -p, -L as given
+	cleanup, dryRun                     bool     // --cleanup [--dry-run]
+	version                             bool     // --version
+	initrd                              string   // --initrd FILE
+	planFile                            string   // --plan FILE
+	tracefsExplicit                     bool     // -t was given
+	via                                 []string // --via COMMAND
+	viaFile                             string   // --via-file FILE
+	viaJobs                             int      // --via-jobs N
+	viaTrace                            string   // --via-trace FILE
 }
 
 func run(args []string, e env) int {
@@ -126,7 +123,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	if code != exitOK {
 		return code
 	}
-	popt.CatalogHint = o.otherTargetHint(e)
+	popt.CatalogHint = o.OtherTargetHint(e, o.execute || o.run)
 	if o.run {
 		eng, err := live.PickEngine(o.live.Engine, cat.Features())
 		if err != nil {
@@ -214,7 +211,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan, d time.Dur
 		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 		return exitQuery
 	}
-	t := e.Target(o.tracefsDir)
+	t := e.Target(o.Root)
 	rep, err := live.Run(ctx, t, plan, opt)
 	done(err)
 	code := report(e, src, err)
@@ -258,79 +255,38 @@ func (o *options) plannerOptions(e env) (live.CompileOptions, int) {
 
 // source reads the SQL: the arguments joined by spaces, or -f FILE.
 func (o *options) source(args []string, e env) (*source.Source, int) {
+	src, err := live.ReadSQL(args, o.file, e.Stdin, e.ReadFile)
+	return src, refuse(e, err)
+}
+
+// refuse prints err, a usage error (exit 2) or another (exit 1).
+func refuse(e env, err error) int {
+	var ue *live.UsageError
 	switch {
-	case o.file != "" && len(args) > 0:
-		return nil, usageError(e, "give the SQL either as arguments or with -f, not both")
-	case o.file == "-":
-		b, err := io.ReadAll(e.Stdin)
-		if err != nil {
-			return nil, usageError(e, "reading stdin: %v", err)
-		}
-		return source.NewSource("<stdin>", string(b)), exitOK
-	case o.file != "":
-		b, err := e.ReadFile(o.file)
-		if err != nil {
-			fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
-			return nil, exitQuery
-		}
-		return source.NewSource(o.file, string(b)), exitOK
-	case len(args) == 0:
-		return nil, usageError(e, "no SQL given")
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return usageError(e, "%v", err)
 	}
-	return source.NewSource("<args>", strings.Join(args, " ")), exitOK
+	fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
+	return exitQuery
 }
 
-// catalog picks where event formats come from: --formats, --kernel, the -t
-// directory when it holds events/, else the newest embedded catalog.
+// catalog opens the event catalog the flags choose (live.Place.Catalog).
 func (o *options) catalog(e env) (*live.Catalog, int) {
-	if o.formats != "" && o.kernel != "" {
-		return nil, usageError(e, "--formats and --kernel both choose the event catalog: give one")
-	}
-	cat, err := live.OpenCatalog(live.CatalogSource{Formats: o.formats, Machine: o.machine, Kernel: o.kernel,
-		Arch: o.arch, Root: o.tracefsDir, Dir: e.Dir, FormatsDir: e.HostDir, Uname: e.Uname})
-	if e.CatalogDir != nil && (o.machine || o.formats == "" && o.kernel == "") {
-		cat, err = live.OpenCatalog(live.CatalogSource{Formats: o.formats, Machine: o.machine, Kernel: o.kernel,
-			Arch: o.arch, Root: o.tracefsDir, Dir: e.CatalogDir, FormatsDir: e.HostDir, Uname: e.Uname})
-	}
-	if err != nil {
-		return nil, usageError(e, "%v", err)
-	}
-	return cat, exitOK
-}
-
-// otherTargetHint says how to print for another kernel when the catalog
-// is this machine's tracefs, read only because no flag chose one: the
-// machine may not be the target (a build host whose kernel has no hist
-// triggers). Empty for -e and -r, which need this machine's kernel.
-func (o *options) otherTargetHint(e env) string {
-	if o.execute || o.run || o.machine || o.formats != "" || o.kernel != "" || !live.HasEvents(e.Dir, o.tracefsDir) {
-		return ""
-	}
-	return fmt.Sprintf("the event formats came from this machine's tracefs (%s), read because neither --kernel nor --formats was given; "+
-		"to print for another machine, name its kernel with --kernel VERSION (embedded: %s) or read a copy of its tracefs with --formats DIR",
-		o.tracefsDir, live.EmbeddedSummary())
+	cat, err := o.Place.Catalog(e, e.Stderr)
+	return cat, refuse(e, err)
 }
 
 // executeTarget checks, before anything is written, that the tracefs to
-// write to is there: the -t directory, or (when -t was not given) where
-// /proc/mounts says tracefs is mounted. sqlhist never mounts it. The event
-// catalog is then that tracefs, the kernel that will run the commands.
+// write to is there and writable (live.Place.ForWrite).
 func (o *options) executeTarget(e env, explicit, readOnly bool) int {
-	if o.formats != "" || o.kernel != "" || o.arch != "" {
-		return usageError(e, "-e compiles against the tracefs it writes to: drop --formats, --kernel and --arch")
+	what := "-e"
+	switch {
+	case o.run:
+		what = "-r"
+	case o.cleanup:
+		what = "--cleanup"
 	}
-	var mounts []byte
-	if e.Mounts != nil {
-		mounts, _ = e.Mounts()
-	}
-	root, err := live.Find(o.tracefsDir, !explicit, string(mounts), e.Dir)
-	if err == nil && e.Writable != nil && !readOnly {
-		err = live.Writable(root, e.Writable)
-	}
-	if err != nil {
-		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
-		return exitQuery
-	}
-	o.tracefsDir, o.formats, o.machine = root, root, true
-	return exitOK
+	return refuse(e, o.Place.ForWrite(e, what, explicit, readOnly))
 }

@@ -15,7 +15,7 @@ func (o *options) tasks(e env) (tids []int, flags, note string, code int) {
 	if len(o.pids) == 0 && len(o.tids) == 0 {
 		return nil, "", "", exitOK
 	}
-	if len(o.pids) > 0 && o.kernel != "" {
+	if len(o.pids) > 0 && o.Kernel != "" {
 		return nil, "", "", usageError(e, "-p reads the threads of process %s from this machine's /proc, but --kernel compiles for another machine: give that machine's thread ids with -L", strings.Join(o.pids, ","))
 	}
 	t, err := live.ResolveTasks(o.pids, o.tids, e.Dir)

@@ -58,30 +58,16 @@ func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
 	}
 	defer v.Close()
 	re := v.Host(e)
-	o.viaRoot(re, fl)
+	printing := !o.execute && !o.run && !o.cleanup && !o.dryRun && o.planFile == ""
+	if err := o.FindVia(re, fl.Changed("tracefs"), printing); err != nil {
+		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
+		return exitQuery
+	}
 	code := o.main(re, fl)
 	if serr := v.Err(); serr != nil && (o.run || o.execute || o.cleanup) {
 		live.WriteLost(re.Stderr, serr, o.run, o.execute, re.PID, re.Via)
 	}
 	return code
-}
-
-// viaRoot finds the target's tracefs when -t does not name one, and
-// makes it the event catalog of a printing run: the formats are the
-// target's, as they are this machine's without --via.
-func (o *options) viaRoot(e env, fl *pflag.FlagSet) {
-	var mounts []byte
-	if !fl.Changed("tracefs") {
-		mounts, _ = e.Mounts()
-	}
-	root, err := live.Find(o.tracefsDir, !fl.Changed("tracefs"), string(mounts), e.Dir)
-	if err != nil {
-		return // -e, -r and --cleanup say so
-	}
-	o.tracefsDir, o.viaTarget = root, e.Via
-	if !o.execute && !o.run && !o.cleanup && !o.dryRun && o.formats == "" && o.kernel == "" && o.planFile == "" {
-		o.formats, o.machine = root, true
-	}
 }
 
 // viaFleet does what the flags ask on every target, --via-jobs at a
