@@ -241,3 +241,35 @@ teardown refused
 		t.Errorf("not done")
 	}
 }
+
+// TestPlanBatchesIgnoreComments: the golden scripts' # lines (the target
+// line, a JOIN's fields, how to read the answer) change no batch: the
+// real cases are planned the same with them and without them.
+func TestPlanBatchesIgnoreComments(t *testing.T) {
+	cases := loadCases(t)
+	bare := make([]kernelCase, len(cases))
+	comments := 0
+	for i, c := range cases {
+		bare[i] = c
+		bare[i].golden = map[string]string{}
+		for k, s := range c.golden {
+			var kept []string
+			for _, l := range strings.SplitAfter(s, "\n") {
+				if strings.HasPrefix(l, "#") {
+					comments++
+					continue
+				}
+				kept = append(kept, l)
+			}
+			bare[i].golden[k] = strings.Join(kept, "")
+		}
+	}
+	if comments == 0 {
+		t.Fatal("the golden scripts have no # lines: nothing is tested")
+	}
+	for _, k := range []string{"6.1", "5.10", "7.2"} {
+		if got, want := planBatches(cases, k), planBatches(bare, k); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("%s: with the # lines %q, without %q", k, got, want)
+		}
+	}
+}

@@ -72,12 +72,15 @@ func TestVerdictWants(t *testing.T) {
 	}
 }
 
-// TestMaskDemo: only the demo binary's offsets are masked.
+// TestMaskDemo: only the demo binary's offsets and the target line are
+// masked.
 func TestMaskDemo(t *testing.T) {
-	in := "# uprobe: main.work in /work/bin/demo is at file offset 0x1345\n" +
+	in := "# sqlhist: compiled for Linux 6.1.0-56-cloud-amd64 x86_64 (event formats: tracefs /sys/kernel/tracing)\n" +
+		"# uprobe: main.work in /work/bin/demo is at file offset 0x1345\n" +
 		"echo 'p:sqlhist/demo_main_work /work/bin/demo:0x1345 n=%ax:s64' >> x\n" +
 		"echo 'p:sqlhist/app /usr/bin/app:0x1345' >> x\n"
-	want := "# uprobe: main.work in /work/bin/demo is at file offset OFFSET\n" +
+	want := "# sqlhist: compiled for TARGET\n" +
+		"# uprobe: main.work in /work/bin/demo is at file offset OFFSET\n" +
 		"echo 'p:sqlhist/demo_main_work /work/bin/demo:OFFSET n=%ax:s64' >> x\n" +
 		"echo 'p:sqlhist/app /usr/bin/app:0x1345' >> x\n"
 	if got := maskDemo(in); got != want {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
 )
 
@@ -39,6 +40,7 @@ type Script struct {
 	notes  []string
 	target emit.PlanTarget
 	cat    *Catalog
+	plan   *Plan
 }
 
 // NewScript makes the commands of plan, compiled from src against cat,
@@ -48,7 +50,7 @@ func NewScript(src *source.Source, plan *Plan, cat *Catalog, opt ScriptOptions) 
 		opt.Format = "script"
 	}
 	eopt := emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents}
-	s := &Script{opt: opt, src: src, cat: cat, notes: plan.Notes}
+	s := &Script{opt: opt, src: src, cat: cat, notes: plan.Notes, plan: plan}
 	if opt.Format == "bootconfig" {
 		s.cmds = emit.BootCommands(plan, eopt)
 	} else {
@@ -101,7 +103,104 @@ func (s *Script) Write(w io.Writer) error {
 		doc := emit.BuildPlan(s.cmds, emit.PlanOptions{Root: s.opt.Root, Source: s.src, Target: s.target, Notes: s.notes})
 		return emit.WritePlan(w, doc)
 	}
-	return emit.Print(w, s.cmds, emit.PrintOptions{Root: s.opt.Root, Notes: s.notes})
+	head := append(s.Header(), s.notes...)
+	if err := emit.Print(w, s.cmds, emit.PrintOptions{Root: s.opt.Root, Notes: head}); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, l := range s.Reading() {
+		b.WriteString("# " + l + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Header is what a printed script says first, as comments: the target
+// it was compiled for (release, machine, where the event formats came
+// from), and each synthetic event a JOIN defines, with its fields.
+func (s *Script) Header() []string {
+	t := "sqlhist: compiled for Linux " + s.target.Kernel
+	if s.target.Kernel == "" {
+		t = "sqlhist: compiled for an unknown kernel"
+	}
+	if s.target.Arch != "" {
+		t += " " + s.target.Arch
+	}
+	if s.target.Catalog != "" {
+		t += " (event formats: " + s.target.Catalog + ")"
+	}
+	h := []string{t}
+	if s.plan == nil || s.opt.Teardown {
+		return h
+	}
+	for _, u := range s.plan.Units {
+		if u.Synth == nil {
+			continue
+		}
+		var fields []string
+		for _, f := range u.Synth.Fields {
+			d := f.Decl()
+			if f.Unit != "" {
+				d += " (" + f.Unit + ")"
+			}
+			fields = append(fields, d)
+		}
+		h = append(h, "synthetic event "+u.Synth.Name+": "+strings.Join(fields, ", "))
+	}
+	return h
+}
+
+// Reading is how to read what an applied script measures, as commands
+// for the closing comments of a printed script: each histogram's hist
+// file, a saving handler's hist file and a snapshot, and a JOIN's
+// synthetic event enabled and read from the trace. None for a teardown.
+func (s *Script) Reading() []string {
+	if s.plan == nil || s.opt.Teardown {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	add := func(l string) {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	dir := func(instance string) string {
+		if instance == "" {
+			return s.opt.Root
+		}
+		return s.opt.Root + "/instances/" + instance
+	}
+	for _, u := range s.plan.Units {
+		if u.Feeds {
+			continue
+		}
+		for _, h := range []*planner.Hist{u.Start, u.End} {
+			if h == nil {
+				continue
+			}
+			hist := emit.Quote(dir(h.Instance) + "/events/" + h.System + "/" + h.Event + "/hist")
+			saves := false
+			for _, a := range h.Actions {
+				saves = saves || strings.Contains(a, ".save(")
+				if strings.Contains(a, ".snapshot()") {
+					add("the trace buffer when the handler fired: cat " + emit.Quote(dir(h.Instance)+"/snapshot"))
+				}
+			}
+			if u.Synth == nil && h == u.Start || saves {
+				add("the answer: cat " + hist)
+			}
+		}
+		if u.Synth != nil && !u.Intermediate {
+			d := dir(u.Start.Instance)
+			add("each " + u.Synth.Name + " event: echo 1 > " + emit.Quote(d+"/events/synthetic/"+u.Synth.Name+"/enable") + "; cat " + emit.Quote(d+"/trace"))
+		}
+	}
+	if len(out) > 0 {
+		out = append([]string{"to read what it measures, once applied:"}, out...)
+	}
+	return out
 }
 
 // Apply applies the commands to t, all or nothing (-e); a missing
