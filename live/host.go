@@ -1,11 +1,14 @@
 package live
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -119,4 +122,39 @@ func (v *Via) Host(h Host) Host {
 	re.PID, re.Via = RemoteRunID(), v.Command
 	re.CatalogDir = v.CatalogDir(h.CacheDir)
 	return re
+}
+
+// SignalContext is a context that h's signals (SIGINT, SIGTERM, SIGHUP:
+// Ctrl-C) cancel, with the signal as its cause; stop ends it and the
+// delivery.
+func (h Host) SignalContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs, unnotify := h.Signals()
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(errors.New(s.String()))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { unnotify(); cancel(nil) }
+}
+
+// RunOptions are Run's options for the choices c on h: its clock, its
+// log, a run id and marker of h's, how often a --via target's objects are
+// checked, and --events' stream to h's stdout.
+func (h Host) RunOptions(c *Choices) Options {
+	opt := Options{Duration: c.Collect, Log: h.Stderr, After: h.After, Marker: "sqlhist-end-" + strconv.Itoa(h.PID), Alive: h.Alive, ID: h.PID,
+		Engine: c.Used, Catalog: c.Catalog}
+	if h.Via != "" {
+		// Each check of the run's objects is requests to the target.
+		opt.Watch = 5 * time.Second
+	}
+	if c.Events {
+		opt.Events, opt.Format = h.Stdout, c.Output
+	}
+	if c.Every > 0 {
+		opt.Interval, opt.Tick = c.Every, h.Tick
+	}
+	return opt
 }

@@ -14,10 +14,10 @@ func IsStackFormat(format string) bool {
 }
 
 // CheckStacks refuses -o folded and -o pprof (format) for a plan without
-// a histogram keyed by a stack trace, before anything is written, and
-// returns notes naming the statements whose results have none (they are
-// left out).
-func CheckStacks(plan *Plan, format string) (notes []string, err error) {
+// a histogram keyed by a stack trace, before anything is written (a
+// usage error), and notes on log the statements whose results have none
+// (they are left out).
+func CheckStacks(plan *Plan, format string, log io.Writer) error {
 	var with, without []string
 	for _, u := range plan.Units {
 		if u.Feeds {
@@ -37,12 +37,12 @@ func CheckStacks(plan *Plan, format string) (notes []string, err error) {
 		}
 	}
 	if len(with) == 0 {
-		return nil, fmt.Errorf("-o %s draws stacks: key the results by one, SELECT STACKTRACE, COUNT(*) FROM event (or a JOIN's start.STACKTRACE AS stack, Linux 6.3 and later)", format)
+		return usagef("-o %s draws stacks: key the results by one, SELECT STACKTRACE, COUNT(*) FROM event (or a JOIN's start.STACKTRACE AS stack, Linux 6.3 and later)", format)
 	}
 	for _, w := range without {
-		notes = append(notes, fmt.Sprintf("%s has no stack trace key: it is not in the -o %s output", w, format))
+		fmt.Fprintf(log, "sqlhist: note: %s has no stack trace key: it is not in the -o %s output\n", w, format)
 	}
-	return notes, nil
+	return nil
 }
 
 // ResultsOptions say how WriteResults writes a report.

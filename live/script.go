@@ -267,3 +267,25 @@ func (s *Script) AddToInitrd(initrd []byte, text string) (out []byte, what strin
 	}
 	return out, what, false, nil
 }
+
+// AddBootconfigTo adds the script's bootconfig text (Bootconfig's) to
+// the initrd file path, read with read and replaced whole with replace:
+// the message that says what was done ("PATH: added a bootconfig of N
+// bytes, …"). On an error the file is left as it was.
+func (s *Script) AddBootconfigTo(path, text string, read func(string) ([]byte, error), replace func(string, []byte) error) (string, error) {
+	data, err := read(path)
+	if err != nil {
+		return "", fmt.Errorf("--initrd: %v", err)
+	}
+	out, what, same, err := s.AddToInitrd(data, text)
+	if err == nil && !same {
+		err = replace(path, out)
+	}
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("--initrd %s: %v; the file is left as it was", path, err)
+	case same:
+		return path + ": its bootconfig already holds this one; the file is left as it was", nil
+	}
+	return fmt.Sprintf("%s: %s, %d bytes in all; boot with \"bootconfig\" on the kernel command line", path, what, len(out)), nil
+}

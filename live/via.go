@@ -263,3 +263,16 @@ func (p *linePrefixer) flush() {
 		p.part = nil
 	}
 }
+
+// WriteFleetResults merges the targets' -r results (MergeLabelled:
+// exact where the data is) and writes each target's and the merge in
+// format (WriteFleet); a merge that failed is said on errw and returned
+// as mergeErr, the targets still written.
+func WriteFleetResults(w, errw io.Writer, format string, targets []*FleetTarget) (mergeErr, err error) {
+	labelled := FleetLabelled(targets)
+	merged, mergeErr := MergeLabelled(labelled)
+	if mergeErr != nil {
+		fmt.Fprintf(errw, "sqlhist: merging the targets' results: %v\n", mergeErr)
+	}
+	return mergeErr, WriteFleet(w, errw, format, labelled, merged)
+}

@@ -23,7 +23,7 @@ func (o *options) inspect(args []string, e env) int {
 		// The arguments are globs; SQL comes only with -f.
 		var err error
 		if globs, err = live.CheckGlobs(args); err != nil {
-			return catalogError(e, "--list-events", err)
+			return refuse(e, fmt.Errorf("--list-events %w", err))
 		}
 		args = nil
 	}
@@ -41,7 +41,11 @@ func (o *options) inspect(args []string, e env) int {
 		flag = "--list-events"
 	}
 	if err := live.Inspect(e.Stdout, cat, o.describe, o.listEvents, globs); err != nil {
-		return catalogError(e, flag, err)
+		var ce *live.CatalogError
+		if errors.As(err, &ce) && ce.Usage {
+			err = fmt.Errorf("%s %w", flag, err)
+		}
+		return refuse(e, err)
 	}
 	return exitOK
 }
@@ -59,18 +63,4 @@ func (o *options) compileInto(cat *live.Catalog, args []string, e env) int {
 	}
 	_, code = compile(e, src, cat, popt)
 	return code
-}
-
-// catalogError prints a refusal about the catalog and returns its exit
-// code.
-func catalogError(e env, flag string, err error) int {
-	var ce *live.CatalogError
-	if errors.As(err, &ce) && ce.Usage {
-		return usageError(e, "%s %v", flag, err)
-	}
-	fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
-	if errors.As(err, &ce) && ce.Hint != "" {
-		fmt.Fprintf(e.Stderr, "hint: %s\n", ce.Hint)
-	}
-	return exitQuery
 }

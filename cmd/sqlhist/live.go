@@ -1,15 +1,13 @@
 package main
 
-import "time"
-
 // checkLive validates the choices of printing and of --run together
 // (live.Choices.Check); fl reports whether a flag was given.
-func (o *options) checkLive(e env, fl func(name string) bool) (time.Duration, int) {
+func (o *options) checkLive(e env, fl func(name string) bool) int {
 	c := &o.live
 	c.Run, c.Execute, c.Teardown, c.Initrd, c.PlanFile = o.run, o.execute, o.teardown, o.initrd, o.planFile
 	c.OutTerminal = e.IsTerminal != nil && e.IsTerminal(e.Stdout)
 	if err := c.Check(fl); err != nil {
-		return 0, usageError(e, "%v", err)
+		return usageError(e, "%v", err)
 	}
-	return c.Collect, exitOK
+	return exitOK
 }

@@ -36,25 +36,11 @@ func (o *options) bootconfig(e env, s *live.Script) int {
 		io.WriteString(e.Stdout, text)
 		return exitOK
 	}
-	data, err := e.ReadFile(o.initrd)
+	msg, err := s.AddBootconfigTo(o.initrd, text, e.ReadFile, e.ReplaceFile)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "sqlhist: --initrd: %v\n", err)
-		return exitQuery
+		return refuse(e, err)
 	}
-	out, what, same, err := s.AddToInitrd(data, text)
-	if err == nil && !same {
-		err = e.ReplaceFile(o.initrd, out)
-	}
-	switch {
-	case err != nil:
-		fmt.Fprintf(e.Stderr, "sqlhist: --initrd %s: %v; the file is left as it was\n", o.initrd, err)
-		return exitQuery
-	case same:
-		fmt.Fprintf(e.Stderr, "sqlhist: %s: its bootconfig already holds this one; the file is left as it was\n", o.initrd)
-		return exitOK
-	}
-	fmt.Fprintf(e.Stderr, "sqlhist: %s: %s, %d bytes in all; boot with \"bootconfig\" on the kernel command line\n",
-		o.initrd, what, len(out))
+	fmt.Fprintf(e.Stderr, "sqlhist: %s\n", msg)
 	return exitOK
 }
 

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -94,7 +91,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	if code != exitOK {
 		return code
 	}
-	duration, code := o.checkLive(e, fl.Changed)
+	code = o.checkLive(e, fl.Changed)
 	if code != exitOK {
 		return code
 	}
@@ -138,15 +135,11 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	}
 	if o.run {
 		if live.IsStackFormat(o.live.Output) {
-			notes, err := live.CheckStacks(plan, o.live.Output)
-			if err != nil {
-				return usageError(e, "%v", err)
-			}
-			for _, n := range notes {
-				fmt.Fprintf(e.Stderr, "sqlhist: note: %s\n", n)
+			if err := live.CheckStacks(plan, o.live.Output, e.Stderr); err != nil {
+				return refuse(e, err)
 			}
 		}
-		return o.runLive(e, src, plan, duration)
+		return o.runLive(e, src, plan)
 	}
 	return o.output(e, src, cat, plan)
 }
@@ -176,30 +169,12 @@ func report(e env, src *source.Source, err error) int {
 
 // runLive runs the plan with -r: collect until -d or a signal, then print
 // the results (or, with --events, what was streamed).
-func (o *options) runLive(e env, src *source.Source, plan *live.Plan, d time.Duration) int {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	sigs, stop := e.Signals()
+func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
+	ctx, stop := e.SignalContext()
 	defer stop()
-	go func() {
-		select {
-		case s := <-sigs:
-			cancel(errors.New(s.String()))
-		case <-ctx.Done():
-		}
-	}()
-	opt := live.Options{Duration: d, Log: e.Stderr, After: e.After, Marker: "sqlhist-end-" + strconv.Itoa(e.PID), Alive: e.Alive, ID: e.PID,
-		Engine: o.live.Used, Catalog: o.live.Catalog}
-	if e.Via != "" {
-		// Each check of the run's objects is requests to the target.
-		opt.Watch = 5 * time.Second
-	}
-	if o.live.Events {
-		opt.Events, opt.Format = e.Stdout, o.live.Output
-	}
+	opt := e.RunOptions(&o.live)
 	var ivErr error
 	if o.live.Every > 0 {
-		opt.Interval, opt.Tick = o.live.Every, e.Tick
 		opt.OnInterval = func(iv *live.Interval) {
 			if err := o.writeInterval(e, iv); err != nil && ivErr == nil {
 				ivErr = err
@@ -259,16 +234,22 @@ func (o *options) source(args []string, e env) (*source.Source, int) {
 	return src, refuse(e, err)
 }
 
-// refuse prints err, a usage error (exit 2) or another (exit 1).
+// refuse prints err, a usage error (exit 2) or another (exit 1), with
+// its hint.
 func refuse(e env, err error) int {
 	var ue *live.UsageError
+	var ce *live.CatalogError
+	var te *live.TaskError
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue) || errors.As(err, &ce) && ce.Usage || errors.As(err, &te) && te.Usage:
 		return usageError(e, "%v", err)
 	}
 	fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
+	if errors.As(err, &ce) && ce.Hint != "" {
+		fmt.Fprintf(e.Stderr, "hint: %s\n", ce.Hint)
+	}
 	return exitQuery
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/live"
@@ -19,13 +17,8 @@ func (o *options) tasks(e env) (tids []int, flags, note string, code int) {
 		return nil, "", "", usageError(e, "-p reads the threads of process %s from this machine's /proc, but --kernel compiles for another machine: give that machine's thread ids with -L", strings.Join(o.pids, ","))
 	}
 	t, err := live.ResolveTasks(o.pids, o.tids, e.Dir)
-	var te *live.TaskError
-	switch {
-	case errors.As(err, &te) && te.Usage:
-		return nil, "", "", usageError(e, "%v", err)
-	case err != nil:
-		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
-		return nil, "", "", exitQuery
+	if err != nil {
+		return nil, "", "", refuse(e, err)
 	}
 	return t.TIDs, t.Flags, t.Note, exitOK
 }

@@ -84,7 +84,7 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 	}
 	if o.run {
 		// Checked once, before any target is reached.
-		if _, code := o.checkLive(e, fl.Changed); code != exitOK {
+		if code := o.checkLive(e, fl.Changed); code != exitOK {
 			return code
 		}
 	}
@@ -114,14 +114,12 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 		live.WriteFleetOutput(e.Stdout, targets)
 		return code
 	}
-	labelled := live.FleetLabelled(targets)
-	merged, err := live.MergeLabelled(labelled)
-	if err != nil {
-		fmt.Fprintf(e.Stderr, "sqlhist: merging the targets' results: %v\n", err)
-		code = max(code, exitQuery)
-	}
 	werr := o.toOut(e, o.live.Out, func(w io.Writer) error {
-		return live.WriteFleet(w, e.Stderr, o.live.Output, labelled, merged)
+		merr, err := live.WriteFleetResults(w, e.Stderr, o.live.Output, targets)
+		if merr != nil {
+			code = max(code, exitQuery)
+		}
+		return err
 	})
 	if werr != nil {
 		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", werr)
