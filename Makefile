@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: build test unit kernels golden fuzz bench dist
+.PHONY: build test unit kernels golden fuzz bench dist install
 
 build:
 	CGO_ENABLED=0 $(GO) build -o sqlhist ./cmd/sqlhist
@@ -145,3 +145,19 @@ bench-via:
 bench-kernel:
 	@log=$$(mktemp); SQLHIST_E2E=1 SQLHIST_BENCH_KERNEL=1 $(GO) test ./e2e -run TestKernelCost -count=1 -v -timeout 40m > $$log 2>&1; rc=$$?; \
 	cat $$log; echo; grep '^cost ' $$log; rm -f $$log; exit $$rc
+
+# Install sqlhist, its man page sqlhist(1) and its bash, zsh and fish
+# completions under $(PREFIX) (default /usr/local; DESTDIR for packaging).
+# All three are made by the binary itself, from the flags --help lists.
+PREFIX ?= /usr/local
+.PHONY: install
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 755 sqlhist $(DESTDIR)$(PREFIX)/bin/sqlhist
+	./sqlhist man > $(DESTDIR)$(PREFIX)/share/man/man1/sqlhist.1
+	./sqlhist completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/sqlhist
+	./sqlhist completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_sqlhist
+	./sqlhist completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/sqlhist.fish

@@ -84,7 +84,15 @@ func Manual(w io.Writer, name, summary string, synopsis []string, text string, f
 func roff(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\e`)
 	s = strings.ReplaceAll(s, "-", `\-`)
-	lines := strings.Split(s, "\n")
+	var b strings.Builder
+	for _, r := range s {
+		if r > 126 {
+			fmt.Fprintf(&b, `\[u%04X]`, r) // groff reads Latin-1 unless told
+			continue
+		}
+		b.WriteRune(r)
+	}
+	lines := strings.Split(b.String(), "\n")
 	for i, l := range lines {
 		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
 			lines[i] = `\&` + l
