@@ -79,6 +79,13 @@ func TestHeartbeatAtEveryKill(t *testing.T) {
 				if beaten && runs != 0 || !beaten && runs != 1 || err != nil {
 					t.Errorf("killed after write %d of %d, heartbeat fresh: --cleanup --dry-run found %d runs (err %v):\n%s", k, n, runs, err, out.String())
 				}
+				// Nothing removed: --cleanup says which run it took for
+				// alive, and when it will count as dead.
+				clock += 3
+				if msg := live.NothingLeft(tg, dead); beaten && !strings.Contains(msg, "run 12345678 (its heartbeat is 3 s old: it counts as dead once it is 10s old, in 7 s)") {
+					t.Errorf("killed after write %d, heartbeat fresh: %q", k, msg)
+				}
+				clock -= 3
 				clock += live.BeatStale.Seconds() + 1
 				out.Reset()
 				runs, err = live.Cleanup(tg, dead, &out, false)

@@ -2,6 +2,7 @@ package live
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -369,4 +370,39 @@ func (t *Target) present(c emit.Command) bool {
 		}
 	}
 	return !t.gone(c)
+}
+
+// NothingLeft says why Cleanup found nothing to remove: no run left
+// anything, or the runs that did are taken as alive (their process
+// exists, or their heartbeat is fresh: a run through --via whose host
+// was killed a moment ago), each with when it will count as dead.
+func NothingLeft(t *Target, alive func(pid int) bool) string {
+	live := t.liveness(alive)
+	ids := deadRuns(t, func(id int) bool { return !live(id) })
+	if len(ids) == 0 {
+		return "nothing left by killed runs"
+	}
+	now, nerr := t.uptime()
+	var runs []string
+	for _, id := range ids {
+		beat, has := t.lastBeat(id)
+		switch {
+		case has && nerr == nil && beat >= 0:
+			age := max(now-beat, 0)
+			runs = append(runs, fmt.Sprintf("run %d (its heartbeat is %.0f s old: it counts as dead once it is %v old, in %.0f s)", id, age, BeatStale, max(BeatStale.Seconds()-age, 0)))
+		case has:
+			runs = append(runs, fmt.Sprintf("run %d (its heartbeat cannot be dated)", id))
+		default:
+			runs = append(runs, fmt.Sprintf("run %d (its process is running)", id))
+		}
+	}
+	return "nothing left by killed runs; left by runs taken as alive, not removed: " + strings.Join(runs, "; ") + "; run --cleanup again once they are dead"
+}
+
+// NoteDeadRuns says on w, before -r compiles (a killed run's synthetic
+// event may make the compiler refuse the query), what killed runs left.
+func NoteDeadRuns(w io.Writer, t *Target, alive func(pid int) bool) {
+	if dead := DeadRuns(t, alive); len(dead) > 0 {
+		fmt.Fprintf(w, "sqlhist: note: killed runs (pids %v) left tracing behind; sqlhist --cleanup removes it\n", dead)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,10 @@ import (
 // live/remote), whose methods it has.
 type Via struct {
 	*remote.Session
-	root *remote.FS
-	mu   sync.Mutex
-	dirs map[string]error // what Dir found, but for /proc's
+	trace io.Closer // the TraceFile, closed with the session
+	root  *remote.FS
+	mu    sync.Mutex
+	dirs  map[string]error // what Dir found, but for /proc's
 }
 
 // ViaOptions configure DialVia.
@@ -35,16 +37,42 @@ type ViaOptions struct {
 	Stderr io.Writer
 	// Trace, when set, receives each request and when its answer came.
 	Trace io.Writer
+	// TraceFile, when set, is created to be the Trace (--via-trace).
+	TraceFile string
 }
 
 // DialVia starts command (run with sh -c) and greets the shell at its
-// other end.
+// other end. Its errors name the flag: --via COMMAND or --via-trace.
 func DialVia(ctx context.Context, command string, opt ViaOptions) (*Via, error) {
+	var trace *os.File
+	if opt.TraceFile != "" {
+		f, err := os.Create(opt.TraceFile)
+		if err != nil {
+			return nil, fmt.Errorf("--via-trace: %v", err)
+		}
+		trace, opt.Trace = f, f
+	}
 	s, err := remote.Dial(ctx, command, remote.Options{Stderr: opt.Stderr, Trace: opt.Trace})
 	if err != nil {
-		return nil, err
+		if trace != nil {
+			trace.Close()
+		}
+		return nil, fmt.Errorf("--via %s: %w", command, err)
 	}
-	return &Via{Session: s, root: s.FS("/"), dirs: map[string]error{}}, nil
+	v := &Via{Session: s, root: s.FS("/"), dirs: map[string]error{}}
+	if trace != nil {
+		v.trace = trace
+	}
+	return v, nil
+}
+
+// Close ends the session, and closes the trace file.
+func (v *Via) Close() error {
+	err := v.Session.Close()
+	if v.trace != nil {
+		v.trace.Close()
+	}
+	return err
 }
 
 // Dir opens the target's directory p, which must exist. Directories are

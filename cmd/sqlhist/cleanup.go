@@ -20,15 +20,7 @@ func (o *options) cleanupRuns(e env, fl *pflag.FlagSet) int {
 	}
 	n, err := live.Cleanup(e.Target(o.Root), e.Alive, e.Stdout, o.dryRun)
 	if n == 0 {
-		fmt.Fprintln(e.Stderr, "sqlhist: nothing left by killed runs")
+		fmt.Fprintf(e.Stderr, "sqlhist: %s\n", live.NothingLeft(e.Target(o.Root), e.Alive))
 	}
 	return report(e, source.NewSource("<cleanup>", ""), err)
-}
-
-// noteDeadRuns says, before -r compiles (a killed run's synthetic event
-// may make the compiler refuse the query), what killed runs left.
-func (o *options) noteDeadRuns(e env) {
-	if dead := live.DeadRuns(e.Target(o.Root), e.Alive); len(dead) > 0 {
-		fmt.Fprintf(e.Stderr, "sqlhist: note: killed runs (pids %v) left tracing behind; sqlhist --cleanup removes it\n", dead)
-	}
 }

@@ -113,7 +113,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	}
 	if o.run {
 		popt = live.Prepare(popt, e.PID)
-		o.noteDeadRuns(e)
+		live.NoteDeadRuns(e.Stderr, e.Target(o.Root), e.Alive)
 	}
 	popt.Size = o.live.Size
 	cat, code := o.catalog(e)
@@ -183,8 +183,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 	}
 	done, err := e.ServeMetrics(ctx, &o.live, &opt)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
-		return exitQuery
+		return refuse(e, err)
 	}
 	t := e.Target(o.Root)
 	rep, err := live.Run(ctx, t, plan, opt)

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -41,27 +39,15 @@ func (o *options) runVia(e env, fl *pflag.FlagSet) int {
 // viaOne does what the flags ask on one target, tracing its requests to
 // the file trace ("" for none).
 func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
-	vopt := live.ViaOptions{Stderr: e.Stderr}
-	if trace != "" {
-		f, err := os.Create(trace)
-		if err != nil {
-			fmt.Fprintf(e.Stderr, "sqlhist: --via-trace: %v\n", err)
-			return exitQuery
-		}
-		defer f.Close()
-		vopt.Trace = f
-	}
-	v, err := live.DialVia(context.Background(), cmd, vopt)
+	v, err := live.DialVia(context.Background(), cmd, live.ViaOptions{Stderr: e.Stderr, TraceFile: trace})
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "sqlhist: --via %s: %v\n", cmd, err)
-		return exitQuery
+		return refuse(e, err)
 	}
 	defer v.Close()
 	re := v.Host(e)
 	printing := !o.execute && !o.run && !o.cleanup && !o.dryRun && o.planFile == ""
 	if err := o.FindVia(re, fl.Changed("tracefs"), printing); err != nil {
-		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
-		return exitQuery
+		return refuse(e, err)
 	}
 	code := o.main(re, fl)
 	if serr := v.Err(); serr != nil && (o.run || o.execute || o.cleanup) {
@@ -89,13 +75,8 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 		}
 	}
 	exp, stopMetrics, err := live.FleetMetrics(e, &o.live, o.viaJobs, len(cmds))
-	var ue *live.UsageError
-	switch {
-	case errors.As(err, &ue):
-		return usageError(e, "%v", err)
-	case err != nil:
-		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
-		return exitQuery
+	if err != nil {
+		return refuse(e, err)
 	}
 	targets := live.RunFleet(cmds, o.viaJobs, e.Stderr, func(t *live.FleetTarget) {
 		te, to := e, *o
