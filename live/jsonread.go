@@ -168,6 +168,10 @@ func (rep *Report) setEngine(engine string, lost int) {
 func readJSONResults(results json.RawMessage) (*Report, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(results, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("results: a JSON %s, not a list of results: not the -o json output of sqlhist -r", te.Value)
+		}
 		return nil, fmt.Errorf("results: %v", err)
 	}
 	rep := &Report{}

@@ -1,8 +1,12 @@
 package live
 
 import (
+	"errors"
+	"strconv"
+
 	"bytes"
 	"fmt"
+	"github.com/sqlhist/sqlhist/source"
 	"io"
 	"regexp"
 )
@@ -22,8 +26,13 @@ func MergeFiles(w, errw io.Writer, format string, files []string, read func(stri
 	n := 0
 	for _, f := range files {
 		got, err := readResultsFile(f, read)
-		if err != nil {
+		var pe placedError
+		if errors.As(err, &pe) {
+			io.WriteString(errw, pe.text)
+		} else if err != nil {
 			fmt.Fprintf(errw, "sqlhist: %s\n", err)
+		}
+		if err != nil {
 			ok = false
 			continue
 		}
@@ -68,14 +77,35 @@ func readResultsFile(file string, read func(string) ([]byte, error)) ([]Labelled
 		return nil, err
 	}
 	targets, err := ReadJSONTargets(bytes.NewReader(data))
-	if err != nil {
-		s := err.Error()
-		if !linePlace.MatchString(s) {
-			s = " " + s
-		}
-		return nil, fmt.Errorf("%s:%s", file, s)
+	if err == nil {
+		return targets, nil
 	}
-	return targets, nil
+	m := linePlace.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	// file:line:col: message, the line and a caret, as the compiler's
+	// diagnostics are.
+	line, _ := strconv.Atoi(m[1])
+	col, _ := strconv.Atoi(m[2])
+	src := source.NewSource(file, string(data))
+	off := 0
+	for i := 1; i < line && off < len(data); i++ {
+		if j := bytes.IndexByte(data[off:], '\n'); j >= 0 {
+			off += j + 1
+		} else {
+			off = len(data)
+		}
+	}
+	var d source.Diags
+	d.Add(source.PosOf(min(off+col-1, len(data))), source.NoPos, "%s", m[3])
+	return nil, placedError{text: d.Render(src)}
 }
 
-var linePlace = regexp.MustCompile(`^[0-9]+:[0-9]+: `)
+// placedError is a rendered diagnostic of a file: file:line:col, the
+// line and a caret.
+type placedError struct{ text string }
+
+func (e placedError) Error() string { return e.text }
+
+var linePlace = regexp.MustCompile(`(?s)^([0-9]+):([0-9]+): (.*)$`)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Pos is a position in a [Source]: a byte offset plus one, so that the zero
@@ -188,7 +189,6 @@ func renderOne(b *strings.Builder, src *Source, x *Diag) {
 	if src.Text != "" {
 		num := fmt.Sprint(p.Line)
 		pad := strings.Repeat(" ", len(num))
-		fmt.Fprintf(b, "  %s | %s\n", num, expandTabs(line))
 		width := 1
 		if x.End.IsValid() && x.End > x.Pos {
 			e := src.Position(x.End)
@@ -198,12 +198,46 @@ func renderOne(b *strings.Builder, src *Source, x *Diag) {
 				width = max(1, len(line)-p.Col+1)
 			}
 		}
-		lead := caretLead(line, p.Col-1)
+		col := p.Col - 1
+		line, col, width = clipExcerpt(line, col, width)
+		fmt.Fprintf(b, "  %s | %s\n", num, expandTabs(line))
+		lead := caretLead(line, col)
 		fmt.Fprintf(b, "  %s | %s^%s\n", pad, lead, strings.Repeat("~", width-1))
 	}
 	if x.Hint != "" {
 		fmt.Fprintf(b, "hint: %s\n", x.Hint)
 	}
+}
+
+// MaxExcerpt is the most bytes of a source line a diagnostic shows: a
+// longer line (a query of one long line) is clipped around the caret,
+// "…" marking what is left out.
+const MaxExcerpt = 256
+
+// clipExcerpt clips line to MaxExcerpt bytes around byte column col (the
+// caret) and the underline's width, keeping whole characters: the shown
+// line, and the caret's column and width in it.
+func clipExcerpt(line string, col, width int) (string, int, int) {
+	if len(line) <= MaxExcerpt {
+		return line, col, width
+	}
+	start := max(0, min(col-MaxExcerpt/3, len(line)-MaxExcerpt))
+	for start > 0 && !utf8.RuneStart(line[start]) {
+		start--
+	}
+	end := min(len(line), start+MaxExcerpt)
+	for end < len(line) && !utf8.RuneStart(line[end]) {
+		end++
+	}
+	width = max(1, min(width, end-col))
+	shown, at := line[start:end], col-start
+	if start > 0 {
+		shown, at = "…"+shown, at+len("…")
+	}
+	if end < len(line) {
+		shown += "…"
+	}
+	return shown, at, width
 }
 
 // caretLead returns the white space that puts a caret under byte column

@@ -129,11 +129,12 @@ Totals:
 		t.Fatalf("exit %d, want 1: %s", code, stderr)
 	}
 	for _, want := range []string{
-		"sqlhist: cut.json:",
+		"cut.json:",
 		": unexpected end of the file: the output was cut short\n",
-		"sqlhist: bad.json:2:3: invalid character '}' looking for beginning of value\n",
+		// Placed as the compiler's diagnostics are: the line, a caret.
+		"\nbad.json:2:3: invalid character '}' looking for beginning of value\n  2 |   }\n    |   ^\n",
 		"sqlhist: open none.json: file does not exist\n",
-		"sqlhist: text.txt:1:1: invalid character 's' looking for beginning of value: not JSON (sqlhist merge reads what sqlhist -r -o json printed)\n",
+		"\ntext.txt:1:1: invalid character 's' looking for beginning of value: not JSON (sqlhist merge reads what sqlhist -r -o json printed)\n  1 | synthetic/x\n    | ^\n",
 		"sqlhist: 4 of the 6 files could not be read: the merge is of the other 2\n",
 	} {
 		if !strings.Contains(stderr.String(), want) {
