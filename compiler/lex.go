@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -78,13 +79,65 @@ func isWordByte(c byte) bool {
 	return isLetter(c) || isDigit(c)
 }
 
+// bpftraceProbe matches a probe written as bpftrace writes it
+// (tracepoint:sched:sched_switch, kprobe:vfs_read, uprobe:/bin/sh:main).
+var bpftraceProbe = regexp.MustCompile(`\b(tracepoint|t|kprobe|k|kretprobe|kr|uprobe|u|uretprobe|ur|rawtracepoint|rt):([A-Za-z0-9_./-]+)(?::([A-Za-z0-9_.]+))?\b`)
+
+// bpftraceHints replaces the lexer's errors inside a probe written as
+// bpftrace writes it by one that says how sqlhist writes it.
+func bpftraceHints(text string, diags source.Diags) source.Diags {
+	if len(diags) == 0 {
+		return diags
+	}
+	for _, m := range bpftraceProbe.FindAllStringSubmatchIndex(text, -1) {
+		start, end := m[0], m[1]
+		kept := diags[:0]
+		hit := false
+		for _, d := range diags {
+			if off := d.Pos.Offset(); d.Pos.IsValid() && off >= start && off < end {
+				hit = true
+				continue
+			}
+			kept = append(kept, d)
+		}
+		diags = kept
+		if !hit {
+			continue
+		}
+		kind, a := text[m[2]:m[3]], text[m[4]:m[5]]
+		b := ""
+		if m[6] >= 0 {
+			b = text[m[6]:m[7]]
+		}
+		var want string
+		switch kind {
+		case "tracepoint", "t", "rawtracepoint", "rt":
+			want = a
+			if b != "" {
+				want = a + "." + b
+			}
+		case "kprobe", "k":
+			want = "kprobe(" + a + ")"
+		case "kretprobe", "kr":
+			want = "kretprobe(" + a + ")"
+		case "uprobe", "u":
+			want = "uprobe('" + a + "', " + b + ")"
+		case "uretprobe", "ur":
+			want = "uretprobe('" + a + "', " + b + ")"
+		}
+		d := diags.Add(source.PosOf(start), source.PosOf(end), "%q is bpftrace's probe syntax, not sqlhist's", text[start:end])
+		d.Hint = "in sqlhist: FROM " + want
+	}
+	return diags
+}
+
 // lex tokenizes the whole source.
 func lex(src *source.Source) ([]*token, source.Diags) {
 	lx := &lexer{src: src, s: src.Text}
 	for lx.next() {
 	}
 	lx.toks = append(lx.toks, &token{kind: tEOF, pos: source.PosOf(len(lx.s)), end: source.PosOf(len(lx.s))})
-	return lx.toks, lx.diags
+	return lx.toks, bpftraceHints(lx.s, lx.diags)
 }
 
 func (lx *lexer) emit(t *token) { lx.toks = append(lx.toks, t) }

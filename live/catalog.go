@@ -57,18 +57,23 @@ func OpenCatalog(src CatalogSource) (*tracefs.Catalog, error) {
 		if dir == nil || src.Machine {
 			dir = src.Dir
 		}
-		fsys, err := dir(src.Formats)
+		formats := src.Formats
+		if path.Base(path.Clean(formats)) == "events" && !HasEvents(dir, formats) {
+			// DIR/events for DIR: the events directory itself.
+			formats = path.Dir(path.Clean(formats))
+		}
+		fsys, err := dir(formats)
 		if err != nil {
 			return nil, fmt.Errorf("--formats: %v", err)
 		}
 		if _, err := fs.Stat(fsys, "events"); err != nil {
-			return nil, fmt.Errorf("--formats %s: no events/ directory there", src.Formats)
+			return nil, fmt.Errorf("--formats %s: no events/ directory there (give the tracefs, or a copy of it, that holds events/)", src.Formats)
 		}
 		cat = tracefs.Open(fsys)
 	case src.Kernel != "":
 		fsys, err := tracefs.EmbeddedOf(src.Kernel, arch)
 		if err != nil {
-			return nil, fmt.Errorf("--kernel: %v", err)
+			return nil, fmt.Errorf("--kernel: %v; for another kernel, read its formats: --formats DIR (a copy of its /sys/kernel/tracing) or --via COMMAND (a shell on it: ssh root@board)", err)
 		}
 		cat = tracefs.Open(fsys)
 	case HasEvents(src.Dir, src.Root):

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -77,6 +78,11 @@ type Session struct {
 	tail  *tailWriter
 	lines chan []byte // lines of the transport's output
 	done  chan struct{}
+	// exited is closed once the transport command has exited; state is
+	// then its status. out is its output, closed by Close.
+	exited chan struct{}
+	state  *os.ProcessState
+	out    io.Closer
 
 	mu     sync.Mutex // one request at a time
 	seq    int
@@ -126,7 +132,7 @@ func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
 	}
 	h := hex.EncodeToString(nonce)
 	s := &Session{Command: command, opt: opt, m1: "SQH" + h[:16], m2: h[16:], tail: &tailWriter{max: 4096},
-		lines: make(chan []byte, 256), done: make(chan struct{})}
+		lines: make(chan []byte, 256), done: make(chan struct{}), exited: make(chan struct{})}
 	s.mark = s.m1 + s.m2
 	s.started = time.Now()
 	s.cmd = exec.Command(shell, "-c", command)
@@ -148,6 +154,13 @@ func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("--via %s: %v", command, err)
 	}
+	s.out = out
+	go func() {
+		// Process.Wait, not Cmd.Wait: it leaves the output pipe to
+		// readLines, which may still be reading it.
+		s.state, _ = s.cmd.Process.Wait()
+		close(s.exited)
+	}()
 	go s.readLines(out)
 	if err := s.greet(ctx); err != nil {
 		s.Close()
@@ -156,9 +169,17 @@ func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
 	return s, nil
 }
 
-// readLines reads the transport's output into s.lines until it ends.
+// readLines reads the transport's output into s.lines until it ends,
+// then waits for the command (a little, before saying the output ended:
+// its exit status goes in the error that says so).
 func (s *Session) readLines(out io.Reader) {
 	defer close(s.done)
+	defer func() {
+		select {
+		case <-s.exited:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}()
 	r := bufio.NewReaderSize(out, 64*1024)
 	for {
 		l, err := r.ReadSlice('\n')
@@ -446,6 +467,13 @@ func (s *Session) lostErr(step string, werr error) error {
 func (s *Session) lostErrLocked(step string, werr error) error {
 	if s.broken == nil {
 		msg := "the transport command (" + s.Command + ") ended"
+		// Once: the command's status, when it exits soon (a write to
+		// a transport that ended can come before its exit).
+		select {
+		case <-s.exited:
+			msg += " with " + s.state.String()
+		case <-time.After(500 * time.Millisecond):
+		}
 		if t := strings.TrimSpace(s.tail.String()); t != "" {
 			msg += "; it said: " + clip(t)
 		} else if werr != nil {
@@ -491,14 +519,13 @@ func (s *Session) Close() error {
 		f()
 	}
 	s.in.Close()
-	wait := make(chan struct{})
-	go func() { s.cmd.Wait(); close(wait) }()
 	select {
-	case <-wait:
+	case <-s.exited:
 	case <-time.After(2 * time.Second):
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-wait
+		<-s.exited
 	}
+	s.out.Close() // a child of the command may hold its other end
 	s.mu.Lock()
 	if s.broken == nil {
 		s.broken = errors.New("the session is closed")
