@@ -55,6 +55,11 @@ type Options struct {
 	Trace io.Writer
 }
 
+// GreetEvery is how often the greeting is sent again while nothing
+// answers it (until Options.Timeout): a serial line's shell that was
+// restarting, or a line closed while the greeting came, gets it whole.
+var GreetEvery = 2 * time.Second
+
 // Defaults of Options.
 const (
 	DefaultTimeout   = 30 * time.Second
@@ -205,11 +210,8 @@ func (s *Session) greet(ctx context.Context) error {
 	b.WriteString("LC_ALL=C; export LC_ALL; PS1=; PS2=; PS4=; M1=" + s.m1 + "; M2=" + s.m2 + "\n")
 	b.WriteString("D=" + escape(requestFunctions) + "\n")
 	b.WriteString("set -f; eval $D; set +f\n")
-	if err := s.write(b.String()); err != nil {
-		return s.lostErr("greeting the target's shell", err)
-	}
-	out, err := s.request(ctx, "greeting the target's shell (is the command's other end a POSIX shell?)",
-		`uname -r; uname -m; uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -`)
+	out, err := s.send(ctx, "greeting the target's shell (is the command's other end a POSIX shell?)", b.String(),
+		`uname -r; uname -m; uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -`, GreetEvery)
 	if err != nil {
 		return err
 	}
@@ -331,6 +333,16 @@ func (s *Session) Run(ctx context.Context, step, cmd string) (string, error) {
 }
 
 func (s *Session) request(ctx context.Context, step, cmd string) (string, error) {
+	return s.send(ctx, step, "", cmd, 0)
+}
+
+// send makes a request: prefix (lines the shell runs first) and cmd's
+// request lines are written, and when resend is not 0 written again each
+// resend until the answer begins or the timeout ends: for the greeting
+// alone, which is idempotent (a shell that lost it, a line closed while
+// it came, gets it whole again; an answer that comes twice is read once,
+// the second skipped by the next request as an earlier answer).
+func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend time.Duration) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
@@ -339,8 +351,16 @@ func (s *Session) request(ctx context.Context, step, cmd string) (string, error)
 	s.seq++
 	s.requests.Add(1)
 	seq := strconv.Itoa(s.seq)
-	if err := s.write(requestLines(seq, cmd)); err != nil {
+	msg := prefix + requestLines(seq, cmd)
+	if err := s.write(msg); err != nil {
 		return "", s.lostErrLocked(step, err)
+	}
+	sent := 1
+	var again <-chan time.Time
+	if resend > 0 {
+		t := time.NewTicker(resend)
+		defer t.Stop()
+		again = t.C
 	}
 	a := newAnswer(s.mark, seq, s.opt.MaxAnswer)
 	if s.opt.Trace != nil {
@@ -363,8 +383,25 @@ func (s *Session) request(ctx context.Context, step, cmd string) (string, error)
 			default:
 				return "", s.lostErrLocked(step, nil)
 			}
+		case <-again:
+			if a.started {
+				again = nil // it is answering
+				continue
+			}
+			if s.opt.Trace != nil {
+				fmt.Fprintf(s.opt.Trace, "%s > %s %s: no answer yet, sent again\n", time.Now().Format("15:04:05.000"), seq, step)
+			}
+			if err := s.write(msg); err != nil {
+				return "", s.lostErrLocked(step, err)
+			}
+			sent++
+			continue
 		case <-timer.C:
-			s.broken = fmt.Errorf("the target did not answer within %v (transport %s)", s.opt.Timeout, s.Command)
+			times := ""
+			if sent > 1 {
+				times = fmt.Sprintf(", sent %d times", sent)
+			}
+			s.broken = fmt.Errorf("the target did not answer within %v (transport %s%s)", s.opt.Timeout, s.Command, times)
 			return "", fmt.Errorf("%s: %w", step, s.broken)
 		case <-ctx.Done():
 			s.broken = fmt.Errorf("interrupted while waiting for the target (%v)", context.Cause(ctx))
