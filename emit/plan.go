@@ -19,7 +19,7 @@ const PlanSchema = "sqlhist-plan/1"
 // PlanDoc is the JSON plan: every write a script makes, in order, with
 // what undoes it, the SQL that produced it and the kernel features it
 // needs. It is what -o json prints without -r. Its fields are described
-// in the README ("The JSON plan") and checked by TestPlanSchema.
+// in docs/plan.md and checked by TestPlanSchema.
 type PlanDoc struct {
 	Schema string     `json:"schema"`
 	Target PlanTarget `json:"target"`
