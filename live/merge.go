@@ -553,11 +553,7 @@ func (m *Result) sortMerged(order []planner.ResultOrder, accs []*rowAcc) {
 			if c.Kind == planner.ColLatency {
 				return cmp.Compare(a.Avg(), b.Avg())
 			}
-			x, y := a.At(c, k), b.At(c, k)
-			if x.IsNum && y.IsNum {
-				return cmp.Compare(x.Num, y.Num)
-			}
-			return strings.Compare(x.Text, y.Text)
+			return compareCells(a.At(c, k), b.At(c, k))
 		}
 		if label == "count" {
 			return cmp.Compare(accs[i].est, accs[j].est)
@@ -577,7 +573,7 @@ func (m *Result) sortMerged(order []planner.ResultOrder, accs []*rowAcc) {
 		}
 		a, b := m.Rows[i].Cells, m.Rows[j].Cells
 		for k := range a {
-			if c := strings.Compare(a[k].Text, b[k].Text); c != 0 {
+			if c := compareCells(a[k], b[k]); c != 0 {
 				return c < 0
 			}
 		}

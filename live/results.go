@@ -290,11 +290,7 @@ func (res *Result) sortRows(order []planner.ResultOrder) {
 			if c.Kind == planner.ColLatency {
 				return cmp.Compare(a.Avg(), b.Avg())
 			}
-			x, y := a.At(c, j), b.At(c, j)
-			if x.IsNum && y.IsNum {
-				return cmp.Compare(x.Num, y.Num)
-			}
-			return strings.Compare(x.Text, y.Text)
+			return compareCells(a.At(c, j), b.At(c, j))
 		}
 		return 0
 	}
@@ -310,12 +306,24 @@ func (res *Result) sortRows(order []planner.ResultOrder) {
 			}
 		}
 		for k := range a.Cells {
-			if c := strings.Compare(a.Cells[k].Text, b.Cells[k].Text); c != 0 {
+			if c := compareCells(a.Cells[k], b.Cells[k]); c != 0 {
 				return c < 0
 			}
 		}
 		return false
 	})
+}
+
+// compareCells orders two cells of a column: numbers as numbers (pid 33
+// before pid 300; a signed key's negatives first), else as text.
+func compareCells(x, y Cell) int {
+	if !x.IsNum || !y.IsNum {
+		return strings.Compare(x.Text, y.Text)
+	}
+	if x.Neg || y.Neg {
+		return cmp.Compare(int64(x.Num), int64(y.Num))
+	}
+	return cmp.Compare(x.Num, y.Num)
 }
 
 // keyCell shows a key as the kernel resolved it: the syscall's name, the

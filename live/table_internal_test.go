@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -132,5 +133,24 @@ func BenchmarkWriteTable(b *testing.B) {
 	for b.Loop() {
 		buf.Reset()
 		WriteTable(&buf, header, rows)
+	}
+}
+
+// Keys that tie on the order are ordered as numbers, not as text: pid 33
+// before pid 300, a signed key's negatives first.
+func TestCompareCellsNumbers(t *testing.T) {
+	num := func(n int64) Cell {
+		return Cell{Text: strconv.FormatInt(n, 10), Num: uint64(n), IsNum: true, Neg: n < 0}
+	}
+	for _, c := range []struct {
+		a, b Cell
+		want int
+	}{
+		{num(33), num(300), -1}, {num(300), num(33), 1}, {num(-5), num(3), -1}, {num(7), num(7), 0},
+		{Cell{Text: "b"}, Cell{Text: "a"}, 1},
+	} {
+		if got := compareCells(c.a, c.b); got != c.want {
+			t.Errorf("compareCells(%q, %q) = %d, want %d", c.a.Text, c.b.Text, got, c.want)
+		}
 	}
 }
