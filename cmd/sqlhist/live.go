@@ -36,12 +36,21 @@ func (o *options) checkLive(e env, fl changed) (time.Duration, int) {
 		return 0, code
 	}
 	if !o.run {
-		for _, f := range []string{"duration", "events", "interval", "out", "engine", "metrics", "metrics-series"} {
+		// -d and --engine stream print the awk engine's script (checked
+		// again once the catalog is known: checkAwk).
+		for _, f := range []string{"events", "interval", "out", "metrics", "metrics-series"} {
 			if fl(f) {
 				return 0, usageError(e, "--%s goes with --run (-r)", f)
 			}
 		}
-		return 0, o.checkPrint(e)
+		if code := o.checkPrint(e); code != exitOK || o.live.duration == "" {
+			return 0, code
+		}
+		d, err := live.ParseDuration(o.live.duration)
+		if err != nil {
+			return 0, usageError(e, "%v", err)
+		}
+		return d, exitOK
 	}
 	if o.live.output == "" {
 		o.live.output = "table"

@@ -178,7 +178,7 @@ func run(args []string, e env) int {
 	fl.StringVarP(&o.live.output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
 	fl.StringVar(&o.live.metrics, "metrics", "", "with -r: serve the results as Prometheus metrics on `ADDR` (127.0.0.1:9101, :9101) at /metrics, read every -i or 5s, until Ctrl-C or -d")
 	fl.IntVar(&o.live.series, "metrics-series", live.DefaultMetricSeries, "with --metrics: label sets a query keeps; the rest are counted as "+live.OtherLabel)
-	fl.StringVar(&o.live.engine, "engine", "auto", "with -r: `ENGINE` that answers: kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (kernel where it can)")
+	fl.StringVar(&o.live.engine, "engine", "auto", "with -r: `ENGINE` that answers: kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (kernel where it can); when printing, stream (or awk) prints a shell script whose awk computes the query on the target from trace_pipe (the default for a --kernel or --formats catalog without hist triggers), with -d D its run time")
 	fl.StringVar(&o.live.out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
 	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (after the sqlhist bootconfigs it has), instead of printing it")
 	fl.StringVar(&o.planFile, "plan", "", "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e")
@@ -270,6 +270,13 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	popt.CatalogHint = o.otherTargetHint(e)
+	awk := o.printsAwk(fl.Changed, cat, popt.CatalogHint)
+	if code := o.checkAwk(e, fl.Changed, awk); code != exitOK {
+		return code
+	}
+	if awk {
+		popt = live.AwkPrepare(popt)
+	}
 	if o.run {
 		eng, err := live.PickEngine(o.live.engine, cat.Features())
 		if err != nil {
@@ -281,6 +288,9 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	plan, code := compile(e, src, cat, popt)
 	if code != exitOK {
 		return code
+	}
+	if awk {
+		return o.printAwk(e, src, cat, plan, duration)
 	}
 	if o.run {
 		if isStackFormat(o.live.output) {
