@@ -1,8 +1,8 @@
 package live
 
 import (
-	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
-	"github.com/sqlhist/sqlhist/stream"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -33,7 +32,7 @@ var awkKernels = []struct{ name, version, arch, text string }{
 	{"5.10", "5.10", "x86_64", "testdata/awk/trace-5.10.txt"},
 }
 
-func awkCatalog(t *testing.T, version, arch string) (*tracefs.Catalog, *tracefs.Arch) {
+func awkCatalog(t testing.TB, version, arch string) (*tracefs.Catalog, *tracefs.Arch) {
 	t.Helper()
 	a, err := tracefs.LookupArch(arch)
 	if err != nil {
@@ -63,51 +62,14 @@ func awkPlanOf(t *testing.T, q, version, arch string) (*AwkPlan, *planner.Plan, 
 	return ap, plan, cat, a
 }
 
-// awkReference is what the awk program must print for text: the stream
-// machine fed the events package stream's TextReader reads from it.
-func awkReference(t *testing.T, ap *AwkPlan, plan *planner.Plan, cat *tracefs.Catalog, a *tracefs.Arch, text string) string {
+// awkReference is what the awk program must print for text (AwkReplay).
+func awkReference(t *testing.T, _ *AwkPlan, plan *planner.Plan, cat *tracefs.Catalog, a *tracefs.Arch, text string) string {
 	t.Helper()
-	hists, synths := planHists(plan)
-	namer := tracefs.SyscallNamer(a.Name, func(name string) bool {
-		_, err := cat.Lookup("syscalls", "sys_enter_"+name)
-		return err == nil
-	})
-	m, err := stream.New(hists, synths, cat.Event, stream.Options{KernelFilters: true, LongSize: a.LongSize(), Syscall: namer})
+	want, err := AwkReplay(plan, cat, a, strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := stream.NewTextReader(m, a.LongSize())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if ev := r.Event(sc.Text()); ev != nil {
-			m.Feed(ev)
-		}
-	}
-	var b strings.Builder
-	for _, e := range ap.Show {
-		sys, ev, _ := strings.Cut(e, "/")
-		b.WriteString(stream.AwkFilePrefix + "events/" + e + "/hist" + stream.AwkFileSuffix + "\n")
-		b.WriteString(m.HistFile(sys, ev) + "\n")
-	}
-	b.WriteString(stream.AwkEnd + "lost " + itoa(r.Lost) + ", unread " + itoa(r.Unread) + stream.AwkFileSuffix + "\n")
-	return b.String()
-}
-
-func itoa(n uint64) string { return uitoa(n) }
-
-func uitoa(n uint64) string {
-	if n == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; n > 0; n /= 10 {
-		d = append([]byte{byte('0' + n%10)}, d...)
-	}
-	return string(d)
+	return want
 }
 
 // awks are the awk implementations a board may have: busybox's (as
@@ -145,12 +107,17 @@ func TestAwkProgram(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A line of events the kernel lost, as trace_pipe prints it.
+		data = append([]byte("CPU:1 [LOST 12 EVENTS]\n"), data...)
 		for _, name := range []string{"agg", "chain3", "hist", "join", "prio", "where"} {
 			t.Run(k.name+"/"+name, func(t *testing.T) {
 				ap, plan, cat, a := awkPlanOf(t, awkQueries[name], k.version, k.arch)
 				want := awkReference(t, ap, plan, cat, a, string(data))
 				if !strings.Contains(want, "hitcount:") {
 					t.Fatalf("the reference counted nothing:\n%s", want)
+				}
+				if _, err := ReadAwkOutput(strings.NewReader(want)); err != nil {
+					t.Errorf("ReadAwkOutput: %v", err)
 				}
 				for _, iname := range []string{"busybox", "mawk", "gawk"} {
 					argv := impls[iname]
@@ -188,7 +155,7 @@ func lineDiff(want, got string) string {
 			c = g[i]
 		}
 		if a != c {
-			b.WriteString("line " + uitoa(uint64(i+1)) + ":\n-" + a + "\n+" + c + "\n")
+			fmt.Fprintf(&b, "line %d:\n-%s\n+%s\n", i+1, a, c)
 			n++
 		}
 	}

@@ -152,6 +152,9 @@ func (g *awkGen) p(format string, args ...any) {
 func (g *awkGen) program() {
 	g.p("BEGIN {")
 	g.p("\tD = 0; LOST = 0; UNREAD = 0; MARK = %s", awkString(g.opt.Marker))
+	// SQLHIST_AWK_TEE names a file that gets every line read, as read:
+	// what the run computed from, for a replay (live.AwkReplay).
+	g.p("\tTEE = ENVIRON[\"SQLHIST_AWK_TEE\"]")
 	// Powers of two written out: busybox awk built without its math
 	// library (riscv64's Debian busybox) has no ^.
 	g.p("\tPOW[8] = 256; POW[16] = 65536; POW[32] = 4294967296")
@@ -159,6 +162,7 @@ func (g *awkGen) program() {
 	g.syscallTable()
 	g.p("}")
 	g.p("{")
+	g.p("\tif (TEE != \"\") print > TEE")
 	g.p("\tif (!sqlhist_head($0)) {")
 	g.p("\t\tif ($0 ~ /^CPU:[0-9]+ \\[LOST [0-9]+ EVENTS\\]$/) { sub(/^CPU:[0-9]+ \\[LOST /, \"\"); sub(/ EVENTS\\]$/, \"\"); LOST += sqlhist_dec($0) } else UNREAD++")
 	g.p("\t\tnext")
