@@ -39,8 +39,9 @@ type TextValue struct {
 	// Bytes is the size of the conversion's argument (4 for %d, the
 	// target's long for %ld, 8 for %lld).
 	Bytes int
-	// Why says why a value is not read back (Field == -1).
-	Why string
+	// Why says why a value is not read back (Field == -1), and Arg is
+	// the argument as the format has it.
+	Why, Arg string
 }
 
 // NewTextLayout reads the print format of ev. longSize is the bytes of
@@ -102,7 +103,7 @@ func NewTextLayout(ev *tracefs.Event, longSize int) (*TextLayout, error) {
 
 // textValue says what one conversion prints of its argument.
 func textValue(ev *tracefs.Event, conv byte, mod string, arg string, longSize int) TextValue {
-	v := TextValue{Field: -1, Conv: conv}
+	v := TextValue{Field: -1, Conv: conv, Arg: arg}
 	name := ""
 	if n, ok := strings.CutPrefix(arg, "REC->"); ok && tracefs.IsIdent(n) {
 		name = n
@@ -110,7 +111,11 @@ func textValue(ev *tracefs.Event, conv byte, mod string, arg string, longSize in
 		name = n[:len(n)-1]
 	}
 	if name == "" {
-		v.Why = fmt.Sprintf("it prints %q, not a field as stored", arg)
+		shown := arg
+		if len(shown) > 40 {
+			shown = shown[:40] + "…"
+		}
+		v.Why = fmt.Sprintf("its print format prints an expression of it (%s), not the field as stored", shown)
 		return v
 	}
 	f := ev.Field(name)
@@ -259,7 +264,7 @@ func (l *TextLayout) Missing(field int) string {
 		for _, vi := range run {
 			v := l.Values[vi]
 			if v.Field != field {
-				if v.Field < 0 && why == "" && strings.Contains(v.Why, "REC->"+f.Name) {
+				if v.Field < 0 && why == "" && strings.Contains(v.Arg, "REC->"+f.Name) {
 					why = v.Why
 				}
 				continue
