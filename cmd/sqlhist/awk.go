@@ -31,17 +31,19 @@ func (o *options) checkAwk(e env, fl changed, awk bool) int {
 	if o.run || awk {
 		return exitOK
 	}
-	for _, f := range []string{"duration", "engine"} {
-		if fl(f) {
-			if f == "engine" && o.live.engine != live.EngineKernel && o.live.engine != live.EngineAuto {
-				return usageError(e, "--engine %q: give kernel, stream, awk or auto", o.live.engine)
-			}
-			if f == "duration" || o.execute || o.teardown || o.planFile != "" || o.live.output != "script" {
-				return usageError(e, "--%s goes with --run (-r), or with --engine stream when printing the awk engine's script", f)
-			}
-		}
+	if fl("duration") {
+		return usageError(e, "--duration goes with --run (-r), or with --engine stream when printing the awk engine's script")
 	}
-	return exitOK
+	if !fl("engine") {
+		return exitOK
+	}
+	switch o.live.engine {
+	case live.EngineStream, live.EngineAwk:
+		return usageError(e, "--engine %s without --run prints the awk engine's script: drop -e, --teardown, --plan and -o", o.live.engine)
+	case live.EngineKernel, live.EngineAuto:
+		return usageError(e, "--engine goes with --run (-r), or (stream) when printing the awk engine's script")
+	}
+	return usageError(e, "--engine %q: give kernel, stream, awk or auto", o.live.engine)
 }
 
 // printAwk prints the awk engine's script of the plan.
