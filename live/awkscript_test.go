@@ -207,29 +207,10 @@ func TestAwkScriptShells(t *testing.T) {
 			}
 			t.Run(sh.name+"/"+iname, func(t *testing.T) {
 				dir := t.TempDir()
-				root := dir + "/trace fs's"
-				bin := dir + "/bin"
-				for _, d := range []string{root + "/instances", bin} {
-					if err := os.MkdirAll(d, 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := os.WriteFile(dir+"/text", text, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				root, bin := standIn(t, dir, text)
 				awkLine := `exec ` + strings.Join(quoteAll(argv), " ") + ` "$@"`
-				files := map[string]string{
-					"awk": "#!/bin/sh\n" + awkLine + "\n",
-					// The instance as the kernel makes it: event
-					// directories and a trace_pipe (here a file of
-					// real text: awk reads it to its end).
-					"mkdir": "#!/bin/sh\n/bin/mkdir \"$1\" || exit 1\nfor e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done\n/bin/cp " + quoteAll([]string{dir + "/text"})[0] + " \"$1/trace_pipe\"\n",
-					"rmdir": "#!/bin/sh\n/bin/cp -r \"$1\" " + quoteAll([]string{dir + "/removed"})[0] + " && /bin/rm -r \"$1\"\n",
-				}
-				for n, body := range files {
-					if err := os.WriteFile(bin+"/"+n, []byte(body), 0o755); err != nil {
-						t.Fatal(err)
-					}
+				if err := os.WriteFile(bin+"/awk", []byte("#!/bin/sh\n"+awkLine+"\n"), 0o755); err != nil {
+					t.Fatal(err)
 				}
 				var script bytes.Buffer
 				if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: 100_000_000}); err != nil {
@@ -277,4 +258,31 @@ func quoteAll(ws []string) []string {
 		out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 	}
 	return out
+}
+
+// standIn makes a stand-in tracefs in dir: a root whose instances/ the
+// mkdir of bin (put first on the PATH) makes as the kernel does, with
+// event directories and a trace_pipe holding text (awk reads it to its
+// end); bin's rmdir keeps a copy of what it removes in dir/removed.
+func standIn(t *testing.T, dir string, text []byte) (root, bin string) {
+	t.Helper()
+	root, bin = dir+"/trace fs's", dir+"/bin"
+	for _, d := range []string{root + "/instances", bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(dir+"/text", text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"mkdir": "#!/bin/sh\n/bin/mkdir \"$1\" || exit 1\nfor e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done\n/bin/cp " + quoteAll([]string{dir + "/text"})[0] + " \"$1/trace_pipe\"\n",
+		"rmdir": "#!/bin/sh\n/bin/cp -r \"$1\" " + quoteAll([]string{dir + "/removed"})[0] + " && /bin/rm -r \"$1\"\n",
+	}
+	for n, body := range files {
+		if err := os.WriteFile(bin+"/"+n, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, bin
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sqlhist/sqlhist/live"
@@ -54,4 +57,23 @@ func (o *options) printAwk(e env, src *source.Source, cat *tracefs.Catalog, plan
 		return report(e, src, err)
 	}
 	return report(e, src, live.WriteAwkScript(e.stdout, ap, live.AwkScriptOptions{Root: o.tracefsDir, Duration: d}))
+}
+
+// runAwkVia runs a stream-engine run through --via on the target's awk
+// (only the results cross the line) when it can (--engine auto or awk;
+// --engine stream streams the events): -d of at most
+// live.AwkViaMax, no -i, --events or --metrics, awk on the target and a
+// query the awk engine computes. A nil report and error mean: stream
+// the events instead (said on stderr when the target was asked).
+func (o *options) runAwkVia(ctx context.Context, e env, plan *planner.Plan, opt live.Options) (*live.Report, error) {
+	if e.shell == nil || opt.Engine != live.EngineStream || o.live.engine == live.EngineStream || opt.Interval > 0 || opt.Events != nil || o.live.metrics != "" || opt.Duration <= 0 {
+		return nil, nil
+	}
+	rep, err := live.RunAwkVia(ctx, e.shell, plan, o.live.catalog, o.tracefsDir, opt.Duration, e.stderr)
+	var fb *live.AwkFallback
+	if errors.As(err, &fb) {
+		fmt.Fprintf(e.stderr, "sqlhist: streaming the events: %s\n", fb.Why)
+		return nil, nil
+	}
+	return rep, err
 }

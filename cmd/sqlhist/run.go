@@ -81,6 +81,9 @@ type env struct {
 	// a tracefs root through a transport (the stream engine with --via);
 	// nil: the run opens trace_pipe_raw on this machine.
 	readRaw func(root string, dirs []string, pageSize int) ([][]byte, error)
+	// shell runs a command on the target (--via; nil here): the awk
+	// engine aggregates there (live.RunAwkVia).
+	shell func(ctx context.Context, step, cmd string) (string, error)
 }
 
 func osEnv() env {
@@ -373,7 +376,10 @@ func (o *options) runLive(e env, src *source.Source, plan *planner.Plan, d time.
 		return code
 	}
 	t := e.target(o.tracefsDir)
-	rep, err := live.Run(ctx, t, plan, opt)
+	rep, err := o.runAwkVia(ctx, e, plan, opt)
+	if rep == nil && err == nil {
+		rep, err = live.Run(ctx, t, plan, opt)
+	}
 	done(err)
 	code = report(e, src, err)
 	if rep == nil || rep.Results == nil && err != nil {
