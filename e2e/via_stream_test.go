@@ -150,7 +150,8 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 		for i, r := range doc.Results {
 			hits[i] = strconv.FormatUint(r.Totals.Hits, 10)
 		}
-		notes = append(notes, fmt.Sprintf("%s %s %s in %.0fs, %d bytes back", name, doc.Engine, strings.Join(hits, "+"), took.Seconds(), traceBytes(trace)))
+		total, data := traceBytes(trace)
+		notes = append(notes, fmt.Sprintf("%s %s %s in %.0fs, %d bytes back (%d of events or results)", name, doc.Engine, strings.Join(hits, "+"), took.Seconds(), total, data))
 		return doc.Results
 	}
 	one := func(r runResult) string {
@@ -248,17 +249,30 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 }
 
 // traceBytes adds up the bytes of the answers a --via-trace file lists
-// ("< N status S, B bytes, T").
-func traceBytes(file string) int {
-	data, _ := os.ReadFile(file)
-	total := 0
-	for _, l := range strings.Split(string(data), "\n") {
+// ("HH:MM:SS.mmm < N status S, B bytes, T"), and of those that carried
+// the events or the answer: the ring buffers' pages, or what the
+// target's awk printed (the rest is the catalog, the setup, the checks).
+func traceBytes(file string) (total, data int) {
+	text, _ := os.ReadFile(file)
+	steps := map[int]string{}
+	for _, l := range strings.Split(string(text), "\n") {
+		if _, rest, ok := strings.Cut(l, " > "); ok {
+			var seq int
+			if _, err := fmt.Sscanf(rest, "%d", &seq); err == nil {
+				_, step, _ := strings.Cut(rest, " ")
+				steps[seq] = step
+			}
+			continue
+		}
 		if _, rest, ok := strings.Cut(l, " < "); ok {
 			var seq, status, n int
 			if _, err := fmt.Sscanf(rest, "%d status %d, %d bytes", &seq, &status, &n); err == nil {
 				total += n
+				if st := steps[seq]; strings.HasPrefix(st, "reading the ring buffers") || strings.HasPrefix(st, "running the awk engine's script") {
+					data += n
+				}
 			}
 		}
 	}
-	return total
+	return total, data
 }
