@@ -13,9 +13,18 @@ import (
 )
 
 // AwkViaMax is the longest -d the awk engine runs through a transport:
-// its script is one request, which must be answered within the
-// transport's 30 s with the setup and teardown.
+// its script is one request, answered only when the run ends.
 const AwkViaMax = 20 * time.Second
+
+// awkViaSlack is how long past -d the script's answer may take: the
+// setup, the awk reading what the buffers hold when the end marker comes
+// (a slow board's awk falls behind a busy event: riscv64 under qemu took
+// over 30 s for -d 3 of every system call), and the teardown.
+const awkViaSlack = 90 * time.Second
+
+// ShellRunner runs a command on a target and returns what it printed, an
+// answer within timeout (remote.Session.RunFor).
+type ShellRunner func(ctx context.Context, step, cmd string, timeout time.Duration) (string, error)
 
 // AwkFallback says why a run through a transport streams the events
 // instead of aggregating them on the target.
@@ -32,7 +41,7 @@ func (f *AwkFallback) Error() string { return f.Why }
 // leaves nothing behind. An *AwkFallback error says the target or the
 // query cannot take it (no awk, or a query the awk engine refuses): the
 // caller streams the events instead.
-func RunAwkVia(ctx context.Context, run func(ctx context.Context, step, cmd string) (string, error), plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, log io.Writer) (*Report, error) {
+func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, log io.Writer) (*Report, error) {
 	if d <= 0 || d > AwkViaMax {
 		return nil, &AwkFallback{fmt.Sprintf("-d %v: the target's awk answers runs of at most %v", d, AwkViaMax)}
 	}
@@ -41,7 +50,7 @@ func RunAwkVia(ctx context.Context, run func(ctx context.Context, step, cmd stri
 	if err != nil {
 		return nil, &AwkFallback{"the awk engine cannot answer this: " + strings.ReplaceAll(err.Error(), "\n", " ")}
 	}
-	if out, err := run(ctx, "looking for awk", "command -v awk"); err != nil || strings.TrimSpace(out) == "" {
+	if out, err := run(ctx, "looking for awk", "command -v awk", 0); err != nil || strings.TrimSpace(out) == "" {
 		return nil, &AwkFallback{"the target has no awk"}
 	}
 	var script bytes.Buffer
@@ -49,7 +58,7 @@ func RunAwkVia(ctx context.Context, run func(ctx context.Context, step, cmd stri
 		return nil, err
 	}
 	fmt.Fprintf(log, "sqlhist: collecting for %v with the target's awk in instance %s; only the results cross\n", d, ap.Instance)
-	text, err := run(ctx, "running the awk engine's script", script.String())
+	text, err := run(ctx, "running the awk engine's script", script.String(), d+awkViaSlack)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func TestRunAwkVia(t *testing.T) {
 	dir := t.TempDir()
 	root, bin := standIn(t, dir, text)
 	cmds := 0
-	run := func(_ context.Context, step, cmd string) (string, error) {
+	run := func(_ context.Context, step, cmd string, _ time.Duration) (string, error) {
 		cmds++
 		c := exec.Command(dash, "-c", cmd)
 		c.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
@@ -75,7 +75,7 @@ func TestRunAwkVia(t *testing.T) {
 		t.Errorf("the table does not name the engine (%v):\n%s", err, table.String())
 	}
 
-	noAwk := func(_ context.Context, step, cmd string) (string, error) {
+	noAwk := func(_ context.Context, step, cmd string, _ time.Duration) (string, error) {
 		if cmd == "command -v awk" {
 			return "", errors.New("exit status 1")
 		}

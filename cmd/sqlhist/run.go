@@ -83,7 +83,7 @@ type env struct {
 	readRaw func(root string, dirs []string, pageSize int) ([][]byte, error)
 	// shell runs a command on the target (--via; nil here): the awk
 	// engine aggregates there (live.RunAwkVia).
-	shell func(ctx context.Context, step, cmd string) (string, error)
+	shell live.ShellRunner
 }
 
 func osEnv() env {

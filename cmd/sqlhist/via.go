@@ -152,7 +152,7 @@ func viaEnv(e env, s *remote.Session) env {
 	re.mounts = s.Mounts
 	re.pipe = s.OpenPipe
 	re.readRaw = s.ReadRaw
-	re.shell = s.Run
+	re.shell = s.RunFor
 	re.writable = s.Writable
 	re.uname = func() (string, string) { return s.Info.Release, s.Info.Machine }
 	re.beat, re.uptime = true, s.Uptime

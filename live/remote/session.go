@@ -309,7 +309,18 @@ func (s *Session) Run(ctx context.Context, step, cmd string) (string, error) {
 	return s.request(ctx, step, cmd)
 }
 
+// RunFor is Run with its own bound on the answer's time instead of
+// Options.Timeout (at least that): for a command that runs for a while
+// by design (the awk engine's script, live.RunAwkVia).
+func (s *Session) RunFor(ctx context.Context, step, cmd string, timeout time.Duration) (string, error) {
+	return s.requestFor(ctx, step, cmd, max(timeout, s.opt.Timeout))
+}
+
 func (s *Session) request(ctx context.Context, step, cmd string) (string, error) {
+	return s.requestFor(ctx, step, cmd, s.opt.Timeout)
+}
+
+func (s *Session) requestFor(ctx context.Context, step, cmd string, timeout time.Duration) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
@@ -329,7 +340,7 @@ func (s *Session) request(ctx context.Context, step, cmd string) (string, error)
 			fmt.Fprintf(s.opt.Trace, "%s < %s status %d, %d bytes, %v\n", time.Now().Format("15:04:05.000"), seq, a.status, len(a.out)+a.body.Len(), time.Since(start).Round(time.Millisecond))
 		}()
 	}
-	timer := time.NewTimer(s.opt.Timeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		var l []byte
@@ -343,7 +354,7 @@ func (s *Session) request(ctx context.Context, step, cmd string) (string, error)
 				return "", s.lostErrLocked(step, nil)
 			}
 		case <-timer.C:
-			s.broken = fmt.Errorf("the target did not answer within %v (transport %s)", s.opt.Timeout, s.Command)
+			s.broken = fmt.Errorf("the target did not answer within %v (transport %s)", timeout, s.Command)
 			return "", fmt.Errorf("%s: %w", step, s.broken)
 		case <-ctx.Done():
 			s.broken = fmt.Errorf("interrupted while waiting for the target (%v)", context.Cause(ctx))
