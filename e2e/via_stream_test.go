@@ -167,14 +167,17 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 		os.WriteFile(p, []byte(strings.Join(sql, ";\n")+";\n"), 0o644)
 		return p
 	}
-	if r := run("join+hist", 2, "-d", "3", "-f", file("join-hist.sql", q.join, q.hist)); r != nil {
-		checkJoin(t, "via awk JOIN", one(r[0]))
-		checkHist(t, one(r[1]))
-	}
-	// The same with the events crossing the line, for the rates each way.
+	// The events cross the line (--engine stream: sqlhist computes here).
 	if r := run("join+hist", 2, "-d", "3", "--engine", "stream", "-f", file("join-hist.sql", q.join, q.hist)); r != nil {
 		checkJoin(t, "via stream JOIN", one(r[0]))
 		checkHist(t, one(r[1]))
+	}
+	// The JOIN computed by the target's awk (auto), only its answer
+	// crossing: not the syscall histogram, whose every system call the
+	// riscv64 guest's awk under qemu reads slower than they come (over 3
+	// minutes for -d 3 with the host loaded; FINDINGS.md).
+	if r := run("join", 1, "-d", "3", q.join); r != nil {
+		checkJoin(t, "via awk JOIN", one(r[0]))
 	}
 	switch arch {
 	case "riscv64":
