@@ -12,7 +12,8 @@ test: unit kernels
 # The fast part: the shells of emit's script tests (installed when
 # missing), vet, every unit and golden test in random order twice,
 # and short fuzz runs of the parser, the whole command, shell quoting and
-# the readers of hist and trace output and of saved -o json results. Each
+# the readers of hist and trace output, of saved -o json results and of
+# what the awk engine's program prints on a target. Each
 # fuzz run goes through tools/fuzzcheck, which fails it when its execs counter stops for 6 s or
 # a worker outlives it; each target bounds one input to a second
 # (internal/fuzzguard) and crashes, saving the input, past that.
@@ -31,6 +32,7 @@ unit: test-shells
 	$(FUZZCHECK) -time 5s ./live/remote FuzzListing
 	$(FUZZCHECK) -time 5s ./live/remote FuzzParseOD
 	$(FUZZCHECK) -time 10s ./live FuzzReadJSONReport
+	$(FUZZCHECK) -time 10s ./live FuzzReadAwkOutput
 
 # The shells printed scripts are run under by emit's unit tests (dash,
 # mksh, busybox, bash --posix): installed with apt-get when missing (as

@@ -153,16 +153,19 @@ func streamJob(t *testing.T, kname string) {
 	bin := buildStatic(t, kernelArch(t, kname))
 	// The guest's own sqlhist first, then this machine's through the
 	// guest's serial line (via_stream_test.go).
+	// The awk engine's scripts run while the workload does, before it
+	// stops (awk_test.go).
+	script := strings.Replace(streamScript, "kill $W\n", awkScript+"kill $W\n", 1)
 	res, viaDetail := streamViaBoot(t, kname, vm.Guest{
-		Script: refuseScript + streamScript, CombinedOutput: true, Timeout: 6 * time.Minute,
-		Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}},
+		Script: refuseScript + script, CombinedOutput: true, Timeout: 6*time.Minute + awkTime,
+		Files: append([]vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}, awkFiles(t, kname)...),
 	})
 	if d := os.Getenv("SQLHIST_E2E_LOG"); d != "" {
 		os.WriteFile(d+"/guest-"+kname+"-stream.log", []byte(res.Stdout), 0o644)
 	}
 	out, rest, _ := strings.Cut(res.Stdout, "@@done")
 	checkNoHistRefusal(t, kname, res.Kernel.Release, out+"@@done\n")
-	detail = checkStreamRun(t, kname, rest) + "; " + viaDetail
+	detail = checkStreamRun(t, kname, rest) + "; " + checkAwkRuns(t, kname, rest) + "; " + viaDetail
 }
 
 // TestDifferGuest boots the kernels of SQLHIST_KERNELS (default 6.1) with

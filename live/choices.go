@@ -47,12 +47,22 @@ func (c *Choices) Check(given func(name string) bool) error {
 		}
 	}
 	if !c.Run {
-		for _, f := range []string{"duration", "events", "interval", "out", "engine", "metrics", "metrics-series"} {
+		// -d and --engine stream print the awk engine's script (checked
+		// again once the catalog is known: CheckAwk).
+		for _, f := range []string{"events", "interval", "out", "metrics", "metrics-series"} {
 			if given(f) {
 				return fmt.Errorf("--%s goes with --run (-r)", f)
 			}
 		}
-		return c.checkPrint()
+		if err := c.checkPrint(); err != nil || c.Duration == "" {
+			return err
+		}
+		d, err := ParseDuration(c.Duration)
+		if err != nil {
+			return err
+		}
+		c.Collect = d
+		return nil
 	}
 	if c.Output == "" {
 		c.Output = "table"

@@ -64,6 +64,9 @@ type Host struct {
 	// a tracefs root through a transport (the stream engine with --via);
 	// nil: the run opens trace_pipe_raw on this machine.
 	ReadRaw func(root string, dirs []string, pageSize int) ([][]byte, error)
+	// Shell runs a command on the target (--via; nil here): the awk
+	// engine aggregates there (RunAwkVia).
+	Shell ShellRunner
 }
 
 // ThisMachine is the Host of the running process.
@@ -118,6 +121,7 @@ func (v *Via) Host(h Host) Host {
 	}
 	re.Writer = KillHook(v.Writer, getenv, h.Stderr, SelfKill)
 	re.Mounts, re.Pipe, re.ReadRaw, re.Writable = v.Mounts, v.OpenPipe, v.ReadRaw, v.Writable
+	re.Shell = v.RunFor
 	re.Uname, re.Beat, re.Uptime = v.Uname, true, v.Uptime
 	re.PID, re.Via = RemoteRunID(), v.Command
 	re.CatalogDir = v.CatalogDir(h.CacheDir)

@@ -158,6 +158,8 @@ func renderTables(w io.Writer, results []*Result) error {
 		case "", EngineKernel:
 		case EngineStream:
 			fmt.Fprintf(w, "engine: stream (sqlhist computed the triggers from the events), %d events lost\n", res.Lost)
+		case EngineAwk:
+			fmt.Fprintf(w, "engine: awk (the target's awk computed the triggers from trace_pipe), %d events lost\n", res.Lost)
 		default:
 			fmt.Fprintf(w, "engine: %s, %d events lost by the stream's targets\n", res.Engine, res.Lost)
 		}

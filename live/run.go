@@ -223,6 +223,7 @@ type runState struct {
 	lease    string // the run's lease instance (see LeaseName)
 	cmds     []emit.Command
 	stream   *streamRun // the stream engine's part, or nil
+	awk      *AwkOutput // what the target's awk printed (RunAwkVia), or nil
 	arch     *tracefs.Arch
 	lost     int // events the stream engine's buffers lost
 }
@@ -527,6 +528,9 @@ func (s *snapshot) results() []*Result {
 
 // readHist reads a hist file: the kernel's, or the stream engine's.
 func (r *runState) readHist(file string) ([]byte, error) {
+	if r.awk != nil {
+		return r.awk.hist(file)
+	}
 	if r.stream != nil {
 		return []byte(r.stream.histFile(file)), nil
 	}

@@ -47,8 +47,12 @@ func PickEngine(want string, feat tracefs.Features) (string, error) {
 		return EngineStream, nil
 	case EngineKernel, EngineStream:
 		return want, nil
+	case EngineAwk:
+		// The stream engine's plan, computed by the target's awk
+		// where the run reaches it through a shell (RunAwkVia).
+		return EngineStream, nil
 	}
-	return "", fmt.Errorf("--engine %q: give kernel, stream or auto", want)
+	return "", fmt.Errorf("--engine %q: give kernel, stream, awk or auto", want)
 }
 
 // streamPoll is how often the stream engine drains the ring buffers.

@@ -409,7 +409,11 @@ func (m *Machine) Filter(system, event string) string {
 // Uses lists the indices of the event's fields its triggers read (in
 // keys, values, variables, actions and filters), in increasing order: a
 // reader need decode only those.
-func (m *Machine) Uses(system, event string) []int {
+func (m *Machine) Uses(system, event string) []int { return m.uses(system, event, false) }
+
+// uses is Uses, leaving out with kernelOnly the filters the kernel
+// applies (see Options.KernelFilters).
+func (m *Machine) uses(system, event string, kernelOnly bool) []int {
 	set := map[int]bool{}
 	note := func(x *expr) {
 		x.walk(func(o *expr) {
@@ -438,7 +442,9 @@ func (m *Machine) Uses(system, event string) []int {
 				note(p)
 			}
 		}
-		noteFilter(t.filter)
+		if !kernelOnly || !t.kernelFiltered {
+			noteFilter(t.filter)
+		}
 	}
 	out := make([]int, 0, len(set))
 	for i := range set {

@@ -121,6 +121,13 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	popt.CatalogHint = o.OtherTargetHint(e, o.execute || o.run)
+	awk := o.live.PrintsAwk(fl.Changed, cat, popt.CatalogHint)
+	if err := o.live.CheckAwk(fl.Changed, awk); err != nil {
+		return usageError(e, "%v", err)
+	}
+	if awk {
+		popt = live.AwkPrepare(popt)
+	}
 	if o.run {
 		eng, err := live.PickEngine(o.live.Engine, cat.Features())
 		if err != nil {
@@ -132,6 +139,9 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	plan, code := compile(e, src, cat, popt)
 	if code != exitOK {
 		return code
+	}
+	if awk {
+		return report(e, src, o.live.PrintAwk(e.Stdout, plan, cat, o.Root))
 	}
 	if o.run {
 		if live.IsStackFormat(o.live.Output) {
@@ -186,7 +196,10 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 		return refuse(e, err)
 	}
 	t := e.Target(o.Root)
-	rep, err := live.Run(ctx, t, plan, opt)
+	rep, err := e.RunAwkVia(ctx, &o.live, plan, opt, o.Root)
+	if rep == nil && err == nil {
+		rep, err = live.Run(ctx, t, plan, opt)
+	}
 	done(err)
 	code := report(e, src, err)
 	if rep == nil || rep.Results == nil && err != nil {

@@ -211,7 +211,7 @@ func (s *Session) greet(ctx context.Context) error {
 	b.WriteString("D=" + escape(requestFunctions) + "\n")
 	b.WriteString("set -f; eval $D; set +f\n")
 	out, err := s.send(ctx, "greeting the target's shell (is the command's other end a POSIX shell?)", b.String(),
-		`uname -r; uname -m; uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -`, GreetEvery)
+		`uname -r; uname -m; uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -`, GreetEvery, s.opt.Timeout)
 	if err != nil {
 		return err
 	}
@@ -332,17 +332,24 @@ func (s *Session) Run(ctx context.Context, step, cmd string) (string, error) {
 	return s.request(ctx, step, cmd)
 }
 
+// RunFor is Run with its own bound on the answer's time instead of
+// Options.Timeout (at least that): for a command that runs for a while
+// by design (the awk engine's script, live.RunAwkVia).
+func (s *Session) RunFor(ctx context.Context, step, cmd string, timeout time.Duration) (string, error) {
+	return s.send(ctx, step, "", cmd, 0, max(timeout, s.opt.Timeout))
+}
+
 func (s *Session) request(ctx context.Context, step, cmd string) (string, error) {
-	return s.send(ctx, step, "", cmd, 0)
+	return s.send(ctx, step, "", cmd, 0, s.opt.Timeout)
 }
 
 // send makes a request: prefix (lines the shell runs first) and cmd's
 // request lines are written, and when resend is not 0 written again each
-// resend until the answer begins or the timeout ends: for the greeting
+// resend until the answer begins or timeout ends: for the greeting
 // alone, which is idempotent (a shell that lost it, a line closed while
 // it came, gets it whole again; an answer that comes twice is read once,
 // the second skipped by the next request as an earlier answer).
-func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend time.Duration) (string, error) {
+func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, timeout time.Duration) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
@@ -370,7 +377,7 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend tim
 			fmt.Fprintf(s.opt.Trace, "%s < %s status %d, %d bytes, %v\n", time.Now().Format("15:04:05.000"), seq, a.status, len(a.out)+a.body.Len(), time.Since(start).Round(time.Millisecond))
 		}()
 	}
-	timer := time.NewTimer(s.opt.Timeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		var l []byte
@@ -401,7 +408,7 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend tim
 			if sent > 1 {
 				times = fmt.Sprintf(", sent %d times", sent)
 			}
-			s.broken = fmt.Errorf("the target did not answer within %v (transport %s%s)", s.opt.Timeout, s.Command, times)
+			s.broken = fmt.Errorf("the target did not answer within %v (transport %s%s)", timeout, s.Command, times)
 			return "", fmt.Errorf("%s: %w", step, s.broken)
 		case <-ctx.Done():
 			s.broken = fmt.Errorf("interrupted while waiting for the target (%v)", context.Cause(ctx))

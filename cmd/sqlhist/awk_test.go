@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// TestPrintAwk: printing for a catalog without hist triggers (riscv64's)
+// gives the awk engine's script, the same bytes every time; so does
+// --engine stream on any catalog; -d needs one of them; what the text
+// cannot answer is refused at the query.
+func TestPrintAwk(t *testing.T) {
+	runIt := func(args ...string) (int, string, string) {
+		e, stdout, stderr := testEnv(&tracefs.Recorder{}, "")
+		code := run(args, e)
+		return code, stdout.String(), stderr.String()
+	}
+	code, first, errs := runIt("--kernel", "6.12", "--arch", "riscv64", "-d", "2", wakeupSQL)
+	if code != exitOK || !strings.Contains(first, "LC_ALL=C awk '") || !strings.Contains(first, "sleep 2 &") {
+		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, first, errs)
+	}
+	if _, again, _ := runIt("--kernel", "6.12", "--arch", "riscv64", "-d", "2", wakeupSQL); again != first {
+		t.Error("the script differs from run to run")
+	}
+	if code, out, errs := runIt("--kernel", "6.1", "--engine", "stream", wakeupSQL); code != exitOK || !strings.Contains(out, "wait $sqlhist_awk") {
+		t.Errorf("--engine stream on 6.1: exit %d\n%s%s", code, out, errs)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--kernel", "6.1", "-d", "2", wakeupSQL}, exitUsage, "--duration goes with --run (-r), or with --engine stream"},
+		{[]string{"--kernel", "6.1", "--engine", "kernel", wakeupSQL}, exitUsage, "--engine goes with --run"},
+		{[]string{"--kernel", "6.1", "--engine", "stream", "-o", "json", wakeupSQL}, exitUsage, "drop -e, --teardown, --plan and -o"},
+		{[]string{"--kernel", "6.12", "--arch", "riscv64", "SELECT prev_state, COUNT(*) FROM sched_switch GROUP BY prev_state"}, exitQuery, "the field prev_state cannot be read from trace_pipe's text"},
+		{[]string{"--kernel", "6.12", "--arch", "riscv64", "SELECT end.next_comm, TIMESTAMP_DELTA AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid"}, exitQuery, "trace_pipe prints timestamps in µs"},
+	} {
+		code, out, errs := runIt(tt.args...)
+		if code != tt.code || out != "" || !strings.Contains(errs, tt.err) {
+			t.Errorf("%q: exit %d (want %d), stdout %q, stderr:\n%s", tt.args, code, tt.code, out, errs)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// The awk engine (issue 34) where hist triggers are missing: the stream
+// job's questions printed here as awk scripts (sqlhist --engine stream
+// -d 1), pasted into the guest's busybox sh, where no sqlhist takes part
+// in the run. Each run keeps the lines its awk read (SQLHIST_AWK_TEE);
+// the host replays them through the stream engine's machine and wants
+// the very bytes the guest's awk printed.
+
+// awkQueries are the stream job's queries the awk engine answers, by
+// name: the wakeup JOIN, the syscall histogram, the aggregate over the
+// JOIN and the chain of three.
+var awkQueries = []struct{ name, sql string }{
+	{"join", `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`},
+	{"hist", `SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC`},
+	{"agg", `SELECT end.next_comm AS comm, CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY comm, lat ORDER BY n DESC`},
+	{"chain3", `SELECT sw.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid`},
+}
+
+// awkScript runs each /work/awk-NAME.sh as a paste (its text on sh's
+// standard input), while streamScript's workload runs, and shows its
+// output, its stderr and the lines its awk read (gzip, base64).
+const awkScript = `
+for q in join hist agg chain3; do
+	[ -e /work/awk-$q.sh ] || continue
+	read t0 x < /proc/uptime
+	SQLHIST_AWK_TEE=/tmp/awk-$q.txt sh < /work/awk-$q.sh > /tmp/awk-$q.out 2> /tmp/awk-$q.err; echo "@@awk-$q-exit $?"
+	read t1 x < /proc/uptime; echo "@@awk-$q-time $t0 $t1"
+	echo "@@awk-$q-out"; cat /tmp/awk-$q.out; echo "@@awk-$q-err"; cat /tmp/awk-$q.err
+	echo "@@awk-$q-in"; gzip -c /tmp/awk-$q.txt | base64; rm -f /tmp/awk-$q.txt /tmp/awk-$q.out
+done
+echo "@@awk-done"
+`
+
+// awkTarget is the catalog a stream job's kernel is printed for: its
+// embedded catalog (riscv64's was captured from the very kernel; Debian's
+// 5.10 is printed with the 5.10.262 catalog, whose events print alike).
+func awkTarget(t *testing.T, kname string) (flags []string, cat *tracefs.Catalog, arch *tracefs.Arch) {
+	t.Helper()
+	version, aname := "5.10", "x86_64"
+	if kernelArch(t, kname) == "riscv64" {
+		version, aname = "6.12", "riscv64"
+	}
+	a, err := tracefs.LookupArch(aname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tracefs.EmbeddedOf(version, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat = tracefs.Open(fsys)
+	cat.SetArch(a, "--arch")
+	return []string{"--kernel", version, "--arch", aname, "--engine", "stream", "-d", "1"}, cat, a
+}
+
+// awkFiles prints the awk scripts with this machine's sqlhist, as a user
+// would, for the guest's initramfs.
+func awkFiles(t *testing.T, kname string) []vm.File {
+	t.Helper()
+	bin := hostSqlhist(t)
+	flags, _, _ := awkTarget(t, kname)
+	var files []vm.File
+	for _, q := range awkQueries {
+		cmd := exec.Command(bin, append(flags, q.sql)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("printing the awk script of %s: %v\n%s", q.name, err, errb.String())
+		}
+		// The replay (checkAwkRuns) plans the query as the command did:
+		// the same script from the same plan.
+		_, cat, arch := awkTarget(t, kname)
+		plan, diags := live.Compile(&source.Source{Name: q.name, Text: q.sql}, cat, live.AwkPrepare(planner.Options{}))
+		if plan == nil {
+			t.Fatalf("%s: %v", q.name, diags)
+		}
+		ap, err := live.NewAwkPlan(plan, cat, arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var same bytes.Buffer
+		live.WriteAwkScript(&same, ap, live.AwkScriptOptions{Duration: time.Second})
+		if same.String() != out.String() {
+			t.Fatalf("%s: the command prints another awk script than the replay's plan gives:\n%s\n---\n%s", q.name, out.String(), same.String())
+		}
+		files = append(files, vm.File{Path: "/work/awk-" + q.name + ".sh", Mode: 0o644, Data: out.Bytes()})
+	}
+	return files
+}
+
+// rawSection is the text after the line "@@name" up to the next line
+// that starts with "@@", exactly (sections trims and drops blank lines).
+func rawSection(out, name string) (string, bool) {
+	out = strings.ReplaceAll(out, "\r\n", "\n")
+	_, rest, ok := strings.Cut("\n"+out, "\n@@"+name+"\n")
+	if !ok {
+		return "", false
+	}
+	if strings.HasPrefix(rest, "@@") {
+		return "", true
+	}
+	if i := strings.Index(rest, "\n@@"); i >= 0 {
+		rest = rest[:i+1]
+	}
+	return rest, true
+}
+
+// checkAwkRuns checks each awk run of the guest: exit 0, nothing on
+// stderr, an output ReadAwkOutput takes, with events counted, and equal,
+// byte for byte, to the stream engine's machine fed the lines it read.
+// It returns the hits of each run's results.
+func checkAwkRuns(t *testing.T, kname, out string) string {
+	t.Helper()
+	var notes []string
+	for _, q := range awkQueries {
+		// A catalog of each query's own: the plan defines its synthetic
+		// events in it.
+		_, cat, arch := awkTarget(t, kname)
+		if !strings.Contains(out, "@@awk-"+q.name+"-exit 0\n") {
+			t.Errorf("%s: the awk script of %s did not exit 0:\n%s", kname, q.name, lastLines(out, 20))
+			continue
+		}
+		got, _ := rawSection(out, "awk-"+q.name+"-out")
+		if e, _ := rawSection(out, "awk-"+q.name+"-err"); strings.TrimSpace(e) != "" {
+			t.Errorf("%s: the awk script of %s wrote to stderr:\n%s", kname, q.name, e)
+		}
+		ao, err := live.ReadAwkOutput(strings.NewReader(got))
+		if err != nil {
+			t.Errorf("%s: %s: %v\n%s", kname, q.name, err, got)
+			continue
+		}
+		in, _ := rawSection(out, "awk-"+q.name+"-in")
+		lines, err := gunzipBase64(in)
+		if err != nil {
+			t.Errorf("%s: %s: the lines its awk read: %v", kname, q.name, err)
+			continue
+		}
+		plan, diags := live.Compile(&source.Source{Name: q.name, Text: q.sql}, cat, live.AwkPrepare(planner.Options{}))
+		if plan == nil {
+			t.Fatalf("%s: %v", q.name, diags)
+		}
+		want, err := live.AwkReplay(plan, cat, arch, strings.NewReader(lines))
+		if err != nil {
+			t.Errorf("%s: %s: the replay: %v", kname, q.name, err)
+			continue
+		}
+		if got != want {
+			t.Errorf("%s: %s: the guest's awk printed something else than the stream engine computes from the lines it read:\n--- guest\n%s\n--- stream engine\n%s", kname, q.name, got, want)
+			continue
+		}
+		hits := uint64(0)
+		for _, p := range ao.Paths {
+			hs, _ := tracefs.ParseHist(ao.Files[p])
+			if len(hs) > 0 {
+				hits = hs[0].Totals.Hits
+			}
+			break
+		}
+		if hits == 0 {
+			t.Errorf("%s: %s: the awk engine counted nothing:\n%s", kname, q.name, got)
+		}
+		took := ""
+		var t0, t1 float64
+		if _, err := fmt.Sscanf(firstLine(out, "@@awk-"+q.name+"-time "), "@@awk-"+q.name+"-time %f %f", &t0, &t1); err == nil {
+			took = fmt.Sprintf(" in %.1f s", t1-t0)
+		}
+		notes = append(notes, fmt.Sprintf("%s %d hits of %d lines (lost %d, unread %d)%s", q.name, hits, strings.Count(lines, "\n"), ao.Lost, ao.Unread, took))
+	}
+	return "awk: " + strings.Join(notes, ", ")
+}
+
+func gunzipBase64(s string) (string, error) {
+	data, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
+	if err != nil {
+		return "", err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(io.LimitReader(zr, 256<<20))
+	return string(b), err
+}
+
+// awkTime is the guest time the awk runs add, for the stream job's
+// timeout.
+const awkTime = 1 * time.Minute

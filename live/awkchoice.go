@@ -1,0 +1,77 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/sqlhist/sqlhist/planner"
+)
+
+// PrintsAwk reports whether printing (no -r, -e or --teardown) gives the
+// awk engine's script (WriteAwkScript): with --engine stream (or awk),
+// or with no --engine for a catalog without hist triggers the user chose
+// (--kernel, --formats, --via: hint is "" then; the machine's own
+// tracefs read by default is refused with a hint, as before).
+func (c *Choices) PrintsAwk(given func(string) bool, cat *Catalog, hint string) bool {
+	if c.Run || c.Execute || c.Teardown || c.PlanFile != "" || c.Output != "script" {
+		return false
+	}
+	switch c.Engine {
+	case EngineStream, EngineAwk:
+		return true
+	}
+	f := cat.Features()
+	return !given("engine") && hint == "" && !(f.HistTriggers && f.SyntheticEvents)
+}
+
+// CheckAwk refuses -d and --engine when printing gives no awk script.
+func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
+	if c.Run || awk {
+		return nil
+	}
+	if given("duration") {
+		return errors.New("--duration goes with --run (-r), or with --engine stream when printing the awk engine's script")
+	}
+	if !given("engine") {
+		return nil
+	}
+	switch c.Engine {
+	case EngineStream, EngineAwk:
+		return fmt.Errorf("--engine %s without --run prints the awk engine's script: drop -e, --teardown, --plan and -o", c.Engine)
+	case EngineKernel, EngineAuto:
+		return errors.New("--engine goes with --run (-r), or (stream) when printing the awk engine's script")
+	}
+	return fmt.Errorf("--engine %q: give kernel, stream, awk or auto", c.Engine)
+}
+
+// PrintAwk writes the awk engine's script of the plan, for the tracefs
+// at root, running for c.Collect (0: until stopped).
+func (c *Choices) PrintAwk(w io.Writer, plan *planner.Plan, cat *Catalog, root string) error {
+	arch, _ := cat.Arch()
+	ap, err := NewAwkPlan(plan, cat, arch)
+	if err != nil {
+		return err
+	}
+	return WriteAwkScript(w, ap, AwkScriptOptions{Root: root, Duration: c.Collect})
+}
+
+// RunAwkVia runs a stream-engine run through --via on the target's awk
+// (only the results cross the line) when it can (--engine auto or awk;
+// --engine stream streams the events): -d of at most AwkViaMax, no -i,
+// --events or --metrics, awk on the target and a query the awk engine
+// computes. A nil report and error mean: stream the events instead
+// (said on stderr when the target was asked).
+func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt Options, root string) (*Report, error) {
+	if h.Shell == nil || opt.Engine != EngineStream || c.Engine == EngineStream || opt.Interval > 0 || opt.Events != nil || c.Metrics != "" || opt.Duration <= 0 {
+		return nil, nil
+	}
+	rep, err := RunAwkVia(ctx, h.Shell, plan, c.Catalog, root, opt.Duration, h.Stderr)
+	var fb *AwkFallback
+	if errors.As(err, &fb) {
+		fmt.Fprintf(h.Stderr, "sqlhist: streaming the events: %s\n", fb.Why)
+		return nil, nil
+	}
+	return rep, err
+}

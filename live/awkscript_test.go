@@ -1,0 +1,288 @@
+package live
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// The awk engine's queries: the stream job's (e2e/stream_test.go) and a
+// few more shapes.
+var awkQueries = map[string]string{
+	"join":   `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`,
+	"hist":   `SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n DESC`,
+	"agg":    `SELECT end.next_comm AS comm, CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY comm, lat ORDER BY n DESC`,
+	"chain3": `SELECT sw.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid`,
+	"where":  `SELECT end.next_pid AS pid, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid WHERE end.prev_prio >= 100`,
+	"prio":   `SELECT next_prio, CAST(prev_pid AS LOG2) AS p, COUNT(*) FROM sched_switch GROUP BY next_prio, p`,
+}
+
+// awkKernels are the captured trace_pipe texts (testdata/awk, from the
+// suite's riscv64 6.12 and Debian 5.10 guests) and the catalogs they go
+// with.
+var awkKernels = []struct{ name, version, arch, text string }{
+	{"6.12-riscv64", "6.12", "riscv64", "testdata/awk/trace-6.12-riscv64.txt"},
+	{"5.10", "5.10", "x86_64", "testdata/awk/trace-5.10.txt"},
+}
+
+func awkCatalog(t testing.TB, version, arch string) (*tracefs.Catalog, *tracefs.Arch) {
+	t.Helper()
+	a, err := tracefs.LookupArch(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tracefs.EmbeddedOf(version, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := tracefs.Open(fsys)
+	cat.SetArch(a, "test")
+	return cat, a
+}
+
+// awkPlanOf compiles a query for the awk engine.
+func awkPlanOf(t *testing.T, q, version, arch string) (*AwkPlan, *planner.Plan, *tracefs.Catalog, *tracefs.Arch) {
+	t.Helper()
+	cat, a := awkCatalog(t, version, arch)
+	plan, diags := Compile(&source.Source{Name: "q.sql", Text: q}, cat, Prepare(planner.Options{Stream: true}, 1))
+	if plan == nil {
+		t.Fatalf("%s", diags.Render(&source.Source{Name: "q.sql", Text: q}))
+	}
+	ap, err := NewAwkPlan(plan, cat, a)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return ap, plan, cat, a
+}
+
+// awkReference is what the awk program must print for text (AwkReplay).
+func awkReference(t *testing.T, _ *AwkPlan, plan *planner.Plan, cat *tracefs.Catalog, a *tracefs.Arch, text string) string {
+	t.Helper()
+	want, err := AwkReplay(plan, cat, a, strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// awks are the awk implementations a board may have: busybox's (as
+// "busybox awk"), mawk (Debian's default) and gawk. A missing one fails
+// under CI=true (make unit installs them: tools/test-shells) and is
+// skipped, by name, elsewhere.
+func awks(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, c := range []struct {
+		name string
+		argv []string
+	}{{"busybox", []string{"busybox", "awk"}}, {"mawk", []string{"mawk"}}, {"gawk", []string{"gawk"}}} {
+		if p, err := exec.LookPath(c.argv[0]); err == nil {
+			out[c.name] = append([]string{p}, c.argv[1:]...)
+			continue
+		}
+		if os.Getenv("CI") == "true" {
+			t.Errorf("%s is not installed (make test-shells installs it)", c.name)
+		} else {
+			t.Logf("SKIPPING %s: not installed (make test-shells installs it)", c.name)
+		}
+	}
+	return out
+}
+
+// TestAwkProgram runs the awk engine's program of each query over the
+// trace_pipe text of real kernels under each awk, and checks that it
+// prints, byte for byte, the hist files the stream machine computes from
+// the same lines.
+func TestAwkProgram(t *testing.T) {
+	impls := awks(t)
+	for _, k := range awkKernels {
+		data, err := os.ReadFile(k.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A line of events the kernel lost, as trace_pipe prints it.
+		data = append([]byte("CPU:1 [LOST 12 EVENTS]\n"), data...)
+		for _, name := range []string{"agg", "chain3", "hist", "join", "prio", "where"} {
+			t.Run(k.name+"/"+name, func(t *testing.T) {
+				ap, plan, cat, a := awkPlanOf(t, awkQueries[name], k.version, k.arch)
+				want := awkReference(t, ap, plan, cat, a, string(data))
+				if !strings.Contains(want, "hitcount:") {
+					t.Fatalf("the reference counted nothing:\n%s", want)
+				}
+				if _, err := ReadAwkOutput(strings.NewReader(want)); err != nil {
+					t.Errorf("ReadAwkOutput: %v", err)
+				}
+				for _, iname := range []string{"busybox", "mawk", "gawk"} {
+					argv := impls[iname]
+					if argv == nil {
+						continue
+					}
+					cmd := exec.Command(argv[0], append(argv[1:], ap.Program)...)
+					cmd.Env = append(os.Environ(), "LC_ALL=C")
+					cmd.Stdin = bytes.NewReader(data)
+					var out, errb bytes.Buffer
+					cmd.Stdout, cmd.Stderr = &out, &errb
+					if err := cmd.Run(); err != nil {
+						t.Fatalf("%s: %v\n%s", iname, err, errb.String())
+					}
+					if got := out.String(); got != want {
+						t.Errorf("%s prints (-want +got):\n%s", iname, lineDiff(want, got))
+					}
+				}
+			})
+		}
+	}
+}
+
+// lineDiff shows the lines two texts differ in.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	n := 0
+	for i := 0; i < max(len(w), len(g)) && n < 20; i++ {
+		var a, c string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			c = g[i]
+		}
+		if a != c {
+			fmt.Fprintf(&b, "line %d:\n-%s\n+%s\n", i+1, a, c)
+			n++
+		}
+	}
+	return b.String()
+}
+
+// TestAwkScriptShells runs the whole printed script of the awk engine
+// under dash, mksh and bash --posix with each awk as "awk", on a stand-in tracefs: a directory
+// whose mkdir (a stand-in on the PATH) makes the instance with its event
+// directories and a trace_pipe holding real kernel text. The script must
+// print what the program prints over that text, write its settings,
+// enables and end marker, and remove the instance.
+func TestAwkScriptShells(t *testing.T) {
+	impls := awks(t)
+	type shell struct {
+		name string
+		argv []string
+	}
+	var shells []shell
+	// busybox ash runs mkdir and rmdir as its own applets, so the
+	// stand-in cannot make an instance there: the suite's riscv64 and
+	// 5.10 guests run the script under busybox ash on a real tracefs
+	// (e2e/stream_test.go).
+	t.Log("busybox ash: not here (its mkdir is an applet, so no stand-in instance); the suite's guests run the script under it")
+	for _, s := range []shell{{"dash", []string{"dash"}}, {"mksh", []string{"mksh"}}, {"bash-posix", []string{"bash", "--posix"}}} {
+		p, err := exec.LookPath(s.argv[0])
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Errorf("%s is not installed (make test-shells installs it)", s.name)
+			} else {
+				t.Logf("SKIPPING %s: not installed (make test-shells installs it)", s.name)
+			}
+			continue
+		}
+		shells = append(shells, shell{s.name, append([]string{p}, s.argv[1:]...)})
+	}
+	k := awkKernels[0]
+	text, err := os.ReadFile(k.text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, plan, cat, a := awkPlanOf(t, awkQueries["agg"], k.version, k.arch)
+	want := awkReference(t, ap, plan, cat, a, string(text))
+	for _, sh := range shells {
+		for _, iname := range []string{"busybox", "mawk", "gawk"} {
+			argv := impls[iname]
+			if argv == nil {
+				continue
+			}
+			t.Run(sh.name+"/"+iname, func(t *testing.T) {
+				dir := t.TempDir()
+				root, bin := standIn(t, dir, text)
+				awkLine := `exec ` + strings.Join(quoteAll(argv), " ") + ` "$@"`
+				if err := os.WriteFile(bin+"/awk", []byte("#!/bin/sh\n"+awkLine+"\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				var script bytes.Buffer
+				if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: 100_000_000}); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(dir+"/script.sh", script.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.Command(sh.argv[0], append(sh.argv[1:], dir+"/script.sh")...)
+				cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + dir}
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("%v\nstderr:\n%s", err, errb.String())
+				}
+				if got := out.String(); got != want {
+					t.Errorf("the script prints (-want +got):\n%s\nstderr:\n%s", lineDiff(want, got), errb.String())
+				}
+				if errb.Len() > 0 {
+					t.Errorf("stderr:\n%s", errb.String())
+				}
+				inst := root + "/instances/" + ap.Instance
+				if _, err := os.Stat(inst); !os.IsNotExist(err) {
+					t.Errorf("the instance is still there (%v)", err)
+				}
+				removed := dir + "/removed"
+				for f, want := range map[string]string{
+					"trace_clock": "global\n", "buffer_size_kb": "1024\n", "trace_marker": AwkMarker + "\n",
+					"events/sched/sched_waking/enable": "1\n", "events/sched/sched_switch/enable": "1\n",
+				} {
+					got, err := os.ReadFile(removed + "/" + f)
+					if err != nil || string(got) != want {
+						t.Errorf("%s: %q (%v), want %q", f, got, err, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// quoteAll quotes words for a shell as the scripts do.
+func quoteAll(ws []string) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return out
+}
+
+// standIn makes a stand-in tracefs in dir: a root whose instances/ the
+// mkdir of bin (put first on the PATH) makes as the kernel does, with
+// event directories and a trace_pipe holding text (awk reads it to its
+// end); bin's rmdir keeps a copy of what it removes in dir/removed.
+func standIn(t *testing.T, dir string, text []byte) (root, bin string) {
+	t.Helper()
+	root, bin = dir+"/trace fs's", dir+"/bin"
+	for _, d := range []string{root + "/instances", bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(dir+"/text", text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"mkdir": "#!/bin/sh\n/bin/mkdir \"$1\" || exit 1\nfor e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done\n/bin/cp " + quoteAll([]string{dir + "/text"})[0] + " \"$1/trace_pipe\"\n",
+		"rmdir": "#!/bin/sh\n/bin/cp -r \"$1\" " + quoteAll([]string{dir + "/removed"})[0] + " && /bin/rm -r \"$1\"\n",
+	}
+	for n, body := range files {
+		if err := os.WriteFile(bin+"/"+n, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, bin
+}

@@ -1,0 +1,849 @@
+package stream
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// AwkOptions say what the awk program [Machine.Awk] writes prints and
+// how it ends.
+type AwkOptions struct {
+	// LongSize is the bytes of the target's long (8 when 0).
+	LongSize int
+	// Syscall names the system call numbers of .syscall keys (nil: the
+	// program prints unknown_syscall); the names of numbers 0 to 1023
+	// are written into the program.
+	Syscall func(nr uint64) string
+	// Show lists the events ("system/event") whose hist files the
+	// program prints, in order; nil prints every event with triggers.
+	Show []string
+	// Marker is the text written to the instance's trace_marker that
+	// ends the program (it then prints the hist files).
+	Marker string
+}
+
+// The lines of the program's output that are not hist file text: a
+// hist file's header and the last line.
+const (
+	// AwkFilePrefix and AwkFileSuffix frame the path of the hist file
+	// that follows: "==> events/synthetic/x/hist <==".
+	AwkFilePrefix = "==> "
+	AwkFileSuffix = " <=="
+	// AwkEnd starts the last line: "==> end: lost N, unread M <==".
+	AwkEnd = "==> end: "
+)
+
+// awkGen writes one program.
+type awkGen struct {
+	m    *Machine
+	opt  AwkOptions
+	b    strings.Builder
+	tidx map[*trigger]int
+	evs  map[string]*textEvent
+}
+
+// Awk writes a POSIX awk program that computes the machine's triggers
+// from the lines of trace_pipe, as the machine would from the same
+// events, and prints, when it reads opt.Marker (or its input ends), the
+// hist file of each event of opt.Show as [Machine.HistFile] prints it,
+// each after a line "==> events/SYSTEM/EVENT/hist <==", then "==> end:
+// lost N, unread M <==" (the events the kernel lost, the lines of no
+// event read). It runs in busybox awk, mawk and gawk (with LC_ALL=C:
+// strings compare and pad by bytes).
+//
+// Numbers are awk's doubles: exact below 2^53, which timestamps in µs,
+// counts, pids and latencies are. What the text cannot give or the
+// program does not compute is refused: a field trace_pipe does not print
+// as stored, timestamps in ns (trace_pipe prints µs), stacks, symbols,
+// shares and bars, shared maps (name=), snapshots, globs and & in
+// filters the kernel does not apply.
+func (m *Machine) Awk(opt AwkOptions) (string, error) {
+	if opt.LongSize == 0 {
+		opt.LongSize = 8
+	}
+	evs, err := m.textEvents(opt.LongSize)
+	if err != nil {
+		return "", err
+	}
+	g := &awkGen{m: m, opt: opt, tidx: map[*trigger]int{}, evs: evs}
+	for i, t := range m.triggers {
+		g.tidx[t] = i
+		if err := g.check(t); err != nil {
+			return "", fmt.Errorf("%s/%s: %s: %v", t.spec.System, t.spec.Event, t.spec.Spec(), err)
+		}
+	}
+	g.program()
+	return g.b.String(), nil
+}
+
+// check refuses what the program does not compute.
+func (g *awkGen) check(t *trigger) error {
+	if t.spec.Name != "" {
+		return fmt.Errorf("the awk engine does not share a map between triggers (name=)")
+	}
+	if len(t.keys) > 8 {
+		return fmt.Errorf("the awk engine keys by at most 8 fields")
+	}
+	var bad error
+	note := func(x *expr) {
+		x.walk(func(o *expr) {
+			switch {
+			case bad != nil:
+			case o.kind == opStack:
+				bad = fmt.Errorf("trace_pipe's text carries no stack the awk engine could key by (STACKTRACE)")
+			case o.kind == opTimestamp && !o.usecs:
+				bad = fmt.Errorf("trace_pipe prints timestamps in µs, and this reads them in ns: use TIMESTAMP_USECS or TIMESTAMP_DELTA_USECS")
+			case o.mod == "sym" || o.mod == "sym-offset":
+				bad = fmt.Errorf("the awk engine does not name kernel addresses (.%s)", o.mod)
+			case o.mod == "percent" || o.mod == "graph":
+				bad = fmt.Errorf("the awk engine does not print shares or bars (.%s)", o.mod)
+			}
+		})
+	}
+	for _, x := range append(append(append([]*expr{}, t.keys...), t.vals...), t.vars...) {
+		note(x)
+	}
+	for _, v := range t.spec.Vals {
+		if v == "hitcount.percent" || v == "hitcount.graph" {
+			return fmt.Errorf("the awk engine does not print shares or bars (%s)", v)
+		}
+	}
+	for _, a := range t.actions {
+		if a.what == "snapshot" {
+			return fmt.Errorf("a snapshot of the trace buffer is the kernel's hist triggers' own")
+		}
+		for _, p := range a.params {
+			note(p)
+		}
+	}
+	if bad != nil {
+		return bad
+	}
+	if t.filter != nil && !t.kernelFiltered {
+		return checkAwkFilter(t.filter)
+	}
+	return nil
+}
+
+func checkAwkFilter(f *filter) error {
+	switch f.op {
+	case "&&", "||":
+		if err := checkAwkFilter(f.l); err != nil {
+			return err
+		}
+		return checkAwkFilter(f.r)
+	case "!":
+		return checkAwkFilter(f.l)
+	case "~", "&":
+		return fmt.Errorf("the awk engine does not evaluate %s in a filter the kernel does not apply", f.op)
+	}
+	return nil
+}
+
+func (g *awkGen) p(format string, args ...any) {
+	fmt.Fprintf(&g.b, format, args...)
+	g.b.WriteByte('\n')
+}
+
+// program writes the whole program: BEGIN, the line rule, END and the
+// functions.
+func (g *awkGen) program() {
+	g.p("BEGIN {")
+	g.p("\tD = 0; LOST = 0; UNREAD = 0; MARK = %s", awkString(g.opt.Marker))
+	// SQLHIST_AWK_TEE names a file that gets every line read, as read:
+	// what the run computed from, for a replay (live.AwkReplay).
+	g.p("\tTEE = ENVIRON[\"SQLHIST_AWK_TEE\"]")
+	// Powers of two written out: busybox awk built without its math
+	// library (riscv64's Debian busybox) has no ^.
+	g.p("\tPOW[8] = 256; POW[16] = 65536; POW[32] = 4294967296")
+	g.p("\tPOW[63] = 9223372036854775808; POW[64] = 18446744073709551616")
+	g.syscallTable()
+	g.p("}")
+	g.p("{")
+	g.p("\tif (TEE != \"\") print > TEE")
+	g.p("\tif (!sqlhist_head($0)) {")
+	g.p("\t\tif ($0 ~ /^CPU:[0-9]+ \\[LOST [0-9]+ EVENTS\\]$/) { sub(/^CPU:[0-9]+ \\[LOST /, \"\"); sub(/ EVENTS\\]$/, \"\"); LOST += sqlhist_dec($0) } else UNREAD++")
+	g.p("\t\tnext")
+	g.p("\t}")
+	g.p("\tif (H_EV == \"tracing_mark_write\") { if (H_BODY == MARK) exit; next }")
+	names := make([]string, 0, len(g.evs))
+	for n := range g.evs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		g.p("\tif (H_EV == %s) { sqlhist_e%d(); next }", awkString(n), i)
+	}
+	g.p("\tUNREAD++")
+	g.p("}")
+	g.p("END {")
+	g.output()
+	g.p("\tprintf \"%%s\\n\", \"%slost \" sqlhist_u64(LOST) \", unread \" sqlhist_u64(UNREAD) \"%s\"", AwkEnd, AwkFileSuffix)
+	g.p("}")
+	g.p("%s", awkLib)
+	for i, n := range names {
+		g.event(i, g.evs[n])
+	}
+	for _, name := range sortedKeys(g.m.synths) {
+		g.synthFunc(name)
+	}
+	for _, t := range g.m.triggers {
+		g.trigger(t)
+	}
+	g.printFuncs()
+	g.cmpFunc()
+}
+
+// syscallTable writes the names of .syscall keys, when a trigger has one.
+func (g *awkGen) syscallTable() {
+	need := false
+	for _, t := range g.m.triggers {
+		for _, k := range t.keys {
+			need = need || k.mod == "syscall"
+		}
+	}
+	if !need || g.opt.Syscall == nil {
+		return
+	}
+	var parts []string
+	for nr := uint64(0); nr < 1024; nr++ {
+		if n := g.opt.Syscall(nr); n != "" && !strings.ContainsAny(n, " \"\\") {
+			parts = append(parts, strconv.FormatUint(nr, 10)+" "+n)
+		}
+	}
+	// One string a line of about 70 bytes, split at the spaces.
+	g.p("\tSCT = \"\"")
+	line := ""
+	for _, p := range parts {
+		if len(line)+len(p) > 70 {
+			g.p("\tSCT = SCT %s", awkString(line))
+			line = ""
+		}
+		line += p + " "
+	}
+	g.p("\tSCT = SCT %s", awkString(line))
+	g.p("\tn = split(SCT, a, \" \"); for (i = 1; i < n; i += 2) SC[a[i]] = a[i + 1]")
+}
+
+// event writes the function that reads one event's body and runs its
+// triggers.
+func (g *awkGen) event(i int, te *textEvent) {
+	l := te.layout
+	g.p("function sqlhist_e%d(   r, k, s) {", i)
+	g.p("\tr = H_BODY")
+	g.p("\tif (substr(r, 1, %d) != %s) { UNREAD++; return }", len(l.Lits[0]), awkString(l.Lits[0]))
+	g.p("\tr = substr(r, %d)", len(l.Lits[0])+1)
+	need := map[int]bool{}
+	for _, f := range te.needed {
+		need[f] = true
+	}
+	runs, seps := l.groups()
+	for ri, run := range runs {
+		if seps[ri] == "" {
+			g.p("\ts = r; r = \"\"")
+		} else {
+			g.p("\tk = index(r, %s); if (!k) { UNREAD++; return }", awkString(seps[ri]))
+			g.p("\ts = substr(r, 1, k - 1); r = substr(r, k + %d)", len(seps[ri]))
+		}
+		if len(run) != 1 || l.Values[run[0]].Field < 0 || !need[l.Values[run[0]].Field] {
+			continue
+		}
+		v := l.Values[run[0]]
+		f := l.Event.Fields[v.Field]
+		if f.IsString() {
+			g.p("\tF[0, %s] = s", awkString(f.Name))
+			continue
+		}
+		hex := 0
+		if v.Conv == 'x' {
+			hex = 1
+		}
+		signed := 0
+		if f.Signed {
+			signed = 1
+		}
+		g.p("\tif (!sqlhist_isnum(s, %d)) { UNREAD++; return }", hex)
+		g.p("\tF[0, %s] = sqlhist_num(s, %d, %d, %d, %d)", awkString(f.Name), hex, v.Bytes, min(f.Size, 8), signed)
+	}
+	g.p("\tD = 0; P[0] = H_PID")
+	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
+		g.p("\tsqlhist_t%d()", g.tidx[t])
+	}
+	g.p("}")
+}
+
+// synthFunc writes the function that runs the triggers on a synthetic
+// event, fired at depth D.
+func (g *awkGen) synthFunc(name string) {
+	g.p("function sqlhist_s_%s() {", name)
+	for _, t := range g.m.byEvent[SyntheticSystem+"/"+name] {
+		g.p("\tsqlhist_t%d()", g.tidx[t])
+	}
+	g.p("}")
+}
+
+// trigger writes sqlhist_tN, the kernel's event_hist_trigger for one
+// trigger (see Machine.hit).
+func (g *awkGen) trigger(t *trigger) {
+	ti := g.tidx[t]
+	var locals []string
+	for i := range t.refs {
+		locals = append(locals, fmt.Sprintf("r%d", i))
+	}
+	for i := range t.vars {
+		locals = append(locals, fmt.Sprintf("n%d", i), fmt.Sprintf("s%d", i))
+	}
+	locals = append(locals, "k", "v", "ok", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7")
+	for i := range t.actions {
+		for j := range t.actions[i].params {
+			locals = append(locals, fmt.Sprintf("a%d_%d", i, j))
+		}
+	}
+	g.p("function sqlhist_t%d(   %s) {", ti, strings.Join(locals, ", "))
+	if t.filter != nil && !t.kernelFiltered {
+		g.p("\tif (!(%s)) return", g.filter(t.filter))
+	}
+	// The key: its parts as the map compares them.
+	var parts []string
+	for i, k := range t.keys {
+		if k.isString() {
+			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, g.keyValue(k)))
+		} else {
+			parts = append(parts, fmt.Sprintf("sqlhist_kpart(q%d = %s, %d)", i, g.keyValue(k), k.size()))
+		}
+	}
+	if len(parts) == 0 {
+		g.p("\tk = \"\"")
+	} else {
+		g.p("\tk = %s", strings.Join(parts, " SUBSEP "))
+	}
+	ctx := &awkCtx{g: g, t: t, ti: ti}
+	for i, r := range t.refs {
+		oi := g.tidx[r.t]
+		g.p("\tif (!((%d, k, %d) in VSET)) return", oi, r.idx)
+		g.p("\tr%d = VAR[%d, k, %d]", i, oi, r.idx)
+		if t.readOnce[t.refNames[i]] {
+			g.p("\tdelete VSET[%d, k, %d]", oi, r.idx)
+		}
+	}
+	size := t.m.size
+	g.p("\tif (!((%d, k) in CNT)) {", ti)
+	g.p("\t\tif (NE[%d] >= %d) { DROP[%d]++; return }", ti, size, ti)
+	g.p("\t\tNE[%d]++; ORD[%d, NE[%d]] = k; CNT[%d, k] = 0", ti, ti, ti, ti)
+	for i, k := range t.keys {
+		g.p("\t\tKV[%d, k, %d] = q%d", ti, i, i)
+		if k.mod == "execname" {
+			g.p("\t\tKC[%d, k, %d] = H_COMM", ti, i)
+		}
+	}
+	g.p("\t}")
+	g.p("\tHITS[%d]++; CNT[%d, k]++", ti, ti)
+	for i, x := range t.vals {
+		g.p("\tSUM[%d, k, %d] += %s", ti, i, ctx.expr(x))
+	}
+	for i, x := range t.vars {
+		g.p("\tOK = 1; n%d = %s; s%d = OK", i, ctx.expr(x), i)
+	}
+	for i := range t.vars {
+		g.p("\tif (s%d) { VAR[%d, k, %d] = n%d; VSET[%d, k, %d] = 1 }", i, ti, i, i, ti, i)
+	}
+	for i, a := range t.actions {
+		g.action(ctx, i, a)
+	}
+	g.p("}")
+}
+
+// awkCtx compiles the expressions of one trigger.
+type awkCtx struct {
+	g  *awkGen
+	t  *trigger
+	ti int
+}
+
+// expr is an awk expression of the value (a number as the machine's
+// uint64, held as a double: a negative double d stands for 2^64+d).
+func (c *awkCtx) expr(x *expr) string {
+	switch x.kind {
+	case opField:
+		return c.g.field(x)
+	case opTimestamp:
+		return "H_TS"
+	case opCPU:
+		return "H_CPU"
+	case opConst:
+		return awkNumber(x.n)
+	case opVar:
+		for i, n := range c.t.refNames {
+			if n == x.name {
+				return fmt.Sprintf("r%d", i)
+			}
+		}
+		if idx, ok := c.t.own[x.name]; ok {
+			return fmt.Sprintf("sqlhist_own(%d, k, %d)", c.ti, idx)
+		}
+		return "sqlhist_unset()"
+	case opBinary:
+		l, r := c.expr(x.l), c.expr(x.r)
+		switch x.op {
+		case '+':
+			return "sqlhist_wrap(" + l + " + " + r + ")"
+		case '-':
+			return "sqlhist_wrap(" + l + " - " + r + ")"
+		case '*':
+			return "sqlhist_wrap(" + l + " * " + r + ")"
+		case '/':
+			return "sqlhist_div(" + l + ", " + r + ")"
+		}
+	}
+	return "0"
+}
+
+// field is the value of an event's field at the current depth.
+func (g *awkGen) field(x *expr) string {
+	if x.def != nil && x.def.Name == "common_pid" {
+		return "P[D]"
+	}
+	return fmt.Sprintf("F[D, %s]", awkString(x.name))
+}
+
+// keyValue is the awk expression of a key part's value as printed
+// (Machine's keyValue).
+func (g *awkGen) keyValue(k *expr) string {
+	c := &awkCtx{g: g}
+	v := c.expr(k)
+	switch k.mod {
+	case "log2":
+		return "sqlhist_log2(" + v + ")"
+	case "buckets":
+		return fmt.Sprintf("sqlhist_bucket(%s, %s)", v, awkNumber(k.bucket))
+	}
+	return v
+}
+
+// action writes one handler (Machine.act).
+func (g *awkGen) action(c *awkCtx, i int, a *action) {
+	switch a.handler {
+	case "onmatch":
+		g.fire(c, i, a, "\t")
+	case "onmax", "onchange":
+		idx := c.t.own[a.track]
+		g.p("\tif ((%d, k, %d) in VSET) {", c.ti, idx)
+		g.p("\t\tv = VAR[%d, k, %d]", c.ti, idx)
+		cmp := "sqlhist_ucmp(v, TRK[%d, k, %d]) > 0"
+		if a.handler == "onchange" {
+			cmp = "v != TRK[%d, k, %d] + 0"
+		}
+		g.p("\t\tif ("+cmp+") {", c.ti, a.slot)
+		g.p("\t\t\tTRK[%d, k, %d] = v", c.ti, a.slot)
+		switch a.what {
+		case "save":
+			for j, p := range a.params {
+				g.p("\t\t\tOK = 1; SAV[%d, k, %d, %d] = %s", c.ti, a.slot, j, c.expr(p))
+			}
+		case "trace":
+			g.fire(c, i, a, "\t\t\t")
+		}
+		g.p("\t\t}")
+		g.p("\t}")
+	}
+}
+
+// fire writes a trace action: the synthetic event's fields from the
+// parameters (none unset), then its triggers at the next depth.
+func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
+	def := g.m.synths[a.synth]
+	first := firstSynthField(def)
+	g.p("%sOK = 1", ind)
+	for j, p := range a.params {
+		g.p("%sa%d_%d = %s", ind, i, j, c.expr(p))
+	}
+	g.p("%sif (OK && D < 16) {", ind)
+	g.p("%s\tD++; P[D] = P[D - 1]", ind)
+	for j := range a.params {
+		if first+j >= len(def.Fields) {
+			break
+		}
+		f := def.Fields[first+j]
+		val := fmt.Sprintf("a%d_%d", i, j)
+		if !f.IsString() && f.Size > 0 && f.Size < 8 {
+			signed := 0
+			if f.Signed {
+				signed = 1
+			}
+			val = fmt.Sprintf("sqlhist_trunc(%s, %d, %d)", val, f.Size, signed)
+		}
+		g.p("%s\tF[D, %s] = %s", ind, awkString(f.Name), val)
+	}
+	g.p("%s\tsqlhist_s_%s()", ind, a.synth)
+	g.p("%s\tD--", ind)
+	g.p("%s}", ind)
+}
+
+// filter is an awk condition for a filter the kernel does not apply.
+func (g *awkGen) filter(f *filter) string {
+	switch f.op {
+	case "&&", "||":
+		return "(" + g.filter(f.l) + " " + f.op + " " + g.filter(f.r) + ")"
+	case "!":
+		return "!(" + g.filter(f.l) + ")"
+	}
+	if f.comm || f.field.isString() {
+		s := "H_COMM"
+		if !f.comm {
+			s = g.field(f.field)
+		}
+		op := "=="
+		if f.op == "!=" {
+			op = "!="
+		}
+		return "(" + s + " \"\" " + op + " " + awkString(f.str) + ")"
+	}
+	v := g.field(f.field)
+	if f.field.kind != opField {
+		v = (&awkCtx{g: g}).expr(f.field)
+	}
+	var cmp string
+	if f.field.signed() {
+		cmp = fmt.Sprintf("sqlhist_scmp(%s, %s)", v, awkSigned(f.num))
+	} else {
+		cmp = fmt.Sprintf("sqlhist_ucmp(%s, %s)", v, awkNumber(f.num))
+	}
+	return "(" + cmp + " " + f.op + " 0)"
+}
+
+// output writes END's printing of the hist files.
+func (g *awkGen) output() {
+	show := g.opt.Show
+	if show == nil {
+		show = g.m.Events()
+		for _, n := range sortedKeys(g.m.synths) {
+			show = append(show, SyntheticSystem+"/"+n)
+		}
+	}
+	for _, e := range show {
+		ts := g.m.byEvent[e]
+		if len(ts) == 0 {
+			continue
+		}
+		g.p("\tprintf \"%%s\\n\", %s", awkString(AwkFilePrefix+"events/"+e+"/hist"+AwkFileSuffix))
+		for i, t := range ts {
+			if i > 0 {
+				g.p("\tprintf \"\\n\\n\"")
+			}
+			g.p("\tsqlhist_print%d()", g.tidx[t])
+		}
+		g.p("\tprintf \"\\n\"")
+	}
+}
+
+// printFuncs writes sqlhist_printN for each trigger (Machine.print).
+func (g *awkGen) printFuncs() {
+	for _, t := range g.m.triggers {
+		ti := g.tidx[t]
+		g.p("function sqlhist_print%d(   i, n, k, l, v) {", ti)
+		g.p("\tprintf \"%%s\", %s", awkString("# event histogram\n#\n# trigger info: "+t.info()+" [active]\n#\n\n"))
+		g.p("\tn = NE[%d]; for (i = 1; i <= n; i++) O[i] = ORD[%d, i]", ti, ti)
+		g.p("\tsqlhist_sort(%d, n)", ti)
+		g.p("\tfor (i = 1; i <= n; i++) {")
+		g.p("\t\tk = O[i]; l = \"{ \"")
+		for i, k := range t.keys {
+			if i > 0 {
+				g.p("\t\tl = l \", \"")
+			}
+			g.p("\t\tv = KV[%d, k, %d]", ti, i)
+			g.p("\t\tl = l %s", g.printKey(t, k, i))
+		}
+		g.p("\t\tl = l \" }\"")
+		if !t.spec.NoHitcount {
+			g.p("\t\tl = l sprintf(\" hitcount: %%10s\", sqlhist_u64(CNT[%d, k]))", ti)
+		}
+		for i, v := range t.vals {
+			if v.mod == "hex" {
+				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_hexs(SUM[%d, k, %d]))", awkString(v.name), ti, i)
+			} else {
+				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SUM[%d, k, %d]))", awkString(v.name), ti, i)
+			}
+		}
+		for _, a := range t.actions {
+			if a.handler == "onmatch" || a.what == "snapshot" {
+				continue
+			}
+			word := "max"
+			if a.handler == "onchange" {
+				word = "changed"
+			}
+			g.p("\t\tl = l sprintf(\"\\n\\t%s: %%10s\", sqlhist_u64(TRK[%d, k, %d]))", word, ti, a.slot)
+			if a.what == "save" {
+				for j, p := range a.params {
+					if p.isString() {
+						g.p("\t\tl = l sprintf(\"  %%s: %%-32s\", %s, SAV[%d, k, %d, %d])", awkString(p.name), ti, a.slot, j)
+					} else {
+						g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SAV[%d, k, %d, %d]))", awkString(paramName(p)), ti, a.slot, j)
+					}
+				}
+			}
+		}
+		g.p("\t\tprintf \"%%s\\n\", l")
+		g.p("\t}")
+		g.p("\tprintf \"\\nTotals:\\n    Hits: %%s\\n    Entries: %%s\\n    Dropped: %%s\\n\", sqlhist_u64(HITS[%d]), sqlhist_u64(NE[%d]), sqlhist_u64(DROP[%d])", ti, ti, ti)
+		g.p("}")
+	}
+}
+
+// printKey is the awk expression that prints key part i (value v) as
+// Machine.printKey does.
+func (g *awkGen) printKey(t *trigger, k *expr, i int) string {
+	name := k.name
+	if k.kind == opBinary || k.kind == opConst {
+		name = k.text
+	}
+	n := awkString(name)
+	if k.isString() {
+		return fmt.Sprintf("sprintf(\"%%s: %%-50s\", %s, v)", n)
+	}
+	switch k.mod {
+	case "log2":
+		return fmt.Sprintf("sprintf(\"%%s: ~ 2^%%-2s\", %s, sqlhist_u64(v))", n)
+	case "buckets":
+		return fmt.Sprintf("sprintf(\"%%s: ~ %%s-%%s\", %s, sqlhist_u64(v), sqlhist_u64(sqlhist_wrap(v + %s)))", n, awkNumber(k.bucket-1))
+	case "hex":
+		return fmt.Sprintf("sprintf(\"%%s: %%s\", %s, sqlhist_hexs(v))", n)
+	case "execname":
+		return fmt.Sprintf("sprintf(\"%%s: %%-16s[%%10s]\", %s, KC[%d, k, %d], sqlhist_u64(v))", n, g.tidx[t], i)
+	case "syscall":
+		return fmt.Sprintf("sprintf(\"%%s: %%-30s[%%3s]\", %s, ((v \"\") in SC) ? SC[v \"\"] : \"unknown_syscall\", sqlhist_u64(v))", n)
+	}
+	return fmt.Sprintf("sprintf(\"%%s: %%10s\", %s, sqlhist_u64(v))", n)
+}
+
+// cmpFunc writes sqlhist_cmp(t, x, y): how trigger t's sort= orders two
+// entries (Machine's sortEntries).
+func (g *awkGen) cmpFunc() {
+	g.p("function sqlhist_cmp(t, x, y,   c) {")
+	for _, t := range g.m.triggers {
+		ti := g.tidx[t]
+		g.p("\tif (t == %d) {", ti)
+		spec := t.spec.Sort
+		if len(spec) == 0 {
+			spec = []string{"hitcount"}
+		}
+		for _, s := range spec {
+			name, desc := strings.CutSuffix(s, ".descending")
+			name = strings.TrimSuffix(name, ".ascending")
+			base, _, _ := strings.Cut(name, ".")
+			cmp := ""
+			if base == "hitcount" {
+				cmp = fmt.Sprintf("sqlhist_ucmp(CNT[%d, x], CNT[%d, y])", ti, ti)
+			} else {
+				for i, k := range t.keys {
+					if k.name == base || k.text == name {
+						if k.isString() {
+							cmp = fmt.Sprintf("sqlhist_scmps(KV[%d, x, %d], KV[%d, y, %d])", ti, i, ti, i)
+						} else {
+							cmp = fmt.Sprintf("sqlhist_ucmp(KV[%d, x, %d], KV[%d, y, %d])", ti, i, ti, i)
+						}
+						break
+					}
+				}
+				if cmp == "" {
+					for i, v := range t.vals {
+						if v.name == base || v.text == name {
+							cmp = fmt.Sprintf("sqlhist_ucmp(SUM[%d, x, %d], SUM[%d, y, %d])", ti, i, ti, i)
+							break
+						}
+					}
+				}
+			}
+			if cmp == "" {
+				continue
+			}
+			if desc {
+				g.p("\t\tc = -%s; if (c) return c", cmp)
+			} else {
+				g.p("\t\tc = %s; if (c) return c", cmp)
+			}
+		}
+		g.p("\t\treturn 0")
+		g.p("\t}")
+	}
+	g.p("\treturn 0")
+	g.p("}")
+}
+
+// awkString is s as an awk string literal: backslashes, quotes and
+// bytes outside printable ASCII escaped (octal).
+func awkString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' || c == '"':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&b, `\%03o`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// awkNumber is an unsigned number as awk reads it (a double: exact
+// below 2^53).
+func awkNumber(n uint64) string {
+	if n >= 1<<63 {
+		// As the double of the uint64, written out.
+		return strconv.FormatFloat(float64(n), 'f', 0, 64)
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// awkSigned is a filter's number read as signed.
+func awkSigned(n uint64) string {
+	return strconv.FormatInt(int64(n), 10)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// awkLib holds the functions every program has. Decimal text goes
+// through sqlhist_dec: busybox awk reads "010" as octal. Numbers are the
+// machine's uint64s as doubles: d < 0 stands for 2^64+d. A function
+// that takes a number adds 0 to it first: busybox awk passes an array
+// element never set as the string "", which compares as a string.
+const awkLib = `function sqlhist_head(line,   r, p, s, i) {
+	if (substr(line, 17, 1) == "-") {
+		H_COMM = substr(line, 1, 16); r = substr(line, 18)
+	} else {
+		if (!match(line, /-[0-9]+ +(\([ 0-9-]+\) +)?\[[0-9]+\] /)) return 0
+		H_COMM = substr(line, 1, RSTART - 1); r = substr(line, RSTART + 1)
+	}
+	sub(/^ +/, "", H_COMM)
+	if (!match(r, /^[0-9]+ +(\([ 0-9-]+\) +)?\[[0-9]+\] +([^ ]+ +)?[0-9]+\.[0-9]+: /)) return 0
+	p = substr(r, 1, RLENGTH); r = substr(r, RLENGTH + 1)
+	H_PID = sqlhist_dec(substr(p, 1, index(p, " ") - 1))
+	match(p, /\[[0-9]+\]/); H_CPU = sqlhist_dec(substr(p, RSTART + 1, RLENGTH - 2))
+	match(p, /[0-9]+\.[0-9]+: $/); s = substr(p, RSTART, RLENGTH - 2)
+	i = index(s, ".")
+	if (length(s) - i != 6) return 0
+	H_TS = sqlhist_dec(substr(s, 1, i - 1)) * 1000000 + sqlhist_dec(substr(s, i + 1))
+	i = index(r, ": ")
+	if (i) { H_EV = substr(r, 1, i - 1); H_BODY = substr(r, i + 2) } else { H_EV = r; H_BODY = "" }
+	return 1
+}
+function sqlhist_dec(s,   neg) {
+	neg = substr(s, 1, 1) == "-"
+	if (neg) s = substr(s, 2)
+	sub(/^0+/, "", s)
+	if (s == "") return 0
+	return neg ? -(s + 0) : s + 0
+}
+function sqlhist_isnum(s, hex) {
+	if (hex) return s ~ /^(0[xX])?[0-9a-fA-F]+$/
+	return s ~ /^-?[0-9]+$/
+}
+function sqlhist_hex(s,   i, c, v) {
+	v = 0; sub(/^0[xX]/, "", s); s = tolower(s)
+	for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)); v = v * 16 + c - 1 }
+	return v
+}
+function sqlhist_num(s, hex, bytes, size, signed,   v) {
+	if (hex) v = sqlhist_hex(s); else v = sqlhist_dec(s)
+	return sqlhist_trunc(sqlhist_wrapn(v, bytes), size, signed)
+}
+function sqlhist_wrapn(v, bytes) {
+	if (v < 0 && bytes < 8) v += POW[8 * bytes]
+	return v
+}
+function sqlhist_trunc(v, size, signed,   m) {
+	if (size >= 8) return sqlhist_wrap(v)
+	m = POW[8 * size]
+	v = v - int(v / m) * m
+	if (v < 0) v += m
+	if (signed && v >= m / 2) v -= m
+	return v
+}
+function sqlhist_wrap(v) {
+	if (v >= POW[63]) v -= POW[64]
+	if (v < -(POW[63])) v += POW[64]
+	return v
+}
+function sqlhist_u(v) { v += 0; return v < 0 ? v + POW[64] : v }
+function sqlhist_ucmp(a, b) { a = sqlhist_u(a); b = sqlhist_u(b); return a < b ? -1 : a > b ? 1 : 0 }
+function sqlhist_scmp(a, b) { a += 0; b += 0; return a < b ? -1 : a > b ? 1 : 0 }
+function sqlhist_scmps(a, b) { a = a ""; b = b ""; return a < b ? -1 : a > b ? 1 : 0 }
+function sqlhist_div(a, b) {
+	if (b == 0) return -1
+	return sqlhist_wrap(int(sqlhist_u(a) / sqlhist_u(b)))
+}
+function sqlhist_log2(v,   n, p) {
+	v = sqlhist_u(v)
+	if (v <= 1) return 0
+	n = 0; p = 1
+	while (p < v && n < 64) { p *= 2; n++ }
+	return n
+}
+function sqlhist_bucket(v, b) { v = sqlhist_u(v); return sqlhist_wrap(int(v / b) * b) }
+function sqlhist_kpart(v, size) {
+	v += 0
+	if (v < 0 && size < 8) v += POW[8 * size]
+	return sprintf("%.0f", v)
+}
+function sqlhist_own(t, k, i) {
+	if ((t, k, i) in VSET) return VAR[t, k, i]
+	OK = 0
+	return 0
+}
+function sqlhist_unset() { OK = 0; return 0 }
+function sqlhist_u64(v,   s, t, i, d, b, r) {
+	v += 0
+	if (v >= 0) return sprintf("%.0f", v)
+	s = "18446744073709551616"; t = sprintf("%.0f", -v)
+	while (length(t) < length(s)) t = "0" t
+	r = ""; b = 0
+	for (i = length(s); i >= 1; i--) {
+		d = substr(s, i, 1) - substr(t, i, 1) - b
+		if (d < 0) { d += 10; b = 1 } else b = 0
+		r = d r
+	}
+	sub(/^0+/, "", r)
+	return r
+}
+function sqlhist_hexs(v,   r, d) {
+	v = sqlhist_u(v)
+	if (v == 0) return "0"
+	r = ""
+	while (v > 0) { d = v - int(v / 16) * 16; r = substr("0123456789abcdef", d + 1, 1) r; v = int(v / 16) }
+	return r
+}
+function sqlhist_sort(t, n,   w, lo, mid, hi, a, b, k, i) {
+	for (w = 1; w < n; w *= 2) {
+		for (lo = 1; lo <= n; lo += 2 * w) {
+			mid = lo + w; hi = lo + 2 * w
+			if (mid > n + 1) mid = n + 1
+			if (hi > n + 1) hi = n + 1
+			a = lo; b = mid; k = lo
+			while (a < mid && b < hi) {
+				if (sqlhist_cmp(t, O[b], O[a]) < 0) TMP[k++] = O[b++]; else TMP[k++] = O[a++]
+			}
+			while (a < mid) TMP[k++] = O[a++]
+			while (b < hi) TMP[k++] = O[b++]
+		}
+		for (i = 1; i <= n; i++) O[i] = TMP[i]
+	}
+}`
