@@ -88,6 +88,10 @@ type Session struct {
 	exited chan struct{}
 	state  *os.ProcessState
 	out    io.Closer
+	// errDone is closed once the command's standard error has been
+	// copied to tail to its end (its last words are in tail then).
+	errDone chan struct{}
+	errOut  io.Closer
 
 	mu     sync.Mutex // one request at a time
 	seq    int
@@ -137,7 +141,8 @@ func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
 	}
 	h := hex.EncodeToString(nonce)
 	s := &Session{Command: command, opt: opt, m1: "SQH" + h[:16], m2: h[16:], tail: &tailWriter{max: 4096},
-		lines: make(chan []byte, 256), done: make(chan struct{}), exited: make(chan struct{})}
+		lines: make(chan []byte, 256), done: make(chan struct{}), exited: make(chan struct{}),
+		errDone: make(chan struct{})}
 	s.mark = s.m1 + s.m2
 	s.started = time.Now()
 	s.cmd = exec.Command(shell, "-c", command)
@@ -146,7 +151,14 @@ func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
 	if opt.Stderr != nil {
 		errw = io.MultiWriter(s.tail, opt.Stderr)
 	}
-	s.cmd.Stderr = errw
+	// Our own pipe, not Cmd.Stderr: exec's copy of a writer ends only
+	// in Cmd.Wait, and the error that says the transport ended must
+	// wait for its last words.
+	errr, err := s.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	s.errOut = errr
 	in, err := s.cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -160,6 +172,10 @@ func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
 		return nil, fmt.Errorf("--via %s: %v", command, err)
 	}
 	s.out = out
+	go func() {
+		defer close(s.errDone)
+		io.Copy(errw, errr)
+	}()
 	go func() {
 		// Process.Wait, not Cmd.Wait: it leaves the output pipe to
 		// readLines, which may still be reading it.
@@ -513,10 +529,17 @@ func (s *Session) lostErrLocked(step string, werr error) error {
 		msg := "the transport command (" + s.Command + ") ended"
 		// Once: the command's status, when it exits soon (a write to
 		// a transport that ended can come before its exit).
+		deadline := time.Now().Add(500 * time.Millisecond)
 		select {
 		case <-s.exited:
 			msg += " with " + s.state.String()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(time.Until(deadline)):
+		}
+		// Its last words: a child of the command may hold the pipe
+		// open, so only as long as the same deadline.
+		select {
+		case <-s.errDone:
+		case <-time.After(time.Until(deadline)):
 		}
 		if t := strings.TrimSpace(s.tail.String()); t != "" {
 			msg += "; it said: " + clip(t)
@@ -570,6 +593,7 @@ func (s *Session) Close() error {
 		<-s.exited
 	}
 	s.out.Close() // a child of the command may hold its other end
+	s.errOut.Close()
 	s.mu.Lock()
 	if s.broken == nil {
 		s.broken = errors.New("the session is closed")
