@@ -10,10 +10,12 @@ build:
 test: unit kernels
 
 # The fast part: the shells of emit's script tests (installed when
-# missing), vet, every unit and golden test in random order twice,
-# and short fuzz runs of the parser, the whole command, shell quoting and
+# missing), vet, every unit and golden test once in random order, and
+# short fuzz runs of the parser, the whole command, shell quoting and
 # the readers of hist and trace output, of saved -o json results and of
-# what the awk engine's program prints on a target. Each
+# what the awk engine's program prints on a target: 15 s for the two
+# query targets, 5-6 s for each reader (their corpora run whole first;
+# `make fuzz` is the long run). Each
 # fuzz run goes through tools/fuzzcheck, which fails it when its execs counter stops for 6 s or
 # a worker outlives it; each target bounds one input to a second
 # (internal/fuzzguard) and crashes, saving the input, past that.
@@ -21,18 +23,18 @@ FUZZCHECK = $(GO) run ./tools/fuzzcheck
 
 unit: test-shells
 	$(GO) vet ./...
-	$(GO) test -shuffle=on -count=2 ./...
-	$(FUZZCHECK) -time 20s ./compiler FuzzParse
-	$(FUZZCHECK) -time 20s ./cmd/sqlhist FuzzCompile
-	$(FUZZCHECK) -time 10s ./emit FuzzQuote
-	$(FUZZCHECK) -time 10s ./tracefs FuzzParseHist
-	$(FUZZCHECK) -time 10s ./tracefs FuzzParseTraceLine
-	$(FUZZCHECK) -time 10s ./tracefs FuzzDecodePage
-	$(FUZZCHECK) -time 10s ./live/remote FuzzAnswer
+	$(GO) test -shuffle=on -count=1 ./...
+	$(FUZZCHECK) -time 15s ./compiler FuzzParse
+	$(FUZZCHECK) -time 15s ./cmd/sqlhist FuzzCompile
+	$(FUZZCHECK) -time 6s ./emit FuzzQuote
+	$(FUZZCHECK) -time 6s ./tracefs FuzzParseHist
+	$(FUZZCHECK) -time 6s ./tracefs FuzzParseTraceLine
+	$(FUZZCHECK) -time 6s ./tracefs FuzzDecodePage
+	$(FUZZCHECK) -time 6s ./live/remote FuzzAnswer
 	$(FUZZCHECK) -time 5s ./live/remote FuzzListing
 	$(FUZZCHECK) -time 5s ./live/remote FuzzParseOD
-	$(FUZZCHECK) -time 10s ./live FuzzReadJSONReport
-	$(FUZZCHECK) -time 10s ./live FuzzReadAwkOutput
+	$(FUZZCHECK) -time 6s ./live FuzzReadJSONReport
+	$(FUZZCHECK) -time 6s ./live FuzzReadAwkOutput
 
 # The shells printed scripts are run under by emit's unit tests (dash,
 # mksh, busybox, bash --posix): installed with apt-get when missing (as

@@ -102,12 +102,13 @@ F=$!
 kill $F; wait $F
 echo "@@pids"; cat /tmp/out
 echo "@@pids-stderr"; cat /tmp/err
-# The longest run: the wakeup JOIN for 30 s under the heaviest load the
-# guest makes (forks, pipes, syscalls and sleeps on both CPUs).
+# The longest run: the wakeup JOIN for LONG s (30 in 6.1, 10 elsewhere)
+# under the heaviest load the guest makes (forks, pipes, syscalls and
+# sleeps on both CPUs).
 heavy() { while :; do /bin/busybox true; dd if=/dev/zero bs=512 count=200 2>/dev/null | cat > /dev/null; sleep 0.001; done; }
 heavy > /dev/null 2>&1 & H1=$!
 heavy > /dev/null 2>&1 & H2=$!
-/work/sqlhist -r -d 30 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@long-exit $?"
+/work/sqlhist -r -d LONG -o json "$J" > /tmp/out 2> /tmp/err; echo "@@long-exit $?"
 kill $H1 $H2; wait $H1 $H2 2>/dev/null
 echo "@@long"; cat /tmp/out
 echo "@@long-stderr"; cat /tmp/err
@@ -238,6 +239,10 @@ func runPhase(t *testing.T, kname string) phase {
 		// and sqlhist reads a signed key column back as -100.
 		col, probeCol, probeVals = "pid", "dfd", []any{float64(-100)}
 	}
+	// The long run under load: 30 s in 6.1, where its figures are
+	// watched, 10 s in the others (the suite's time: 20 s a kernel; the
+	// same checks, on a third of the events).
+	script = strings.Replace(script, "-d LONG", "-d "+strconv.Itoa(longRunSeconds(kname)), 1)
 	// Stacks (stacks_test.go) while the workload still runs.
 	script = strings.Replace(script, "kill $W\nwait $W\n", stackScript(kname)+"kill $W\nwait $W\n", 1)
 	// Issue 23's hist language (run_hist_test.go) while the workload runs.
@@ -253,6 +258,14 @@ func runPhase(t *testing.T, kname string) phase {
 			checkStacks(t, kname, out)
 			return ""
 		}}
+}
+
+// longRunSeconds is the long run's -d in kname's run phase.
+func longRunSeconds(kname string) int {
+	if kname == "6.1" {
+		return 30
+	}
+	return 10
 }
 
 // checkRun checks what runScript printed.
@@ -272,11 +285,12 @@ func checkRun(t *testing.T, kname, col, probeCol string, probeVals []any, out st
 	checkIntervals(t, sec["iv"])
 	checkDefaultCount(t, sec["count"])
 	checkPidKeyed(t, sec["pids"], sec["pids-stderr"])
-	// Thirty seconds under load: complete, nothing dropped.
-	checkJoin(t, "30 s under load", sec["long"])
-	if r, ok := parseResults(t, "30 s", sec["long"], 1); ok {
-		t.Logf("%s: 30 s of the wakeup JOIN under load: %d events in %d rows (%d entries), dropped %d, negative %d",
-			kname, r[0].Totals.Hits, len(r[0].Rows), r[0].Totals.Entries, r[0].Totals.Dropped, r[0].Totals.Negative)
+	// The long run under load: complete, nothing dropped.
+	long := strconv.Itoa(longRunSeconds(kname)) + " s"
+	checkJoin(t, long+" under load", sec["long"])
+	if r, ok := parseResults(t, long, sec["long"], 1); ok {
+		t.Logf("%s: %s of the wakeup JOIN under load: %d events in %d rows (%d entries), dropped %d, negative %d",
+			kname, long, r[0].Totals.Hits, len(r[0].Rows), r[0].Totals.Entries, r[0].Totals.Dropped, r[0].Totals.Negative)
 	}
 	t.Logf("%s: a histogram without aggregates (default count):\n%s", kname, sec["count"])
 	// Aggregates over a JOIN: rows per task and log2 bucket whose
