@@ -156,6 +156,11 @@ func costWrites(cmds []emit.Command, remove bool) string {
 	return b.String()
 }
 
+// costProfile is a host directory where the stream shapes' CPU profiles
+// of the last round go (SQLHIST_COST_PROFILE; shapeN.pprof, N the shape's
+// index), written by sqlhist in the guest (SQLHIST_CPUPROFILE).
+var costProfile = os.Getenv("SQLHIST_COST_PROFILE")
+
 // costRounds is how many interleaved rounds run (SQLHIST_COST_ROUNDS).
 var costRounds = envInt("SQLHIST_COST_ROUNDS", 5)
 
@@ -212,7 +217,8 @@ func TestKernelCost(t *testing.T) {
 			// -icount shift=0,sleep=off: the guest's clock counts its
 			// instructions, and idle time jumps to the next timer.
 			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: 30 * time.Minute, CPUs: 1,
-				QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Files: files})
+				QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Files: files, Collect: costCollect()})
+			costSaveProfiles(t, res.Files)
 			report, costs, err := costReport(shapes, res.Stdout)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, res.Stdout)
@@ -268,7 +274,32 @@ func costShapes(t *testing.T, kname string) []costShape {
 	if os.Getenv("SQLHIST_COST_NOBPF") == "1" {
 		shapes = slices.DeleteFunc(shapes, func(s costShape) bool { return s.tool != "" })
 	}
+	if only := os.Getenv("SQLHIST_COST_ONLY"); only != "" {
+		shapes = costOnly(t, shapes, only)
+	}
 	return shapes
+}
+
+// costOnly keeps the named shapes whose name matches the regexp re
+// (SQLHIST_COST_ONLY, e.g. "stream"), with the rows over no workload of
+// the stream shapes kept.
+func costOnly(t *testing.T, shapes []costShape, re string) []costShape {
+	rx, err := regexp.Compile(re)
+	if err != nil {
+		t.Fatalf("SQLHIST_COST_ONLY: %v", err)
+	}
+	keep := map[string]bool{}
+	for _, s := range shapes {
+		if s.name != "" && rx.MatchString(s.name) && s.stream != "" {
+			keep[s.stream+" "+s.part] = true
+		}
+	}
+	return slices.DeleteFunc(shapes, func(s costShape) bool {
+		if s.empty {
+			return !keep[s.stream+" "+s.part]
+		}
+		return s.name == "" || !rx.MatchString(s.name)
+	})
 }
 
 // runResults is the wakeup JOIN in the instance inst with results
@@ -348,7 +379,7 @@ func cBuildStatic(t *testing.T, src string) []byte {
 // its part after a bare run of the same part.
 func costScript(shapes []costShape) string {
 	var b strings.Builder
-	b.WriteString("T=/sys/kernel/tracing\nset -e\n")
+	b.WriteString("T=/sys/kernel/tracing\nset -e\nmkdir -p /tmp/prof\n")
 	b.WriteString("mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true\nmount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true\n")
 	fmt.Fprintf(&b, "echo %s >> $T/dynamic_events\n", emit.Quote(costCountProbe))
 	counted := []string{"sched/sched_waking", "sched/sched_switch", "raw_syscalls/sys_enter", "raw_syscalls/sys_exit", "costcount/open"}
@@ -376,8 +407,14 @@ func costScript(shapes []costShape) string {
 				// The workload starts sqlhist, waits for it to say it
 				// reads, runs its parts, interrupts it and waits for
 				// its exit (its output and stderr in /tmp/stream.out).
-				fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load %s /work/sqlhist -r --engine stream -o json %s 2> /tmp/stream.out)\"\n",
-					r, i, args, emit.Quote(s.stream))
+				prof := ""
+				if costProfile != "" && r == costRounds {
+					// SQLHIST_COST_PROFILE: the last round's sqlhist
+					// writes a CPU profile, collected after the script.
+					prof = fmt.Sprintf("SQLHIST_CPUPROFILE=/tmp/prof/shape%d.pprof ", i)
+				}
+				fmt.Fprintf(&b, "echo \"@@run %d %d $(%s/work/bin/load %s /work/sqlhist -r --engine stream -o json %s 2> /tmp/stream.out)\"\n",
+					r, i, prof, args, emit.Quote(s.stream))
 				b.WriteString(`L=$(sed -n 's/^  "lost": \([0-9]*\).*/\1/p' /tmp/stream.out)` + "\n")
 				b.WriteString(`H=$(sed -n 's/^ *"hits": \([0-9]*\).*/\1/p' /tmp/stream.out | head -n 1)` + "\n")
 				fmt.Fprintf(&b, "echo \"@@stream %d %d $L $H\"\n", r, i)
@@ -551,6 +588,29 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 		b.WriteString(l + "\n")
 	}
 	return b.String(), lines, nil
+}
+
+// costCollect is what the guest sends back: the profiles of
+// SQLHIST_COST_PROFILE.
+func costCollect() []string {
+	if costProfile == "" {
+		return nil
+	}
+	return []string{"/tmp/prof"}
+}
+
+// costSaveProfiles writes the collected profiles to SQLHIST_COST_PROFILE.
+func costSaveProfiles(t *testing.T, files map[string][]byte) {
+	for p, data := range files {
+		if !strings.HasSuffix(p, ".pprof") {
+			continue
+		}
+		out := filepath.Join(costProfile, filepath.Base(p))
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			t.Error(err)
+		}
+		t.Logf("profile %s", out)
+	}
 }
 
 func median(v []float64) float64 {

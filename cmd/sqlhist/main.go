@@ -8,5 +8,8 @@ import (
 
 func main() {
 	live.TuneGC(os.Getenv, false)
-	os.Exit(run(os.Args[1:], osEnv()))
+	stop := startProfile()
+	code := run(os.Args[1:], osEnv())
+	stop()
+	os.Exit(code)
 }
