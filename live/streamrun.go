@@ -2,12 +2,14 @@ package live
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,7 +91,7 @@ type streamRun struct {
 	pageH   *tracefs.PageHeader
 	eventH  *tracefs.EventHeader
 	formats map[int]*tracefs.Event // by event id
-	uses    map[int][]int          // by event id: the fields the machine reads
+	kinds   map[int]*eventKind     // by event id: how its records are decoded
 	comms   *commCache
 	syms    *symCache
 	syscall func(uint64) string
@@ -105,12 +107,43 @@ type streamRun struct {
 	// seen is the newest timestamp of each drain round: events up to the
 	// one of the round before last are all read (see drain).
 	prevMax, lastMax uint64
-	pending          []*stream.Event
+	// pending are the records read and not fed yet, kept as their bytes
+	// in the pages read (decoded as they are fed, into one event of
+	// their kind that every record of it reuses: a run that reads its
+	// events at its end holds a few pages, not an event a record).
+	pending []rawEvent
 	// lostBefore is what the buffers had lost when the run began (an
 	// instance of -B may have lost events before).
 	lostBefore int
-	capMark    uint64          // the newest event a CPU read in part had (see read)
-	free       []*stream.Event // events fed, whose memory is reused
+	capMark    uint64     // the newest event a CPU read in part had (see read)
+	pages      []*rawPage // pages whose records were all fed, for the next reads
+}
+
+// eventKind is what decoding a record of one event needs: its format,
+// the index of its common_pid, the fields the machine reads, and the
+// event the records are decoded into.
+type eventKind struct {
+	def   *tracefs.Event
+	pid   *tracefs.Field
+	uses  []int
+	event stream.Event
+}
+
+// rawEvent is a record read and not fed yet: its bytes in a page read.
+type rawEvent struct {
+	ts    uint64
+	cpu   int
+	kind  *eventKind
+	data  []byte
+	page  *rawPage
+	stack []uint64 // the kernel stack recorded after it, or nil
+}
+
+// rawPage is a page read from a buffer; refs counts its records not fed
+// yet.
+type rawPage struct {
+	buf  []byte
+	refs int
 }
 
 // cpuReader reads one CPU's trace_pipe_raw.
@@ -119,7 +152,6 @@ type cpuReader struct {
 	dir  string // per_cpu/cpuN of the instance, relative to the root
 	path string
 	fd   int
-	page []byte
 }
 
 // planHists lists the plan's triggers in the order a run writes them,
@@ -215,9 +247,11 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 	if err != nil {
 		return fmt.Errorf("the stream engine: %v", err)
 	}
-	s.uses = map[int][]int{}
+	s.kinds = map[int]*eventKind{}
 	for id, ev := range s.formats {
-		s.uses[id] = s.m.Uses(ev.System, ev.Name)
+		k := &eventKind{def: ev, pid: ev.Field("common_pid"), uses: s.m.Uses(ev.System, ev.Name)}
+		k.event.Def, k.event.Fields = ev, make([]stream.Value, len(ev.Fields))
+		s.kinds[id] = k
 	}
 	dir := "instances/" + s.instance + "/per_cpu"
 	ents, err := fs.ReadDir(s.t.FS, dir)
@@ -230,7 +264,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		if !ok || err != nil {
 			continue
 		}
-		c := &cpuReader{cpu: cpu, dir: dir + "/" + e.Name(), fd: -1, page: make([]byte, s.pageH.PageSize())}
+		c := &cpuReader{cpu: cpu, dir: dir + "/" + e.Name(), fd: -1}
 		c.path = path.Join(s.t.Root, c.dir, "trace_pipe_raw")
 		if s.t.ReadRaw == nil {
 			fd, err := syscall.Open(c.path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
@@ -323,17 +357,20 @@ func (s *streamRun) read() (int, error) {
 	var cpuFull bool
 	// add decodes a page; full says the writer had left it (a page
 	// still being written comes back part full).
-	add := func(c *cpuReader, page []byte) (full bool, err error) {
-		p, err := s.pageH.DecodePage(page, binary.NativeEndian, s.eventH)
+	add := func(c *cpuReader, page *rawPage) (full bool, err error) {
+		p, err := s.pageH.DecodePage(page.buf, binary.NativeEndian, s.eventH)
 		if err != nil {
+			s.putPage(page)
 			return false, fmt.Errorf("%s: %v", c.path, err)
 		}
 		for _, rec := range p.Records {
-			if ev := s.decode(c.cpu, rec); ev != nil {
-				s.pending = append(s.pending, ev)
-				roundMax = max(roundMax, ev.TS)
+			if s.keep(c.cpu, rec, page) {
+				roundMax = max(roundMax, rec.Timestamp)
 			}
 			cpuLast = max(cpuLast, rec.Timestamp)
+		}
+		if page.refs == 0 {
+			s.putPage(page)
 		}
 		cpuFull = p.Commit+pageTail >= s.pageH.DataSize
 		return cpuFull, nil
@@ -358,9 +395,10 @@ func (s *streamRun) read() (int, error) {
 			total += len(data[i])
 			for d := data[i]; len(d) > 0; {
 				n := min(size, len(d))
-				copy(c.page, d[:n])
-				clear(c.page[n:])
-				if _, err := add(c, c.page); err != nil {
+				page := s.getPage()
+				copy(page.buf, d[:n])
+				clear(page.buf[n:])
+				if _, err := add(c, page); err != nil {
 					return 0, err
 				}
 				d = d[n:]
@@ -370,21 +408,25 @@ func (s *streamRun) read() (int, error) {
 	}
 	for _, c := range s.cpus {
 		for c.fd >= 0 {
-			n, err := syscall.Read(c.fd, c.page)
+			page := s.getPage()
+			n, err := syscall.Read(c.fd, page.buf)
 			if err == syscall.EAGAIN || err == nil && n == 0 {
+				s.putPage(page)
 				break
 			}
 			if err == syscall.EINTR {
+				s.putPage(page)
 				continue
 			}
 			if err != nil {
+				s.putPage(page)
 				return 0, &os.PathError{Op: "read", Path: c.path, Err: err}
 			}
 			total += n
-			if n < len(c.page) {
-				clear(c.page[n:])
+			if n < len(page.buf) {
+				clear(page.buf[n:])
 			}
-			full, err := add(c, c.page)
+			full, err := add(c, page)
 			if err != nil {
 				return 0, err
 			}
@@ -412,62 +454,94 @@ func (s *streamRun) feed(final bool) {
 	if final {
 		mark = ^uint64(0)
 	}
-	sort.SliceStable(s.pending, func(i, j int) bool { return s.pending[i].TS < s.pending[j].TS })
-	n := sort.Search(len(s.pending), func(i int) bool { return s.pending[i].TS > mark })
+	slices.SortStableFunc(s.pending, func(a, b rawEvent) int { return cmp.Compare(a.ts, b.ts) })
+	n := sort.Search(len(s.pending), func(i int) bool { return s.pending[i].ts > mark })
 	s.trimStacks(s.pending[:n])
 	// In batches, so that a reading of the results (an interval's) waits
 	// for one batch at most.
 	for i := 0; i < n; i += feedBatch {
 		s.mu.Lock()
-		for _, ev := range s.pending[i:min(i+feedBatch, n)] {
-			s.m.Feed(ev)
+		for j := i; j < min(i+feedBatch, n); j++ {
+			r := &s.pending[j]
+			s.m.Feed(s.decode(r))
+			// The machine keeps copies of what it needs of an event:
+			// the page serves the next reads once all its records
+			// are fed.
+			if r.page.refs--; r.page.refs == 0 {
+				s.putPage(r.page)
+			}
 		}
 		s.mu.Unlock()
 	}
-	// The machine keeps copies of what it needs of an event: its memory
-	// serves the next ones.
-	s.free = append(s.free, s.pending[:n]...)
+	clear(s.pending[:n])
 	s.pending = append(s.pending[:0], s.pending[n:]...)
 }
 
-// decode makes a record an event of the machine; a kernel stack record
-// is attached to the event before it on its CPU.
-func (s *streamRun) decode(cpu int, rec tracefs.Record) *stream.Event {
+// getPage is a page to read into: one whose records were all fed, or a
+// new one.
+func (s *streamRun) getPage() *rawPage {
+	if n := len(s.pages); n > 0 {
+		p := s.pages[n-1]
+		s.pages = s.pages[:n-1]
+		return p
+	}
+	return &rawPage{buf: make([]byte, s.pageH.PageSize())}
+}
+
+// putPage keeps a page no record refers to for the next reads.
+func (s *streamRun) putPage(p *rawPage) {
+	p.refs = 0
+	s.pages = append(s.pages, p)
+}
+
+// keep adds a record of a page read to pending, and reports whether it
+// is an event of the machine's; a kernel stack record is attached to the
+// event before it on its CPU.
+func (s *streamRun) keep(cpu int, rec tracefs.Record, page *rawPage) bool {
 	id, err := s.decoder.EventID(rec.Data)
 	if err != nil {
-		return nil
+		return false
 	}
-	def := s.formats[id]
-	if def == nil {
-		return nil // an event the run did not ask for (a trace_marker write)
+	k := s.kinds[id]
+	if k == nil {
+		return false // an event the run did not ask for (a trace_marker write)
 	}
-	if def.System == "ftrace" && def.Name == "kernel_stack" {
+	if k.def.System == "ftrace" && k.def.Name == "kernel_stack" {
 		for i := len(s.pending) - 1; i >= 0; i-- {
-			if s.pending[i].CPU == cpu {
-				s.pending[i].Stack = s.kernelStack(def, rec.Data)
+			if s.pending[i].cpu == cpu {
+				s.pending[i].stack = s.kernelStack(k.def, rec.Data)
 				break
 			}
 		}
-		return nil
+		return false
 	}
-	ev := s.newEvent(def)
-	ev.TS, ev.CPU = rec.Timestamp, cpu
-	if f := def.Field("common_pid"); f != nil {
-		n, _ := s.decoder.Int(f, rec.Data)
+	page.refs++
+	s.pending = append(s.pending, rawEvent{ts: rec.Timestamp, cpu: cpu, kind: k, data: rec.Data, page: page})
+	return true
+}
+
+// decode makes a record read an event of the machine: its kind's event,
+// which the next record of the kind overwrites.
+func (s *streamRun) decode(r *rawEvent) *stream.Event {
+	k := r.kind
+	ev := &k.event
+	ev.TS, ev.CPU, ev.PID, ev.Stack = r.ts, r.cpu, 0, r.stack
+	if k.pid != nil {
+		n, _ := s.decoder.Int(k.pid, r.data)
 		ev.PID = int(n)
 	}
 	// Only the fields the triggers read: the rest stay zero.
-	for _, i := range s.uses[id] {
-		f := def.Fields[i]
+	for _, i := range k.uses {
+		f := k.def.Fields[i]
 		switch f.Kind {
 		case tracefs.KindString, tracefs.KindDynString:
-			str, _ := s.decoder.String(f, rec.Data)
+			str, _ := s.decoder.String(f, r.data)
 			ev.Fields[i] = stream.Text(str)
 		case tracefs.KindArray, tracefs.KindDynArray:
-			a, _ := s.decoder.Array(f, rec.Data)
+			a, _ := s.decoder.Array(f, r.data)
 			ev.Fields[i] = stream.Value{Stack: a}
 		default:
-			n, _ := s.decoder.Int(f, rec.Data)
+			n, _ := s.decoder.Int(f, r.data)
 			ev.Fields[i] = stream.Num(uint64(n))
 		}
 	}
@@ -536,25 +610,6 @@ func (s *streamRun) kernelStack(def *tracefs.Event, rec []byte) []uint64 {
 // (the kernel's HIST_STACKTRACE_DEPTH).
 const histStackDepth = 16
 
-// newEvent is an event of def with every field zero, from the events
-// already fed when there are.
-func (s *streamRun) newEvent(def *tracefs.Event) *stream.Event {
-	var ev *stream.Event
-	if n := len(s.free); n > 0 {
-		ev, s.free = s.free[n-1], s.free[:n-1]
-	} else {
-		ev = &stream.Event{}
-	}
-	fields := ev.Fields
-	if cap(fields) < len(def.Fields) {
-		fields = make([]stream.Value, len(def.Fields))
-	}
-	fields = fields[:len(def.Fields)]
-	clear(fields)
-	*ev = stream.Event{Def: def, Fields: fields}
-	return ev
-}
-
 // stackSkip is how many more frames a hist trigger's stacktrace key skips
 // than the stacktrace trigger's record (HIST_STACKTRACE_SKIP against
 // STACKTRACE_SKIP): the tracepoint's own frames, which are
@@ -568,14 +623,15 @@ const stackSkip = 2
 // trigger's stacktrace key holds: the frames of the tracepoint's own
 // machinery on top, which the key skips, are dropped, and at most
 // histStackDepth frames kept.
-func (s *streamRun) trimStacks(evs []*stream.Event) {
-	for _, ev := range evs {
-		if ev.Stack == nil {
+func (s *streamRun) trimStacks(evs []rawEvent) {
+	for i := range evs {
+		ev := &evs[i]
+		if ev.stack == nil {
 			continue
 		}
-		ev.Stack = ev.Stack[min(stackSkip, len(ev.Stack)):]
-		if len(ev.Stack) > histStackDepth {
-			ev.Stack = ev.Stack[:histStackDepth]
+		ev.stack = ev.stack[min(stackSkip, len(ev.stack)):]
+		if len(ev.stack) > histStackDepth {
+			ev.stack = ev.stack[:histStackDepth]
 		}
 	}
 }
