@@ -92,6 +92,7 @@ type streamRun struct {
 	eventH  *tracefs.EventHeader
 	formats map[int]*tracefs.Event // by event id
 	kinds   map[int]*eventKind     // by event id: how its records are decoded
+	kindTab []*eventKind           // by rawEvent.kind
 	comms   *commCache
 	syms    *symCache
 	syscall func(uint64) string
@@ -111,37 +112,44 @@ type streamRun struct {
 	// in the pages read (decoded as they are fed, into one event of
 	// their kind that every record of it reuses: a run that reads its
 	// events at its end holds a few pages, not an event a record).
+	// They hold no pointers: the collector has nothing to scan in
+	// them, and growing the slice copies bytes.
 	pending []rawEvent
+	// stacks are the kernel stacks of pending events (rawEvent.stack-1).
+	stacks [][]uint64
 	// lostBefore is what the buffers had lost when the run began (an
 	// instance of -B may have lost events before).
 	lostBefore int
 	capMark    uint64     // the newest event a CPU read in part had (see read)
 	pages      []*rawPage // pages whose records were all fed, for the next reads
+	pageTab    []*rawPage // every page made, by rawPage.id
 }
 
 // eventKind is what decoding a record of one event needs: its format,
-// the index of its common_pid, the fields the machine reads, and the
+// its common_pid field, the fields the machine reads, and the
 // event the records are decoded into.
 type eventKind struct {
+	idx   int32 // in kindTab
 	def   *tracefs.Event
 	pid   *tracefs.Field
 	uses  []int
 	event stream.Event
 }
 
-// rawEvent is a record read and not fed yet: its bytes in a page read.
+// rawEvent is a record read and not fed yet: its bytes in a page read
+// (pageTab[page].buf[off:off+n]), its kind (kindTab[kind]) and the
+// kernel stack recorded after it (stacks[stack-1]; 0 for none).
 type rawEvent struct {
-	ts    uint64
-	cpu   int
-	kind  *eventKind
-	data  []byte
-	page  *rawPage
-	stack []uint64 // the kernel stack recorded after it, or nil
+	ts              uint64
+	cpu, kind, page int32
+	off, n          uint32
+	stack           int32
 }
 
 // rawPage is a page read from a buffer; refs counts its records not fed
 // yet.
 type rawPage struct {
+	id   int32
 	buf  []byte
 	refs int
 }
@@ -249,9 +257,10 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 	}
 	s.kinds = map[int]*eventKind{}
 	for id, ev := range s.formats {
-		k := &eventKind{def: ev, pid: ev.Field("common_pid"), uses: s.m.Uses(ev.System, ev.Name)}
+		k := &eventKind{idx: int32(len(s.kindTab)), def: ev, pid: ev.Field("common_pid"), uses: s.m.Uses(ev.System, ev.Name)}
 		k.event.Def, k.event.Fields = ev, make([]stream.Value, len(ev.Fields))
 		s.kinds[id] = k
+		s.kindTab = append(s.kindTab, k)
 	}
 	dir := "instances/" + s.instance + "/per_cpu"
 	ents, err := fs.ReadDir(s.t.FS, dir)
@@ -467,14 +476,36 @@ func (s *streamRun) feed(final bool) {
 			// The machine keeps copies of what it needs of an event:
 			// the page serves the next reads once all its records
 			// are fed.
-			if r.page.refs--; r.page.refs == 0 {
-				s.putPage(r.page)
+			p := s.pageTab[r.page]
+			if p.refs--; p.refs == 0 {
+				s.putPage(p)
 			}
 		}
 		s.mu.Unlock()
 	}
-	clear(s.pending[:n])
 	s.pending = append(s.pending[:0], s.pending[n:]...)
+	s.keepStacks()
+}
+
+// keepStacks drops the stacks of the events fed: all of them once none
+// is pending, else when they are most of those kept.
+func (s *streamRun) keepStacks() {
+	if len(s.pending) == 0 {
+		clear(s.stacks)
+		s.stacks = s.stacks[:0]
+		return
+	}
+	if len(s.stacks) < 64 || len(s.stacks) < 2*len(s.pending) {
+		return
+	}
+	var kept [][]uint64
+	for i := range s.pending {
+		if r := &s.pending[i]; r.stack > 0 {
+			kept = append(kept, s.stacks[r.stack-1])
+			r.stack = int32(len(kept))
+		}
+	}
+	s.stacks = kept
 }
 
 // getPage is a page to read into: one whose records were all fed, or a
@@ -485,7 +516,9 @@ func (s *streamRun) getPage() *rawPage {
 		s.pages = s.pages[:n-1]
 		return p
 	}
-	return &rawPage{buf: make([]byte, s.pageH.PageSize())}
+	p := &rawPage{id: int32(len(s.pageTab)), buf: make([]byte, s.pageH.PageSize())}
+	s.pageTab = append(s.pageTab, p)
+	return p
 }
 
 // putPage keeps a page no record refers to for the next reads.
@@ -508,26 +541,35 @@ func (s *streamRun) keep(cpu int, rec tracefs.Record, page *rawPage) bool {
 	}
 	if k.def.System == "ftrace" && k.def.Name == "kernel_stack" {
 		for i := len(s.pending) - 1; i >= 0; i-- {
-			if s.pending[i].cpu == cpu {
-				s.pending[i].stack = s.kernelStack(k.def, rec.Data)
+			if r := &s.pending[i]; int(r.cpu) == cpu {
+				if r.stack == 0 {
+					s.stacks = append(s.stacks, nil)
+					r.stack = int32(len(s.stacks))
+				}
+				s.stacks[r.stack-1] = s.kernelStack(k.def, rec.Data)
 				break
 			}
 		}
 		return false
 	}
 	page.refs++
-	s.pending = append(s.pending, rawEvent{ts: rec.Timestamp, cpu: cpu, kind: k, data: rec.Data, page: page})
+	s.pending = append(s.pending, rawEvent{ts: rec.Timestamp, cpu: int32(cpu), kind: k.idx, page: page.id,
+		off: uint32(rec.Offset), n: uint32(len(rec.Data))})
 	return true
 }
 
 // decode makes a record read an event of the machine: its kind's event,
 // which the next record of the kind overwrites.
 func (s *streamRun) decode(r *rawEvent) *stream.Event {
-	k := r.kind
+	k := s.kindTab[r.kind]
+	data := s.pageTab[r.page].buf[r.off : r.off+r.n : r.off+r.n]
 	ev := &k.event
-	ev.TS, ev.CPU, ev.PID, ev.Stack = r.ts, r.cpu, 0, r.stack
+	ev.TS, ev.CPU, ev.PID, ev.Stack = r.ts, int(r.cpu), 0, nil
+	if r.stack > 0 {
+		ev.Stack = s.stacks[r.stack-1]
+	}
 	if k.pid != nil {
-		n, _ := s.decoder.Int(k.pid, r.data)
+		n, _ := s.decoder.Int(k.pid, data)
 		ev.PID = int(n)
 	}
 	// Only the fields the triggers read: the rest stay zero.
@@ -535,13 +577,13 @@ func (s *streamRun) decode(r *rawEvent) *stream.Event {
 		f := k.def.Fields[i]
 		switch f.Kind {
 		case tracefs.KindString, tracefs.KindDynString:
-			str, _ := s.decoder.String(f, r.data)
+			str, _ := s.decoder.String(f, data)
 			ev.Fields[i] = stream.Text(str)
 		case tracefs.KindArray, tracefs.KindDynArray:
-			a, _ := s.decoder.Array(f, r.data)
+			a, _ := s.decoder.Array(f, data)
 			ev.Fields[i] = stream.Value{Stack: a}
 		default:
-			n, _ := s.decoder.Int(f, r.data)
+			n, _ := s.decoder.Int(f, data)
 			ev.Fields[i] = stream.Num(uint64(n))
 		}
 	}
@@ -624,15 +666,16 @@ const stackSkip = 2
 // machinery on top, which the key skips, are dropped, and at most
 // histStackDepth frames kept.
 func (s *streamRun) trimStacks(evs []rawEvent) {
-	for i := range evs {
-		ev := &evs[i]
-		if ev.stack == nil {
+	for _, ev := range evs {
+		if ev.stack == 0 {
 			continue
 		}
-		ev.stack = ev.stack[min(stackSkip, len(ev.stack)):]
-		if len(ev.stack) > histStackDepth {
-			ev.stack = ev.stack[:histStackDepth]
+		st := s.stacks[ev.stack-1]
+		st = st[min(stackSkip, len(st)):]
+		if len(st) > histStackDepth {
+			st = st[:histStackDepth]
 		}
+		s.stacks[ev.stack-1] = st
 	}
 }
 

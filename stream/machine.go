@@ -35,7 +35,7 @@ type Options struct {
 	// task's name at the event, which the stream only knows from Comm).
 	KernelFilters bool
 	// OnSynth, when set, is given every synthetic event a trigger fires
-	// (for --events).
+	// (for --events); the event is the machine's until the call returns.
 	OnSynth func(*Event)
 }
 
@@ -48,6 +48,9 @@ type Machine struct {
 	vars     map[string]varRef
 	synths   map[string]*tracefs.Event
 	depth    int
+	// fired are the synthetic events being fired, by depth: each fire
+	// reuses its depth's (the triggers keep copies of what they need).
+	fired []*Event
 }
 
 // varRef locates a variable: the trigger defining it and its slot.
@@ -637,8 +640,17 @@ func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
 	if def == nil || m.depth > 16 {
 		return
 	}
-	s := &Event{Def: def, TS: ev.TS, CPU: ev.CPU, PID: ev.PID, Stack: ev.Stack,
-		Fields: make([]Value, len(def.Fields))}
+	for len(m.fired) <= m.depth {
+		m.fired = append(m.fired, &Event{})
+	}
+	s := m.fired[m.depth]
+	fields := s.Fields
+	if cap(fields) < len(def.Fields) {
+		fields = make([]Value, len(def.Fields))
+	}
+	fields = fields[:len(def.Fields)]
+	clear(fields)
+	*s = Event{Def: def, TS: ev.TS, CPU: ev.CPU, PID: ev.PID, Stack: ev.Stack, Fields: fields}
 	first := firstSynthField(def)
 	for i, p := range a.params {
 		v, ok := p.eval(ev, lookup)
