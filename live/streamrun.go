@@ -120,9 +120,10 @@ type streamRun struct {
 	// lostBefore is what the buffers had lost when the run began (an
 	// instance of -B may have lost events before).
 	lostBefore int
-	capMark    uint64     // the newest event a CPU read in part had (see read)
-	pages      []*rawPage // pages whose records were all fed, for the next reads
-	pageTab    []*rawPage // every page made, by rawPage.id
+	capMark    uint64       // the newest event a CPU read in part had (see read)
+	pages      []*rawPage   // pages whose records were all fed, for the next reads
+	pageTab    []*rawPage   // every page made, by rawPage.id
+	decoded    tracefs.Page // the page being read, its records' memory reused
 }
 
 // eventKind is what decoding a record of one event needs: its format,
@@ -367,8 +368,8 @@ func (s *streamRun) read() (int, error) {
 	// add decodes a page; full says the writer had left it (a page
 	// still being written comes back part full).
 	add := func(c *cpuReader, page *rawPage) (full bool, err error) {
-		p, err := s.pageH.DecodePage(page.buf, binary.NativeEndian, s.eventH)
-		if err != nil {
+		p := &s.decoded
+		if err := s.pageH.DecodePageTo(p, page.buf, binary.NativeEndian, s.eventH); err != nil {
 			s.putPage(page)
 			return false, fmt.Errorf("%s: %v", c.path, err)
 		}

@@ -41,8 +41,11 @@ type Options struct {
 
 // Machine evaluates triggers on events.
 type Machine struct {
-	opt      Options
-	byEvent  map[string][]*trigger // system/event → triggers, in the order written
+	opt     Options
+	byEvent map[string][]*trigger // system/event → triggers, in the order written
+	// byDef caches byEvent by the format of the events fed: an event's
+	// triggers found without making its system/event key.
+	byDef    map[*tracefs.Event][]*trigger
 	triggers []*trigger
 	named    map[string]*tmap
 	vars     map[string]varRef
@@ -503,7 +506,15 @@ func (m *Machine) NeedsStack(system, event string) bool {
 // Feed runs the triggers of the event's event on it. Events must come in
 // the order of their timestamps.
 func (m *Machine) Feed(ev *Event) {
-	for _, t := range m.byEvent[ev.Def.System+"/"+ev.Def.Name] {
+	ts, ok := m.byDef[ev.Def]
+	if !ok {
+		if m.byDef == nil {
+			m.byDef = map[*tracefs.Event][]*trigger{}
+		}
+		ts = m.byEvent[ev.Def.System+"/"+ev.Def.Name]
+		m.byDef[ev.Def] = ts
+	}
+	for _, t := range ts {
 		m.hit(t, ev)
 	}
 }

@@ -333,18 +333,30 @@ func readUint(order binary.ByteOrder, b []byte, size int) uint64 {
 //
 // The work is linear in the commit: every record takes at least 4 bytes.
 func (h *PageHeader) DecodePage(page []byte, order binary.ByteOrder, ev *EventHeader) (*Page, error) {
-	if err := h.check(); err != nil {
+	p := &Page{}
+	if err := h.DecodePageTo(p, page, order, ev); err != nil {
 		return nil, err
+	}
+	return p, nil
+}
+
+// DecodePageTo is [PageHeader.DecodePage] into p, whose Records' memory
+// it reuses: a reader of many pages allocates nothing a page.
+func (h *PageHeader) DecodePageTo(p *Page, page []byte, order binary.ByteOrder, ev *EventHeader) error {
+	recs := p.Records[:0]
+	*p = Page{}
+	if err := h.check(); err != nil {
+		return err
 	}
 	if ev == nil {
 		ev = DefaultEventHeader()
 	} else if err := ev.check(); err != nil {
-		return nil, err
+		return err
 	}
 	if len(page) < h.DataOffset {
-		return nil, fmt.Errorf("page of %d bytes is shorter than its %d-byte header", len(page), h.DataOffset)
+		return fmt.Errorf("page of %d bytes is shorter than its %d-byte header", len(page), h.DataOffset)
 	}
-	p := &Page{Timestamp: order.Uint64(page[h.TimestampOffset:])}
+	p.Timestamp = order.Uint64(page[h.TimestampOffset:])
 	commit := readUint(order, page[h.CommitOffset:], h.CommitSize)
 	// The kernel adds its flag RB_MISSED_EVENTS, the int 1 << 31, to a
 	// 64-bit commit as a negative number, which sets bits 32-63 with it
@@ -352,39 +364,40 @@ func (h *PageHeader) DecodePage(page []byte, order binary.ByteOrder, ev *EventHe
 	// the size is the bits below the flags.
 	size := commit & (rbMissedStored - 1)
 	if size > uint64(h.DataSize) {
-		return nil, fmt.Errorf("page commit %#x: %d data bytes in a page of %d", commit, size, h.DataSize)
+		return fmt.Errorf("page commit %#x: %d data bytes in a page of %d", commit, size, h.DataSize)
 	}
 	p.Commit = int(size)
 	// Nothing past the page counts, not even a stored count.
 	data := page[h.DataOffset:min(len(page), h.PageSize())]
 	if len(data) < p.Commit {
-		return nil, fmt.Errorf("page cut at %d bytes of data, %d committed", len(data), p.Commit)
+		return fmt.Errorf("page cut at %d bytes of data, %d committed", len(data), p.Commit)
 	}
 	if commit&rbMissedEvents != 0 {
 		p.Lost = LostUnknown
 		if commit&rbMissedStored != 0 {
 			end := p.Commit + h.CommitSize
 			if end > len(data) {
-				return nil, fmt.Errorf("page stores a lost-events count past its end (%d+%d bytes of %d)", p.Commit, h.CommitSize, len(data))
+				return fmt.Errorf("page stores a lost-events count past its end (%d+%d bytes of %d)", p.Commit, h.CommitSize, len(data))
 			}
 			n := readUint(order, data[p.Commit:], h.CommitSize)
 			if n > math.MaxInt64 {
-				return nil, fmt.Errorf("page stores %d lost events", n)
+				return fmt.Errorf("page stores %d lost events", n)
 			}
 			p.Lost = int64(n)
 		}
 	}
-	recs, err := decodeRecords(data[:p.Commit], h.DataOffset, p.Timestamp, order, ev)
+	recs, err := decodeRecords(recs, data[:p.Commit], h.DataOffset, p.Timestamp, order, ev)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.Records = recs
-	return p, nil
+	return nil
 }
 
 // decodeRecords walks the committed data of a page; base is the data's
 // offset in the page, ts the page's time.
-func decodeRecords(data []byte, base int, ts uint64, order binary.ByteOrder, ev *EventHeader) ([]Record, error) {
+// The records are appended to recs.
+func decodeRecords(recs []Record, data []byte, base int, ts uint64, order binary.ByteOrder, ev *EventHeader) ([]Record, error) {
 	big := isBigEndian(order)
 	deltaBits := uint(ev.TimeDeltaBits)
 	deltaMask := uint32(1)<<deltaBits - 1
@@ -396,7 +409,6 @@ func decodeRecords(data []byte, base int, ts uint64, order binary.ByteOrder, ev 
 	if absBits < 64 {
 		msbMask = ^(uint64(1)<<absBits - 1)
 	}
-	var recs []Record
 	off := 0
 	for off < len(data) {
 		if len(data)-off < 4 {
