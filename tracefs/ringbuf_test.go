@@ -285,6 +285,17 @@ func TestDecodePage(t *testing.T) {
 		if n := len(page.Records[3].Data); n != 200 {
 			t.Errorf("%s: type_len 0 event of %d bytes", l.name, n)
 		}
+		// DecodePageTo into a page that holds another's records (more of
+		// them, a lost count) gives the same page, in their memory.
+		reused := &Page{Timestamp: 9, Commit: 9, Lost: 9, Records: make([]Record, 20, 32)}
+		mem := &reused.Records[:1][0]
+		if err := l.h.DecodePageTo(reused, b.bytes(), l.order, nil); err != nil {
+			t.Fatalf("%s: DecodePageTo: %v", l.name, err)
+		}
+		if reused.Timestamp != page.Timestamp || reused.Commit != page.Commit || reused.Lost != 0 || &reused.Records[0] != mem {
+			t.Errorf("%s: DecodePageTo: page ts %d commit %d lost %d, records reused %v", l.name, reused.Timestamp, reused.Commit, reused.Lost, &reused.Records[0] == mem)
+		}
+		checkRecords(t, l.name+" (DecodePageTo)", reused.Records, want)
 	}
 }
 
