@@ -8,7 +8,7 @@ import (
 
 func main() {
 	live.TuneGC(os.Getenv, false)
-	stop := startProfile()
+	stop := live.StartCPUProfile(os.Getenv)
 	code := run(os.Args[1:], osEnv())
 	stop()
 	os.Exit(code)

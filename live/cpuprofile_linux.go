@@ -1,4 +1,4 @@
-package main
+package live
 
 import (
 	"os"
@@ -7,12 +7,12 @@ import (
 	"syscall"
 )
 
-// startProfile writes a CPU profile of this run to the file
-// SQLHIST_CPUPROFILE names, at 1000 samples a second (make bench-kernel's
+// StartCPUProfile writes a CPU profile of this process to the file
+// SQLHIST_CPUPROFILE names (read with getenv), at 1000 samples a second (make bench-kernel's
 // SQLHIST_COST_PROFILE: a stream run in the guest takes a few hundred ms
 // of CPU); the function returned ends it.
-func startProfile() func() {
-	path := os.Getenv("SQLHIST_CPUPROFILE")
+func StartCPUProfile(getenv func(string) string) func() {
+	path := getenv("SQLHIST_CPUPROFILE")
 	if path == "" {
 		return func() {}
 	}
