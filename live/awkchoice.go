@@ -26,13 +26,16 @@ func (c *Choices) PrintsAwk(given func(string) bool, cat *Catalog, hint string) 
 	return !given("engine") && hint == "" && !(f.HistTriggers && f.SyntheticEvents)
 }
 
-// CheckAwk refuses -d and --engine when printing gives no awk script.
+// CheckAwk refuses -d, -i and --engine when printing gives no awk script.
 func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
 	if c.Run || awk {
 		return nil
 	}
 	if given("duration") {
 		return errors.New("--duration goes with --run (-r), or with --engine stream when printing the awk engine's script")
+	}
+	if given("interval") {
+		return errors.New("--interval goes with --run (-r), or with --engine stream when printing the awk engine's script")
 	}
 	if !given("engine") {
 		return nil
@@ -47,27 +50,35 @@ func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
 }
 
 // PrintAwk writes the awk engine's script of the plan, for the tracefs
-// at root, running for c.Collect (0: until stopped).
+// at root, running for c.Collect (0: until stopped), printing the hist
+// files every c.Every too (-i; 0: at the end only).
 func (c *Choices) PrintAwk(w io.Writer, plan *planner.Plan, cat *Catalog, root string) error {
 	arch, _ := cat.Arch()
 	ap, err := NewAwkPlan(plan, cat, arch)
 	if err != nil {
 		return err
 	}
-	return WriteAwkScript(w, ap, AwkScriptOptions{Root: root, Duration: c.Collect})
+	return WriteAwkScript(w, ap, AwkScriptOptions{Root: root, Duration: c.Collect, Interval: c.Every})
 }
 
 // RunAwkVia runs a stream-engine run through --via on the target's awk
 // (only the results cross the line) when it can (--engine auto or awk;
-// --engine stream streams the events): -d of at most AwkViaMax, no -i,
-// --events or --metrics, awk on the target and a query the awk engine
-// computes. A nil report and error mean: stream the events instead
-// (said on stderr when the target was asked).
+// --engine stream streams the events): -d (of at most AwkViaMax without
+// -i: RunAwkViaIntervals with it), no --events or --metrics, awk on the
+// target and a query the awk engine computes. A nil report and error
+// mean: stream the events instead (said on stderr when the target was
+// asked).
 func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt Options, root string) (*Report, error) {
-	if h.Shell == nil || opt.Engine != EngineStream || c.Engine == EngineStream || opt.Interval > 0 || opt.Events != nil || c.Metrics != "" || opt.Duration <= 0 {
+	if h.Shell == nil || opt.Engine != EngineStream || c.Engine == EngineStream || opt.Events != nil || c.Metrics != "" || opt.Duration <= 0 {
 		return nil, nil
 	}
-	rep, err := RunAwkVia(ctx, h.Shell, plan, c.Catalog, root, opt.Duration, h.Stderr)
+	var rep *Report
+	var err error
+	if opt.Interval > 0 {
+		rep, err = RunAwkViaIntervals(ctx, h.Shell, plan, c.Catalog, root, opt, h.Stderr)
+	} else {
+		rep, err = RunAwkVia(ctx, h.Shell, plan, c.Catalog, root, opt.Duration, h.Stderr)
+	}
 	var fb *AwkFallback
 	if errors.As(err, &fb) {
 		fmt.Fprintf(h.Stderr, "sqlhist: streaming the events: %s\n", fb.Why)

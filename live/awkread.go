@@ -20,87 +20,173 @@ const (
 	awkFilesMax  = 256      // hist files
 )
 
-// AwkOutput is what the awk engine's program printed when it ended: the
+// AwkOutput is what the awk engine's program printed at one time: the
 // hist files it computed, by path ("events/synthetic/x/hist") in the
 // order printed, and the events the kernel lost and the lines of no
-// event it read.
+// event it read. Interval is N of an interval's ("==> interval N <==",
+// counted from the start), 0 for the end's.
 type AwkOutput struct {
+	Interval     int
 	Paths        []string
 	Files        map[string]string
 	Lost, Unread uint64
 }
 
 // ReadAwkOutput reads what an awk engine's program printed (see
-// stream.Machine.Awk), as untrusted input: at most 64 MiB, lines of at
-// most 1 MiB, 256 hist files, each path of the form events/SYSTEM/EVENT/
-// hist and given once, each file one the hist reader takes, and the end
-// line last (an output cut short is an error, not an empty answer).
+// stream.Machine.Awk) and returns the end's hist files (after those of
+// the intervals, if it printed any), as ReadAwkOutputs reads them.
 func ReadAwkOutput(r io.Reader) (*AwkOutput, error) {
+	outs, err := ReadAwkOutputs(r)
+	if err != nil {
+		return nil, err
+	}
+	return outs[len(outs)-1], nil
+}
+
+// ReadAwkOutputs reads what an awk engine's program printed, as
+// untrusted input: at most 64 MiB, lines of at most 1 MiB; the hist
+// files of each interval ("==> interval N <==", N from 1 up, one after
+// another) then the end's, each of at most 256 hist files, each path of
+// the form events/SYSTEM/EVENT/hist and given once, each file one the
+// hist reader takes, each ended by its end line, the end's last (an
+// output cut short is an error, not an empty answer).
+func ReadAwkOutputs(r io.Reader) ([]*AwkOutput, error) {
 	sc := bufio.NewScanner(io.LimitReader(r, awkOutputMax+1))
 	sc.Buffer(make([]byte, 0, 64<<10), awkLineMax)
-	out := &AwkOutput{Files: map[string]string{}}
-	var cur *strings.Builder
-	ended := false
-	n, total := 0, 0
-	flush := func() error {
-		if cur == nil {
-			return nil
-		}
-		p := out.Paths[len(out.Paths)-1]
-		text := strings.TrimSuffix(cur.String(), "\n")
-		if _, err := tracefs.ParseHist(text); err != nil {
-			return fmt.Errorf("the awk engine's %s: %v", p, err)
-		}
-		out.Files[p] = text
-		cur = nil
-		return nil
-	}
+	var ar AwkReader
+	var outs []*AwkOutput
+	total := 0
 	for sc.Scan() {
-		n++
 		line := sc.Text()
 		if total += len(line) + 1; total > awkOutputMax {
 			return nil, fmt.Errorf("the awk engine's output is over %d bytes", awkOutputMax)
 		}
-		if ended {
-			return nil, fmt.Errorf("the awk engine's output, line %d: text after its end line", n)
+		o, err := ar.Line(line)
+		if err != nil {
+			return nil, err
 		}
-		if rest, ok := strings.CutPrefix(line, stream.AwkEnd); ok {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			if out.Lost, out.Unread, ok = awkEndCounts(rest); !ok {
-				return nil, fmt.Errorf("the awk engine's output, line %d: a bad end line %q", n, clip(line))
-			}
-			ended = true
-			continue
+		if o != nil {
+			outs = append(outs, o)
 		}
-		if p, ok := awkFileHeader(line); ok {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			if _, dup := out.Files[p]; dup {
-				return nil, fmt.Errorf("the awk engine's output, line %d: %s twice", n, p)
-			}
-			if len(out.Paths) >= awkFilesMax {
-				return nil, fmt.Errorf("the awk engine's output has more than %d hist files", awkFilesMax)
-			}
-			out.Paths = append(out.Paths, p)
-			out.Files[p] = ""
-			cur = &strings.Builder{}
-			continue
-		}
-		if cur == nil {
-			return nil, fmt.Errorf("the awk engine's output, line %d: %q before its first hist file", n, clip(line))
-		}
-		cur.WriteString(line + "\n")
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("the awk engine's output, after line %d: %v", n, err)
+		return nil, fmt.Errorf("the awk engine's output, after line %d: %v", ar.n, err)
 	}
-	if !ended {
+	if !ar.Ended() {
 		return nil, fmt.Errorf("the awk engine's output ends before its end line (the program was stopped or its output cut)")
 	}
-	return out, nil
+	return outs, nil
+}
+
+// AwkReader reads the output of an awk engine's program a line at a
+// time, as it comes (a run with -i reads each interval's hist files
+// while the program runs). Its zero value is ready; it holds at most
+// one output's hist files (64 MiB) at a time.
+type AwkReader struct {
+	n, size int
+	ended   bool
+	out     *AwkOutput       // the output being read, nil between two
+	cur     *strings.Builder // the hist file being read
+	ticks   int              // the last interval read
+}
+
+// Ended reports whether the end's output was read: nothing may follow.
+func (ar *AwkReader) Ended() bool { return ar.ended }
+
+// Line reads one line (without its newline, at most 1 MiB): an output
+// it completes is returned.
+func (ar *AwkReader) Line(line string) (*AwkOutput, error) {
+	ar.n++
+	n := ar.n
+	if len(line) > awkLineMax {
+		return nil, fmt.Errorf("the awk engine's output, line %d: longer than %d bytes", n, awkLineMax)
+	}
+	if ar.ended {
+		return nil, fmt.Errorf("the awk engine's output, line %d: text after its end line", n)
+	}
+	if ar.size += len(line) + 1; ar.size > awkOutputMax {
+		return nil, fmt.Errorf("the awk engine's output is over %d bytes", awkOutputMax)
+	}
+	if rest, ok := strings.CutPrefix(line, stream.AwkInterval); ok {
+		if ar.out != nil {
+			return nil, fmt.Errorf("the awk engine's output, line %d: an interval inside another's hist files", n)
+		}
+		k, ok := awkIntervalN(rest)
+		if !ok || k != ar.ticks+1 {
+			return nil, fmt.Errorf("the awk engine's output, line %d: %q, want interval %d", n, clip(line), ar.ticks+1)
+		}
+		ar.ticks = k
+		ar.out = &AwkOutput{Interval: k, Files: map[string]string{}}
+		return nil, nil
+	}
+	if rest, ok := strings.CutPrefix(line, stream.AwkEnd); ok {
+		if ar.out == nil {
+			ar.out = &AwkOutput{Files: map[string]string{}}
+		}
+		if err := ar.flush(); err != nil {
+			return nil, err
+		}
+		o := ar.out
+		if o.Lost, o.Unread, ok = awkEndCounts(rest); !ok {
+			return nil, fmt.Errorf("the awk engine's output, line %d: a bad end line %q", n, clip(line))
+		}
+		ar.ended = o.Interval == 0
+		ar.out, ar.size = nil, 0
+		return o, nil
+	}
+	if p, ok := awkFileHeader(line); ok {
+		if ar.out == nil {
+			ar.out = &AwkOutput{Files: map[string]string{}}
+		}
+		if err := ar.flush(); err != nil {
+			return nil, err
+		}
+		o := ar.out
+		if _, dup := o.Files[p]; dup {
+			return nil, fmt.Errorf("the awk engine's output, line %d: %s twice", n, p)
+		}
+		if len(o.Paths) >= awkFilesMax {
+			return nil, fmt.Errorf("the awk engine's output has more than %d hist files", awkFilesMax)
+		}
+		o.Paths = append(o.Paths, p)
+		o.Files[p] = ""
+		ar.cur = &strings.Builder{}
+		return nil, nil
+	}
+	if ar.cur == nil {
+		return nil, fmt.Errorf("the awk engine's output, line %d: %q before its first hist file", n, clip(line))
+	}
+	ar.cur.WriteString(line + "\n")
+	return nil, nil
+}
+
+// flush ends the hist file being read.
+func (ar *AwkReader) flush() error {
+	if ar.cur == nil {
+		return nil
+	}
+	o := ar.out
+	p := o.Paths[len(o.Paths)-1]
+	text := strings.TrimSuffix(ar.cur.String(), "\n")
+	ar.cur = nil
+	if _, err := tracefs.ParseHist(text); err != nil {
+		return fmt.Errorf("the awk engine's %s: %v", p, err)
+	}
+	o.Files[p] = text
+	return nil
+}
+
+// awkIntervalN reads "N <==" of an interval's line.
+func awkIntervalN(s string) (int, bool) {
+	s, ok := strings.CutSuffix(s, stream.AwkFileSuffix)
+	if !ok || len(s) > 9 {
+		return 0, false
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 1 || strconv.Itoa(k) != s {
+		return 0, false
+	}
+	return k, true
 }
 
 // awkFileHeader reads "==> events/SYSTEM/EVENT/hist <==".
@@ -154,7 +240,8 @@ func clip(s string) string {
 // the trace_pipe lines it read (its SQLHIST_AWK_TEE file): the stream
 // machine fed the events stream.TextReader reads from them. A run whose
 // output differs from its replay computed something else than the stream
-// engine would have from the same events.
+// engine would have from the same events. The program's ticks
+// (AwkTick) print the intervals' hist files where they came.
 func AwkReplay(plan *planner.Plan, cat *tracefs.Catalog, arch *tracefs.Arch, lines io.Reader) (string, error) {
 	ap, err := NewAwkPlan(plan, cat, arch)
 	if err != nil {
@@ -176,9 +263,25 @@ func AwkReplay(plan *planner.Plan, cat *tracefs.Catalog, arch *tracefs.Arch, lin
 	if err != nil {
 		return "", err
 	}
+	var b strings.Builder
+	files := func() {
+		for _, e := range ap.Show {
+			sys, ev, _ := strings.Cut(e, "/")
+			b.WriteString(stream.AwkFilePrefix + "events/" + e + "/hist" + stream.AwkFileSuffix + "\n")
+			b.WriteString(m.HistFile(sys, ev) + "\n")
+		}
+		fmt.Fprintf(&b, "%slost %d, unread %d%s\n", stream.AwkEnd, r.Lost, r.Unread, stream.AwkFileSuffix)
+	}
 	sc := bufio.NewScanner(lines)
 	sc.Buffer(make([]byte, 0, 64<<10), awkLineMax)
+	ticks := 0
 	for sc.Scan() {
+		if strings.HasSuffix(sc.Text(), ": tracing_mark_write: "+AwkTick) {
+			ticks++
+			fmt.Fprintf(&b, "%s%d%s\n", stream.AwkInterval, ticks, stream.AwkFileSuffix)
+			files()
+			continue
+		}
 		if ev := r.Event(sc.Text()); ev != nil {
 			m.Feed(ev)
 		}
@@ -186,12 +289,6 @@ func AwkReplay(plan *planner.Plan, cat *tracefs.Catalog, arch *tracefs.Arch, lin
 	if err := sc.Err(); err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	for _, e := range ap.Show {
-		sys, ev, _ := strings.Cut(e, "/")
-		b.WriteString(stream.AwkFilePrefix + "events/" + e + "/hist" + stream.AwkFileSuffix + "\n")
-		b.WriteString(m.HistFile(sys, ev) + "\n")
-	}
-	fmt.Fprintf(&b, "%slost %d, unread %d%s\n", stream.AwkEnd, r.Lost, r.Unread, stream.AwkFileSuffix)
+	files()
 	return b.String(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sqlhist/sqlhist/internal/fuzzguard"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/stream"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -49,6 +50,9 @@ func TestReadAwkOutput(t *testing.T) {
 		{"bad path", "==> ../../etc/passwd <==\n" + good, "before its first hist file"},
 		{"bad end", strings.Replace(good, "lost 0,", "lost 01,", 1), "bad end line"},
 		{"cut hist", strings.Replace(good, "Totals:", "", 1), "the awk engine's events/synthetic"},
+		{"interval skipped", stream.AwkInterval + "2" + stream.AwkFileSuffix + "\n" + good, "want interval 1"},
+		{"interval in files", lines[0] + stream.AwkInterval + "1" + stream.AwkFileSuffix + "\n" + good, "inside another"},
+		{"interval last", stream.AwkInterval + "1" + stream.AwkFileSuffix + "\n" + good, "ends before its end line"},
 		{"long line", lines[0] + strings.Repeat("x", awkLineMax+1) + "\n", "token too long"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,24 +65,45 @@ func TestReadAwkOutput(t *testing.T) {
 }
 
 // FuzzReadAwkOutput: what a target's awk prints never panics the reader,
-// and what it takes is whole: every path has a file the hist reader
-// takes, and reading the file again gives the same histograms.
+// and what it takes is whole: intervals numbered from 1 up, then the
+// end's; every path has a file the hist reader takes. A poll's reading
+// of the same text in two pieces (awkPollLines) takes the same.
 func FuzzReadAwkOutput(f *testing.F) {
-	f.Add(awkOutputSeed(f))
-	f.Add("==> events/a/b/hist <==\n==> end: lost 0, unread 0 <==\n")
-	f.Fuzz(func(t *testing.T, in string) {
+	seed := awkOutputSeed(f)
+	f.Add(seed, 0)
+	f.Add(stream.AwkInterval+"1"+stream.AwkFileSuffix+"\n"+seed+stream.AwkInterval+"2"+stream.AwkFileSuffix+"\n"+seed+seed, len(seed)/3)
+	f.Add("==> events/a/b/hist <==\n==> end: lost 0, unread 0 <==\n", 7)
+	f.Fuzz(func(t *testing.T, in string, cut int) {
 		fuzzguard.Run(fuzzguard.Limit, in, func() {
-			o, err := ReadAwkOutput(strings.NewReader(in))
+			outs, err := ReadAwkOutputs(strings.NewReader(in))
 			if err != nil {
 				return
 			}
-			if len(o.Paths) != len(o.Files) {
-				t.Fatalf("%d paths, %d files", len(o.Paths), len(o.Files))
-			}
-			for _, p := range o.Paths {
-				if _, err := tracefs.ParseHist(o.Files[p]); err != nil {
-					t.Fatalf("%s was taken but does not read: %v", p, err)
+			for i, o := range outs {
+				if last := i == len(outs)-1; (o.Interval == 0) != last || !last && o.Interval != i+1 {
+					t.Fatalf("output %d of %d is interval %d", i, len(outs), o.Interval)
 				}
+				if len(o.Paths) != len(o.Files) {
+					t.Fatalf("%d paths, %d files", len(o.Paths), len(o.Files))
+				}
+				for _, p := range o.Paths {
+					if _, err := tracefs.ParseHist(o.Files[p]); err != nil {
+						t.Fatalf("%s was taken but does not read: %v", p, err)
+					}
+				}
+			}
+			if strings.Contains(in, "\r") || strings.Contains(in, awkPollEOF) || !strings.HasSuffix(in, "\n") {
+				return
+			}
+			cut = min(max(cut, 0), len(in))
+			var ar AwkReader
+			a, n, err := awkPollLines(&ar, in[:cut]+awkPollEOF+"\n")
+			if err != nil {
+				t.Fatalf("the first piece: %v", err)
+			}
+			b, _, err := awkPollLines(&ar, in[n:]+awkPollEOF+"\n")
+			if err != nil || len(a)+len(b) != len(outs) || !ar.Ended() {
+				t.Fatalf("in two pieces: %d+%d outputs (%v), want %d", len(a), len(b), err, len(outs))
 			}
 		})
 	})

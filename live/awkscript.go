@@ -25,6 +25,12 @@ const EngineAwk = "awk"
 // trace_marker to end its awk program.
 const AwkMarker = "sqlhist-awk-end"
 
+// AwkTick is the text the script writes to its instance's trace_marker
+// at the end of each interval (AwkScriptOptions.Interval): its awk
+// program prints the hist files as they are then, after a line
+// "==> interval N <==", and goes on.
+const AwkTick = "sqlhist-awk-tick"
+
 // awkBufferKB is the per-CPU buffer of the script's instance: a board
 // may have little memory, and awk reads the events as they come.
 const awkBufferKB = 1024
@@ -36,6 +42,11 @@ type AwkScriptOptions struct {
 	// Duration ends the run after it; 0 runs until Ctrl-C (SIGINT, or
 	// SIGTERM or SIGHUP).
 	Duration time.Duration
+	// Interval, when not 0, makes the awk program print the hist files
+	// every Interval (counted from the start), as -i does: a loop in the
+	// background writes AwkTick to the instance's trace_marker. A run
+	// of Duration ticks only within it (the last interval is the end's).
+	Interval time.Duration
 	// Arch is the target's architecture (nil: x86_64), for .syscall
 	// names and the size of a long.
 	Arch *tracefs.Arch
@@ -95,7 +106,7 @@ func NewAwkPlan(plan *planner.Plan, cat *tracefs.Catalog, arch *tracefs.Arch) (*
 		_, err := cat.Lookup("syscalls", "sys_enter_"+name)
 		return err == nil
 	})
-	ap.Program, err = m.Awk(stream.AwkOptions{LongSize: long, Syscall: namer, Show: ap.Show, Marker: AwkMarker})
+	ap.Program, err = m.Awk(stream.AwkOptions{LongSize: long, Syscall: namer, Show: ap.Show, Marker: AwkMarker, Tick: AwkTick})
 	if err != nil {
 		return nil, awkRefusal(plan, hists, err)
 	}
@@ -164,7 +175,11 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	} else {
 		b.WriteString(" (Ctrl-C)")
 	}
-	b.WriteString(", then removes its instance.\n(\n")
+	b.WriteString(", then removes its instance.\n")
+	if opt.Interval > 0 {
+		fmt.Fprintf(&b, "# Every %s s it prints them as they are then (counted from the start), after a line\n# \"==> interval N <==\".\n", seconds(opt.Interval))
+	}
+	b.WriteString("(\n")
 	var probes []emit.Command
 	for _, c := range ap.Setup {
 		if c.Kind == emit.KindProbe {
@@ -187,13 +202,29 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	}
 	b.WriteString("LC_ALL=C awk " + emit.Quote(ap.Program) + " < " + emit.Quote(path.Join(root, "instances", ap.Instance, "trace_pipe")) + " &\n")
 	b.WriteString("sqlhist_awk=$!\n")
+	marker := emit.Quote(path.Join(root, "instances", ap.Instance, "trace_marker"))
+	if opt.Interval > 0 {
+		// The ticks: as many as whole intervals end before the duration
+		// does (the last interval is the end's), or until stopped.
+		loop := "while :"
+		if opt.Duration > 0 {
+			n := int((opt.Duration - 1) / opt.Interval)
+			b.WriteString("sqlhist_n=0\n")
+			loop = fmt.Sprintf("while [ $sqlhist_n -lt %d ]", n)
+		}
+		b.WriteString("( " + loop + "; do sleep " + seconds(opt.Interval) + "; echo " + emit.Quote(AwkTick) + " >> " + marker + " || exit; sqlhist_n=$((sqlhist_n + 1)); done ) < /dev/null > /dev/null 2>&1 &\n")
+		b.WriteString("sqlhist_tick=$!\n")
+	}
 	b.WriteString("trap : INT TERM HUP\n")
 	if opt.Duration > 0 {
 		b.WriteString("sleep " + seconds(opt.Duration) + " &\nsqlhist_sleep=$!\nwait $sqlhist_sleep\nkill $sqlhist_sleep 2>/dev/null\n")
 	} else {
 		b.WriteString("wait $sqlhist_awk\n")
 	}
-	b.WriteString("echo " + emit.Quote(AwkMarker) + " >> " + emit.Quote(path.Join(root, "instances", ap.Instance, "trace_marker")) + "\n")
+	if opt.Interval > 0 {
+		b.WriteString("kill $sqlhist_tick 2>/dev/null\nwait $sqlhist_tick\n")
+	}
+	b.WriteString("echo " + emit.Quote(AwkMarker) + " >> " + marker + "\n")
 	b.WriteString("wait $sqlhist_awk\n")
 	b.WriteString("trap - INT TERM HUP\n")
 	b.WriteString("sqlhist_undo\n)\n")

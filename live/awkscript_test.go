@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
@@ -107,8 +108,10 @@ func TestAwkProgram(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A line of events the kernel lost, as trace_pipe prints it.
-		data = append([]byte("CPU:1 [LOST 12 EVENTS]\n"), data...)
+		// A line of events the kernel lost, as trace_pipe prints it, and
+		// two ticks of -i (AwkTick): the program prints the hist files
+		// as they are at each.
+		data = append([]byte("CPU:1 [LOST 12 EVENTS]\n"), withTicks(data, 500, 1000)...)
 		for _, name := range []string{"agg", "chain3", "hist", "join", "prio", "where"} {
 			t.Run(k.name+"/"+name, func(t *testing.T) {
 				ap, plan, cat, a := awkPlanOf(t, awkQueries[name], k.version, k.arch)
@@ -116,8 +119,8 @@ func TestAwkProgram(t *testing.T) {
 				if !strings.Contains(want, "hitcount:") {
 					t.Fatalf("the reference counted nothing:\n%s", want)
 				}
-				if _, err := ReadAwkOutput(strings.NewReader(want)); err != nil {
-					t.Errorf("ReadAwkOutput: %v", err)
+				if outs, err := ReadAwkOutputs(strings.NewReader(want)); err != nil || len(outs) != 3 || outs[0].Interval != 1 || outs[1].Interval != 2 || outs[2].Interval != 0 {
+					t.Errorf("ReadAwkOutputs: %d outputs, %v; want intervals 1 and 2, then the end", len(outs), err)
 				}
 				for _, iname := range []string{"busybox", "mawk", "gawk"} {
 					argv := impls[iname]
@@ -139,6 +142,22 @@ func TestAwkProgram(t *testing.T) {
 			})
 		}
 	}
+}
+
+// withTicks puts a tick of the awk engine's -i (its trace_marker line,
+// as trace_pipe prints it) before each given line of text.
+func withTicks(text []byte, at ...int) []byte {
+	lines := strings.SplitAfter(string(text), "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		for _, a := range at {
+			if a == i {
+				b.WriteString("              sh-83      [000] .....     2.100000: tracing_mark_write: " + AwkTick + "\n")
+			}
+		}
+		b.WriteString(l)
+	}
+	return []byte(b.String())
 }
 
 // lineDiff shows the lines two texts differ in.
@@ -285,4 +304,71 @@ func standIn(t *testing.T, dir string, text []byte) (root, bin string) {
 		}
 	}
 	return root, bin
+}
+
+// TestAwkScriptTicks runs the printed script with an interval (-i) under
+// dash, mksh and bash --posix on the stand-in tracefs: its background
+// loop writes a tick to the instance's trace_marker each interval, at
+// most as many as whole intervals end before the duration, stops before
+// the end marker, and leaves no process behind (the shell's output
+// ends).
+func TestAwkScriptTicks(t *testing.T) {
+	impls := awks(t)
+	awk := impls["busybox"]
+	if awk == nil {
+		for _, a := range impls {
+			awk = a
+		}
+	}
+	if awk == nil {
+		t.Skip("no awk")
+	}
+	k := awkKernels[0]
+	text, err := os.ReadFile(k.text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, _, _, _ := awkPlanOf(t, awkQueries["join"], k.version, k.arch)
+	for _, sh := range [][]string{{"dash"}, {"mksh"}, {"bash", "--posix"}} {
+		p, err := exec.LookPath(sh[0])
+		if err != nil {
+			t.Logf("SKIPPING %s: not installed", sh[0])
+			continue
+		}
+		t.Run(sh[0], func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			root, bin := standIn(t, dir, text)
+			if err := os.WriteFile(bin+"/awk", []byte("#!/bin/sh\nexec "+strings.Join(quoteAll(awk), " ")+" \"$@\"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var script bytes.Buffer
+			if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: 1200 * time.Millisecond, Interval: 400 * time.Millisecond}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(script.String(), "# Every 0.4 s it prints them") {
+				t.Errorf("the script does not say its interval:\n%s", script.String())
+			}
+			cmd := exec.Command(p, append(sh[1:], "-c", script.String())...)
+			cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + dir}
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v\nstderr:\n%s", err, errb.String())
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("the script took %v for -d 1.2 (a process of it held its output?)", took)
+			}
+			if errb.Len() > 0 {
+				t.Errorf("stderr:\n%s", errb.String())
+			}
+			marks, _ := os.ReadFile(dir + "/removed/trace_marker")
+			lines := strings.Split(strings.TrimSuffix(string(marks), "\n"), "\n")
+			ticks := len(lines) - 1
+			if ticks < 1 || ticks > 2 || lines[len(lines)-1] != AwkMarker || strings.Count(string(marks), AwkTick) != ticks {
+				t.Errorf("trace_marker got %q; want 1 or 2 ticks (of 0.4 s within 1.2 s), then the end marker", marks)
+			}
+		})
+	}
 }

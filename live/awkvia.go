@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"time"
 
+	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -87,4 +89,141 @@ func (o *AwkOutput) hist(file string) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("the awk engine printed no %s", file)
+}
+
+// awkPollEOF ends each answer of a poll of the awk engine's output file:
+// text before it on its line is a line the program had not ended yet.
+const awkPollEOF = "@@sqlawk-eof"
+
+// RunAwkViaIntervals is RunAwkVia for -i: the script (WriteAwkScript
+// with opt.Interval) runs in the background on the target for
+// opt.Duration, its awk printing the hist files at each interval's tick
+// into a file there (mktemp), which this machine reads as it grows
+// (tail -c +N: what it had not read), each output read as untrusted
+// input (AwkReader) and reported as the hist files of an interval are
+// (opt.OnInterval, opt.OnTotal), the end's last. The script ends by
+// itself at opt.Duration (a lost transport leaves nothing but the file,
+// named after the instance); a signal here ends its awk at once (the
+// end marker), and its instance is removed at opt.Duration.
+func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, opt Options, log io.Writer) (*Report, error) {
+	d, every := opt.Duration, opt.Interval
+	if d <= 0 {
+		return nil, &AwkFallback{"-i through the target's awk needs -d (its script ends by itself)"}
+	}
+	arch, _ := cat.Arch()
+	ap, err := NewAwkPlan(plan, cat, arch)
+	if err != nil {
+		return nil, &AwkFallback{"the awk engine cannot answer this: " + strings.ReplaceAll(err.Error(), "\n", " ")}
+	}
+	if out, err := run(ctx, "looking for awk", "command -v awk", 0); err != nil || strings.TrimSpace(out) == "" {
+		return nil, &AwkFallback{"the target has no awk"}
+	}
+	var script bytes.Buffer
+	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d, Interval: every}); err != nil {
+		return nil, err
+	}
+	launch := "f=$(mktemp \"${TMPDIR:-/tmp}/" + ap.Instance + ".XXXXXX\") || exit 1\n" +
+		"sh -c " + emit.Quote(script.String()) + " < /dev/null > \"$f\" 2>&1 &\n" +
+		"echo \"@@sqlawk $f\""
+	out, err := run(ctx, "starting the awk engine's script", launch, 0)
+	if err != nil {
+		return nil, err
+	}
+	file := ""
+	for _, l := range strings.Split(out, "\n") {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(l), "@@sqlawk "); ok && strings.HasPrefix(f, "/") && !strings.ContainsAny(f, "'\"\\$`") {
+			file = f
+		}
+	}
+	if file == "" {
+		return nil, fmt.Errorf("starting the awk engine's script: no file named in %q", clip(out))
+	}
+	fmt.Fprintf(log, "sqlhist: collecting for %v with the target's awk in instance %s, every %v; only the results cross\n", d, ap.Instance, every)
+	r := &runState{plan: plan, opt: opt}
+	iv := &intervals{r: r, stop: func() {}, began: time.Now()}
+	var ar AwkReader
+	var final *AwkOutput
+	offset := 0
+	deadline := time.Now().Add(d + awkViaSlack)
+	poll := max(every/2, 250*time.Millisecond)
+	ended := false
+	for final == nil {
+		select {
+		case <-ctx.Done():
+			if !ended {
+				// End the awk now: it prints the end's hist files.
+				ended = true
+				run(context.Background(), "ending the awk engine's script", "echo "+emit.Quote(AwkMarker)+" >> "+emit.Quote(path.Join(root, "instances", ap.Instance, "trace_marker")), 0)
+				deadline = time.Now().Add(awkViaSlack)
+			}
+			time.Sleep(poll)
+		case <-time.After(poll):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the awk engine's script: no end in %v (its output is in %s on the target)", d+awkViaSlack, file)
+		}
+		text, err := run(context.Background(), "reading the awk engine's output", fmt.Sprintf("tail -c +%d %s; echo %s", offset+1, emit.Quote(file), awkPollEOF), 0)
+		if err != nil {
+			return nil, err
+		}
+		outs, n, err := awkPollLines(&ar, text)
+		if err != nil {
+			return nil, err
+		}
+		offset += n
+		for _, o := range outs {
+			r.awk = o
+			snap, err := r.snapshot()
+			if err != nil {
+				return nil, fmt.Errorf("the awk engine's output: %v", err)
+			}
+			iv.report(snap, o.Interval == 0)
+			if o.Interval == 0 {
+				final = o
+			}
+		}
+	}
+	run(ctx, "removing the awk engine's output", "rm -f "+emit.Quote(file), 0)
+	r.awk = final
+	snap, err := r.snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("the awk engine's output: %v", err)
+	}
+	rep := &Report{Results: snap.results(), Engine: EngineAwk, Lost: int(min(final.Lost, 1<<31))}
+	for _, res := range rep.Results {
+		res.Engine, res.Lost = EngineAwk, rep.Lost
+	}
+	return rep, nil
+}
+
+// awkPollLines reads an answer of a poll (the file's bytes from where
+// the last poll ended, then awkPollEOF): its whole lines go to ar, a
+// line the program had not ended yet waits for the next poll. It returns
+// the outputs they complete and the bytes of the file they were (each
+// line and its newline: the transport's carriage returns dropped).
+func awkPollLines(ar *AwkReader, text string) ([]*AwkOutput, int, error) {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.TrimSuffix(text, "\n")
+	body, ok := strings.CutSuffix(text, awkPollEOF)
+	if !ok {
+		return nil, 0, fmt.Errorf("reading the awk engine's output: an answer without its end (%q)", clip(text))
+	}
+	// body is whole lines, then what was printed of the next.
+	i := strings.LastIndexByte(body, '\n')
+	if i < 0 {
+		return nil, 0, nil
+	}
+	var outs []*AwkOutput
+	n := 0
+	for _, line := range strings.Split(body[:i], "\n") {
+		n += len(line) + 1
+		o, err := ar.Line(line)
+		if err != nil {
+			return nil, 0, err
+		}
+		if o != nil {
+			outs = append(outs, o)
+		}
+	}
+	return outs, n, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,104 @@ func TestRunAwkVia(t *testing.T) {
 	ns, _ := Compile(sourceOf("SELECT STACKTRACE, COUNT(*) FROM sched_switch"), cat, Prepare(planner.Options{Stream: true}, 4243))
 	if _, err := RunAwkVia(context.Background(), noAwk, ns, cat, root, time.Second, io.Discard); !errors.As(err, &fb) || !strings.Contains(fb.Why, "STACKTRACE") {
 		t.Errorf("stacks: %v", err)
+	}
+}
+
+// TestRunAwkViaIntervals runs -i through a transport as TestRunAwkVia
+// does, the stand-in's trace_pipe holding two ticks: each interval is
+// reported as it is read from the file the script writes on the target
+// (polled while it grows, a line cut short read at the next poll), the
+// intervals add up to the total, which is the stream machine's over the
+// same lines, and the script removes its instance at -d.
+func TestRunAwkViaIntervals(t *testing.T) {
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Skip("SKIPPING: dash is not installed (make test-shells installs it)")
+	}
+	k := awkKernels[0]
+	text, err := os.ReadFile(k.text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = withTicks(text, 500, 1000)
+	cat, a := awkCatalog(t, k.version, k.arch)
+	plan, diags := Compile(sourceOf(awkQueries["agg"]), cat, Prepare(planner.Options{Stream: true}, 4244))
+	if plan == nil {
+		t.Fatal(diags)
+	}
+	dir := t.TempDir()
+	root, bin := standIn(t, dir, text)
+	steps := map[string]int{}
+	run := func(_ context.Context, step, cmd string, _ time.Duration) (string, error) {
+		steps[step]++
+		c := exec.Command(dash, "-c", cmd)
+		c.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "TMPDIR=" + dir}
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	var ivs []*Interval
+	opt := Options{Duration: time.Second, Interval: 400 * time.Millisecond, OnInterval: func(iv *Interval) { ivs = append(ivs, iv) }}
+	rep, err := RunAwkViaIntervals(context.Background(), run, plan, cat, root, opt, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Engine != EngineAwk || len(rep.Results) != 1 || len(ivs) != 3 || !ivs[2].Partial || steps["reading the awk engine's output"] == 0 {
+		t.Fatalf("engine %q, %d results, %d intervals, requests %v", rep.Engine, len(rep.Results), len(ivs), steps)
+	}
+	sum := uint64(0)
+	for _, iv := range ivs {
+		if len(iv.Results) != 1 || iv.Results[0].Engine != EngineAwk {
+			t.Fatalf("interval %d: %+v", iv.N, iv.Results)
+		}
+		sum += iv.Results[0].Totals().Hits
+	}
+	want, err := AwkReplay(plan, cat, a, bytes.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wo, err := ReadAwkOutput(strings.NewReader(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := (&runState{plan: plan, awk: wo}).snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, exp := rep.Results[0].Totals(), snap.results()[0].Totals()
+	if got.Hits == 0 || got != exp || sum != got.Hits {
+		t.Errorf("total %+v, intervals add up to %d; want %+v", got, sum, exp)
+	}
+	// The script ends at -d by itself, and removes its instance.
+	inst := root + "/instances/" + plan.Units[0].Synth.Name
+	for i := 0; i < 50; i++ {
+		if ents, _ := os.ReadDir(root + "/instances"); len(ents) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ents, _ := os.ReadDir(root + "/instances"); len(ents) != 0 {
+		t.Errorf("the instance is still there (%s)", inst)
+	}
+	if left, _ := filepath.Glob(dir + "/sqlawk_*"); len(left) != 0 {
+		t.Errorf("the output file is still there: %v", left)
+	}
+}
+
+// TestAwkPollLines: a poll's answer is read to its last whole line; the
+// rest waits for the next.
+func TestAwkPollLines(t *testing.T) {
+	good := awkOutputSeed(t)
+	var ar AwkReader
+	cut := len(good) / 2
+	outs, n, err := awkPollLines(&ar, good[:cut]+awkPollEOF+"\r\n")
+	if err != nil || len(outs) != 0 || n > cut || n == 0 || good[n-1] != '\n' {
+		t.Fatalf("first half: %d outputs, %d bytes, %v", len(outs), n, err)
+	}
+	outs, m, err := awkPollLines(&ar, good[n:]+awkPollEOF+"\n")
+	if err != nil || len(outs) != 1 || n+m != len(good) || !ar.Ended() {
+		t.Fatalf("the rest: %d outputs, %d bytes, %v", len(outs), m, err)
+	}
+	if _, _, err := awkPollLines(&ar, "x"); err == nil {
+		t.Errorf("an answer without its end was taken")
 	}
 }

@@ -49,10 +49,18 @@ func (c *Choices) Check(given func(name string) bool) error {
 	if !c.Run {
 		// -d and --engine stream print the awk engine's script (checked
 		// again once the catalog is known: CheckAwk).
-		for _, f := range []string{"events", "interval", "out", "metrics", "metrics-series"} {
+		for _, f := range []string{"events", "out", "metrics", "metrics-series"} {
 			if given(f) {
 				return fmt.Errorf("--%s goes with --run (-r)", f)
 			}
+		}
+		if given("interval") {
+			// The awk engine's script prints per interval too.
+			iv, err := ParseDuration(c.Interval)
+			if err != nil {
+				return fmt.Errorf("-i: %v", strings.TrimPrefix(err.Error(), "-d "))
+			}
+			c.Every = iv
 		}
 		if err := c.checkPrint(); err != nil || c.Duration == "" {
 			return err

@@ -96,7 +96,15 @@ func (iv *intervals) report(snap *snapshot, partial bool) {
 			lost = max(s.lost()-s.lostBefore, 0) // so far
 		}
 	}
+	if a := iv.r.awk; a != nil {
+		lost = int(min(a.Lost, 1<<31))
+	}
 	engine := func(results []*Result) []*Result {
+		if iv.r.awk != nil {
+			for _, res := range results {
+				res.Engine, res.Lost = EngineAwk, lost
+			}
+		}
 		if iv.r.stream != nil {
 			for _, res := range results {
 				res.Engine, res.Lost = EngineStream, lost

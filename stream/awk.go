@@ -22,6 +22,11 @@ type AwkOptions struct {
 	// Marker is the text written to the instance's trace_marker that
 	// ends the program (it then prints the hist files).
 	Marker string
+	// Tick, when not "", is the text written to the instance's
+	// trace_marker at the end of each interval: the program prints the
+	// hist files as they are then (counted from the start), after a line
+	// "==> interval N <==", and goes on.
+	Tick string
 }
 
 // The lines of the program's output that are not hist file text: a
@@ -33,6 +38,11 @@ const (
 	AwkFileSuffix = " <=="
 	// AwkEnd starts the last line: "==> end: lost N, unread M <==".
 	AwkEnd = "==> end: "
+	// AwkInterval starts the line before an interval's hist files
+	// (AwkOptions.Tick): "==> interval N <==". They end with an end
+	// line too; the last hist files, printed when the program ends,
+	// have no such line before them.
+	AwkInterval = "==> interval "
 )
 
 // awkGen writes one program.
@@ -151,7 +161,7 @@ func (g *awkGen) p(format string, args ...any) {
 // functions.
 func (g *awkGen) program() {
 	g.p("BEGIN {")
-	g.p("\tD = 0; LOST = 0; UNREAD = 0; MARK = %s", awkString(g.opt.Marker))
+	g.p("\tD = 0; LOST = 0; UNREAD = 0; NTICK = 0; MARK = %s; TICK = %s", awkString(g.opt.Marker), awkString(g.opt.Tick))
 	// SQLHIST_AWK_TEE names a file that gets every line read, as read:
 	// what the run computed from, for a replay (live.AwkReplay).
 	g.p("\tTEE = ENVIRON[\"SQLHIST_AWK_TEE\"]")
@@ -167,7 +177,13 @@ func (g *awkGen) program() {
 	g.p("\t\tif ($0 ~ /^CPU:[0-9]+ \\[LOST [0-9]+ EVENTS\\]$/) { sub(/^CPU:[0-9]+ \\[LOST /, \"\"); sub(/ EVENTS\\]$/, \"\"); LOST += sqlhist_dec($0) } else UNREAD++")
 	g.p("\t\tnext")
 	g.p("\t}")
-	g.p("\tif (H_EV == \"tracing_mark_write\") { if (H_BODY == MARK) exit; next }")
+	g.p("\tif (H_EV == \"tracing_mark_write\") {")
+	g.p("\t\tif (H_BODY == MARK) exit")
+	// A tick prints the hist files as they are, and flushes them: the
+	// output may be a file or a pipe read while the program runs.
+	g.p("\t\tif (TICK != \"\" && H_BODY == TICK) { printf \"%s%%d%s\\n\", ++NTICK; sqlhist_output(); fflush() }", AwkInterval, AwkFileSuffix)
+	g.p("\t\tnext")
+	g.p("\t}")
 	names := make([]string, 0, len(g.evs))
 	for n := range g.evs {
 		names = append(names, n)
@@ -178,7 +194,8 @@ func (g *awkGen) program() {
 	}
 	g.p("\tUNREAD++")
 	g.p("}")
-	g.p("END {")
+	g.p("END { sqlhist_output() }")
+	g.p("function sqlhist_output() {")
 	g.output()
 	g.p("\tprintf \"%%s\\n\", \"%slost \" sqlhist_u64(LOST) \", unread \" sqlhist_u64(UNREAD) \"%s\"", AwkEnd, AwkFileSuffix)
 	g.p("}")
