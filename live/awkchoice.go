@@ -74,6 +74,9 @@ func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt
 	}
 	var rep *Report
 	var err error
+	if h.AwkRan != nil {
+		*h.AwkRan = awkInstance(plan)
+	}
 	if opt.Interval > 0 {
 		rep, err = RunAwkViaIntervals(ctx, h.Shell, plan, c.Catalog, root, opt, h.Stderr)
 	} else {
@@ -81,6 +84,9 @@ func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt
 	}
 	var fb *AwkFallback
 	if errors.As(err, &fb) {
+		if h.AwkRan != nil {
+			*h.AwkRan = ""
+		}
 		fmt.Fprintf(h.Stderr, "sqlhist: streaming the events: %s\n", fb.Why)
 		return nil, nil
 	}

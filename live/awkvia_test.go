@@ -194,3 +194,19 @@ func TestAwkPollLines(t *testing.T) {
 		t.Errorf("an answer without its end was taken")
 	}
 }
+
+// TestWriteLostAwk: a transport lost during a run by the target's awk
+// names what that run made (its sqlawk_ instance, which its script
+// removes), not a run's sqlhist_<id> instances.
+func TestWriteLostAwk(t *testing.T) {
+	var b strings.Builder
+	WriteLost(&b, errors.New("EOF"), true, false, 12345678, "ssh b", "sqlawk_x")
+	if s := b.String(); !strings.Contains(s, "sqlawk_x") || strings.Contains(s, "sqlhist_12345678") || strings.Contains(s, "--cleanup") {
+		t.Errorf("%s", s)
+	}
+	b.Reset()
+	WriteLost(&b, errors.New("EOF"), true, false, 12345678, "ssh b", "")
+	if s := b.String(); !strings.Contains(s, "sqlhist_12345678") {
+		t.Errorf("%s", s)
+	}
+}

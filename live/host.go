@@ -67,6 +67,10 @@ type Host struct {
 	// Shell runs a command on the target (--via; nil here): the awk
 	// engine aggregates there (RunAwkVia).
 	Shell ShellRunner
+	// AwkRan, when not nil, is set to the instance of the awk engine's
+	// script once a run has sent it (for WriteLost: that path makes no
+	// sqlhist_<id> instance).
+	AwkRan *string
 }
 
 // ThisMachine is the Host of the running process.
@@ -122,6 +126,7 @@ func (v *Via) Host(h Host) Host {
 	re.Writer = KillHook(v.Writer, getenv, h.Stderr, SelfKill)
 	re.Mounts, re.Pipe, re.ReadRaw, re.Writable = v.Mounts, v.OpenPipe, v.ReadRaw, v.Writable
 	re.Shell = v.RunFor
+	re.AwkRan = new(string)
 	re.Uname, re.Beat, re.Uptime = v.Uname, true, v.Uptime
 	re.PID, re.Via = RemoteRunID(), v.Command
 	re.CatalogDir = v.CatalogDir(h.CacheDir)

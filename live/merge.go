@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -272,7 +274,8 @@ func mergeResults(rs []*Result) *Result {
 }
 
 // mergeEngine names the engines of merged results: the one engine they
-// share, or "kernel+stream".
+// share, or those they have in the order kernel, stream, awk
+// ("kernel+awk").
 func mergeEngine(so, e string, first bool) string {
 	if e == "" {
 		e = EngineKernel
@@ -280,7 +283,21 @@ func mergeEngine(so, e string, first bool) string {
 	if first || so == e {
 		return e
 	}
-	return EngineKernel + "+" + EngineStream
+	has := map[string]bool{e: true}
+	for _, x := range strings.Split(so, "+") {
+		has[x] = true
+	}
+	var out []string
+	for _, x := range []string{EngineKernel, EngineStream, EngineAwk} {
+		if has[x] {
+			out = append(out, x)
+			delete(has, x)
+		}
+	}
+	for _, x := range slices.Sorted(maps.Keys(has)) {
+		out = append(out, x)
+	}
+	return strings.Join(out, "+")
 }
 
 // noteMerge adds to the merged result's Notes what it cannot show exactly.

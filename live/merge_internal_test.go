@@ -308,3 +308,26 @@ func checkReadJSON(t *testing.T, in string) {
 		WriteFleet(io.Discard, io.Discard, format, []Labelled{{Label: "a", Report: rep}, {Label: "b", Report: rep}}, m)
 	}
 }
+
+// TestMergeEngine: merged results name each engine they came from once,
+// kernel, stream, then awk.
+func TestMergeEngine(t *testing.T) {
+	for _, tt := range []struct {
+		engines []string
+		want    string
+	}{
+		{[]string{"kernel", "kernel"}, "kernel"},
+		{[]string{"", "stream"}, "kernel+stream"},
+		{[]string{"awk", "kernel"}, "kernel+awk"},
+		{[]string{"stream", "awk", "kernel", "awk"}, "kernel+stream+awk"},
+		{[]string{"awk", "awk"}, "awk"},
+	} {
+		got := ""
+		for i, e := range tt.engines {
+			got = mergeEngine(got, e, i == 0)
+		}
+		if got != tt.want {
+			t.Errorf("%q: %q, want %q", tt.engines, got, tt.want)
+		}
+	}
+}

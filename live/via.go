@@ -142,10 +142,14 @@ func RemoteRunID() int {
 
 // WriteLost says on w what a lost transport (err) may have left on the
 // target and how to remove it: a run's (id) instances and lease after
-// -r, some of the commands after -e.
-func WriteLost(w io.Writer, err error, run, execute bool, id int, via string) {
+// -r, some of the commands after -e; after a run by the target's awk
+// (awk, its instance), what its script removes by itself.
+func WriteLost(w io.Writer, err error, run, execute bool, id int, via, awk string) {
 	fmt.Fprintf(w, "sqlhist: the target cannot be reached any more (%v)\n", err)
 	switch {
+	case run && awk != "":
+		fmt.Fprintf(w, "sqlhist: the awk engine's script on the target ends at -d by itself and removes its instance %s;\n"+
+			"sqlhist: with -i, its output file %s.* is left under $TMPDIR or /tmp\n", awk, awk)
 	case run:
 		fmt.Fprintf(w, "sqlhist: the run's instances %s, %s and %s, and what its lease lists, may be left on the target;\n"+
 			"sqlhist: once its heartbeat is %v old, this removes them: sqlhist --cleanup --via %s\n",

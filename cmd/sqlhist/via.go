@@ -51,7 +51,7 @@ func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
 	}
 	code := o.main(re, fl)
 	if serr := v.Err(); serr != nil && (o.run || o.execute || o.cleanup) {
-		live.WriteLost(re.Stderr, serr, o.run, o.execute, re.PID, re.Via)
+		live.WriteLost(re.Stderr, serr, o.run, o.execute, re.PID, re.Via, *re.AwkRan)
 	}
 	return code
 }
