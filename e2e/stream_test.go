@@ -156,16 +156,24 @@ func streamJob(t *testing.T, kname string) {
 	// The awk engine's scripts run while the workload does, before it
 	// stops (awk_test.go).
 	script := strings.Replace(streamScript, "kill $W\n", awkScript+"kill $W\n", 1)
+	// Then, the workload stopped, the awk script and the stream engine
+	// in the same window (samewindow_test.go).
+	version, aname := "5.10", "x86_64"
+	if kernelArch(t, kname) == "riscv64" {
+		version, aname = "6.12", "riscv64"
+	}
+	swFile, swInst := sameWindowFile(t, version, aname, "stream")
+	script = strings.Replace(script, "kill $W\nwait $W 2>/dev/null\n", "kill $W\nwait $W 2>/dev/null\n"+sameWindowScript("stream", swInst), 1)
 	res, viaDetail := streamViaBoot(t, kname, vm.Guest{
 		Script: refuseScript + script, CombinedOutput: true, Timeout: 6*time.Minute + awkTime,
-		Files: append([]vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}, awkFiles(t, kname)...),
+		Files: append([]vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}, swFile}, awkFiles(t, kname)...),
 	})
 	if d := os.Getenv("SQLHIST_E2E_LOG"); d != "" {
 		os.WriteFile(d+"/guest-"+kname+"-stream.log", []byte(res.Stdout), 0o644)
 	}
 	out, rest, _ := strings.Cut(res.Stdout, "@@done")
 	checkNoHistRefusal(t, kname, res.Kernel.Release, out+"@@done\n")
-	detail = checkStreamRun(t, kname, rest) + "; " + checkAwkRuns(t, kname, rest) + "; " + viaDetail
+	detail = checkStreamRun(t, kname, rest) + "; " + checkAwkRuns(t, kname, rest) + "; " + checkSameWindow(t, kname, "stream", version, aname, rest) + "; " + viaDetail
 }
 
 // TestDifferGuest boots the kernels of SQLHIST_KERNELS (default 6.1) with

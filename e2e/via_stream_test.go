@@ -140,7 +140,7 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 		// Without -i and --engine stream, the target's awk computes the
 		// answer where a query lets it (the awk engine, issue 34).
 		want := "awk"
-		if slices.Contains(args, "-i") || slices.Contains(args, "stream") || name == "agg+probe" {
+		if slices.Contains(args, "stream") || name == "agg+probe" {
 			want = "stream"
 		}
 		if doc.Engine != want || doc.Lost != 0 {
@@ -178,6 +178,32 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 	// minutes for -d 3 with the host loaded; FINDINGS.md).
 	if r := run("join", 1, "-d", "3", q.join); r != nil {
 		checkJoin(t, "via awk JOIN", one(r[0]))
+	}
+	// -i through the target's awk: its script in the background, each
+	// interval's histograms read from its output file as they come.
+	ivTrace := filepath.Join(t.TempDir(), "via-trace-iv")
+	ivStart := time.Now()
+	ivOut, ivErrs, ivCode := sqlhistRun(bin, "--via", via, "--via-trace", ivTrace, "-r", "-i", "1", "-d", "3", "-o", "json", q.join)
+	ivTook := time.Since(ivStart).Seconds()
+	if ivCode != 0 || !strings.Contains(ivErrs, "with the target's awk") {
+		t.Errorf("-i through the target's awk: exit %d:\n%s%s", ivCode, ivOut, ivErrs)
+	} else {
+		checkViaIntervals(t, ivOut)
+		var counts []string
+		for _, l := range strings.Split(strings.TrimSpace(ivOut), "\n") {
+			var v struct {
+				Engine  string
+				Results []runResult
+			}
+			if json.Unmarshal([]byte(l), &v) == nil && len(v.Results) == 1 {
+				counts = append(counts, strconv.FormatUint(v.Results[0].sum("count"), 10))
+				if v.Engine != "awk" {
+					t.Errorf("-i through the target's awk: engine %q: %s", v.Engine, l)
+				}
+			}
+		}
+		total, data := traceBytes(ivTrace)
+		notes = append(notes, fmt.Sprintf("join awk -i 1 -d 3 %s in %.0fs, %d bytes back (%d of results: %.0f B/s)", strings.Join(counts, "/"), ivTook, total, data, float64(data)/ivTook))
 	}
 	switch arch {
 	case "riscv64":
@@ -271,7 +297,7 @@ func traceBytes(file string) (total, data int) {
 			var seq, status, n int
 			if _, err := fmt.Sscanf(rest, "%d status %d, %d bytes", &seq, &status, &n); err == nil {
 				total += n
-				if st := steps[seq]; strings.HasPrefix(st, "reading the ring buffers") || strings.HasPrefix(st, "running the awk engine's script") {
+				if st := steps[seq]; strings.HasPrefix(st, "reading the ring buffers") || strings.HasPrefix(st, "running the awk engine's script") || strings.HasPrefix(st, "reading the awk engine's output") {
 					data += n
 				}
 			}

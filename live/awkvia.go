@@ -68,6 +68,13 @@ func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tr
 	if err != nil {
 		return nil, err
 	}
+	return AwkReport(plan, out)
+}
+
+// AwkReport is the report of a run whose results the awk engine's
+// program of plan printed (out): its hist files read as a run reads
+// the kernel's.
+func AwkReport(plan *planner.Plan, out *AwkOutput) (*Report, error) {
 	r := &runState{plan: plan, awk: out}
 	snap, err := r.snapshot()
 	if err != nil {
@@ -184,16 +191,7 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 		}
 	}
 	run(ctx, "removing the awk engine's output", "rm -f "+emit.Quote(file), 0)
-	r.awk = final
-	snap, err := r.snapshot()
-	if err != nil {
-		return nil, fmt.Errorf("the awk engine's output: %v", err)
-	}
-	rep := &Report{Results: snap.results(), Engine: EngineAwk, Lost: int(min(final.Lost, 1<<31))}
-	for _, res := range rep.Results {
-		res.Engine, res.Lost = EngineAwk, rep.Lost
-	}
-	return rep, nil
+	return AwkReport(plan, final)
 }
 
 // awkPollLines reads an answer of a poll (the file's bytes from where

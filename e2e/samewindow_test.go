@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// The awk engine in the same window as another engine (issue 34): the
+// printed awk script of the wakeup JOIN and sqlhist -r (the stream
+// engine where hist triggers are missing, the kernel's where they are)
+// run at once in the guest, each in its own instance, both collecting
+// before a bounded workload starts and stopped after it ends. The
+// workload is a script named sqlwl, whose task name no other task has:
+// its row (its wakeups, every one inside the window) must be the same
+// in both, count and latency distribution bucket by bucket (and its
+// average, maximum and percentiles, computed from them). The other rows
+// count what each saw outside the window too, and are not compared.
+
+// sameWindowSQL is the query of the comparison: the run phase's wakeup
+// JOIN.
+const sameWindowSQL = `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`
+
+// sameWindowTask is the workload's task name.
+const sameWindowTask = "sqlwl"
+
+// sameWindowScript runs /work/awk-sw.sh (the JOIN's awk script, no -d,
+// its instance inst) and sqlhist -r --engine engine at once around the
+// workload: 100 sleeps of 20 ms by a script named sqlwl. The awk is
+// ended by its end marker, sqlhist by SIGTERM, once the workload has
+// ended.
+func sameWindowScript(engine, inst string) string {
+	return strings.NewReplacer("ENGINE", engine, "INST", inst, "TASK", sameWindowTask, "SQL", sameWindowSQL).Replace(`
+printf '#!/bin/sh\ni=0\nwhile [ $i -lt 100 ]; do sleep 0.02; i=$((i + 1)); done\n' > /tmp/TASK; chmod 755 /tmp/TASK
+read s0 x < /proc/uptime
+/work/sqlhist -r --engine ENGINE -o json 'SQL' > /tmp/sw-out 2> /tmp/sw-err &
+S=$!
+sh /work/awk-sw.sh > /tmp/sw-awk 2> /tmp/sw-awkerr &
+A=$!
+i=0; while [ $i -lt 400 ] && ! { grep -q collecting /tmp/sw-err && [ "$(cat /sys/kernel/tracing/instances/INST/events/sched/sched_switch/enable 2>/dev/null)" = 1 ]; }; do sleep 0.05; i=$((i + 1)); done
+read t0 x < /proc/uptime
+/tmp/TASK
+read t1 x < /proc/uptime
+echo sqlhist-awk-end >> /sys/kernel/tracing/instances/INST/trace_marker
+kill -TERM $S
+wait $A; echo "@@sw-awk-exit $?"
+wait $S; echo "@@sw-exit $?"
+read s1 x < /proc/uptime
+echo "@@sw-time $s0 $t0 $t1 $s1"
+echo "@@sw-json"; cat /tmp/sw-out; echo "@@sw-stderr"; cat /tmp/sw-err
+echo "@@sw-awk"; cat /tmp/sw-awk; echo "@@sw-awkerr"; cat /tmp/sw-awkerr
+echo "@@sw-end"
+`)
+}
+
+// sameWindowFile prints the JOIN's awk script with this machine's
+// sqlhist for the catalog of version and arch (--engine stream where it
+// has no hist triggers, awk where it has), with no -d, and returns it as
+// /work/awk-sw.sh with its instance.
+func sameWindowFile(t *testing.T, version, arch, engine string) (vm.File, string) {
+	t.Helper()
+	cmd := exec.Command(hostSqlhist(t), "--kernel", version, "--arch", arch, "--engine", engine, sameWindowSQL)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("printing the awk script of the JOIN: %v\n%s", err, errb.String())
+	}
+	plan, cat, a := sameWindowPlan(t, version, arch)
+	ap, err := live.NewAwkPlan(plan, cat, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vm.File{Path: "/work/awk-sw.sh", Mode: 0o644, Data: out.Bytes()}, ap.Instance
+}
+
+// sameWindowPlan plans the JOIN as the printed script does.
+func sameWindowPlan(t *testing.T, version, arch string) (*planner.Plan, *tracefs.Catalog, *tracefs.Arch) {
+	t.Helper()
+	a, err := tracefs.LookupArch(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tracefs.EmbeddedOf(version, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := tracefs.Open(fsys)
+	cat.SetArch(a, "--arch")
+	plan, diags := live.Compile(&source.Source{Name: "sw", Text: sameWindowSQL}, cat, live.AwkPrepare(planner.Options{}))
+	if plan == nil {
+		t.Fatalf("%v", diags)
+	}
+	return plan, cat, a
+}
+
+// swDoc is sqlhist -o json's output, its rows as they are.
+type swDoc struct {
+	Engine  string
+	Lost    int
+	Results []struct {
+		Rows []map[string]any
+	}
+}
+
+// checkSameWindow checks what sameWindowScript printed: both exited 0,
+// neither lost an event, and the workload's row is the same in both. It
+// returns a note for the phase table.
+func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) string {
+	t.Helper()
+	sec := sections(out)
+	if !strings.Contains(out, "@@sw-awk-exit 0\n") || !strings.Contains(out, "@@sw-exit 0\n") {
+		t.Errorf("%s: same window: the awk script or sqlhist --engine %s did not exit 0:\n%s\nstderr:\n%s\nawk's stderr:\n%s", kname, engine, firstLine(out, "@@sw-"), sec["sw-stderr"], sec["sw-awkerr"])
+		return "same window: FAIL"
+	}
+	if e := strings.TrimSpace(sec["sw-awkerr"]); e != "" {
+		t.Errorf("%s: same window: the awk script wrote to stderr:\n%s", kname, e)
+	}
+	var other swDoc
+	if err := json.Unmarshal([]byte(sec["sw-json"]), &other); err != nil || len(other.Results) != 1 {
+		t.Errorf("%s: same window: sqlhist --engine %s: %v\n%s\nstderr:\n%s", kname, engine, err, sec["sw-json"], sec["sw-stderr"])
+		return "same window: FAIL"
+	}
+	text, _ := rawSection(out, "sw-awk")
+	ao, err := live.ReadAwkOutput(strings.NewReader(text))
+	if err != nil {
+		t.Errorf("%s: same window: the awk script's output: %v\n%s", kname, err, text)
+		return "same window: FAIL"
+	}
+	plan, _, _ := sameWindowPlan(t, version, arch)
+	rep, err := live.AwkReport(plan, ao)
+	if err != nil {
+		t.Fatalf("%s: same window: %v", kname, err)
+	}
+	var js bytes.Buffer
+	if err := rep.Write(&js, io.Discard, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var awk swDoc
+	if err := json.Unmarshal(js.Bytes(), &awk); err != nil || len(awk.Results) != 1 {
+		t.Fatalf("%s: same window: the awk engine's report: %v\n%s", kname, err, js.String())
+	}
+	if other.Engine != engine || other.Lost != 0 || ao.Lost != 0 {
+		t.Errorf("%s: same window: engine %q lost %d, awk lost %d; want %s and none lost", kname, other.Engine, other.Lost, ao.Lost, engine)
+	}
+	row := func(d swDoc) map[string]any {
+		for _, r := range d.Results[0].Rows {
+			if r["comm"] == sameWindowTask {
+				return r
+			}
+		}
+		return nil
+	}
+	a, o := row(awk), row(other)
+	if a == nil || o == nil {
+		t.Errorf("%s: same window: no row of %s (awk %v, %s %v):\n%s\n%s", kname, sameWindowTask, a != nil, engine, o != nil, js.String(), sec["sw-json"])
+		return "same window: FAIL"
+	}
+	count, buckets := a["count"], 0
+	if lat, ok := a["lat"].(map[string]any); ok {
+		if d, ok := lat["distribution"].([]any); ok {
+			buckets = len(d)
+		}
+	}
+	if !reflect.DeepEqual(a, o) {
+		aj, _ := json.Marshal(a)
+		oj, _ := json.Marshal(o)
+		t.Errorf("%s: same window: the row of %s differs:\nawk:    %s\n%s: %s", kname, sameWindowTask, aj, engine, oj)
+		return "same window: FAIL"
+	}
+	if fmt.Sprint(count) == "0" || buckets == 0 {
+		t.Errorf("%s: same window: the row of %s counted nothing: %v", kname, sameWindowTask, a)
+	}
+	took := ""
+	var s0, t0, t1, s1 float64
+	if _, err := fmt.Sscanf(firstLine(out, "@@sw-time "), "@@sw-time %f %f %f %f", &s0, &t0, &t1, &s1); err == nil {
+		took = fmt.Sprintf(", workload %.1f s, all %.1f s", t1-t0, s1-s0)
+	}
+	note := fmt.Sprintf("same window awk = %s: %s %v wakeups, %d buckets equal%s", engine, sameWindowTask, count, buckets, took)
+	t.Logf("%s: %s", kname, note)
+	return note
+}
