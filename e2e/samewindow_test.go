@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os/exec"
-	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -23,10 +24,15 @@ import (
 // run at once in the guest, each in its own instance, both collecting
 // before a bounded workload starts and stopped after it ends. The
 // workload is a script named sqlwl, whose task name no other task has:
-// its row (its wakeups, every one inside the window) must be the same
-// in both, count and latency distribution bucket by bucket (and its
-// average, maximum and percentiles, computed from them). The other rows
-// count what each saw outside the window too, and are not compared.
+// its row (its wakeups, every one inside the window) must count the same
+// in both, and its latency distribution must be the same bucket by
+// bucket, but for wakeups whose latency is within a µs or two of a
+// bucket's edge: each instance's ring buffer stamps an event with its
+// own read of the clock, so the two latencies of one wakeup may differ by
+// that (FINDINGS.md). At most one in 25 of them (and 2) may be in the
+// next bucket over; they are counted in the note. Averages and maxima
+// differ by as much, and are not compared. The other rows count what
+// each saw outside the window too, and are not compared.
 
 // sameWindowSQL is the query of the comparison: the run phase's wakeup
 // JOIN.
@@ -166,27 +172,112 @@ func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) str
 		t.Errorf("%s: same window: no row of %s (awk %v, %s %v):\n%s\n%s", kname, sameWindowTask, a != nil, engine, o != nil, js.String(), sec["sw-json"])
 		return "same window: FAIL"
 	}
-	count, buckets := a["count"], 0
-	if lat, ok := a["lat"].(map[string]any); ok {
-		if d, ok := lat["distribution"].([]any); ok {
-			buckets = len(d)
-		}
-	}
-	if !reflect.DeepEqual(a, o) {
+	moved, buckets, err := sameWindowBuckets(a, o)
+	if err != nil {
 		aj, _ := json.Marshal(a)
 		oj, _ := json.Marshal(o)
-		t.Errorf("%s: same window: the row of %s differs:\nawk:    %s\n%s: %s", kname, sameWindowTask, aj, engine, oj)
+		t.Errorf("%s: same window: the row of %s: %v\nawk:    %s\n%s: %s", kname, sameWindowTask, err, aj, engine, oj)
 		return "same window: FAIL"
 	}
-	if fmt.Sprint(count) == "0" || buckets == 0 {
-		t.Errorf("%s: same window: the row of %s counted nothing: %v", kname, sameWindowTask, a)
-	}
+	count := a["count"]
 	took := ""
 	var s0, t0, t1, s1 float64
 	if _, err := fmt.Sscanf(firstLine(out, "@@sw-time "), "@@sw-time %f %f %f %f", &s0, &t0, &t1, &s1); err == nil {
 		took = fmt.Sprintf(", workload %.1f s, all %.1f s", t1-t0, s1-s0)
 	}
-	note := fmt.Sprintf("same window awk = %s: %s %v wakeups, %d buckets equal%s", engine, sameWindowTask, count, buckets, took)
+	same := fmt.Sprintf("%d buckets equal", buckets)
+	if moved > 0 {
+		same = fmt.Sprintf("%d buckets, %d wakeups one bucket over (each instance's own clock read)", buckets, moved)
+	}
+	note := fmt.Sprintf("same window awk = %s: %s %v wakeups, %s%s", engine, sameWindowTask, count, same, took)
 	t.Logf("%s: %s", kname, note)
 	return note
+}
+
+// sameWindowBuckets compares the latency distributions of two rows of
+// the same count: the wakeups one bucket over (the difference of the
+// two running totals, added up over the buckets), at most one in 25 of
+// them and 2, and the buckets.
+func sameWindowBuckets(a, o map[string]any) (moved, buckets int, err error) {
+	if fmt.Sprint(a["count"]) != fmt.Sprint(o["count"]) {
+		return 0, 0, fmt.Errorf("count %v, %v", a["count"], o["count"])
+	}
+	dist := func(r map[string]any) (map[float64]float64, error) {
+		lat, _ := r["lat"].(map[string]any)
+		d, ok := lat["distribution"].([]any)
+		if !ok || len(d) == 0 {
+			return nil, fmt.Errorf("no distribution")
+		}
+		m := map[float64]float64{}
+		for _, b := range d {
+			bm, _ := b.(map[string]any)
+			low, _ := bm["low"].(float64)
+			n, _ := bm["count"].(float64)
+			m[low] += n
+		}
+		return m, nil
+	}
+	da, err := dist(a)
+	if err != nil {
+		return 0, 0, err
+	}
+	do, err := dist(o)
+	if err != nil {
+		return 0, 0, err
+	}
+	var lows []float64
+	for l := range da {
+		lows = append(lows, l)
+	}
+	for l := range do {
+		if _, ok := da[l]; !ok {
+			lows = append(lows, l)
+		}
+	}
+	sort.Float64s(lows)
+	run, total := 0.0, 0.0
+	for _, l := range lows {
+		run += da[l] - do[l]
+		total += da[l]
+		if run != 0 {
+			moved += int(math.Abs(run))
+		}
+	}
+	if run != 0 {
+		return 0, 0, fmt.Errorf("the distributions count %v and %v", total, total-run)
+	}
+	if moved > max(2, int(total)/25) {
+		return moved, len(lows), fmt.Errorf("%d of %v wakeups in another bucket: more than the clock reads of two instances move", moved, total)
+	}
+	return moved, len(lows), nil
+}
+
+// TestSameWindowBuckets: equal distributions move nothing; a wakeup one
+// bucket over is counted; different counts, or more moved than the
+// clock reads explain, fail.
+func TestSameWindowBuckets(t *testing.T) {
+	row := func(count float64, buckets ...float64) map[string]any {
+		var d []any
+		for i := 0; i+1 < len(buckets); i += 2 {
+			d = append(d, map[string]any{"low": buckets[i], "count": buckets[i+1]})
+		}
+		return map[string]any{"count": count, "lat": map[string]any{"distribution": d}}
+	}
+	for _, tt := range []struct {
+		name     string
+		a, o     map[string]any
+		moved, n int
+		bad      bool
+	}{
+		{"equal", row(60, 4, 10, 8, 50), row(60, 4, 10, 8, 50), 0, 2, false},
+		{"one over", row(60, 4, 10, 8, 50), row(60, 4, 9, 8, 51), 1, 2, false},
+		{"new bucket", row(60, 4, 10, 8, 50), row(60, 4, 10, 8, 49, 16, 1), 1, 3, false},
+		{"count", row(60, 4, 10, 8, 50), row(61, 4, 10, 8, 51), 0, 0, true},
+		{"too many", row(60, 4, 10, 8, 50), row(60, 4, 5, 8, 55), 5, 2, true},
+	} {
+		moved, n, err := sameWindowBuckets(tt.a, tt.o)
+		if (err != nil) != tt.bad || !tt.bad && (moved != tt.moved || n != tt.n) {
+			t.Errorf("%s: moved %d of %d buckets, %v", tt.name, moved, n, err)
+		}
+	}
 }
