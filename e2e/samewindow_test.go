@@ -25,14 +25,15 @@ import (
 // before a bounded workload starts and stopped after it ends. The
 // workload is a script named sqlwl, whose task name no other task has:
 // its row (its wakeups, every one inside the window) must count the same
-// in both, and its latency distribution must be the same bucket by
-// bucket, but for wakeups whose latency is within a µs or two of a
-// bucket's edge: each instance's ring buffer stamps an event with its
-// own read of the clock, so the two latencies of one wakeup may differ by
-// that (FINDINGS.md). At most one in 25 of them (and 2) may be in the
-// next bucket over; they are counted in the note. Averages and maxima
-// differ by as much, and are not compared. The other rows count what
-// each saw outside the window too, and are not compared.
+// in both, and its latency distribution the same bucket by bucket but
+// for what the instances' own timestamps move: each instance's ring
+// buffer stamps an event with its own read of the clock, one after the
+// other, so the two latencies of one wakeup differ by the difference of
+// those gaps (5.10 under KVM: 7 µs on average, the later instance's
+// longer; FINDINGS.md). A wakeup that near a bucket's edge lands in the
+// next bucket over: at most one in 5 of them may (counted in the note),
+// and the averages may differ by at most 200 µs. The other rows count
+// what each saw outside the window too, and are not compared.
 
 // sameWindowSQL is the query of the comparison: the run phase's wakeup
 // JOIN.
@@ -172,7 +173,7 @@ func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) str
 		t.Errorf("%s: same window: no row of %s (awk %v, %s %v):\n%s\n%s", kname, sameWindowTask, a != nil, engine, o != nil, js.String(), sec["sw-json"])
 		return "same window: FAIL"
 	}
-	moved, buckets, err := sameWindowBuckets(a, o)
+	moved, buckets, dmean, err := sameWindowBuckets(a, o)
 	if err != nil {
 		aj, _ := json.Marshal(a)
 		oj, _ := json.Marshal(o)
@@ -187,7 +188,7 @@ func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) str
 	}
 	same := fmt.Sprintf("%d buckets equal", buckets)
 	if moved > 0 {
-		same = fmt.Sprintf("%d buckets, %d wakeups one bucket over (each instance's own clock read)", buckets, moved)
+		same = fmt.Sprintf("%d buckets, %d wakeups one bucket over, average %+.1f µs (each instance's own clock read)", buckets, moved, dmean)
 	}
 	note := fmt.Sprintf("same window awk = %s: %s %v wakeups, %s%s", engine, sameWindowTask, count, same, took)
 	t.Logf("%s: %s", kname, note)
@@ -195,12 +196,13 @@ func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) str
 }
 
 // sameWindowBuckets compares the latency distributions of two rows of
-// the same count: the wakeups one bucket over (the difference of the
-// two running totals, added up over the buckets), at most one in 25 of
-// them and 2, and the buckets.
-func sameWindowBuckets(a, o map[string]any) (moved, buckets int, err error) {
+// the same count: the wakeups one bucket over (the difference of the two
+// running totals, added up over the buckets), at most one in 5 of them
+// (and 2), the buckets, and the difference of the averages (a's less
+// o's, in µs), at most 200.
+func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, err error) {
 	if fmt.Sprint(a["count"]) != fmt.Sprint(o["count"]) {
-		return 0, 0, fmt.Errorf("count %v, %v", a["count"], o["count"])
+		return 0, 0, 0, fmt.Errorf("count %v, %v", a["count"], o["count"])
 	}
 	dist := func(r map[string]any) (map[float64]float64, error) {
 		lat, _ := r["lat"].(map[string]any)
@@ -219,12 +221,19 @@ func sameWindowBuckets(a, o map[string]any) (moved, buckets int, err error) {
 	}
 	da, err := dist(a)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	do, err := dist(o)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
+	mean := func(r map[string]any) float64 {
+		lat, _ := r["lat"].(map[string]any)
+		sum, _ := lat["sum"].(float64)
+		n, _ := r["count"].(float64)
+		return sum / max(n, 1)
+	}
+	dmean = mean(a) - mean(o)
 	var lows []float64
 	for l := range da {
 		lows = append(lows, l)
@@ -244,12 +253,12 @@ func sameWindowBuckets(a, o map[string]any) (moved, buckets int, err error) {
 		}
 	}
 	if run != 0 {
-		return 0, 0, fmt.Errorf("the distributions count %v and %v", total, total-run)
+		return 0, 0, dmean, fmt.Errorf("the distributions count %v and %v", total, total-run)
 	}
-	if moved > max(2, int(total)/25) {
-		return moved, len(lows), fmt.Errorf("%d of %v wakeups in another bucket: more than the clock reads of two instances move", moved, total)
+	if moved > max(2, int(total)/5) || math.Abs(dmean) > 200 {
+		return moved, len(lows), dmean, fmt.Errorf("%d of %v wakeups in another bucket, averages %+.1f µs apart: more than the clock reads of two instances move", moved, total, dmean)
 	}
-	return moved, len(lows), nil
+	return moved, len(lows), dmean, nil
 }
 
 // TestSameWindowBuckets: equal distributions move nothing; a wakeup one
@@ -273,9 +282,9 @@ func TestSameWindowBuckets(t *testing.T) {
 		{"one over", row(60, 4, 10, 8, 50), row(60, 4, 9, 8, 51), 1, 2, false},
 		{"new bucket", row(60, 4, 10, 8, 50), row(60, 4, 10, 8, 49, 16, 1), 1, 3, false},
 		{"count", row(60, 4, 10, 8, 50), row(61, 4, 10, 8, 51), 0, 0, true},
-		{"too many", row(60, 4, 10, 8, 50), row(60, 4, 5, 8, 55), 5, 2, true},
+		{"too many", row(60, 4, 30, 8, 30), row(60, 4, 0, 8, 60), 30, 2, true},
 	} {
-		moved, n, err := sameWindowBuckets(tt.a, tt.o)
+		moved, n, _, err := sameWindowBuckets(tt.a, tt.o)
 		if (err != nil) != tt.bad || !tt.bad && (moved != tt.moved || n != tt.n) {
 			t.Errorf("%s: moved %d of %d buckets, %v", tt.name, moved, n, err)
 		}
