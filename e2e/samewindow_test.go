@@ -44,12 +44,12 @@ const sameWindowTask = "sqlwl"
 
 // sameWindowScript runs /work/awk-sw.sh (the JOIN's awk script, no -d,
 // its instance inst) and sqlhist -r --engine engine at once around the
-// workload: 100 sleeps of 20 ms by a script named sqlwl. The awk is
+// workload: 40 sleeps of 20 ms by a script named sqlwl. The awk is
 // ended by its end marker, sqlhist by SIGTERM, once the workload has
 // ended.
 func sameWindowScript(engine, inst string) string {
 	return strings.NewReplacer("ENGINE", engine, "INST", inst, "TASK", sameWindowTask, "SQL", sameWindowSQL).Replace(`
-printf '#!/bin/sh\ni=0\nwhile [ $i -lt 100 ]; do sleep 0.02; i=$((i + 1)); done\n' > /tmp/TASK; chmod 755 /tmp/TASK
+printf '#!/bin/sh\ni=0\nwhile [ $i -lt 40 ]; do sleep 0.02; i=$((i + 1)); done\n' > /tmp/TASK; chmod 755 /tmp/TASK
 read s0 x < /proc/uptime
 /work/sqlhist -r --engine ENGINE -o json 'SQL' > /tmp/sw-out 2> /tmp/sw-err &
 S=$!
