@@ -26,13 +26,17 @@ import (
 // workload is a script named sqlwl, whose task name no other task has:
 // its row (its wakeups, every one inside the window) must count the same
 // in both, and its latency distribution the same bucket by bucket but
-// for what the instances' own timestamps move: each instance's ring
+// for what the two instances' handlers move. Each instance's ring
 // buffer stamps an event with its own read of the clock, one after the
-// other, so the two latencies of one wakeup differ by the difference of
-// those gaps (5.10 under KVM: 7 µs on average, the later instance's
-// longer; FINDINGS.md). A wakeup that near a bucket's edge lands in the
-// next bucket over: at most one in 5 of them may (counted in the note),
-// and the averages may differ by at most 200 µs. The other rows count
+// other, and on a kernel with hist triggers each side's start and end
+// wait for the other's work too (FINDINGS.md, "The agreement phase's
+// wakeups are one-sided"), so the two latencies of one wakeup differ by
+// a few µs: one near a bucket's edge lands in the next bucket over; and
+// a wakeup and a switch on two CPUs at once may be paired in the order
+// the handlers ran by the kernel, in timestamp order by a reader. At most
+// one in 5 of them (and 4) may be moved, counted in the note (each
+// bucket a move crosses counts), and the averages may differ by at most
+// 200 µs. The other rows count
 // what each saw outside the window too, and are not compared.
 
 // sameWindowSQL is the query of the comparison: the run phase's wakeup
@@ -201,7 +205,7 @@ func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) str
 // sameWindowBuckets compares the latency distributions of two rows of
 // the same count: the wakeups one bucket over (the difference of the two
 // running totals, added up over the buckets), at most one in 5 of them
-// (and 2), the buckets, and the difference of the averages (a's less
+// (and 4), the buckets, and the difference of the averages (a's less
 // o's, in µs), at most 200.
 func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, err error) {
 	if fmt.Sprint(a["count"]) != fmt.Sprint(o["count"]) {
@@ -258,7 +262,7 @@ func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, 
 	if run != 0 {
 		return 0, 0, dmean, fmt.Errorf("the distributions count %v and %v", total, total-run)
 	}
-	if moved > max(2, int(total)/5) || math.Abs(dmean) > 200 {
+	if moved > max(4, int(total)/5) || math.Abs(dmean) > 200 {
 		return moved, len(lows), dmean, fmt.Errorf("%d of %v wakeups in another bucket, averages %+.1f µs apart: more than the clock reads of two instances move", moved, total, dmean)
 	}
 	return moved, len(lows), dmean, nil
