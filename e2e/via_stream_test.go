@@ -190,16 +190,11 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 	} else {
 		checkViaIntervals(t, ivOut)
 		var counts []string
+		// (An interval's JSON names no engine: stderr said it.)
 		for _, l := range strings.Split(strings.TrimSpace(ivOut), "\n") {
-			var v struct {
-				Engine  string
-				Results []runResult
-			}
+			var v struct{ Results []runResult }
 			if json.Unmarshal([]byte(l), &v) == nil && len(v.Results) == 1 {
 				counts = append(counts, strconv.FormatUint(v.Results[0].sum("count"), 10))
-				if v.Engine != "awk" {
-					t.Errorf("-i through the target's awk: engine %q: %s", v.Engine, l)
-				}
 			}
 		}
 		total, data := traceBytes(ivTrace)
