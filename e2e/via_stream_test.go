@@ -183,7 +183,7 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 	// interval's histograms read from its output file as they come.
 	ivTrace := filepath.Join(t.TempDir(), "via-trace-iv")
 	ivStart := time.Now()
-	ivOut, ivErrs, ivCode := sqlhistRun(bin, "--via", via, "--via-trace", ivTrace, "-r", "-i", "1", "-d", "3", "-o", "json", q.join)
+	ivOut, ivErrs, ivCode := sqlhistRun(bin, "--via", via, "--via-trace", ivTrace, "-r", "-i", "1", "-d", "2", "-o", "json", q.join)
 	ivTook := time.Since(ivStart).Seconds()
 	if ivCode != 0 || !strings.Contains(ivErrs, "with the target's awk") {
 		t.Errorf("-i through the target's awk: exit %d:\n%s%s", ivCode, ivOut, ivErrs)
@@ -198,7 +198,7 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 			}
 		}
 		total, data := traceBytes(ivTrace)
-		notes = append(notes, fmt.Sprintf("join awk -i 1 -d 3 %s in %.0fs, %d bytes back (%d of results: %.0f B/s)", strings.Join(counts, "/"), ivTook, total, data, float64(data)/ivTook))
+		notes = append(notes, fmt.Sprintf("join awk -i 1 -d 2 %s in %.0fs, %d bytes back (%d of results: %.0f B/s)", strings.Join(counts, "/"), ivTook, total, data, float64(data)/ivTook))
 	}
 	switch arch {
 	case "riscv64":
