@@ -9,7 +9,7 @@ import (
 
 // TestPrintAwk: printing for a catalog without hist triggers (riscv64's)
 // gives the awk engine's script, the same bytes every time; so does
-// --engine stream on any catalog; -d needs one of them; what the text
+// --engine stream on any catalog; -d and -i need one of them; what the text
 // cannot answer is refused at the query.
 func TestPrintAwk(t *testing.T) {
 	runIt := func(args ...string) (int, string, string) {
@@ -27,12 +27,18 @@ func TestPrintAwk(t *testing.T) {
 	if code, out, errs := runIt("--kernel", "6.1", "--engine", "stream", wakeupSQL); code != exitOK || !strings.Contains(out, "wait $sqlhist_awk") {
 		t.Errorf("--engine stream on 6.1: exit %d\n%s%s", code, out, errs)
 	}
+	// -i: the script prints the results every interval too.
+	if code, out, errs := runIt("--kernel", "6.1", "--engine", "stream", "-d", "3", "-i", "1", wakeupSQL); code != exitOK || !strings.Contains(out, "# Every 1 s it prints them") || !strings.Contains(out, "while [ $sqlhist_n -lt 2 ]; do sleep 1; echo 'sqlhist-awk-tick'") {
+		t.Errorf("--engine stream -d 3 -i 1 on 6.1: exit %d\n%s%s", code, out, errs)
+	}
 	for _, tt := range []struct {
 		args []string
 		code int
 		err  string
 	}{
 		{[]string{"--kernel", "6.1", "-d", "2", wakeupSQL}, exitUsage, "--duration goes with --run (-r), or with --engine stream"},
+		{[]string{"--kernel", "6.1", "-i", "2", wakeupSQL}, exitUsage, "--interval goes with --run (-r), or with --engine stream"},
+		{[]string{"--kernel", "6.1", "--engine", "stream", "-i", "x", wakeupSQL}, exitUsage, "-i:"},
 		{[]string{"--kernel", "6.1", "--engine", "kernel", wakeupSQL}, exitUsage, "--engine goes with --run"},
 		{[]string{"--kernel", "6.1", "--engine", "stream", "-o", "json", wakeupSQL}, exitUsage, "drop -e, --teardown, --plan and -o"},
 		{[]string{"--kernel", "6.12", "--arch", "riscv64", "SELECT prev_state, COUNT(*) FROM sched_switch GROUP BY prev_state"}, exitQuery, "the field prev_state cannot be read from trace_pipe's text"},
