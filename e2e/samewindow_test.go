@@ -32,12 +32,13 @@ import (
 // wait for the other's work too (FINDINGS.md, "The agreement phase's
 // wakeups are one-sided"), so the two latencies of one wakeup differ by
 // a few µs: one near a bucket's edge lands in the next bucket over; and
-// a wakeup and a switch on two CPUs at once may be paired in the order
-// the handlers ran by the kernel, in timestamp order by a reader. At most
-// one in 4 of them (and 4) may be moved, counted in the note (each
-// bucket a move crosses counts), and the averages may differ by at most
-// 200 µs. The other rows count
-// what each saw outside the window too, and are not compared.
+// a wakeup and a switch on two CPUs at once may be paired otherwise (the
+// kernel's triggers pair them as they run, a reader in its instance's
+// timestamp order, which the two instances' clock reads may flip: 6.1
+// and riscv64 each had one wakeup milliseconds apart). At most one in 4
+// of them (and 4) may be in another bucket, counted in the note with the
+// averages' difference. The other rows count what each saw outside the
+// window too, and are not compared.
 
 // sameWindowSQL is the query of the comparison: the run phase's wakeup
 // JOIN.
@@ -195,7 +196,7 @@ func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) str
 	}
 	same := fmt.Sprintf("%d buckets equal", buckets)
 	if moved > 0 {
-		same = fmt.Sprintf("%d buckets, %d wakeups one bucket over, average %+.1f µs (each instance's own clock read)", buckets, moved, dmean)
+		same = fmt.Sprintf("%d buckets, %d wakeups in another, averages %+.1f µs apart (each instance's own clock read)", buckets, moved, dmean)
 	}
 	note := fmt.Sprintf("same window awk = %s: %s %v wakeups, %s%s", engine, sameWindowTask, count, same, took)
 	t.Logf("%s: %s", kname, note)
@@ -203,10 +204,11 @@ func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) str
 }
 
 // sameWindowBuckets compares the latency distributions of two rows of
-// the same count: the wakeups one bucket over (the difference of the two
-// running totals, added up over the buckets), at most one in 4 of them
-// (and 4), the buckets, and the difference of the averages (a's less
-// o's, in µs), at most 200.
+// the same count: the wakeups in another bucket (half the differences
+// of the buckets' counts, added up), at most one in 4 of them (and 4),
+// the buckets, and the difference of the averages (a's less o's, in µs;
+// one wakeup paired otherwise moves it by milliseconds over the count,
+// so it is told, not bounded).
 func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, err error) {
 	if fmt.Sprint(a["count"]) != fmt.Sprint(o["count"]) {
 		return 0, 0, 0, fmt.Errorf("count %v, %v", a["count"], o["count"])
@@ -251,19 +253,17 @@ func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, 
 		}
 	}
 	sort.Float64s(lows)
-	run, total := 0.0, 0.0
+	diff, total := 0.0, 0.0
 	for _, l := range lows {
-		run += da[l] - do[l]
+		diff += math.Abs(da[l] - do[l])
 		total += da[l]
-		if run != 0 {
-			moved += int(math.Abs(run))
-		}
 	}
-	if run != 0 {
-		return 0, 0, dmean, fmt.Errorf("the distributions count %v and %v", total, total-run)
+	moved = int(diff / 2)
+	if math.Mod(diff, 2) != 0 {
+		return 0, 0, dmean, fmt.Errorf("the distributions count differently")
 	}
-	if moved > max(4, int(total)/4) || math.Abs(dmean) > 200 {
-		return moved, len(lows), dmean, fmt.Errorf("%d of %v wakeups in another bucket, averages %+.1f µs apart: more than the clock reads of two instances move", moved, total, dmean)
+	if moved > max(4, int(total)/4) {
+		return moved, len(lows), dmean, fmt.Errorf("%d of %v wakeups in another bucket: more than the clock reads of two instances move", moved, total)
 	}
 	return moved, len(lows), dmean, nil
 }
@@ -290,6 +290,7 @@ func TestSameWindowBuckets(t *testing.T) {
 		{"new bucket", row(60, 4, 10, 8, 50), row(60, 4, 10, 8, 49, 16, 1), 1, 3, false},
 		{"count", row(60, 4, 10, 8, 50), row(61, 4, 10, 8, 51), 0, 0, true},
 		{"too many", row(60, 4, 30, 8, 30), row(60, 4, 0, 8, 60), 30, 2, true},
+		{"far", row(60, 4, 10, 8, 50), row(60, 4, 9, 8, 50, 4096, 1), 1, 3, false},
 	} {
 		moved, n, _, err := sameWindowBuckets(tt.a, tt.o)
 		if (err != nil) != tt.bad || !tt.bad && (moved != tt.moved || n != tt.n) {
