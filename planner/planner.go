@@ -143,7 +143,7 @@ func Build(script *compiler.Script, cat *tracefs.Catalog, opt Options) (*Plan, s
 		failedViews: map[string]bool{}}
 	if !p.feat.HistTriggers {
 		feat, _ := tracefs.FeatureByID("hist-triggers")
-		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers: it was built without CONFIG_HIST_TRIGGERS (in Linux since %s), and its tracefs README has no \"hist:keys\"; every sqlhist query needs them, so sqlhist cannot run there; %s", feat.Since, p.feat.Target()).
+		diags.Add(source.NoPos, source.NoPos, "the kernel behind this catalog has no hist triggers: it was built without CONFIG_HIST_TRIGGERS (in Linux since %s), and its tracefs README has no \"hist:keys\"; the in-kernel engine (printed scripts, -e) needs them: on that kernel, sqlhist -r answers from the events (the stream engine), and --engine stream prints a script whose awk computes the query; %s", feat.Since, p.feat.Target()).
 			Hint = opt.CatalogHint
 		return nil, diags
 	}

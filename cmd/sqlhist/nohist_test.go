@@ -43,7 +43,7 @@ func TestNoHistTriggersSaysHowToPrintElsewhere(t *testing.T) {
 	defer func() { live.Machine = saved }()
 	const root = "/sys/kernel/tracing"
 	mounts := "tracefs " + root + " tracefs rw,nosuid,nodev,noexec,relatime 0 0\n"
-	refusal := `sqlhist: the kernel behind this catalog has no hist triggers: it was built without CONFIG_HIST_TRIGGERS (in Linux since 4.7), and its tracefs README has no "hist:keys"; every sqlhist query needs them, so sqlhist cannot run there; this target is Linux 6.18 (6.18.44-test)` + "\n"
+	refusal := `sqlhist: the kernel behind this catalog has no hist triggers: it was built without CONFIG_HIST_TRIGGERS (in Linux since 4.7), and its tracefs README has no "hist:keys"; the in-kernel engine (printed scripts, -e) needs them: on that kernel, sqlhist -r answers from the events (the stream engine), and --engine stream prints a script whose awk computes the query; this target is Linux 6.18 (6.18.44-test)` + "\n"
 	hint := "hint: the event formats came from this machine's tracefs (/sys/kernel/tracing), read because neither --kernel nor --formats was given; " +
 		"to print for another machine, name its kernel with --kernel VERSION (embedded: " + tracefs.EmbeddedSummary() + ") or read a copy of its tracefs with --formats DIR\n"
 	for _, tt := range []struct {
