@@ -69,7 +69,7 @@ func (c *Choices) PrintAwk(w io.Writer, plan *planner.Plan, cat *Catalog, root s
 // mean: stream the events instead (said on stderr when the target was
 // asked).
 func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt Options, root string) (*Report, error) {
-	if h.Shell == nil || opt.Engine != EngineStream || c.Engine == EngineStream || opt.Events != nil || c.Metrics != "" || opt.Duration <= 0 {
+	if h.Shell == nil || opt.Engine != EngineStream || c.Engine == EngineStream || opt.Events != nil || c.Metrics != "" {
 		return nil, nil
 	}
 	var rep *Report
@@ -77,7 +77,8 @@ func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt
 	if h.AwkRan != nil {
 		*h.AwkRan = awkInstance(plan)
 	}
-	if opt.Interval > 0 {
+	if opt.Interval > 0 || opt.Duration <= 0 || opt.Duration > AwkViaMax {
+		// In the background on the target, its output polled.
 		rep, err = RunAwkViaIntervals(ctx, h.Shell, plan, c.Catalog, root, opt, h.Stderr)
 	} else {
 		rep, err = RunAwkVia(ctx, h.Shell, plan, c.Catalog, root, opt.Duration, h.Stderr)

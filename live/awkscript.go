@@ -212,20 +212,30 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 			b.WriteString("sqlhist_n=0\n")
 			loop = fmt.Sprintf("while [ $sqlhist_n -lt %d ]", n)
 		}
-		b.WriteString("( " + loop + "; do sleep " + seconds(opt.Interval) + "; echo " + emit.Quote(AwkTick) + " >> " + marker + " || exit; sqlhist_n=$((sqlhist_n + 1)); done ) < /dev/null > /dev/null 2>&1 &\n")
+		// Each sleep waited for with a trap, so that kill ends the loop
+		// at once in every shell (mksh's subshell outlives a TERM while
+		// its foreground sleep runs).
+		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + loop + "; do sleep " + seconds(opt.Interval) + " & sqlhist_s=$!; wait $sqlhist_s; echo " + emit.Quote(AwkTick) + " >> " + marker + " || exit; sqlhist_n=$((sqlhist_n + 1)); done ) < /dev/null > /dev/null 2>&1 &\n")
 		b.WriteString("sqlhist_tick=$!\n")
 	}
-	b.WriteString("trap : INT TERM HUP\n")
 	if opt.Duration > 0 {
-		b.WriteString("sleep " + seconds(opt.Duration) + " &\nsqlhist_sleep=$!\nwait $sqlhist_sleep\nkill $sqlhist_sleep 2>/dev/null\n")
-	} else {
-		b.WriteString("wait $sqlhist_awk\n")
+		// The duration ends the awk with the end marker, and the script
+		// waits for the awk: whatever ends it (the duration, a signal
+		// here, the marker written from elsewhere, as --via does at
+		// Ctrl-C) ends the run at once.
+		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; sleep " + seconds(opt.Duration) + " & sqlhist_s=$!; wait $sqlhist_s; echo " + emit.Quote(AwkMarker) + " >> " + marker + " ) < /dev/null > /dev/null 2>&1 &\n")
+		b.WriteString("sqlhist_timer=$!\n")
+	}
+	b.WriteString("trap : INT TERM HUP\n")
+	b.WriteString("wait $sqlhist_awk\n")
+	if opt.Duration > 0 {
+		b.WriteString("kill $sqlhist_timer 2>/dev/null\nwait $sqlhist_timer 2>/dev/null\n")
 	}
 	if opt.Interval > 0 {
-		b.WriteString("kill $sqlhist_tick 2>/dev/null\nwait $sqlhist_tick\n")
+		b.WriteString("kill $sqlhist_tick 2>/dev/null\nwait $sqlhist_tick 2>/dev/null\n")
 	}
-	b.WriteString("echo " + emit.Quote(AwkMarker) + " >> " + marker + "\n")
-	b.WriteString("wait $sqlhist_awk\n")
+	// After a signal the awk still runs: the marker ends it.
+	b.WriteString("if kill -0 $sqlhist_awk 2>/dev/null; then\n\techo " + emit.Quote(AwkMarker) + " >> " + marker + "\n\twait $sqlhist_awk\nfi\n")
 	b.WriteString("trap - INT TERM HUP\n")
 	b.WriteString("sqlhist_undo\n)\n")
 	_, err := io.WriteString(w, b.String())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -295,7 +296,12 @@ func standIn(t *testing.T, dir string, text []byte) (root, bin string) {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		"mkdir": "#!/bin/sh\n/bin/mkdir \"$1\" || exit 1\nfor e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done\n/bin/cp " + quoteAll([]string{dir + "/text"})[0] + " \"$1/trace_pipe\"\n",
+		// trace_pipe is a FIFO that gives the text, then stays open, as
+		// the kernel's does, until the end marker is in trace_marker
+		// (or the instance is gone).
+		"mkdir": "#!/bin/sh\n/bin/mkdir \"$1\" || exit 1\nfor e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done\n" +
+			"/usr/bin/mkfifo \"$1/trace_pipe\" || exit 1\n" +
+			"( exec > \"$1/trace_pipe\"; /bin/cat " + quoteAll([]string{dir + "/text"})[0] + "; while [ -d \"$1\" ] && ! /bin/grep -q " + AwkMarker + " \"$1/trace_marker\" 2>/dev/null; do /bin/sleep 0.05; done ) < /dev/null 2> /dev/null &\n",
 		"rmdir": "#!/bin/sh\n/bin/cp -r \"$1\" " + quoteAll([]string{dir + "/removed"})[0] + " && /bin/rm -r \"$1\"\n",
 	}
 	for n, body := range files {
@@ -370,5 +376,105 @@ func TestAwkScriptTicks(t *testing.T) {
 				t.Errorf("trace_marker got %q; want 1 or 2 ticks (of 0.4 s within 1.2 s), then the end marker", marks)
 			}
 		})
+	}
+}
+
+// TestAwkScriptEndsEarly: a script printed with a long -d ends at once,
+// printing its tables and removing its instance, when its shell gets
+// SIGINT in its process group (Ctrl-C) or when the end marker is written from
+// elsewhere (as --via does when its run is stopped), under dash, mksh
+// and bash --posix.
+func TestAwkScriptEndsEarly(t *testing.T) {
+	impls := awks(t)
+	awk := impls["busybox"]
+	if awk == nil {
+		for _, a := range impls {
+			awk = a
+		}
+	}
+	if awk == nil {
+		t.Skip("no awk")
+	}
+	k := awkKernels[0]
+	text, err := os.ReadFile(k.text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, _, _, _ := awkPlanOf(t, awkQueries["join"], k.version, k.arch)
+	for _, sh := range [][]string{{"dash"}, {"mksh"}, {"bash", "--posix"}} {
+		p, err := exec.LookPath(sh[0])
+		if err != nil {
+			t.Logf("SKIPPING %s: not installed", sh[0])
+			continue
+		}
+		for _, how := range []string{"signal", "marker"} {
+			t.Run(sh[0]+"/"+how, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				root, bin := standIn(t, dir, text)
+				if err := os.WriteFile(bin+"/awk", []byte("#!/bin/sh\nexec "+strings.Join(quoteAll(awk), " ")+" \"$@\"\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				var script bytes.Buffer
+				if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: time.Minute, Interval: 20 * time.Second}); err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.Command(p, append(sh[1:], "-c", script.String())...)
+				cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + dir}
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				// A group of its own: Ctrl-C signals the terminal's group.
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				inst := root + "/instances/" + ap.Instance
+				for i := 0; i < 100; i++ {
+					if _, err := os.Stat(inst + "/trace_pipe"); err == nil {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				time.Sleep(300 * time.Millisecond)
+				start := time.Now()
+				if how == "signal" {
+					syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+				} else if f, err := os.OpenFile(inst+"/trace_marker", os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+					f.WriteString(AwkMarker + "\n")
+					f.Close()
+				}
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				select {
+				case err := <-done:
+					// The script's shell here is sh -c's, whose
+					// subshell runs it: the interrupt ends the outer
+					// one (an interactive shell ignores it).
+					if err != nil && !(how == "signal" && err.Error() == "signal: interrupt") {
+						t.Fatalf("%v\nstderr:\n%s", err, errb.String())
+					}
+				case <-time.After(10 * time.Second):
+					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					<-done
+					t.Fatalf("the script did not end within 10 s of the %s (-d 60); output:\n%s\nstderr:\n%s", how, out.String(), errb.String())
+				}
+				if took := time.Since(start); took > 5*time.Second {
+					t.Errorf("the script took %v to end after the %s", took, how)
+				}
+				if !strings.Contains(out.String(), "==> end: ") {
+					t.Errorf("no tables printed:\n%s\nstderr:\n%s", out.String(), errb.String())
+				}
+				if errb.Len() > 0 {
+					t.Errorf("stderr:\n%s", errb.String())
+				}
+				if _, err := os.Stat(inst); !os.IsNotExist(err) {
+					t.Errorf("the instance is still there (%v)", err)
+				}
+				marks, _ := os.ReadFile(dir + "/removed/trace_marker")
+				if strings.Count(string(marks), AwkMarker) != 1 {
+					t.Errorf("trace_marker: %q, want the end marker once", marks)
+				}
+			})
+		}
 	}
 }

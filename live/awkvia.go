@@ -114,9 +114,6 @@ const awkPollEOF = "@@sqlawk-eof"
 // end marker), and its instance is removed at opt.Duration.
 func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, opt Options, log io.Writer) (*Report, error) {
 	d, every := opt.Duration, opt.Interval
-	if d <= 0 {
-		return nil, &AwkFallback{"-i through the target's awk needs -d (its script ends by itself)"}
-	}
 	arch, _ := cat.Arch()
 	ap, err := NewAwkPlan(plan, cat, arch)
 	if err != nil {
@@ -145,29 +142,53 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 	if file == "" {
 		return nil, fmt.Errorf("starting the awk engine's script: no file named in %q", clip(out))
 	}
-	fmt.Fprintf(log, "sqlhist: collecting for %v with the target's awk in instance %s, every %v; only the results cross\n", d, ap.Instance, every)
+	how := "until Ctrl-C"
+	if d > 0 {
+		how = fmt.Sprintf("for %v", d)
+	}
+	if every > 0 {
+		how += fmt.Sprintf(", every %v", every)
+	}
+	fmt.Fprintf(log, "sqlhist: collecting %s with the target's awk in instance %s; only the results cross\n", how, ap.Instance)
 	r := &runState{plan: plan, opt: opt}
 	iv := &intervals{r: r, stop: func() {}, began: time.Now()}
 	var ar AwkReader
 	var final *AwkOutput
 	offset := 0
-	deadline := time.Now().Add(d + awkViaSlack)
-	poll := max(every/2, 250*time.Millisecond)
+	// Without -d the script runs until the marker ends it (below, at
+	// Ctrl-C here); the deadline is then the marker's.
+	began := time.Now()
+	deadline := began.Add(d + awkViaSlack)
+	if d <= 0 {
+		deadline = began.Add(100 * 365 * 24 * time.Hour)
+	}
+	// Polls: twice an interval with -i; without, each 2 s until the
+	// end is due (each poll is a few bytes), then often.
+	poll := func() time.Duration {
+		if every > 0 {
+			return max(every/2, 250*time.Millisecond)
+		}
+		if ended := d > 0 && time.Since(began) >= d; ended || ctx.Err() != nil {
+			return 250 * time.Millisecond
+		}
+		return 2 * time.Second
+	}
 	ended := false
 	for final == nil {
 		select {
 		case <-ctx.Done():
 			if !ended {
-				// End the awk now: it prints the end's hist files.
+				// End the awk now: it prints the end's hist files, and
+				// its script removes the instance.
 				ended = true
 				run(context.Background(), "ending the awk engine's script", "echo "+emit.Quote(AwkMarker)+" >> "+emit.Quote(path.Join(root, "instances", ap.Instance, "trace_marker")), 0)
 				deadline = time.Now().Add(awkViaSlack)
 			}
-			time.Sleep(poll)
-		case <-time.After(poll):
+			time.Sleep(poll())
+		case <-time.After(poll()):
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the awk engine's script: no end in %v (its output is in %s on the target)", d+awkViaSlack, file)
+			return nil, fmt.Errorf("the awk engine's script: no end %v after it was due (its output is in %s on the target)", awkViaSlack, file)
 		}
 		text, err := run(context.Background(), "reading the awk engine's output", fmt.Sprintf("tail -c +%d %s; echo %s", offset+1, emit.Quote(file), awkPollEOF), 0)
 		if err != nil {
@@ -184,7 +205,9 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 			if err != nil {
 				return nil, fmt.Errorf("the awk engine's output: %v", err)
 			}
-			iv.report(snap, o.Interval == 0)
+			if every > 0 {
+				iv.report(snap, o.Interval == 0)
+			}
 			if o.Interval == 0 {
 				final = o
 			}

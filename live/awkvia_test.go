@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -208,5 +209,81 @@ func TestWriteLostAwk(t *testing.T) {
 	WriteLost(&b, errors.New("EOF"), true, false, 12345678, "ssh b", "")
 	if s := b.String(); !strings.Contains(s, "sqlhist_12345678") {
 		t.Errorf("%s", s)
+	}
+}
+
+// TestRunAwkViaUntilStopped: without -d (or with one longer than a
+// request may wait) the script runs in the background on the target;
+// stopping the run (the context, as Ctrl-C does) writes the end marker,
+// the awk prints the end's tables, which are the stream machine's over
+// the same lines, and the script removes its instance at once.
+func TestRunAwkViaUntilStopped(t *testing.T) {
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Skip("SKIPPING: dash is not installed (make test-shells installs it)")
+	}
+	k := awkKernels[0]
+	text, err := os.ReadFile(k.text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, a := awkCatalog(t, k.version, k.arch)
+	plan, diags := Compile(sourceOf(awkQueries["agg"]), cat, Prepare(planner.Options{Stream: true}, 4245))
+	if plan == nil {
+		t.Fatal(diags)
+	}
+	for _, d := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprint(d), func(t *testing.T) {
+			dir := t.TempDir()
+			root, bin := standIn(t, dir, text)
+			run := func(_ context.Context, step, cmd string, _ time.Duration) (string, error) {
+				c := exec.Command(dash, "-c", cmd)
+				c.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "TMPDIR=" + dir}
+				out, err := c.CombinedOutput()
+				return string(out), err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			var log bytes.Buffer
+			start := time.Now()
+			rep, err := RunAwkViaIntervals(ctx, run, plan, cat, root, Options{Duration: d}, &log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("the run took %v after it was stopped at 1.5 s", took)
+			}
+			want, err := AwkReplay(plan, cat, a, bytes.NewReader(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wo, err := ReadAwkOutput(strings.NewReader(want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := (&runState{plan: plan, awk: wo}).snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, exp := rep.Results[0].Totals(), snap.results()[0].Totals(); got.Hits == 0 || got != exp {
+				t.Errorf("total %+v; want %+v", got, exp)
+			}
+			for i := 0; i < 50; i++ {
+				if ents, _ := os.ReadDir(root + "/instances"); len(ents) == 0 {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if ents, _ := os.ReadDir(root + "/instances"); len(ents) != 0 {
+				t.Errorf("the instance is still there after the run was stopped")
+			}
+			wantLog := "until Ctrl-C"
+			if d > 0 {
+				wantLog = "for 1h0m0s"
+			}
+			if !strings.Contains(log.String(), wantLog) {
+				t.Errorf("log %q, want %q", log.String(), wantLog)
+			}
+		})
 	}
 }
