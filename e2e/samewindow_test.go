@@ -35,9 +35,10 @@ import (
 // a wakeup and a switch on two CPUs at once may be paired otherwise (the
 // kernel's triggers pair them as they run, a reader in its instance's
 // timestamp order, which the two instances' clock reads may flip: 6.1
-// and riscv64 each had one wakeup milliseconds apart). At most one in 4
-// of them (and 4) may be in another bucket, counted in the note with the
-// averages' difference. The other rows count what each saw outside the
+// and riscv64 each had one wakeup milliseconds apart). Any number but
+// all may be in the next bucket (how many sit near an edge), at most
+// one in 20 (and 1) further; counted in the note with the averages'
+// difference. The other rows count what each saw outside the
 // window too, and are not compared.
 
 // sameWindowSQL is the query of the comparison: the run phase's wakeup
@@ -205,8 +206,8 @@ func checkSameWindow(t *testing.T, kname, engine, version, arch, out string) str
 
 // sameWindowBuckets compares the latency distributions of two rows of
 // the same count: the wakeups in another bucket (half the differences
-// of the buckets' counts, added up), at most one in 4 of them (and 4),
-// the buckets, and the difference of the averages (a's less o's, in µs;
+// of the buckets' counts, added up), those two buckets or more away at
+// most one in 20 (and 1), not every one shifted; the buckets, and the difference of the averages (a's less o's, in µs;
 // one wakeup paired otherwise moves it by milliseconds over the count,
 // so it is told, not bounded).
 func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, err error) {
@@ -262,15 +263,49 @@ func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, 
 	if math.Mod(diff, 2) != 0 {
 		return 0, 0, dmean, fmt.Errorf("the distributions count differently")
 	}
-	if moved > max(4, int(total)/4) {
-		return moved, len(lows), dmean, fmt.Errorf("%d of %v wakeups in another bucket: more than the clock reads of two instances move", moved, total)
+	// How many had to move further than the next bucket: where one
+	// side's count up to bucket k-1 exceeds the other's up to k, so
+	// many of its wakeups are two buckets or more from any of the
+	// other's. The clock reads move a wakeup by a few µs, into the next
+	// bucket at most; how many depends on how many sit near an edge
+	// (5.10's wakeups of a 20 ms sleep cluster at 64 µs under TCG: 2 of
+	// 40 moved in one run, 15 of 40 in another, all to the next
+	// bucket), so that count is only bounded by a shift of every one
+	// (a bucket rule off by one). Further moves are pairings the two
+	// sides made otherwise: at most one in 20 (and 1).
+	idx := func(low float64) int {
+		if low < 1 {
+			return 0
+		}
+		return int(math.Round(math.Log2(low))) + 1
+	}
+	top := idx(lows[len(lows)-1])
+	ca, co := make([]float64, top+2), make([]float64, top+2)
+	for _, l := range lows {
+		ca[idx(l)+1] += da[l]
+		co[idx(l)+1] += do[l]
+	}
+	far := 0.0
+	for k := 1; k < len(ca); k++ {
+		ca[k] += ca[k-1]
+		co[k] += co[k-1]
+		if k >= 2 {
+			far = max(far, ca[k-1]-co[k], co[k-1]-ca[k])
+		}
+	}
+	if far > max(1, math.Floor(total/20)) {
+		return moved, len(lows), dmean, fmt.Errorf("%v of %v wakeups two buckets or more from the other side's: more than the two sides' pairings explain", far, total)
+	}
+	if total >= 8 && float64(moved) > total*3/4 {
+		return moved, len(lows), dmean, fmt.Errorf("%d of %v wakeups in the next bucket: every one shifted, not the clock reads of two instances", moved, total)
 	}
 	return moved, len(lows), dmean, nil
 }
 
-// TestSameWindowBuckets: equal distributions move nothing; a wakeup one
-// bucket over is counted; different counts, or more moved than the
-// clock reads explain, fail.
+// TestSameWindowBuckets: equal distributions move nothing; wakeups one
+// bucket over are counted, however many sit at an edge; different
+// counts, every wakeup shifted, or more moved two buckets or further
+// than the two sides' pairings explain, fail.
 func TestSameWindowBuckets(t *testing.T) {
 	row := func(count float64, buckets ...float64) map[string]any {
 		var d []any
@@ -289,8 +324,12 @@ func TestSameWindowBuckets(t *testing.T) {
 		{"one over", row(60, 4, 10, 8, 50), row(60, 4, 9, 8, 51), 1, 2, false},
 		{"new bucket", row(60, 4, 10, 8, 50), row(60, 4, 10, 8, 49, 16, 1), 1, 3, false},
 		{"count", row(60, 4, 10, 8, 50), row(61, 4, 10, 8, 51), 0, 0, true},
-		{"too many", row(60, 4, 30, 8, 30), row(60, 4, 0, 8, 60), 30, 2, true},
+		{"edge", row(60, 4, 30, 8, 30), row(60, 4, 10, 8, 50), 20, 2, false},
+		{"5.10's cluster at 64", row(40, 32, 17, 64, 22, 128, 1), row(40, 32, 32, 64, 7, 128, 1), 15, 3, false},
+		{"all shifted", row(60, 4, 30, 8, 30), row(60, 8, 30, 16, 30), 60, 3, true},
 		{"far", row(60, 4, 10, 8, 50), row(60, 4, 9, 8, 50, 4096, 1), 1, 3, false},
+		{"far, four of 60", row(60, 4, 10, 8, 50), row(60, 4, 6, 8, 50, 4096, 4), 4, 3, true},
+		{"two over", row(60, 4, 60), row(60, 4, 50, 16, 10), 10, 2, true},
 	} {
 		moved, n, _, err := sameWindowBuckets(tt.a, tt.o)
 		if (err != nil) != tt.bad || !tt.bad && (moved != tt.moved || n != tt.n) {

@@ -82,6 +82,35 @@ func sqlhistRun(bin string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
+// sqlhistInterrupted runs bin as sqlhistRun does and sends it SIGINT
+// (Ctrl-C) once its stderr says it is collecting and after has passed.
+func sqlhistInterrupted(bin string, after time.Duration, args ...string) (string, string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out bytes.Buffer
+	errb := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &out, errb
+	if err := cmd.Start(); err != nil {
+		return "", err.Error(), -1
+	}
+	go func() {
+		for i := 0; i < 1200 && !strings.Contains(errb.String(), "collecting"); i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(after)
+		cmd.Process.Signal(os.Interrupt)
+	}()
+	err := cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	return out.String(), errb.String(), code
+}
+
 // viaJobRun is the suite's via job: the via kernels booted at once, each
 // checked (viaTargetChecks) while the others are, then as a fleet, then
 // ended.
