@@ -285,10 +285,13 @@ func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, 
 		ca[idx(l)+1] += da[l]
 		co[idx(l)+1] += do[l]
 	}
-	far := 0.0
+	// steps: the least bucket steps that turn one into the other (the
+	// differences of the cumulative counts, added up).
+	far, steps := 0.0, 0.0
 	for k := 1; k < len(ca); k++ {
 		ca[k] += ca[k-1]
 		co[k] += co[k-1]
+		steps += math.Abs(ca[k] - co[k])
 		if k >= 2 {
 			far = max(far, ca[k-1]-co[k], co[k-1]-ca[k])
 		}
@@ -296,8 +299,8 @@ func sameWindowBuckets(a, o map[string]any) (moved, buckets int, dmean float64, 
 	if far > max(1, math.Floor(total/20)) {
 		return moved, len(lows), dmean, fmt.Errorf("%v of %v wakeups two buckets or more from the other side's: more than the two sides' pairings explain", far, total)
 	}
-	if total >= 8 && float64(moved) > total*3/4 {
-		return moved, len(lows), dmean, fmt.Errorf("%d of %v wakeups in the next bucket: every one shifted, not the clock reads of two instances", moved, total)
+	if total >= 8 && steps > total*3/4 {
+		return moved, len(lows), dmean, fmt.Errorf("%v bucket steps for %v wakeups: every one shifted, not the clock reads of two instances", steps, total)
 	}
 	return moved, len(lows), dmean, nil
 }
