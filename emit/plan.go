@@ -61,16 +61,32 @@ type PlanRead struct {
 	What   string `json:"what"`             // what it shows ("the answer")
 	Enable string `json:"enable,omitempty"` // the enable file of an event to trace first
 	Cat    string `json:"cat"`
+	// Limit is the query's LIMIT on a hist file's entries: its first
+	// Limit entries are shown, with its header and totals (0: all).
+	Limit int `json:"limit,omitempty"`
 }
 
 // Line is the read as a printed script's closing comment says it, with
 // the files under root: "the answer: cat '/sys/kernel/tracing/…/hist'".
+// With a Limit, the command is LimitHist's.
 func (r PlanRead) Line(root string) string {
 	l := r.What + ": "
 	if r.Enable != "" {
 		l += "echo 1 > " + Quote(root+"/"+r.Enable) + "; "
 	}
+	if r.Limit > 0 {
+		return l + LimitHist(r.Limit) + " " + Quote(root+"/"+r.Cat)
+	}
 	return l + "cat " + Quote(root+"/"+r.Cat)
+}
+
+// LimitHist is the command, for any POSIX awk (busybox's, mawk, gawk),
+// that prints a hist file with only the first n entries of each of its
+// histograms: the header comments, the first n entries (an entry starts
+// with "{" and runs to the line of its hit count, a stack over several
+// lines), then the blank line and the totals.
+func LimitHist(n int) string {
+	return "awk " + Quote(fmt.Sprintf("/^# event histogram/{n=0;t=0} /^[{]/{n++} /^$/{if(n)t=1} n<=%d||t", n))
 }
 
 // PlanTarget is the kernel the plan was compiled for.

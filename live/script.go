@@ -74,6 +74,13 @@ func NewScript(src *source.Source, plan *Plan, cat *Catalog, opt ScriptOptions) 
 	if !opt.Teardown {
 		s.synths, s.reads = synthetics(plan), reads(plan)
 	}
+	if opt.Format == "bootconfig" && !opt.Teardown {
+		for _, r := range s.reads {
+			if r.Limit > 0 { // a boot-time histogram keeps every entry too
+				s.notes = append(s.notes, "once booted, "+r.Line(opt.Root))
+			}
+		}
+	}
 	return s
 }
 
@@ -227,7 +234,11 @@ func reads(plan *Plan) []emit.PlanRead {
 				}
 			}
 			if u.Synth == nil && h == u.Start || saves {
-				add(emit.PlanRead{What: "the answer", Cat: dir(h.Instance) + "events/" + h.System + "/" + h.Event + "/hist"})
+				r := emit.PlanRead{What: "the answer", Cat: dir(h.Instance) + "events/" + h.System + "/" + h.Event + "/hist"}
+				if h.Limit > 0 && h == u.Start {
+					r.What, r.Limit = fmt.Sprintf("the answer, its first %d entries (LIMIT %d)", h.Limit, h.Limit), h.Limit
+				}
+				add(r)
 			}
 		}
 		if u.Synth != nil && !u.Intermediate {
