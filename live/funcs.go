@@ -1,0 +1,396 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+)
+
+// The files of a tracefs root that list the functions the kernel can
+// trace, one a line: "NAME" or "NAME [MODULE]"; the second (Linux 6.5
+// and later) has each line's address first.
+const (
+	filterFunctions      = "available_filter_functions"
+	filterFunctionsAddrs = "available_filter_functions_addrs"
+)
+
+// Functions looks a target's kernel functions up, for kprobes: in a
+// tracefs (this machine's, or a copy given with --formats) or through a
+// shell on the target (--via).
+type Functions interface {
+	// Lookup says whether the target lists fn (in module mod, when mod
+	// is not "") and the listed names close to it.
+	Lookup(fn, mod string) (FuncLookup, error)
+	// Where names the list in messages ("available_filter_functions of
+	// tracefs /sys/kernel/tracing").
+	Where() string
+}
+
+// FuncLookup is what Functions.Lookup found.
+type FuncLookup struct {
+	Found bool
+	// Module is set when the module asked for has some function listed
+	// (it is loaded).
+	Module bool
+	// Near are listed names that share a prefix with the one asked for
+	// (a bounded number of them through a shell).
+	Near []string
+	// NoList is set when the target has no list of functions.
+	NoList bool
+}
+
+// FSFunctions reads the list of a tracefs directory, once, on the first
+// Lookup.
+type FSFunctions struct {
+	FS    fs.FS
+	Name  string // where the directory is, for messages ("tracefs /sys/kernel/tracing")
+	names map[string][]string
+	mods  map[string]bool
+	all   []string
+	err   error
+	read  bool
+}
+
+// HasFunctionList reports whether fsys holds a list of the kernel's
+// functions.
+func HasFunctionList(fsys fs.FS) bool {
+	for _, f := range []string{filterFunctions, filterFunctionsAddrs} {
+		if _, err := fs.Stat(fsys, f); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Where names the list.
+func (f *FSFunctions) Where() string { return filterFunctions + " of " + f.Name }
+
+func (f *FSFunctions) load() {
+	f.read = true
+	f.names, f.mods = map[string][]string{}, map[string]bool{}
+	file, addrs := filterFunctions, false
+	r, err := f.FS.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		file, addrs = filterFunctionsAddrs, true
+		r, err = f.FS.Open(file)
+	}
+	if err != nil {
+		f.err = err
+		return
+	}
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<16)
+	for sc.Scan() {
+		name, mod := parseFuncLine(sc.Text(), addrs)
+		if name == "" {
+			continue
+		}
+		if _, seen := f.names[name]; !seen {
+			f.all = append(f.all, name)
+		}
+		f.names[name] = append(f.names[name], mod)
+		if mod != "" {
+			f.mods[mod] = true
+		}
+	}
+	f.err = sc.Err()
+}
+
+// parseFuncLine reads a line of the list: the function and its module.
+func parseFuncLine(line string, addrs bool) (name, mod string) {
+	fields := strings.Fields(line)
+	if addrs && len(fields) > 0 {
+		fields = fields[1:]
+	}
+	if len(fields) == 0 {
+		return "", ""
+	}
+	if len(fields) > 1 && strings.HasPrefix(fields[1], "[") {
+		mod = strings.Trim(fields[1], "[]")
+	}
+	return fields[0], mod
+}
+
+// Lookup looks fn up in the list.
+func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
+	if !f.read {
+		f.load()
+	}
+	if errors.Is(f.err, fs.ErrNotExist) {
+		return FuncLookup{NoList: true}, nil
+	}
+	if f.err != nil {
+		return FuncLookup{}, fmt.Errorf("reading %s: %v", f.Where(), f.err)
+	}
+	l := FuncLookup{Module: mod != "" && f.mods[mod]}
+	for _, m := range f.names[fn] {
+		l.Found = l.Found || mod == "" || m == mod
+	}
+	if !l.Found {
+		l.Near = f.all
+	}
+	return l, nil
+}
+
+// ShellFunctions asks a shell on the target (--via) about each function:
+// whether its list has it, and at most MaxNear names that share its
+// first letters, never the whole list (megabytes, over a serial line).
+type ShellFunctions struct {
+	Run     ShellRunner
+	Root    string // the target's tracefs
+	Via     string // the --via command, for messages
+	MaxNear int    // 0: 200
+}
+
+// Where names the list.
+func (f *ShellFunctions) Where() string {
+	return filterFunctions + " of the target's tracefs " + f.Root + " (--via " + f.Via + ")"
+}
+
+// funcName is what a kernel function or module name is made of; a name
+// that is not is looked up as a name the list cannot have.
+var funcName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// Lookup asks the target.
+func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
+	if !funcName.MatchString(fn) || mod != "" && !funcName.MatchString(mod) {
+		return FuncLookup{}, nil
+	}
+	re := func(s string) string { return strings.ReplaceAll(s, ".", `\.`) }
+	n := f.MaxNear
+	if n <= 0 {
+		n = 200
+	}
+	tail := `( \[[^]]*\])?$`
+	if mod != "" {
+		tail = ` \[` + re(mod) + `\]$`
+	}
+	cmd := "f=" + emit.Quote(f.Root+"/"+filterFunctions) + "; [ -r \"$f\" ] || f=" + emit.Quote(f.Root+"/"+filterFunctionsAddrs) + "; " +
+		"if [ ! -r \"$f\" ]; then echo '@nolist'; else " +
+		"grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\" && echo '@found'; "
+	if mod != "" {
+		cmd += "grep -q -E " + emit.Quote(` \[`+re(mod)+`\]$`) + " \"$f\" && echo '@module'; "
+	}
+	prefix := fn[:min(len(fn), 4)]
+	cmd += fmt.Sprintf("grep -E %s \"$f\" | head -n %d; fi", emit.Quote(`^([0-9a-f]+ )?`+re(prefix)), n)
+	out, err := f.Run(context.Background(), "looking up "+fn+" in "+filterFunctions, cmd, 30*time.Second)
+	if err != nil {
+		return FuncLookup{}, err
+	}
+	var l FuncLookup
+	seen := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		switch line {
+		case "@nolist":
+			return FuncLookup{NoList: true}, nil
+		case "@found":
+			l.Found = true
+			continue
+		case "@module":
+			l.Module = true
+			continue
+		}
+		addrs := len(line) > 0 && strings.IndexByte(line, ' ') > 0 && isHex(line[:strings.IndexByte(line, ' ')]) && !strings.HasPrefix(line[strings.IndexByte(line, ' ')+1:], "[")
+		if name, _ := parseFuncLine(line, addrs); name != "" && !seen[name] {
+			seen[name] = true
+			l.Near = append(l.Near, name)
+		}
+	}
+	if l.Found {
+		l.Near = nil
+	}
+	return l, nil
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// CheckProbes checks the functions of plan's kprobes and kretprobes
+// against funcs (nil: none known, which a warning on log says once), and
+// the binaries of its uprobes on a target reached through a shell
+// (exists, when run is set: the planner read this machine's copy). It
+// returns the errors (and warnings) positioned in the SQL: a function
+// the target does not list, with the nearest listed names.
+func CheckProbes(plan *planner.Plan, funcs Functions, exists func(path string) (bool, error), noFuncs string, log io.Writer) source.Diags {
+	var d source.Diags
+	warned := false
+	seen := map[*planner.Probe]bool{}
+	for _, u := range plan.Units {
+		for _, pr := range u.Probes {
+			if seen[pr] {
+				continue
+			}
+			seen[pr] = true
+			switch pr.Kind {
+			case compiler.KProbe, compiler.KRetProbe:
+				if funcs == nil {
+					if !warned && noFuncs != "" && log != nil {
+						fmt.Fprintf(log, "sqlhist: warning: the functions of kprobes are not checked: %s\n", noFuncs)
+					}
+					warned = true
+					continue
+				}
+				checkFunction(&d, pr, funcs, &warned, log)
+			case compiler.UProbe, compiler.URetProbe:
+				if exists == nil {
+					continue
+				}
+				ok, err := exists(pr.Path)
+				switch {
+				case err != nil:
+					d.Add(pr.TargetPos, pr.TargetEnd, "cannot check the binary %s on the target: %v", pr.Path, err)
+				case !ok:
+					x := d.Add(pr.TargetPos, pr.TargetEnd, "no file %s on the target", pr.Path)
+					x.Hint = "a uprobe's binary is the target's: give its path there"
+				case pr.Symbol != "" && log != nil:
+					fmt.Fprintf(log, "sqlhist: note: uprobe: the file offset of %s was read from this machine's %s; the target's file exists, its symbols are not checked (it must be the same build)\n", pr.Symbol, pr.Path)
+				}
+			}
+		}
+	}
+	d.Sort()
+	return d
+}
+
+// checkFunction checks one kprobe's function.
+func checkFunction(d *source.Diags, pr *planner.Probe, funcs Functions, warned *bool, log io.Writer) {
+	l, err := funcs.Lookup(pr.Symbol, pr.Module)
+	switch {
+	case err != nil:
+		d.Add(pr.SymPos, pr.SymEnd, "cannot check the function %q: %v", pr.Symbol, err)
+		return
+	case l.NoList:
+		if !*warned && log != nil {
+			fmt.Fprintf(log, "sqlhist: warning: the functions of kprobes are not checked: no %s there\n", funcs.Where())
+		}
+		*warned = true
+		return
+	case l.Found:
+		return
+	case pr.Module != "" && !l.Module:
+		x := d.Add(pr.SymPos, pr.SymEnd, "module %q lists no function in %s: it is not loaded, and the kprobe on %s:%s waits for it", pr.Module, funcs.Where(), pr.Module, pr.Symbol)
+		x.Warning = true
+		return
+	}
+	in := ""
+	if pr.Module != "" {
+		in = " of module " + pr.Module
+	}
+	x := d.Add(pr.SymPos, pr.SymEnd, "unknown kernel function %q%s: not in %s", pr.Symbol, in, funcs.Where())
+	if s := nearestFunc(pr.Symbol, l.Near); s != "" {
+		x.Msg += fmt.Sprintf("; did you mean %s?", s)
+	}
+	x.Hint = "kprobes attach to the functions the kernel can trace, which that file lists (an inlined function is not there; a static one may be renamed, as NAME.isra.0)"
+}
+
+// nearestFunc is the candidate nearest to fn by edit distance, when it is
+// close enough to be a typo (of equally near ones, the first in sorted
+// order).
+func nearestFunc(fn string, candidates []string) string {
+	limit := max(1, len(fn)/3)
+	best, bestD := "", limit+1
+	sorted := append([]string(nil), candidates...)
+	sort.Strings(sorted)
+	for _, c := range sorted {
+		if diff := len(c) - len(fn); diff > limit || -diff > limit {
+			continue
+		}
+		if dist := editDistance(fn, c); dist < bestD {
+			best, bestD = c, dist
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, counting a swap
+// of two neighbours as one edit (vfs_raed is one from vfs_read).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+// Compile is [Compile] for the place's target, then its probes checked
+// where the target is known ([CheckProbes]): kprobe functions against
+// the target's available_filter_functions (this machine's tracefs, a
+// --formats copy that has it, or asked through --via's shell, h.Shell),
+// a uprobe's binary on a --via target. Where only an embedded catalog is
+// known, a warning on log says the functions are not checked. A
+// teardown is not checked.
+func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOptions, log io.Writer) (*Plan, source.Diags) {
+	plan, diags := Compile(src, cat, opt)
+	if plan == nil || opt.Teardown || !hasProbes(plan) {
+		return plan, diags
+	}
+	var funcs Functions
+	var exists func(string) (bool, error)
+	noFuncs := ""
+	switch {
+	case h.Shell != nil && (p.Formats == "" || p.Machine):
+		funcs = &ShellFunctions{Run: h.Shell, Root: p.Root, Via: h.Via}
+		exists = func(path string) (bool, error) {
+			out, err := h.Shell(context.Background(), "looking for "+path, "if [ -e "+emit.Quote(path)+" ]; then echo yes; else echo no; fi", 30*time.Second)
+			return strings.TrimSpace(out) == "yes", err
+		}
+	case cat.FS() != nil && HasFunctionList(cat.FS()):
+		funcs = &FSFunctions{FS: cat.FS(), Name: p.CatalogName()}
+	case p.Formats != "":
+		noFuncs = "--formats " + p.Formats + " holds no " + filterFunctions + " (copy it from the target's tracefs to check them)"
+	default:
+		noFuncs = "the embedded catalog of " + p.TargetName(cat) + " lists no kernel functions (read the target's " + filterFunctions +
+			" with --formats DIR, a copy of its tracefs that holds it, or --via COMMAND)"
+	}
+	more := CheckProbes(plan, funcs, exists, noFuncs, log)
+	if len(more.Errors()) > 0 {
+		plan = nil
+	}
+	diags = append(diags, more...)
+	diags.Sort()
+	return plan, diags
+}
+
+func hasProbes(plan *Plan) bool {
+	for _, u := range plan.Units {
+		if len(u.Probes) > 0 {
+			return true
+		}
+	}
+	return false
+}
