@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -225,12 +226,18 @@ func isHex(s string) bool {
 }
 
 // CheckProbes checks the functions of plan's kprobes and kretprobes
-// against funcs (nil: none known, which a warning on log says once), and
-// the binaries of its uprobes on a target reached through a shell
-// (exists, when run is set: the planner read this machine's copy). It
-// returns the errors (and warnings) positioned in the SQL: a function
-// the target does not list, with the nearest listed names.
-func CheckProbes(plan *planner.Plan, funcs Functions, exists func(path string) (bool, error), noFuncs string, log io.Writer) source.Diags {
+// against funcs (nil: none known, which a warning on log says once,
+// with noFuncs), and the binaries of its uprobes with exists (the
+// target's files; nil: none reachable, which a note on log says for a
+// uprobe at an offset, whose binary the planner did not read, with
+// noFiles). It returns the errors (and warnings) positioned in the SQL:
+// a function the target does not list, with the nearest listed names; a
+// binary it does not have.
+func CheckProbes(plan *planner.Plan, funcs Functions, exists func(path string) (bool, error), noFuncs, noFiles string, log io.Writer) source.Diags {
+	remote := false
+	if sf, ok := funcs.(*ShellFunctions); ok && sf != nil {
+		remote = true
+	}
 	var d source.Diags
 	warned := false
 	seen := map[*planner.Probe]bool{}
@@ -252,6 +259,9 @@ func CheckProbes(plan *planner.Plan, funcs Functions, exists func(path string) (
 				checkFunction(&d, pr, funcs, &warned, log)
 			case compiler.UProbe, compiler.URetProbe:
 				if exists == nil {
+					if pr.Symbol == "" && noFiles != "" && log != nil {
+						fmt.Fprintf(log, "sqlhist: note: uprobe: %s is not checked: %s\n", pr.Path, noFiles)
+					}
 					continue
 				}
 				ok, err := exists(pr.Path)
@@ -261,7 +271,7 @@ func CheckProbes(plan *planner.Plan, funcs Functions, exists func(path string) (
 				case !ok:
 					x := d.Add(pr.TargetPos, pr.TargetEnd, "no file %s on the target", pr.Path)
 					x.Hint = "a uprobe's binary is the target's: give its path there"
-				case pr.Symbol != "" && log != nil:
+				case pr.Symbol != "" && log != nil && remote:
 					fmt.Fprintf(log, "sqlhist: note: uprobe: the file offset of %s was read from this machine's %s; the target's file exists, its symbols are not checked (it must be the same build)\n", pr.Symbol, pr.Path)
 				}
 			}
@@ -361,7 +371,7 @@ func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOpt
 	}
 	var funcs Functions
 	var exists func(string) (bool, error)
-	noFuncs := ""
+	noFuncs, noFiles := "", ""
 	switch {
 	case h.Shell != nil && (p.Formats == "" || p.Machine):
 		funcs = &ShellFunctions{Run: h.Shell, Root: p.Root, Via: h.Via}
@@ -371,13 +381,25 @@ func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOpt
 		}
 	case cat.FS() != nil && HasFunctionList(cat.FS()):
 		funcs = &FSFunctions{FS: cat.FS(), Name: p.CatalogName()}
+		noFiles = "the target's files are not reached (printing from --formats: --via COMMAND reaches them)"
 	case p.Formats != "":
 		noFuncs = "--formats " + p.Formats + " holds no " + filterFunctions + " (copy it from the target's tracefs to check them)"
 	default:
 		noFuncs = "the embedded catalog of " + p.TargetName(cat) + " lists no kernel functions (read the target's " + filterFunctions +
 			" with --formats DIR, a copy of its tracefs that holds it, or --via COMMAND)"
 	}
-	more := CheckProbes(plan, funcs, exists, noFuncs, log)
+	if p.Machine && h.Shell == nil && h.Dir != nil { // this machine is the target
+		exists, noFiles = func(file string) (bool, error) {
+			d, err := h.Dir(path.Dir(file))
+			if err == nil {
+				_, err = fs.Stat(d, path.Base(file))
+			}
+			return err == nil, nil
+		}, ""
+	} else if funcs == nil && exists == nil {
+		noFiles = "the target's files are not reached (printing for another machine: --via COMMAND reaches them)"
+	}
+	more := CheckProbes(plan, funcs, exists, noFuncs, noFiles, log)
 	if len(more.Errors()) > 0 {
 		plan = nil
 	}

@@ -202,3 +202,27 @@ func nearest(names []string) string {
 	}
 	return ""
 }
+
+// A uprobe at an offset names a binary the planner does not read: on
+// this machine's tracefs (-e, -r) it must exist here; printing for
+// another machine, a note says it is not checked.
+func TestUprobeBinaryChecked(t *testing.T) {
+	h := live.Host{Dir: func(p string) (fs.FS, error) {
+		if p == "/usr/bin" {
+			return fstest.MapFS{"app": {Data: []byte("\x7fELF")}}, nil
+		}
+		return nil, fs.ErrNotExist
+	}}
+	machine := &live.Place{Formats: "/sys/kernel/tracing", Machine: true}
+	if plan, diags, log := funcsCase(t, machine, h, nil, "SELECT common_pid, COUNT(*) FROM uprobe('/usr/bin/app', 0x10)"); plan == nil || diags != "" || log != "" {
+		t.Errorf("/usr/bin/app: %s%s", diags, log)
+	}
+	plan, diags, _ := funcsCase(t, machine, h, nil, "SELECT common_pid, COUNT(*) FROM uprobe('/usr/bin/ap', 0x10)")
+	if plan != nil || !strings.Contains(diags, "q.sql:1:41: no file /usr/bin/ap on the target") {
+		t.Errorf("/usr/bin/ap: %s", diags)
+	}
+	plan, diags, log := funcsCase(t, &live.Place{Kernel: "6.1"}, live.Host{}, nil, "SELECT common_pid, COUNT(*) FROM uprobe('/usr/bin/ap', 0x10)")
+	if plan == nil || diags != "" || log != "sqlhist: note: uprobe: /usr/bin/ap is not checked: the target's files are not reached (printing for another machine: --via COMMAND reaches them)\n" {
+		t.Errorf("printing: %s%s", diags, log)
+	}
+}
