@@ -381,7 +381,7 @@ func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOpt
 		}
 	case cat.FS() != nil && HasFunctionList(cat.FS()):
 		funcs = &FSFunctions{FS: cat.FS(), Name: p.CatalogName()}
-		noFiles = "the target's files are not reached (printing from --formats: --via COMMAND reaches them)"
+		noFiles = "the target's files are not reached (printing from " + p.CatalogName() + ": -e and -r on the target, or --via COMMAND, reach them)"
 	case p.Formats != "":
 		noFuncs = "--formats " + p.Formats + " holds no " + filterFunctions + " (copy it from the target's tracefs to check them)"
 	default:
