@@ -50,6 +50,9 @@ type FuncLookup struct {
 	Near []string
 	// NoList is set when the target has no list of functions.
 	NoList bool
+	// Unchecked says why the list could not be searched ("" when it
+	// was).
+	Unchecked string
 }
 
 // FSFunctions reads the list of a tracefs directory, once, on the first
@@ -180,7 +183,7 @@ func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 		tail = ` \[` + re(mod) + `\]$`
 	}
 	cmd := "f=" + emit.Quote(f.Root+"/"+filterFunctions) + "; [ -r \"$f\" ] || f=" + emit.Quote(f.Root+"/"+filterFunctionsAddrs) + "; " +
-		"if [ ! -r \"$f\" ]; then echo '@nolist'; else " +
+		"if [ ! -r \"$f\" ]; then echo '@nolist'; elif ! command -v grep >/dev/null 2>&1 || ! command -v head >/dev/null 2>&1; then echo '@nogrep'; else " +
 		"grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\" && echo '@found'; "
 	if mod != "" {
 		cmd += "grep -q -E " + emit.Quote(` \[`+re(mod)+`\]$`) + " \"$f\" && echo '@module'; "
@@ -197,6 +200,8 @@ func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 		switch line {
 		case "@nolist":
 			return FuncLookup{NoList: true}, nil
+		case "@nogrep":
+			return FuncLookup{Unchecked: "the target's shell has no grep or head to search " + f.Where() + " with"}, nil
 		case "@found":
 			l.Found = true
 			continue
@@ -288,9 +293,13 @@ func checkFunction(d *source.Diags, pr *planner.Probe, funcs Functions, warned *
 	case err != nil:
 		d.Add(pr.SymPos, pr.SymEnd, "cannot check the function %q: %v", pr.Symbol, err)
 		return
-	case l.NoList:
+	case l.NoList || l.Unchecked != "":
+		why := l.Unchecked
+		if why == "" {
+			why = "no " + funcs.Where()
+		}
 		if !*warned && log != nil {
-			fmt.Fprintf(log, "sqlhist: warning: the functions of kprobes are not checked: no %s there\n", funcs.Where())
+			fmt.Fprintf(log, "sqlhist: warning: the functions of kprobes are not checked: %s\n", why)
 		}
 		*warned = true
 		return

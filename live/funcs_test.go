@@ -185,6 +185,19 @@ func TestKprobeFunctionsVia(t *testing.T) {
 		if plan == nil || diags != "" {
 			t.Errorf("%v: no list on the target: %s", shell, diags)
 		}
+		// A shell without grep (dash with an empty PATH): not checked,
+		// and a warning says why.
+		nogrep := func(_ context.Context, step, cmd string, _ time.Duration) (string, error) {
+			c := exec.Command(shell[0], append(shell[1:], "-c", cmd)...)
+			c.Env = append(os.Environ(), "PATH="+t.TempDir())
+			out, err := c.CombinedOutput()
+			return string(out), err
+		}
+		plan, diags, log := funcsCase(t, p, live.Host{Shell: nogrep, Via: "ssh board"}, nil, "SELECT common_pid, COUNT(*) FROM kprobe(ksys_rad)")
+		// (busybox's sh runs its own grep and head without a PATH)
+		if shell[0] != "busybox" && (plan == nil || diags != "" || !strings.Contains(log, "warning: the functions of kprobes are not checked: the target's shell has no grep or head")) {
+			t.Errorf("%v: no grep: %s%s", shell, diags, log)
+		}
 		for _, c := range cmds {
 			if strings.Contains(c, "cat ") {
 				t.Errorf("a command reads a whole file: %s", c)
