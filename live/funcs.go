@@ -53,13 +53,117 @@ type FuncLookup struct {
 	// Unchecked says why the list could not be searched ("" when it
 	// was).
 	Unchecked string
+	// Kallsyms names the kernel's symbol table searched for a function
+	// the list does not have ("/proc/kallsyms"; "" when none could be
+	// read, as for a --formats copy without one): Text says the function
+	// is a text symbol there, which a kprobe may attach to although
+	// ftrace cannot trace it (notrace).
+	Kallsyms string
+	Text     bool
+	// Blacklist names the kprobe blacklist that lists a Text function
+	// ("" when none read does).
+	Blacklist string
+}
+
+// KernelSyms reads a kernel's text symbols (/proc/kallsyms) and its
+// kprobe blacklist, for a function its available_filter_functions does
+// not list: kprobe_events takes any text symbol not blacklisted.
+type KernelSyms struct {
+	// Open opens a file of the machine that holds them.
+	Open func(name string) (io.ReadCloser, error)
+	// Kallsyms is the symbol table's file; Name names it in messages
+	// ("" means Kallsyms).
+	Kallsyms, Name string
+	// Blacklists are where the kprobe blacklist may be (debugfs's
+	// kprobes/blacklist); the first that opens is read.
+	Blacklists []string
+}
+
+// DefaultBlacklists are the places of the kprobe blacklist for a
+// tracefs at root: kprobes/blacklist beside root (where root is
+// debugfs's tracing directory), then debugfs's usual place.
+func DefaultBlacklists(root string) []string {
+	const std = "/sys/kernel/debug/kprobes/blacklist"
+	if b := path.Join(path.Dir(root), "kprobes", "blacklist"); b != std {
+		return []string{b, std}
+	}
+	return []string{std}
+}
+
+// text reports whether fn (of module mod, when not "") is a text symbol
+// (type t or T) of the table, read a line at a time.
+func (k *KernelSyms) text(fn, mod string) (bool, error) {
+	r, err := k.Open(k.Kallsyms)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<16)
+	for sc.Scan() {
+		// "ffffffff81234560 t name\t[module]"
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || f[2] != fn || f[1] != "t" && f[1] != "T" {
+			continue
+		}
+		if mod == "" || len(f) > 3 && f[3] == "["+mod+"]" {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// blacklisted names the blacklist that lists fn ("" when none read
+// does, or none could be read). Its lines are "0xSTART-0xEND\tname",
+// with " [module]" after a module's.
+func (k *KernelSyms) blacklisted(fn string) string {
+	for _, b := range k.Blacklists {
+		r, err := k.Open(b)
+		if err != nil {
+			continue
+		}
+		listed := false
+		sc := bufio.NewScanner(r)
+		for sc.Scan() && !listed {
+			f := strings.Fields(sc.Text())
+			listed = len(f) > 1 && f[1] == fn
+		}
+		r.Close()
+		if listed {
+			return b
+		}
+		return ""
+	}
+	return ""
+}
+
+// lookup fills l's Kallsyms, Text and Blacklist for fn; a table that
+// cannot be read leaves them unset.
+func (k *KernelSyms) lookup(l *FuncLookup, fn, mod string) {
+	if k == nil || k.Open == nil {
+		return
+	}
+	text, err := k.text(fn, mod)
+	if err != nil {
+		return
+	}
+	l.Kallsyms, l.Text = k.Kallsyms, text
+	if k.Name != "" {
+		l.Kallsyms = k.Name
+	}
+	if text {
+		l.Blacklist = k.blacklisted(fn)
+	}
 }
 
 // FSFunctions reads the list of a tracefs directory, once, on the first
 // Lookup.
 type FSFunctions struct {
-	FS    fs.FS
-	Name  string // where the directory is, for messages ("tracefs /sys/kernel/tracing")
+	FS   fs.FS
+	Name string // where the directory is, for messages ("tracefs /sys/kernel/tracing")
+	// Syms, when not nil, are the kernel's text symbols and kprobe
+	// blacklist, searched for a function the list does not have.
+	Syms  *KernelSyms
 	names map[string][]string
 	mods  map[string]bool
 	all   []string
@@ -145,6 +249,7 @@ func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 	}
 	if !l.Found {
 		l.Near = f.all
+		f.Syms.lookup(&l, fn, mod)
 	}
 	return l, nil
 }
@@ -152,11 +257,21 @@ func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 // ShellFunctions asks a shell on the target (--via) about each function:
 // whether its list has it, and at most MaxNear names that share its
 // first letters, never the whole list (megabytes, over a serial line).
+//
+// For a function the list does not have, the same command searches the
+// target's /proc/kallsyms for it as a text symbol (a grep that stops at
+// the first match and prints nothing of the file) and, when it is one,
+// the kprobe blacklist.
 type ShellFunctions struct {
 	Run     ShellRunner
 	Root    string // the target's tracefs
 	Via     string // the --via command, for messages
 	MaxNear int    // 0: 200
+	// Kallsyms is the target's symbol table ("": /proc/kallsyms);
+	// Blacklists are where its kprobe blacklist may be (nil:
+	// DefaultBlacklists(Root)).
+	Kallsyms   string
+	Blacklists []string
 }
 
 // Where names the list.
@@ -184,7 +299,7 @@ func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 	}
 	cmd := "f=" + emit.Quote(f.Root+"/"+filterFunctions) + "; [ -r \"$f\" ] || f=" + emit.Quote(f.Root+"/"+filterFunctionsAddrs) + "; " +
 		"if [ ! -r \"$f\" ]; then echo '@nolist'; elif ! command -v grep >/dev/null 2>&1 || ! command -v head >/dev/null 2>&1; then echo '@nogrep'; else " +
-		"grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\" && echo '@found'; "
+		"if grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\"; then echo '@found'; else " + f.symsCmd(re(fn), re(mod)) + "; fi; "
 	if mod != "" {
 		cmd += "grep -q -E " + emit.Quote(` \[`+re(mod)+`\]$`) + " \"$f\" && echo '@module'; "
 	}
@@ -208,6 +323,16 @@ func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 		case "@module":
 			l.Module = true
 			continue
+		case "@kallsyms":
+			l.Kallsyms = f.kallsyms() + " of the target"
+			continue
+		case "@text":
+			l.Text = true
+			continue
+		}
+		if b, ok := strings.CutPrefix(line, "@blacklist "); ok {
+			l.Blacklist = b + " of the target"
+			continue
 		}
 		addrs := len(line) > 0 && strings.IndexByte(line, ' ') > 0 && isHex(line[:strings.IndexByte(line, ' ')]) && !strings.HasPrefix(line[strings.IndexByte(line, ' ')+1:], "[")
 		if name, _ := parseFuncLine(line, addrs); name != "" && !seen[name] {
@@ -219,6 +344,37 @@ func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 		l.Near = nil
 	}
 	return l, nil
+}
+
+func (f *ShellFunctions) kallsyms() string {
+	if f.Kallsyms == "" {
+		return "/proc/kallsyms"
+	}
+	return f.Kallsyms
+}
+
+// symsCmd is the shell command that searches the target's kallsyms for
+// the function (fn and mod as regular expressions): "@kallsyms" when it
+// can be read, "@text" when the function is a text symbol, "@blacklist
+// FILE" when the first blacklist that can be read lists it.
+func (f *ShellFunctions) symsCmd(fn, mod string) string {
+	tail := `([[:space:]]|$)`
+	if mod != "" {
+		tail = `[[:space:]]+\[` + mod + `\]$`
+	}
+	bl := f.Blacklists
+	if bl == nil {
+		bl = DefaultBlacklists(f.Root)
+	}
+	var quoted []string
+	for _, b := range bl {
+		quoted = append(quoted, emit.Quote(b))
+	}
+	k := emit.Quote(f.kallsyms())
+	return "if [ -r " + k + " ]; then echo '@kallsyms'; " +
+		"if grep -q -E " + emit.Quote(` [tT] `+fn+tail) + " " + k + "; then echo '@text'; " +
+		"for b in " + strings.Join(quoted, " ") + "; do if [ -r \"$b\" ]; then " +
+		"grep -q -E " + emit.Quote(`[[:space:]]`+fn+`( |$)`) + " \"$b\" && echo \"@blacklist $b\"; break; fi; done; fi; fi"
 }
 
 func isHex(s string) bool {
@@ -236,8 +392,10 @@ func isHex(s string) bool {
 // target's files; nil: none reachable, which a note on log says for a
 // uprobe at an offset, whose binary the planner did not read, with
 // noFiles). It returns the errors (and warnings) positioned in the SQL:
-// a function the target does not list, with the nearest listed names; a
-// binary it does not have.
+// a function the target neither lists nor has as a text symbol, with
+// the nearest listed names, or one on its kprobe blacklist; a binary it
+// does not have. A text symbol the list does not have (notrace) is a
+// warning on log.
 func CheckProbes(plan *planner.Plan, funcs Functions, exists func(path string) (bool, error), noFuncs, noFiles string, log io.Writer) source.Diags {
 	remote := false
 	if sf, ok := funcs.(*ShellFunctions); ok && sf != nil {
@@ -305,6 +463,15 @@ func checkFunction(d *source.Diags, pr *planner.Probe, funcs Functions, warned *
 		return
 	case l.Found:
 		return
+	case l.Text && l.Blacklist != "":
+		x := d.Add(pr.SymPos, pr.SymEnd, "kernel function %q is on the kernel's kprobe blacklist (%s): the kernel refuses a kprobe on it", pr.Symbol, l.Blacklist)
+		x.Hint = "the kernel keeps kprobes off the functions they themselves run through (exception, NMI and entry code); probe one of its callers instead"
+		return
+	case l.Text:
+		if log != nil {
+			fmt.Fprintf(log, "sqlhist: warning: kernel function %q is not in %s, but is a text symbol in %s: ftrace cannot trace it (notrace), a kprobe may still attach; the kernel refuses it if it is on its kprobe blacklist\n", pr.Symbol, funcs.Where(), l.Kallsyms)
+		}
+		return
 	case pr.Module != "" && !l.Module:
 		x := d.Add(pr.SymPos, pr.SymEnd, "module %q lists no function in %s: it is not loaded, and the kprobe on %s:%s waits for it", pr.Module, funcs.Where(), pr.Module, pr.Symbol)
 		x.Warning = true
@@ -315,10 +482,18 @@ func checkFunction(d *source.Diags, pr *planner.Probe, funcs Functions, warned *
 		in = " of module " + pr.Module
 	}
 	x := d.Add(pr.SymPos, pr.SymEnd, "unknown kernel function %q%s: not in %s", pr.Symbol, in, funcs.Where())
+	if l.Kallsyms != "" {
+		x.Msg += " nor a text symbol in " + l.Kallsyms
+	}
 	if s := nearestFunc(pr.Symbol, l.Near); s != "" {
 		x.Msg += fmt.Sprintf("; did you mean %s?", s)
 	}
-	x.Hint = "kprobes attach to the functions the kernel can trace, which that file lists (an inlined function is not there; a static one may be renamed, as NAME.isra.0)"
+	if l.Kallsyms != "" {
+		x.Hint = "kprobes attach to the kernel's text symbols: that file lists those ftrace can trace, kallsyms the rest (an inlined function is in neither; a static one may be renamed, as NAME.isra.0)"
+		return
+	}
+	x.Hint = "the function may still exist and take a kprobe, untraceable by ftrace (notrace): that file does not list those, the kernel's /proc/kallsyms does. " +
+		"To check it there, compile on the target (-e, -r) or through --via COMMAND, or put a copy of the target's /proc/kallsyms in the --formats directory as kallsyms"
 }
 
 // nearestFunc is the candidate nearest to fn by edit distance, when it is
@@ -369,7 +544,10 @@ func editDistance(a, b string) int {
 // Compile is [Compile] for the place's target, then its probes checked
 // where the target is known ([CheckProbes]): kprobe functions against
 // the target's available_filter_functions (this machine's tracefs, a
-// --formats copy that has it, or asked through --via's shell, h.Shell),
+// --formats copy that has it, or asked through --via's shell, h.Shell)
+// and, for one not listed there, its kallsyms and kprobe blacklist
+// (this machine's /proc and debugfs, DIR/kallsyms of a --formats copy,
+// the target's through --via),
 // a uprobe's binary on a --via target. Where only an embedded catalog is
 // known, a warning on log says the functions are not checked. A
 // teardown is not checked.
@@ -389,7 +567,7 @@ func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOpt
 			return strings.TrimSpace(out) == "yes", err
 		}
 	case cat.FS() != nil && HasFunctionList(cat.FS()):
-		funcs = &FSFunctions{FS: cat.FS(), Name: p.CatalogName()}
+		funcs = &FSFunctions{FS: cat.FS(), Name: p.CatalogName(), Syms: p.kernelSyms(h, cat.FS())}
 		noFiles = "the target's files are not reached (printing from " + p.CatalogName() + ": -e and -r on the target, or --via COMMAND, reach them)"
 	case p.Formats != "":
 		noFuncs = "--formats " + p.Formats + " holds no " + filterFunctions + " (copy it from the target's tracefs to check them)"
@@ -415,6 +593,36 @@ func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOpt
 	diags = append(diags, more...)
 	diags.Sort()
 	return plan, diags
+}
+
+// kernelSyms is where the kernel of a catalog read from a tracefs (fsys)
+// has its text symbols and kprobe blacklist: this machine's /proc when
+// the tracefs is this machine's, a file kallsyms beside a --formats
+// copy's formats when it holds one (no blacklist), else nil.
+func (p *Place) kernelSyms(h Host, fsys fs.FS) *KernelSyms {
+	local := p.Via == "" && (p.Machine || p.Formats == "" && p.Kernel == "")
+	switch {
+	case local && h.Dir != nil:
+		root := p.Root
+		if p.Machine {
+			root = p.Formats
+		}
+		open := func(file string) (io.ReadCloser, error) {
+			d, err := h.Dir(path.Dir(file))
+			if err != nil {
+				return nil, err
+			}
+			return d.Open(path.Base(file))
+		}
+		return &KernelSyms{Open: open, Kallsyms: "/proc/kallsyms", Blacklists: DefaultBlacklists(root)}
+	case p.Formats != "" && !p.Machine:
+		if _, err := fs.Stat(fsys, "kallsyms"); err != nil {
+			return nil
+		}
+		open := func(file string) (io.ReadCloser, error) { return fsys.Open(file) }
+		return &KernelSyms{Open: open, Kallsyms: "kallsyms", Name: "kallsyms of --formats " + p.Formats}
+	}
+	return nil
 }
 
 func hasProbes(plan *Plan) bool {

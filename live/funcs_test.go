@@ -77,7 +77,7 @@ func TestKprobeFunctionsChecked(t *testing.T) {
 			switch {
 			case c.err == "" && (plan == nil || diags != "" || log != ""):
 				t.Errorf("%s: refused:\n%s%s", c.query, diags, log)
-			case c.err != "" && (plan != nil || !strings.Contains(diags, c.err) || !strings.Contains(diags, "hint: kprobes attach to the functions")):
+			case c.err != "" && (plan != nil || !strings.Contains(diags, c.err) || !strings.Contains(diags, "hint: the function may still exist and take a kprobe, untraceable by ftrace (notrace)")):
 				t.Errorf("%s: plan %v, diagnostics\n%s\nwant\n%s", c.query, plan != nil, diags, c.err)
 			}
 		}
@@ -88,6 +88,86 @@ func TestKprobeFunctionsChecked(t *testing.T) {
 		"SELECT common_pid, COUNT(*) FROM kprobe(xfs:xfs_file_read_iter)")
 	if plan == nil || !strings.Contains(diags, "warning: module \"xfs\" lists no function") {
 		t.Errorf("unloaded module: plan %v:\n%s", plan != nil, diags)
+	}
+}
+
+// kallsyms is a /proc/kallsyms: notrace_fn is a text symbol the list
+// does not have, do_int3 one the blacklist has, vfs_data a data symbol,
+// nvme_quiet a module's.
+const kallsyms = "ffffffff81234560 T vfs_read\nffffffff81234600 t notrace_fn\nffffffff81234700 T do_int3\nffffffff82000000 D vfs_data\n" +
+	"ffffffffc0001000 t nvme_quiet\t[nvme_core]\n"
+
+const blacklist = "0xffffffff81234700-0xffffffff81234780\tdo_int3\n0xffffffffc0002000-0xffffffffc0002040\tnvme_irq [nvme_core]\n"
+
+// On this machine's tracefs, a function available_filter_functions does
+// not list is looked for among the text symbols of /proc/kallsyms: one
+// there is a warning (ftrace cannot trace it, a kprobe can attach), unless
+// the kprobe blacklist (debugfs's, where it can be read) has it, an error
+// that says so; in neither is the error with the nearest listed name.
+func TestKprobeFunctionsKallsyms(t *testing.T) {
+	files := fstest.MapFS{"available_filter_functions": {Data: []byte(funcList)}}
+	dirs := func(bl bool) live.Host {
+		return live.Host{Dir: func(p string) (fs.FS, error) {
+			switch {
+			case p == "/proc":
+				return fstest.MapFS{"kallsyms": {Data: []byte(kallsyms)}}, nil
+			case p == "/sys/kernel/debug/kprobes" && bl:
+				return fstest.MapFS{"blacklist": {Data: []byte(blacklist)}}, nil
+			}
+			return nil, fs.ErrNotExist
+		}}
+	}
+	const where = "available_filter_functions of tracefs /sys/kernel/tracing"
+	for _, c := range []struct {
+		query     string
+		noBL      bool // no blacklist can be read
+		err, warn string
+	}{
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(vfs_read)"},
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(notrace_fn)",
+			warn: "sqlhist: warning: kernel function \"notrace_fn\" is not in " + where + ", but is a text symbol in /proc/kallsyms: ftrace cannot trace it (notrace), a kprobe may still attach; the kernel refuses it if it is on its kprobe blacklist\n"},
+		{query: "SELECT ret FROM kretprobe(nvme_core:nvme_quiet, ret=$retval:s64)", warn: "\"nvme_quiet\" is not in"},
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(do_int3)",
+			err: "q.sql:1:41: kernel function \"do_int3\" is on the kernel's kprobe blacklist (/sys/kernel/debug/kprobes/blacklist): the kernel refuses a kprobe on it\n"},
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(do_int3)", noBL: true, warn: "\"do_int3\" is not in"},
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(vfs_data)",
+			err: "q.sql:1:41: unknown kernel function \"vfs_data\": not in " + where + " nor a text symbol in /proc/kallsyms\n"},
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(nvme_core:notrace_fn)", err: "unknown kernel function \"notrace_fn\" of module nvme_core: not in " + where + " nor a text symbol in /proc/kallsyms\n"},
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(vfs_raed)",
+			err: "unknown kernel function \"vfs_raed\": not in " + where + " nor a text symbol in /proc/kallsyms; did you mean vfs_read?"},
+	} {
+		place := &live.Place{Root: "/sys/kernel/tracing", Formats: "/sys/kernel/tracing", Machine: true}
+		plan, diags, log := funcsCase(t, place, dirs(!c.noBL), files, c.query)
+		switch {
+		case c.err == "" && (plan == nil || diags != "" || !strings.Contains(log, c.warn) || (c.warn == "") != (log == "")):
+			t.Errorf("%s: plan %v, diagnostics\n%s\nlog\n%s\nwant the warning\n%s", c.query, plan != nil, diags, log, c.warn)
+		case c.err != "" && (plan != nil || !strings.Contains(diags, c.err) || log != ""):
+			t.Errorf("%s: plan %v, diagnostics\n%s\nlog %s\nwant\n%s", c.query, plan != nil, diags, log, c.err)
+		}
+	}
+	// A copy of a tracefs that holds the target's kallsyms beside its
+	// list serves as well (it has no blacklist).
+	files["kallsyms"] = &fstest.MapFile{Data: []byte(kallsyms)}
+	plan, diags, log := funcsCase(t, &live.Place{Formats: "/copy"}, live.Host{}, files, "SELECT common_pid, COUNT(*) FROM kprobe(do_int3)")
+	if plan == nil || diags != "" || !strings.Contains(log, "is a text symbol in kallsyms of --formats /copy") {
+		t.Errorf("--formats with kallsyms: %s%s", diags, log)
+	}
+	plan, diags, _ = funcsCase(t, &live.Place{Formats: "/copy"}, live.Host{}, files, "SELECT common_pid, COUNT(*) FROM kprobe(vfs_raed)")
+	if plan != nil || !strings.Contains(diags, "nor a text symbol in kallsyms of --formats /copy; did you mean vfs_read?") {
+		t.Errorf("--formats with kallsyms, vfs_raed: %s", diags)
+	}
+}
+
+// The blacklist beside a tracefs (mounted in debugfs) is read first.
+func TestDefaultBlacklists(t *testing.T) {
+	for root, want := range map[string]string{
+		"/sys/kernel/tracing":       "[/sys/kernel/kprobes/blacklist /sys/kernel/debug/kprobes/blacklist]",
+		"/sys/kernel/debug/tracing": "[/sys/kernel/debug/kprobes/blacklist]",
+		"/mnt/debug/tracing":        "[/mnt/debug/kprobes/blacklist /sys/kernel/debug/kprobes/blacklist]",
+	} {
+		if got := fmt.Sprint(live.DefaultBlacklists(root)); got != want {
+			t.Errorf("%s: %s, want %s", root, got, want)
+		}
 	}
 }
 
@@ -120,8 +200,10 @@ func TestKprobeFunctionsVia(t *testing.T) {
 		fmt.Fprintf(&list, "vfs_other_%d\n", i)
 	}
 	list.WriteString(funcList)
-	if err := os.WriteFile(filepath.Join(dir, "available_filter_functions"), []byte(list.String()), 0o644); err != nil {
-		t.Fatal(err)
+	for name, data := range map[string]string{"available_filter_functions": list.String(), "kallsyms": kallsyms, "blacklist": blacklist} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, shell := range [][]string{{"busybox", "sh"}, {"dash"}} {
 		if _, err := exec.LookPath(shell[0]); err != nil {
@@ -148,7 +230,7 @@ func TestKprobeFunctionsVia(t *testing.T) {
 			return string(out), err
 		}
 		h := live.Host{Shell: run, Via: "ssh board"}
-		fns := &live.ShellFunctions{Run: run, Root: dir, Via: "ssh board", MaxNear: 50}
+		fns := &live.ShellFunctions{Run: run, Root: dir, Via: "ssh board", MaxNear: 50, Kallsyms: filepath.Join(dir, "kallsyms"), Blacklists: []string{filepath.Join(dir, "none"), filepath.Join(dir, "blacklist")}}
 		l, err := fns.Lookup("vfs_raed", "")
 		if err != nil || l.Found || len(l.Near) != 50 {
 			t.Errorf("%v: %+v, %v: want not found, 50 names near", shell, l, err)
@@ -167,6 +249,29 @@ func TestKprobeFunctionsVia(t *testing.T) {
 		if l.Found {
 			t.Errorf("%v: a dot matched any character", shell)
 		}
+		// Not listed, the function is looked for in the target's
+		// kallsyms, a text symbol of the kernel or of its module, and
+		// then on the first blacklist that can be read.
+		for _, c := range []struct {
+			fn, mod   string
+			text      bool
+			blacklist string
+		}{
+			{"notrace_fn", "", true, ""},
+			{"nvme_quiet", "nvme_core", true, ""},
+			{"nvme_quiet", "xfs", false, ""},
+			{"do_int3", "", true, filepath.Join(dir, "blacklist") + " of the target"},
+			{"vfs_data", "", false, ""},
+			{"vfs_raed", "", false, ""},
+		} {
+			l, err := fns.Lookup(c.fn, c.mod)
+			if err != nil || l.Found || l.Kallsyms != filepath.Join(dir, "kallsyms")+" of the target" || l.Text != c.text || l.Blacklist != c.blacklist {
+				t.Errorf("%v: %s:%s: %+v, %v", shell, c.mod, c.fn, l, err)
+			}
+		}
+		if l, _ := fns.Lookup("vfs_read", ""); !l.Found || l.Kallsyms != "" {
+			t.Errorf("%v: vfs_read: %+v: kallsyms searched for a listed function", shell, l)
+		}
 		fns.MaxNear = 0
 		l, _ = fns.Lookup("ksys_rad", "")
 		if l.Found || nearest(l.Near) != "ksys_read" {
@@ -174,7 +279,8 @@ func TestKprobeFunctionsVia(t *testing.T) {
 		}
 		p := &live.Place{Root: dir}
 		plan, diags, _ := funcsCase(t, p, h, nil, "SELECT common_pid, COUNT(*) FROM kprobe(ksys_rad)")
-		if plan != nil || !strings.Contains(diags, "unknown kernel function \"ksys_rad\": not in available_filter_functions of the target's tracefs "+dir+" (--via ssh board); did you mean ksys_read?") {
+		if plan != nil || !strings.Contains(diags, "unknown kernel function \"ksys_rad\": not in available_filter_functions of the target's tracefs "+dir+" (--via ssh board)") ||
+			!strings.Contains(diags, "; did you mean ksys_read?") {
 			t.Errorf("%v: %s", shell, diags)
 		}
 		plan, diags, _ = funcsCase(t, p, h, nil, "SELECT n FROM uprobe('/no/such/app', 0x10, n=%di:s64)")

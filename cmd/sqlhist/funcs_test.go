@@ -49,7 +49,8 @@ func TestKprobeTypo(t *testing.T) {
 	want := "q.sql:2:13: unknown kernel function \"vfs_raed\": not in available_filter_functions of --formats /copy; did you mean vfs_read?\n" +
 		"  2 | FROM kprobe(vfs_raed)\n" +
 		"    |             ^~~~~~~~\n" +
-		"hint: kprobes attach to the functions the kernel can trace, which that file lists (an inlined function is not there; a static one may be renamed, as NAME.isra.0)\n"
+		"hint: the function may still exist and take a kprobe, untraceable by ftrace (notrace): that file does not list those, the kernel's /proc/kallsyms does. " +
+		"To check it there, compile on the target (-e, -r) or through --via COMMAND, or put a copy of the target's /proc/kallsyms in the --formats directory as kallsyms\n"
 	if code != exitQuery || out.Len() != 0 || errw.String() != want {
 		t.Errorf("exit %d, stdout %q, stderr\n%s\nwant\n%s", code, out, errw, want)
 	}
