@@ -569,6 +569,8 @@ func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOpt
 	case cat.FS() != nil && HasFunctionList(cat.FS()):
 		funcs = &FSFunctions{FS: cat.FS(), Name: p.CatalogName(), Syms: p.kernelSyms(h, cat.FS())}
 		noFiles = "the target's files are not reached (printing from " + p.CatalogName() + ": -e and -r on the target, or --via COMMAND, reach them)"
+	case p.Formats != "" && p.Machine:
+		noFuncs = p.CatalogName() + " has no " + filterFunctions + " (a kernel without the function tracer lists none)"
 	case p.Formats != "":
 		noFuncs = "--formats " + p.Formats + " holds no " + filterFunctions + " (copy it from the target's tracefs to check them)"
 	default:
