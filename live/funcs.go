@@ -60,8 +60,9 @@ type FuncLookup struct {
 	// ftrace cannot trace it (notrace).
 	Kallsyms string
 	Text     bool
-	// Blacklist names the kprobe blacklist that lists a Text function
-	// ("" when none read does).
+	// Blacklist names the kprobe blacklist that lists the function, a
+	// listed or a Text one ("" when none read does): the kernel refuses
+	// a kprobe on it either way.
 	Blacklist string
 }
 
@@ -250,6 +251,8 @@ func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 	if !l.Found {
 		l.Near = f.all
 		f.Syms.lookup(&l, fn, mod)
+	} else if f.Syms != nil && f.Syms.Open != nil {
+		l.Blacklist = f.Syms.blacklisted(fn)
 	}
 	return l, nil
 }
@@ -260,8 +263,8 @@ func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 //
 // For a function the list does not have, the same command searches the
 // target's /proc/kallsyms for it as a text symbol (a grep that stops at
-// the first match and prints nothing of the file) and, when it is one,
-// the kprobe blacklist.
+// the first match and prints nothing of the file); a listed function or
+// a text symbol is looked for on the kprobe blacklist.
 type ShellFunctions struct {
 	Run     ShellRunner
 	Root    string // the target's tracefs
@@ -299,7 +302,7 @@ func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 	}
 	cmd := "f=" + emit.Quote(f.Root+"/"+filterFunctions) + "; [ -r \"$f\" ] || f=" + emit.Quote(f.Root+"/"+filterFunctionsAddrs) + "; " +
 		"if [ ! -r \"$f\" ]; then echo '@nolist'; elif ! command -v grep >/dev/null 2>&1 || ! command -v head >/dev/null 2>&1; then echo '@nogrep'; else " +
-		"if grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\"; then echo '@found'; else " + f.symsCmd(re(fn), re(mod)) + "; fi; "
+		"if grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\"; then echo '@found'; " + f.blacklistCmd(re(fn)) + "; else " + f.symsCmd(re(fn), re(mod)) + "; fi; "
 	if mod != "" {
 		cmd += "grep -q -E " + emit.Quote(` \[`+re(mod)+`\]$`) + " \"$f\" && echo '@module'; "
 	}
@@ -362,6 +365,15 @@ func (f *ShellFunctions) symsCmd(fn, mod string) string {
 	if mod != "" {
 		tail = `[[:space:]]+\[` + mod + `\]$`
 	}
+	k := emit.Quote(f.kallsyms())
+	return "if [ -r " + k + " ]; then echo '@kallsyms'; " +
+		"if grep -q -E " + emit.Quote(` [tT] `+fn+tail) + " " + k + "; then echo '@text'; " + f.blacklistCmd(fn) + "; fi; fi"
+}
+
+// blacklistCmd is the shell command that prints "@blacklist FILE" when
+// the first kprobe blacklist of the target that can be read lists the
+// function (fn as a regular expression).
+func (f *ShellFunctions) blacklistCmd(fn string) string {
 	bl := f.Blacklists
 	if bl == nil {
 		bl = DefaultBlacklists(f.Root)
@@ -370,11 +382,8 @@ func (f *ShellFunctions) symsCmd(fn, mod string) string {
 	for _, b := range bl {
 		quoted = append(quoted, emit.Quote(b))
 	}
-	k := emit.Quote(f.kallsyms())
-	return "if [ -r " + k + " ]; then echo '@kallsyms'; " +
-		"if grep -q -E " + emit.Quote(` [tT] `+fn+tail) + " " + k + "; then echo '@text'; " +
-		"for b in " + strings.Join(quoted, " ") + "; do if [ -r \"$b\" ]; then " +
-		"grep -q -E " + emit.Quote(`[[:space:]]`+fn+`( |$)`) + " \"$b\" && echo \"@blacklist $b\"; break; fi; done; fi; fi"
+	return "for b in " + strings.Join(quoted, " ") + "; do if [ -r \"$b\" ]; then " +
+		"grep -q -E " + emit.Quote(`[[:space:]]`+fn+`( |$)`) + " \"$b\" && echo \"@blacklist $b\"; break; fi; done"
 }
 
 func isHex(s string) bool {
@@ -461,11 +470,11 @@ func checkFunction(d *source.Diags, pr *planner.Probe, funcs Functions, warned *
 		}
 		*warned = true
 		return
-	case l.Found:
-		return
-	case l.Text && l.Blacklist != "":
+	case l.Blacklist != "":
 		x := d.Add(pr.SymPos, pr.SymEnd, "kernel function %q is on the kernel's kprobe blacklist (%s): the kernel refuses a kprobe on it", pr.Symbol, l.Blacklist)
 		x.Hint = "the kernel keeps kprobes off the functions they themselves run through (exception, NMI and entry code); probe one of its callers instead"
+		return
+	case l.Found:
 		return
 	case l.Text:
 		if log != nil {

@@ -97,13 +97,14 @@ func TestKprobeFunctionsChecked(t *testing.T) {
 const kallsyms = "ffffffff81234560 T vfs_read\nffffffff81234600 t notrace_fn\nffffffff81234700 T do_int3\nffffffff82000000 D vfs_data\n" +
 	"ffffffffc0001000 t nvme_quiet\t[nvme_core]\n"
 
-const blacklist = "0xffffffff81234700-0xffffffff81234780\tdo_int3\n0xffffffffc0002000-0xffffffffc0002040\tnvme_irq [nvme_core]\n"
+const blacklist = "0xffffffff81234700-0xffffffff81234780\tdo_int3\n0xffffffff81234800-0xffffffff81234880\tvfs_write\n0xffffffffc0002000-0xffffffffc0002040\tnvme_irq [nvme_core]\n"
 
 // On this machine's tracefs, a function available_filter_functions does
 // not list is looked for among the text symbols of /proc/kallsyms: one
 // there is a warning (ftrace cannot trace it, a kprobe can attach), unless
 // the kprobe blacklist (debugfs's, where it can be read) has it, an error
-// that says so; in neither is the error with the nearest listed name.
+// that says so (as for a listed one); in neither is the error with the
+// nearest listed name.
 func TestKprobeFunctionsKallsyms(t *testing.T) {
 	files := fstest.MapFS{"available_filter_functions": {Data: []byte(funcList)}}
 	dirs := func(bl bool) live.Host {
@@ -130,6 +131,9 @@ func TestKprobeFunctionsKallsyms(t *testing.T) {
 		{query: "SELECT common_pid, COUNT(*) FROM kprobe(do_int3)",
 			err: "q.sql:1:41: kernel function \"do_int3\" is on the kernel's kprobe blacklist (/sys/kernel/debug/kprobes/blacklist): the kernel refuses a kprobe on it\n"},
 		{query: "SELECT common_pid, COUNT(*) FROM kprobe(do_int3)", noBL: true, warn: "\"do_int3\" is not in"},
+		// listed, but blacklisted: the kernel refuses it all the same
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(vfs_write)", err: "kernel function \"vfs_write\" is on the kernel's kprobe blacklist"},
+		{query: "SELECT common_pid, COUNT(*) FROM kprobe(vfs_write)", noBL: true},
 		{query: "SELECT common_pid, COUNT(*) FROM kprobe(vfs_data)",
 			err: "q.sql:1:41: unknown kernel function \"vfs_data\": not in " + where + " nor a text symbol in /proc/kallsyms\n"},
 		{query: "SELECT common_pid, COUNT(*) FROM kprobe(nvme_core:notrace_fn)", err: "unknown kernel function \"notrace_fn\" of module nvme_core: not in " + where + " nor a text symbol in /proc/kallsyms\n"},
@@ -270,8 +274,11 @@ func TestKprobeFunctionsVia(t *testing.T) {
 				t.Errorf("%v: %s:%s: %+v, %v", shell, c.mod, c.fn, l, err)
 			}
 		}
-		if l, _ := fns.Lookup("vfs_read", ""); !l.Found || l.Kallsyms != "" {
+		if l, _ := fns.Lookup("vfs_read", ""); !l.Found || l.Kallsyms != "" || l.Blacklist != "" {
 			t.Errorf("%v: vfs_read: %+v: kallsyms searched for a listed function", shell, l)
+		}
+		if l, _ := fns.Lookup("vfs_write", ""); !l.Found || l.Blacklist != filepath.Join(dir, "blacklist")+" of the target" {
+			t.Errorf("%v: vfs_write: %+v: a listed function on the blacklist", shell, l)
 		}
 		fns.MaxNear = 0
 		l, _ = fns.Lookup("ksys_rad", "")
