@@ -576,7 +576,11 @@ func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOpt
 			return strings.TrimSpace(out) == "yes", err
 		}
 	case cat.FS() != nil && HasFunctionList(cat.FS()):
-		funcs = &FSFunctions{FS: cat.FS(), Name: p.CatalogName(), Syms: p.kernelSyms(h, cat.FS())}
+		name := p.CatalogName()
+		if p.Formats == "" && p.Kernel == "" { // the -t directory's, of this machine
+			name = "tracefs " + p.Root
+		}
+		funcs = &FSFunctions{FS: cat.FS(), Name: name, Syms: p.kernelSyms(h, cat.FS())}
 		noFiles = "the target's files are not reached (printing from " + p.CatalogName() + ": -e and -r on the target, or --via COMMAND, reach them)"
 	case p.Formats != "" && p.Machine:
 		noFuncs = p.CatalogName() + " has no " + filterFunctions + " (a kernel without the function tracer lists none)"

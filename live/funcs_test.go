@@ -149,6 +149,12 @@ func TestKprobeFunctionsKallsyms(t *testing.T) {
 			t.Errorf("%s: plan %v, diagnostics\n%s\nlog %s\nwant\n%s", c.query, plan != nil, diags, log, c.err)
 		}
 	}
+	// Printing from this machine's tracefs (no flag chose a catalog),
+	// the list is named by its directory.
+	plan, diags, _ := funcsCase(t, &live.Place{Root: "/sys/kernel/tracing"}, dirs(true), files, "SELECT common_pid, COUNT(*) FROM kprobe(vfs_raed)")
+	if plan != nil || !strings.Contains(diags, "not in "+where+" nor a text symbol in /proc/kallsyms; did you mean vfs_read?") {
+		t.Errorf("printing from this machine's tracefs: %s", diags)
+	}
 	// A copy of a tracefs that holds the target's kallsyms beside its
 	// list serves as well (it has no blacklist).
 	files["kallsyms"] = &fstest.MapFile{Data: []byte(kallsyms)}
