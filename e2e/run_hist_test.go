@@ -51,6 +51,10 @@ hrun percent -d 1 'SELECT CAST(id AS SYSCALL) AS call, CAST(COUNT(*) AS PERCENT)
 echo 'SELECT common_timestamp/1000000000 AS sec, COUNT(*) AS n FROM sched_switch;' > /tmp/expr.sql
 echo 'SELECT common_pid, SUM(16-8-4-2) AS two, COUNT(*) AS n FROM sys_enter' >> /tmp/expr.sql
 hrun expr -d 2 -f /tmp/expr.sql
+# Issue 33: a misspelled kprobe function is refused before anything is
+# written, from the kernel's own available_filter_functions.
+/work/sqlhist -r -d 1 'SELECT common_pid, COUNT(*) FROM kprobe(vfs_raed)' > /tmp/h.out 2> /tmp/h.err; echo "@@h-typo-exit $?"
+echo "@@h-typo-stderr"; cat /tmp/h.err
 read up idle < /proc/uptime; echo "@@h-end $up"
 `
 }
@@ -72,6 +76,10 @@ func checkHistRun(t *testing.T, kname, out string) {
 		end, _ = strconv.ParseFloat(m[2], 64)
 	}
 	t.Logf("%s: issue 23's runs took %.1f s of guest time", kname, end-start)
+	if !strings.Contains(out, "@@h-typo-exit 1\n") || !strings.Contains(sec["h-typo-stderr"], `unknown kernel function "vfs_raed": not in available_filter_functions of tracefs `) ||
+		!strings.Contains(sec["h-typo-stderr"], "did you mean vfs_read?") {
+		t.Errorf("%s: -r with kprobe(vfs_raed): want exit 1 and the did-you-mean from the kernel's available_filter_functions:\n%s", kname, sec["h-typo-stderr"])
+	}
 	for _, p := range histRunProblems(sec) {
 		t.Errorf("%s: %s", kname, p)
 	}

@@ -291,6 +291,13 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 		t.Errorf("--list-events on a line that lost the first greeting: exit %d:\n%s%s\ntrace:\n%s", code, out, errs, tr)
 	}
 	lap("lossy greeting")
+	// A misspelled kprobe function (issue 33): the target's shell is asked
+	// (a grep, never the whole list), and the did-you-mean comes from the
+	// target's own available_filter_functions.
+	_, errs, code = sqlhistRun(bin, "--via", via, "SELECT common_pid, COUNT(*) FROM kprobe(vfs_raed)")
+	if code != 1 || !strings.Contains(errs, `unknown kernel function "vfs_raed": not in available_filter_functions of the target's tracefs`) || !strings.Contains(errs, "did you mean vfs_read?") {
+		t.Errorf("kprobe(vfs_raed) through --via: exit %d, want 1 and the did-you-mean:\n%s", code, errs)
+	}
 	// -r: the JOIN as JSON, labelled with the target; a histogram; an
 	// aggregate over the JOIN; the three-event chain.
 	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "2", "-o", "json", q.join)

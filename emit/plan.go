@@ -36,6 +36,57 @@ type PlanDoc struct {
 	// first release among them.
 	Features  []PlanFeature `json:"features"`
 	MinKernel string        `json:"min_kernel"`
+	// Instance is the tracefs instance the triggers go in ("" for none):
+	// it must exist before the writes.
+	Instance string `json:"instance,omitempty"`
+	// Synthetic is each synthetic event the writes define, with its
+	// fields, as a printed script's first comments name them.
+	Synthetic []PlanSynthetic `json:"synthetic_events"`
+	// Reading is how to read what the applied writes measure, as a
+	// printed script's closing comments say it. A plan written before
+	// these two fields has neither: its replay prints no such comments.
+	Reading []PlanRead `json:"reading"`
+}
+
+// PlanSynthetic is a synthetic event a plan defines.
+type PlanSynthetic struct {
+	Name   string   `json:"name"`
+	Fields []string `json:"fields"` // each field's declaration, with its unit in parentheses when it has one
+}
+
+// PlanRead is one way to read what a plan measures: optionally a file to
+// write 1 to (Enable) first, then a file to cat, both relative to the
+// tracefs root.
+type PlanRead struct {
+	What   string `json:"what"`             // what it shows ("the answer")
+	Enable string `json:"enable,omitempty"` // the enable file of an event to trace first
+	Cat    string `json:"cat"`
+	// Limit is the query's LIMIT on a hist file's entries: its first
+	// Limit entries are shown, with its header and totals (0: all).
+	Limit int `json:"limit,omitempty"`
+}
+
+// Line is the read as a printed script's closing comment says it, with
+// the files under root: "the answer: cat '/sys/kernel/tracing/…/hist'".
+// With a Limit, the command is LimitHist's.
+func (r PlanRead) Line(root string) string {
+	l := r.What + ": "
+	if r.Enable != "" {
+		l += "echo 1 > " + Quote(root+"/"+r.Enable) + "; "
+	}
+	if r.Limit > 0 {
+		return l + LimitHist(r.Limit) + " " + Quote(root+"/"+r.Cat)
+	}
+	return l + "cat " + Quote(root+"/"+r.Cat)
+}
+
+// LimitHist is the command, for any POSIX awk (busybox's, mawk, gawk),
+// that prints a hist file with only the first n entries of each of its
+// histograms: the header comments, the first n entries (an entry starts
+// with "{" and runs to the line of its hit count, a stack over several
+// lines), then the blank line and the totals.
+func LimitHist(n int) string {
+	return "awk " + Quote(fmt.Sprintf("/^# event histogram/{n=0;t=0} /^[{]/{n++} /^$/{if(n)t=1} n<=%d||t", n))
 }
 
 // PlanTarget is the kernel the plan was compiled for.
@@ -101,12 +152,18 @@ type PlanOptions struct {
 	Source *source.Source
 	Target PlanTarget
 	Notes  []string
+	// Instance, Synthetic and Reading are the plan's instance, synthetic
+	// events and reads.
+	Instance  string
+	Synthetic []PlanSynthetic
+	Reading   []PlanRead
 }
 
 // BuildPlan makes the plan document of cmds (in creation order).
 func BuildPlan(cmds []Command, opt PlanOptions) PlanDoc {
 	d := PlanDoc{Schema: PlanSchema, Target: opt.Target, Tracefs: opt.Root,
-		Notes: append([]string{}, opt.Notes...), Writes: []PlanWrite{}, Teardown: []PlanUndo{}, Features: []PlanFeature{}}
+		Notes: append([]string{}, opt.Notes...), Writes: []PlanWrite{}, Teardown: []PlanUndo{}, Features: []PlanFeature{},
+		Instance: opt.Instance, Synthetic: append([]PlanSynthetic{}, opt.Synthetic...), Reading: append([]PlanRead{}, opt.Reading...)}
 	if opt.Source != nil {
 		d.Query = PlanQuery{File: opt.Source.Name, Text: opt.Source.Text}
 	}
@@ -190,21 +247,21 @@ func ReadPlan(data []byte) (PlanDoc, error) {
 		return d, fmt.Errorf("plan schema %q; this sqlhist reads %q", d.Schema, PlanSchema)
 	}
 	for _, w := range d.Writes {
-		if err := checkPlanFile(w.File); err != nil {
+		if err := CheckPlanFile(w.File); err != nil {
 			return d, fmt.Errorf("write %d: %v", w.Step, err)
 		}
 	}
 	for _, u := range d.Teardown {
-		if err := checkPlanFile(u.File); err != nil {
+		if err := CheckPlanFile(u.File); err != nil {
 			return d, fmt.Errorf("teardown of write %d: %v", u.Undoes, err)
 		}
 	}
 	return d, nil
 }
 
-// checkPlanFile refuses a file a plan must not write: an absolute path or
+// CheckPlanFile refuses a file a plan must not name: an absolute path or
 // one that leaves the tracefs.
-func checkPlanFile(f string) error {
+func CheckPlanFile(f string) error {
 	if f == "" || path.IsAbs(f) || path.Clean(f) != f || f == ".." || len(f) > 2 && f[:3] == "../" {
 		return fmt.Errorf("file %q is not a path inside tracefs", f)
 	}

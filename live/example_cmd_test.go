@@ -59,9 +59,9 @@ func ExampleMergeFiles() {
 	ok := live.MergeFiles(os.Stdout, os.Stdout, "table", []string{"cut.json"}, read)
 	fmt.Println("merged:", ok)
 	// Output:
-	// cut.json:1:1: results: a JSON number, not a list of results: not the -o json output of sqlhist -r
-	//   1 | {"label": "board1",
-	//     | ^
+	// cut.json:2:14: results: a JSON number, not a list of results: not the -o json output of sqlhist -r
+	//   2 |   "results": 5
+	//     |              ^
 	// merged: false
 }
 

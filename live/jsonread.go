@@ -35,7 +35,7 @@ func ReadJSONReport(r io.Reader) (label string, rep *Report, err error) {
 	}
 	rep, err = readJSONResults(d.Results)
 	if err != nil {
-		return "", nil, posError(data, at, "%v", err)
+		return "", nil, placeError(data, at, err)
 	}
 	rep.setEngine(d.Engine, d.Lost)
 	return label, rep, nil
@@ -53,7 +53,7 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 	if d.Targets == nil {
 		rep, err := readJSONResults(d.Results)
 		if err != nil {
-			return nil, posError(data, at, "%v", err)
+			return nil, placeError(data, at, err)
 		}
 		rep.setEngine(d.Engine, d.Lost)
 		label := ""
@@ -70,21 +70,21 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 		Results json.RawMessage
 	}
 	if err := json.Unmarshal(d.Targets, &targets); err != nil {
-		return nil, posError(data, at, "targets: %v", err)
+		return nil, placeError(data, at, within(err, "targets: "+err.Error(), "targets"))
 	}
 	var out []Labelled
 	for i, t := range targets {
 		switch {
 		case t.Label == nil:
-			return nil, posError(data, at, "targets[%d]: no \"label\"", i)
+			return nil, placeError(data, at, within(nil, fmt.Sprintf("targets[%d]: no \"label\"", i), "targets", i))
 		case t.Error != nil:
 			out = append(out, Labelled{Label: *t.Label, Err: errors.New(*t.Error)})
 		case t.Results == nil:
-			return nil, posError(data, at, "targets[%d] (%s): no \"results\" and no \"error\"", i, *t.Label)
+			return nil, placeError(data, at, within(nil, fmt.Sprintf("targets[%d] (%s): no \"results\" and no \"error\"", i, *t.Label), "targets", i))
 		default:
 			rep, err := readJSONResults(t.Results)
 			if err != nil {
-				return nil, posError(data, at, "targets[%d] (%s).%v", i, *t.Label, err)
+				return nil, placeError(data, at, within(err, fmt.Sprintf("targets[%d] (%s).%v", i, *t.Label, err), "targets", i))
 			}
 			rep.setEngine(t.Engine, t.Lost)
 			out = append(out, Labelled{Label: *t.Label, Report: rep})
@@ -170,15 +170,15 @@ func readJSONResults(results json.RawMessage) (*Report, error) {
 	if err := json.Unmarshal(results, &raw); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("results: a JSON %s, not a list of results: not the -o json output of sqlhist -r", te.Value)
+			return nil, within(nil, fmt.Sprintf("results: a JSON %s, not a list of results: not the -o json output of sqlhist -r", te.Value), "results")
 		}
-		return nil, fmt.Errorf("results: %v", err)
+		return nil, within(err, fmt.Sprintf("results: %v", err), "results")
 	}
 	rep := &Report{}
 	for i, m := range raw {
 		res, err := readJSONResult(m)
 		if err != nil {
-			return nil, fmt.Errorf("results[%d]%v", i, err)
+			return nil, within(err, fmt.Sprintf("results[%d]%v", i, err), "results", i)
 		}
 		rep.Results = append(rep.Results, res)
 	}
@@ -203,7 +203,7 @@ func readJSONResult(m json.RawMessage) (*Result, error) {
 	dec := json.NewDecoder(bytes.NewReader(m))
 	dec.UseNumber()
 	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf(": %v", err)
+		return nil, within(err, fmt.Sprintf(": %v", err))
 	}
 	switch {
 	case in.Event == "":
@@ -225,7 +225,7 @@ func readJSONResult(m json.RawMessage) (*Result, error) {
 	for j, label := range in.Columns {
 		kind, ok := byName[in.Kinds[j]]
 		if !ok {
-			return nil, fmt.Errorf(".kinds[%d]: unknown kind %q", j, in.Kinds[j])
+			return nil, within(nil, fmt.Sprintf(".kinds[%d]: unknown kind %q", j, in.Kinds[j]), "kinds", j)
 		}
 		c := planner.Column{Label: label, Kind: kind}
 		switch kind {
@@ -270,7 +270,7 @@ func readJSONResult(m json.RawMessage) (*Result, error) {
 			err = checkStats(row)
 		}
 		if err != nil {
-			return nil, fmt.Errorf(".rows[%d]%v", i, err)
+			return nil, within(err, fmt.Sprintf(".rows[%d]%v", i, err), "rows", i)
 		}
 		res.Rows = append(res.Rows, row)
 	}
@@ -299,7 +299,7 @@ func readJSONRow(h *planner.Hist, m map[string]json.RawMessage) (Row, error) {
 		}
 		cl, err := readJSONCell(h, c, v, &r)
 		if err != nil {
-			return r, fmt.Errorf(".%s: %v", c.Label, err)
+			return r, within(err, fmt.Sprintf(".%s: %v", c.Label, err), mapKey(c.Label))
 		}
 		r.Cells = append(r.Cells, cl)
 	}

@@ -323,7 +323,7 @@ func TestReadJSONForms(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{intervals, "1 intervals and no total"},
 		{"", "empty"},
-		{"{\"results\": [\n  {\"event\": 3}]}", "1:1: results[0]: json: cannot unmarshal number"},
+		{"{\"results\": [\n  {\"event\": 3}]}", "2:13: results[0]: json: cannot unmarshal number"},
 		{"{\"results\": []}\n{\"results\": []}", "2:1: a second document of results (the first is at line 1)"},
 		{"{\"results\": [\n", "2:1: unexpected end of the file"},
 		{"{\"results\": [}", "1:14: invalid character '}'"},
@@ -503,7 +503,7 @@ func TestReadJSONTargets(t *testing.T) {
 		t.Errorf("one target's JSON: %+v, %v", one, err)
 	}
 	bad := strings.Replace(out.String(), `"label": "B"`, `"labl": "B"`, 1)
-	if _, err := live.ReadJSONTargets(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "1:1: targets[2]: no \"label\"") {
+	if _, err := live.ReadJSONTargets(strings.NewReader(bad)); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("%d:5: targets[2]: no \"label\"", strings.Count(bad[:strings.Index(bad, `"labl"`)], "\n"))) {
 		t.Errorf("error %v", err)
 	}
 }
@@ -544,5 +544,42 @@ func TestStreamEngineInReports(t *testing.T) {
 	}
 	if r := m.Results[0]; r.Engine != "kernel+stream" || r.Lost != 3 {
 		t.Errorf("merged: engine %q lost %d, want kernel+stream and 3", r.Engine, r.Lost)
+	}
+}
+
+// An error inside "results" is placed at the value that is wrong, with
+// its line and a caret under it, not at the document's start.
+func TestMergeFilesPlacesResultsErrors(t *testing.T) {
+	a, _ := wakeupFleet(t)
+	good := jsonOf(t, a)
+	for _, c := range []struct{ name, old, new, msg, caretAt string }{
+		{"count", `"count": 2,`, `"count": "x2",`, `results[0].rows[1].count: a count, not "x2"`, `"x2"`},
+		{"kind", `"key"`, `"kee"`, `results[0].kinds[0]: unknown kind "kee"`, `"kee"`},
+		{"type", `"event": "`, `"event": 7, "x": "`, `results[0]: json: cannot unmarshal number`, `7`},
+		{"deep", `"count": 3`, `"count": "x3"`, `results[0].rows[0].lat: json: cannot unmarshal string`, `"x3"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			i := strings.Index(good, c.old)
+			if i < 0 {
+				t.Fatalf("%q not in the results", c.old)
+			}
+			bad := good[:i] + c.new + good[i+len(c.old):]
+			var out, errw strings.Builder
+			read := func(string) ([]byte, error) { return []byte(bad), nil }
+			if live.MergeFiles(&out, &errw, "table", []string{"b.json"}, read) {
+				t.Fatal("merged a bad file")
+			}
+			off := strings.Index(bad[i:], c.caretAt) + i
+			line := strings.Count(bad[:off], "\n") + 1
+			col := off - strings.LastIndex(bad[:off], "\n")
+			want := fmt.Sprintf("b.json:%d:%d: %s", line, col, c.msg)
+			if !strings.HasPrefix(errw.String(), want) {
+				t.Fatalf("error\n%s\nwant it to start %q", errw.String(), want)
+			}
+			lines := strings.Split(errw.String(), "\n")
+			if len(lines) < 3 || !strings.HasSuffix(lines[2], "| "+strings.Repeat(" ", col-1)+"^") {
+				t.Errorf("caret not under column %d:\n%s", col, errw.String())
+			}
+		})
 	}
 }

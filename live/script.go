@@ -41,6 +41,8 @@ type Script struct {
 	target emit.PlanTarget
 	cat    *Catalog
 	plan   *Plan
+	synths []emit.PlanSynthetic // the synthetic events the header names
+	reads  []emit.PlanRead      // how to read the answer
 }
 
 // NewScript makes the commands of plan, compiled from src against cat,
@@ -63,14 +65,21 @@ func NewScript(src *source.Source, plan *Plan, cat *Catalog, opt ScriptOptions) 
 	if a, _ := cat.Arch(); a != nil {
 		s.target.Arch = a.Name
 	}
-	switch {
-	case opt.Instance != "" && opt.Format == "bootconfig":
+	if opt.Instance != "" && opt.Format == "bootconfig" {
 		s.notes = append(s.notes, "the boot creates the instance "+opt.Instance+"; after the teardown: rmdir "+emit.Quote(opt.Root+"/instances/"+opt.Instance))
-	case opt.Instance != "" && !opt.Teardown:
-		s.notes = append(s.notes, "the instance must exist: mkdir "+emit.Quote(opt.Root+"/instances/"+opt.Instance))
 	}
 	if opt.Format == "bootconfig" && opt.Teardown {
 		s.notes = append([]string{"removes at run time what the bootconfig of this query made at boot"}, s.notes...)
+	}
+	if !opt.Teardown {
+		s.synths, s.reads = synthetics(plan), reads(plan)
+	}
+	if opt.Format == "bootconfig" && !opt.Teardown {
+		for _, r := range s.reads {
+			if r.Limit > 0 { // a boot-time histogram keeps every entry too
+				s.notes = append(s.notes, "once booted, "+r.Line(opt.Root))
+			}
+		}
 	}
 	return s
 }
@@ -83,12 +92,26 @@ func ReadPlanScript(file string, data []byte, root string, teardown bool) (*Scri
 	if err != nil {
 		return nil, err
 	}
-	s := &Script{opt: ScriptOptions{Format: "script", Teardown: teardown, Root: root},
+	if doc.Instance != "" && (strings.ContainsAny(doc.Instance, "/\n") || doc.Instance == "." || doc.Instance == "..") {
+		return nil, fmt.Errorf("instance %q is not an instance's name", doc.Instance)
+	}
+	s := &Script{opt: ScriptOptions{Format: "script", Teardown: teardown, Root: root, Instance: doc.Instance},
 		src: source.NewSource(doc.Query.File, doc.Query.Text), cmds: doc.Commands(teardown)}
 	if teardown {
 		s.cmds = emit.DisableFirst(s.cmds, "")
+	} else {
+		s.synths, s.reads = doc.Synthetic, doc.Reading
 	}
-	s.notes = append([]string{"the writes of the plan " + file}, doc.Notes...)
+	for _, r := range s.reads {
+		err := emit.CheckPlanFile(r.Cat)
+		if err == nil && r.Enable != "" {
+			err = emit.CheckPlanFile(r.Enable)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %q: %v", r.What, err)
+		}
+	}
+	s.notes = doc.Notes
 	s.target = doc.Target
 	return s, nil
 }
@@ -100,16 +123,22 @@ func (s *Script) Source() *source.Source { return s.src }
 // the JSON plan. A bootconfig is Bootconfig's.
 func (s *Script) Write(w io.Writer) error {
 	if s.opt.Format == "json" {
-		doc := emit.BuildPlan(s.cmds, emit.PlanOptions{Root: s.opt.Root, Source: s.src, Target: s.target, Notes: s.notes})
+		doc := emit.BuildPlan(s.cmds, emit.PlanOptions{Root: s.opt.Root, Source: s.src, Target: s.target, Notes: s.notes,
+			Instance: s.opt.Instance, Synthetic: s.synths, Reading: s.reads})
 		return emit.WritePlan(w, doc)
 	}
 	head := append(s.Header(), s.notes...)
+	if in := s.opt.Instance; in != "" && !s.opt.Teardown {
+		head = append(head, "the instance must exist: mkdir "+emit.Quote(s.opt.Root+"/instances/"+in))
+	}
 	if err := emit.Print(w, s.cmds, emit.PrintOptions{Root: s.opt.Root, Notes: head}); err != nil {
 		return err
 	}
 	var b strings.Builder
-	for _, l := range s.Reading() {
-		b.WriteString("# " + l + "\n")
+	for _, r := range s.Reading() {
+		for _, l := range strings.Split(r, "\n") { // a replayed plan's text stays in comments
+			b.WriteString("# " + l + "\n")
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -130,14 +159,21 @@ func (s *Script) Header() []string {
 		t += " (event formats: " + s.target.Catalog + ")"
 	}
 	h := []string{t}
-	if s.plan == nil || s.opt.Teardown {
-		return h
+	for _, e := range s.synths {
+		h = append(h, "synthetic event "+e.Name+": "+strings.Join(e.Fields, ", "))
 	}
-	for _, u := range s.plan.Units {
+	return h
+}
+
+// synthetics are the synthetic events of plan's JOINs, with their
+// fields.
+func synthetics(plan *Plan) []emit.PlanSynthetic {
+	var out []emit.PlanSynthetic
+	for _, u := range plan.Units {
 		if u.Synth == nil {
 			continue
 		}
-		var fields []string
+		fields := []string{}
 		for _, f := range u.Synth.Fields {
 			d := f.Decl()
 			if f.Unit != "" {
@@ -145,9 +181,9 @@ func (s *Script) Header() []string {
 			}
 			fields = append(fields, d)
 		}
-		h = append(h, "synthetic event "+u.Synth.Name+": "+strings.Join(fields, ", "))
+		out = append(out, emit.PlanSynthetic{Name: u.Synth.Name, Fields: fields})
 	}
-	return h
+	return out
 }
 
 // Reading is how to read what an applied script measures, as commands
@@ -155,24 +191,34 @@ func (s *Script) Header() []string {
 // file, a saving handler's hist file and a snapshot, and a JOIN's
 // synthetic event enabled and read from the trace. None for a teardown.
 func (s *Script) Reading() []string {
-	if s.plan == nil || s.opt.Teardown {
+	if len(s.reads) == 0 {
 		return nil
 	}
-	var out []string
-	seen := map[string]bool{}
-	add := func(l string) {
-		if !seen[l] {
-			seen[l] = true
-			out = append(out, l)
+	out := []string{"to read what it measures, once applied:"}
+	for _, r := range s.reads {
+		out = append(out, r.Line(s.opt.Root))
+	}
+	return out
+}
+
+// reads are the reads of plan's answers, their files relative to the
+// tracefs root.
+func reads(plan *Plan) []emit.PlanRead {
+	var out []emit.PlanRead
+	seen := map[emit.PlanRead]bool{}
+	add := func(r emit.PlanRead) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
 		}
 	}
 	dir := func(instance string) string {
 		if instance == "" {
-			return s.opt.Root
+			return ""
 		}
-		return s.opt.Root + "/instances/" + instance
+		return "instances/" + instance + "/"
 	}
-	for _, u := range s.plan.Units {
+	for _, u := range plan.Units {
 		if u.Feeds {
 			continue
 		}
@@ -180,25 +226,25 @@ func (s *Script) Reading() []string {
 			if h == nil {
 				continue
 			}
-			hist := emit.Quote(dir(h.Instance) + "/events/" + h.System + "/" + h.Event + "/hist")
 			saves := false
 			for _, a := range h.Actions {
 				saves = saves || strings.Contains(a, ".save(")
 				if strings.Contains(a, ".snapshot()") {
-					add("the trace buffer when the handler fired: cat " + emit.Quote(dir(h.Instance)+"/snapshot"))
+					add(emit.PlanRead{What: "the trace buffer when the handler fired", Cat: dir(h.Instance) + "snapshot"})
 				}
 			}
 			if u.Synth == nil && h == u.Start || saves {
-				add("the answer: cat " + hist)
+				r := emit.PlanRead{What: "the answer", Cat: dir(h.Instance) + "events/" + h.System + "/" + h.Event + "/hist"}
+				if h.Limit > 0 && h == u.Start {
+					r.What, r.Limit = fmt.Sprintf("the answer, its first %d entries (LIMIT %d)", h.Limit, h.Limit), h.Limit
+				}
+				add(r)
 			}
 		}
 		if u.Synth != nil && !u.Intermediate {
 			d := dir(u.Start.Instance)
-			add("each " + u.Synth.Name + " event: echo 1 > " + emit.Quote(d+"/events/synthetic/"+u.Synth.Name+"/enable") + "; cat " + emit.Quote(d+"/trace"))
+			add(emit.PlanRead{What: "each " + u.Synth.Name + " event", Enable: d + "events/synthetic/" + u.Synth.Name + "/enable", Cat: d + "trace"})
 		}
-	}
-	if len(out) > 0 {
-		out = append([]string{"to read what it measures, once applied:"}, out...)
 	}
 	return out
 }

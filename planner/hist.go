@@ -109,15 +109,12 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 	p.histHandler(q, h, labels)
 }
 
-// limit checks LIMIT: it applies when --run reads the results; a printed
-// script has nowhere to put it.
+// limit checks LIMIT: the number of rows shown, the first in the
+// histogram's order. --run cuts the rows it reads; a printed script's
+// closing lines show the first entries of the hist file, as the kernel
+// keeps every entry.
 func (p *planner) limit(q *compiler.Query) int {
 	if q.Limit == nil {
-		return 0
-	}
-	if !p.opt.Run {
-		x := p.diags.Add(q.Limit.Pos, q.Limit.End, "LIMIT applies when the results are read: the kernel keeps every entry")
-		x.Hint = "run the query with --run (-r), which reads the results and shows the first rows"
 		return 0
 	}
 	if q.Limit.Neg || q.Limit.Value == 0 || q.Limit.Value > 1<<20 {

@@ -40,6 +40,14 @@ type Probe struct {
 	Name     string // the event name in Group
 	Line     string // the dynamic_events definition: "p:sqlhist/NAME PLACE ARGS"
 	Pos, End source.Pos
+	// Module and Symbol are a kprobe's function as written (Module ""
+	// when none); Path and Symbol a uprobe's binary and function (Symbol
+	// "" for an offset). SymPos, SymEnd span the function, TargetPos,
+	// TargetEnd a uprobe's binary: where a target that lacks them is
+	// told (the planner checks what it can read: a uprobe's ELF file).
+	Module, Symbol, Path string
+	SymPos, SymEnd       source.Pos
+	TargetPos, TargetEnd source.Pos
 }
 
 // binary is a uprobe binary as read for this compile: once per path,
@@ -121,7 +129,9 @@ func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
 		}
 		name = p.uniqueProbeName(name)
 		probe = &Probe{Kind: pr.Kind, Group: p.probeGroup(), Name: name, Pos: pr.Pos, End: pr.End,
-			Line: letter + ":" + p.probeGroup() + "/" + name + " " + where}
+			Line:   letter + ":" + p.probeGroup() + "/" + name + " " + where,
+			Module: pr.Module, Symbol: pr.Symbol, Path: pr.Path,
+			SymPos: pr.SymPos, SymEnd: pr.SymEnd, TargetPos: pr.TargetPos, TargetEnd: pr.TargetEnd}
 		p.probes.byDef[def] = probe
 		p.probes.byName[name] = probe
 		*out = append(*out, probe)

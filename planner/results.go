@@ -37,7 +37,10 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 			x := p.diags.Add(pos, end, "ORDER BY on a JOIN applies when the results are read")
 			x.Hint = "run the query with --run (-r), which shows the synthetic event's results sorted this way"
 		}
-		p.limit(q)
+		if q.Limit != nil {
+			x := p.diags.Add(q.Limit.Pos, q.Limit.End, "LIMIT on a JOIN applies when its results are read: a printed JOIN's answer is each event in the trace, which has no rows to keep the first of")
+			x.Hint = "run the query with --run (-r), which shows the first rows of its results; or count it with a histogram (COUNT(*) and GROUP BY), whose printed script shows the first entries"
+		}
 		return
 	}
 	s := u.Synth

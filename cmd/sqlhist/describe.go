@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/sqlhist/sqlhist/live"
 )
@@ -61,6 +62,6 @@ func (o *options) compileInto(cat *live.Catalog, args []string, e env) int {
 	if code != exitOK {
 		return code
 	}
-	_, code = compile(e, src, cat, popt)
+	_, code = o.compile(e, src, cat, popt, io.Discard) // describing, not printing for a target
 	return code
 }

@@ -111,6 +111,14 @@ func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) c
 	return caseResult{stdout.String(), stderr.String(), code}
 }
 
+// replayPlan runs sqlhist --plan on a JSON plan, printing.
+func replayPlan(plan string, args ...string) caseResult {
+	e, stdout, stderr := testEnv(nil, "")
+	e.ReadFile = func(string) ([]byte, error) { return []byte(plan), nil }
+	code := run(append([]string{"--plan", "plan.json"}, args...), e)
+	return caseResult{stdout.String(), stderr.String(), code}
+}
+
 func TestGolden(t *testing.T) {
 	paths, err := filepath.Glob("../../testdata/queries/*.txtar")
 	if err != nil || len(paths) == 0 {
@@ -144,6 +152,14 @@ func TestGolden(t *testing.T) {
 					t.Errorf("-o json failed with exit %d: %s", plan.code, plan.stderr)
 				}
 				want["want/plan.json"] = plan.stdout
+				// Replayed, the plan prints the script and its teardown,
+				// byte for byte (the compiler's warnings are not replayed).
+				if r := replayPlan(plan.stdout); r.code != exitOK || r.stdout != got.stdout {
+					t.Errorf("--plan of want/plan.json printed\n%+v\nwant the script\n%+v", r, got)
+				}
+				if r := replayPlan(plan.stdout, "--teardown"); r.code != exitOK || r.stdout != td.stdout {
+					t.Errorf("--plan --teardown of want/plan.json printed\n%+v\nwant the teardown\n%+v", r, td)
+				}
 				boot := runCase(t, a, "-o", "bootconfig")
 				if boot.code == exitOK {
 					want["want/bootconfig"] = boot.stdout

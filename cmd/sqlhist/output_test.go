@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -140,29 +141,93 @@ func TestPlanReplay(t *testing.T) {
 	if diff := cmp.Diff([]string{undo(endW), undo(startW), disableW, undo(synthW)}, f.Writes); diff != "" {
 		t.Errorf("teardown writes (-want +got):\n%s", diff)
 	}
-	// Printed, the plan is the script.
-	e, script, _ := testEnv(nil, "")
-	e.ReadFile = func(string) ([]byte, error) { return plan, nil }
-	run([]string{"--plan", "plan.json"}, e)
-	e2, want, _ := testEnv(nil, "")
-	run([]string{"--kernel", "6.1", "-n", "wl", wakeupSQL}, e2)
-	// The same writes, under the same target line; what to read comes
-	// from the query's plan, which the JSON plan does not hold.
-	writes := func(s string) (first string, w []string) {
-		for i, l := range strings.Split(s, "\n") {
-			if i == 0 {
-				first = l
+}
+
+// TestPlanReplayPrintsTheScript: a JSON plan replayed with --plan prints
+// the script of its query byte for byte: its target and synthetic event
+// lines, its writes, and the closing lines that tell how to read the
+// answer, for a JOIN, a histogram with a snapshot and an instance, under
+// another -t; its teardown is the query's teardown.
+func TestPlanReplayPrintsTheScript(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"join", []string{"-n", "wl", wakeupSQL}},
+		{"hist", []string{"SELECT CAST(prev_state AS LOG2) AS st, COUNT(*) AS n FROM sched_switch"}},
+		{"onmax", []string{"-B", "lab", "-m", "lat", "-s", "-n", "wl", wakeupSQL}},
+		{"root", []string{"-t", "/mnt/tr", "-n", "wl", wakeupSQL}},
+		{"teardown", []string{"--teardown", "-n", "wl", wakeupSQL}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, stdout, stderr := testEnv(nil, "")
+			args := append([]string{"--kernel", "6.1"}, c.args...)
+			var planArgs []string // the plan is the query's, its teardown too
+			for _, a := range args {
+				if a != "--teardown" {
+					planArgs = append(planArgs, a)
+				}
 			}
-			if !strings.HasPrefix(l, "#") {
-				w = append(w, l)
+			if code := run(append(planArgs, "-o", "json"), e); code != exitOK {
+				t.Fatalf("-o json: exit %d: %s", code, stderr)
 			}
-		}
-		return first, w
+			plan := stdout.Bytes()
+			e, want, _ := testEnv(nil, "")
+			if code := run(args, e); code != exitOK {
+				t.Fatalf("print: exit %d", code)
+			}
+			replay := []string{"--plan", "plan.json"}
+			for i, a := range args {
+				switch a {
+				case "-t":
+					replay = append(replay, "-t", args[i+1])
+				case "--teardown":
+					replay = append(replay, a)
+				}
+			}
+			e, got, stderr := testEnv(nil, "")
+			e.ReadFile = func(string) ([]byte, error) { return plan, nil }
+			if code := run(replay, e); code != exitOK {
+				t.Fatalf("--plan: exit %d: %s", code, stderr)
+			}
+			if got.String() != want.String() {
+				t.Errorf("--plan printed\n%s\nwant the script\n%s", got, want)
+			}
+			if c.name != "teardown" && !strings.Contains(got.String(), "\n# to read what it measures, once applied:\n") {
+				t.Errorf("no closing lines:\n%s", got)
+			}
+		})
 	}
-	gf, gw := writes(script.String())
-	wf, ww := writes(want.String())
-	if gf != wf || !cmp.Equal(gw, ww) {
-		t.Errorf("--plan printed\n%s\nwant the script's target line and writes\n%s", script, want)
+}
+
+// A plan written before synthetic_events and reading still replays: its
+// writes, without the comments it does not hold; a reading whose file
+// leaves the tracefs is refused.
+func TestPlanReplayOlderAndBadReading(t *testing.T) {
+	e, stdout, _ := testEnv(nil, "")
+	if code := run([]string{"--kernel", "6.1", "-o", "json", "-n", "wl", wakeupSQL}, e); code != exitOK {
+		t.Fatal("-o json failed")
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc, "reading")
+	delete(doc, "synthetic_events")
+	old, _ := json.Marshal(doc)
+	e, got, stderr := testEnv(nil, "")
+	e.ReadFile = func(string) ([]byte, error) { return old, nil }
+	if code := run([]string{"--plan", "old.json"}, e); code != exitOK || strings.Contains(got.String(), "to read what") || !strings.Contains(got.String(), "echo 's:wl ") {
+		t.Errorf("older plan: exit %d, %s\n%s", code, stderr, got)
+	}
+	bad := strings.Replace(stdout.String(), `"cat": "trace"`, `"cat": "../../etc/shadow"`, 1)
+	if bad == stdout.String() {
+		t.Fatal("no reading of the trace in the plan")
+	}
+	e, got, stderr = testEnv(nil, "")
+	e.ReadFile = func(string) ([]byte, error) { return []byte(bad), nil }
+	if code := run([]string{"--plan", "bad.json"}, e); code != exitQuery || got.Len() != 0 || !strings.Contains(stderr.String(), "is not a path inside tracefs") {
+		t.Errorf("bad reading: exit %d, %s\n%s", code, stderr, got)
 	}
 }
 

@@ -136,7 +136,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		o.live.Used, o.live.Catalog = eng, cat
 		popt.Stream = eng == live.EngineStream
 	}
-	plan, code := compile(e, src, cat, popt)
+	plan, code := o.compile(e, src, cat, popt, e.Stderr)
 	if code != exitOK {
 		return code
 	}
@@ -154,10 +154,11 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	return o.output(e, src, cat, plan)
 }
 
-// compile parses and plans the SQL against the catalog, printing the
-// diagnostics (warnings too).
-func compile(e env, src *source.Source, cat *live.Catalog, popt live.CompileOptions) (*live.Plan, int) {
-	plan, diags := live.Compile(src, cat, popt)
+// compile parses and plans the SQL against the catalog, checks its
+// probes on the target (live.Place.Compile: what cannot be checked is
+// said on log), printing the diagnostics (warnings too).
+func (o *options) compile(e env, src *source.Source, cat *live.Catalog, popt live.CompileOptions, log io.Writer) (*live.Plan, int) {
+	plan, diags := o.Place.Compile(e, src, cat, popt, log)
 	if len(diags) > 0 {
 		io.WriteString(e.Stderr, diags.Render(src))
 	}

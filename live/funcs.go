@@ -1,0 +1,650 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+)
+
+// The files of a tracefs root that list the functions the kernel can
+// trace, one a line: "NAME" or "NAME [MODULE]"; the second (Linux 6.5
+// and later) has each line's address first.
+const (
+	filterFunctions      = "available_filter_functions"
+	filterFunctionsAddrs = "available_filter_functions_addrs"
+)
+
+// Functions looks a target's kernel functions up, for kprobes: in a
+// tracefs (this machine's, or a copy given with --formats) or through a
+// shell on the target (--via).
+type Functions interface {
+	// Lookup says whether the target lists fn (in module mod, when mod
+	// is not "") and the listed names close to it.
+	Lookup(fn, mod string) (FuncLookup, error)
+	// Where names the list in messages ("available_filter_functions of
+	// tracefs /sys/kernel/tracing").
+	Where() string
+}
+
+// FuncLookup is what Functions.Lookup found.
+type FuncLookup struct {
+	Found bool
+	// Module is set when the module asked for has some function listed
+	// (it is loaded).
+	Module bool
+	// Near are listed names that share a prefix with the one asked for
+	// (a bounded number of them through a shell).
+	Near []string
+	// NoList is set when the target has no list of functions.
+	NoList bool
+	// Unchecked says why the list could not be searched ("" when it
+	// was).
+	Unchecked string
+	// Kallsyms names the kernel's symbol table searched for a function
+	// the list does not have ("/proc/kallsyms"; "" when none could be
+	// read, as for a --formats copy without one): Text says the function
+	// is a text symbol there, which a kprobe may attach to although
+	// ftrace cannot trace it (notrace).
+	Kallsyms string
+	Text     bool
+	// Blacklist names the kprobe blacklist that lists the function, a
+	// listed or a Text one ("" when none read does): the kernel refuses
+	// a kprobe on it either way.
+	Blacklist string
+}
+
+// KernelSyms reads a kernel's text symbols (/proc/kallsyms) and its
+// kprobe blacklist, for a function its available_filter_functions does
+// not list: kprobe_events takes any text symbol not blacklisted.
+type KernelSyms struct {
+	// Open opens a file of the machine that holds them.
+	Open func(name string) (io.ReadCloser, error)
+	// Kallsyms is the symbol table's file; Name names it in messages
+	// ("" means Kallsyms).
+	Kallsyms, Name string
+	// Blacklists are where the kprobe blacklist may be (debugfs's
+	// kprobes/blacklist); the first that opens is read.
+	Blacklists []string
+}
+
+// DefaultBlacklists are the places of the kprobe blacklist for a
+// tracefs at root: kprobes/blacklist beside root (where root is
+// debugfs's tracing directory), then debugfs's usual place.
+func DefaultBlacklists(root string) []string {
+	const std = "/sys/kernel/debug/kprobes/blacklist"
+	if b := path.Join(path.Dir(root), "kprobes", "blacklist"); b != std {
+		return []string{b, std}
+	}
+	return []string{std}
+}
+
+// text reports whether fn (of module mod, when not "") is a text symbol
+// (type t or T) of the table, read a line at a time.
+func (k *KernelSyms) text(fn, mod string) (bool, error) {
+	r, err := k.Open(k.Kallsyms)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<16)
+	for sc.Scan() {
+		// "ffffffff81234560 t name\t[module]"
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || f[2] != fn || f[1] != "t" && f[1] != "T" {
+			continue
+		}
+		if mod == "" || len(f) > 3 && f[3] == "["+mod+"]" {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// blacklisted names the blacklist that lists fn ("" when none read
+// does, or none could be read). Its lines are "0xSTART-0xEND\tname",
+// with " [module]" after a module's.
+func (k *KernelSyms) blacklisted(fn string) string {
+	for _, b := range k.Blacklists {
+		r, err := k.Open(b)
+		if err != nil {
+			continue
+		}
+		listed := false
+		sc := bufio.NewScanner(r)
+		for sc.Scan() && !listed {
+			f := strings.Fields(sc.Text())
+			listed = len(f) > 1 && f[1] == fn
+		}
+		r.Close()
+		if listed {
+			return b
+		}
+		return ""
+	}
+	return ""
+}
+
+// lookup fills l's Kallsyms, Text and Blacklist for fn; a table that
+// cannot be read leaves them unset.
+func (k *KernelSyms) lookup(l *FuncLookup, fn, mod string) {
+	if k == nil || k.Open == nil {
+		return
+	}
+	text, err := k.text(fn, mod)
+	if err != nil {
+		return
+	}
+	l.Kallsyms, l.Text = k.Kallsyms, text
+	if k.Name != "" {
+		l.Kallsyms = k.Name
+	}
+	if text {
+		l.Blacklist = k.blacklisted(fn)
+	}
+}
+
+// FSFunctions reads the list of a tracefs directory, once, on the first
+// Lookup.
+type FSFunctions struct {
+	FS   fs.FS
+	Name string // where the directory is, for messages ("tracefs /sys/kernel/tracing")
+	// Syms, when not nil, are the kernel's text symbols and kprobe
+	// blacklist, searched for a function the list does not have.
+	Syms  *KernelSyms
+	names map[string][]string
+	mods  map[string]bool
+	all   []string
+	err   error
+	read  bool
+}
+
+// HasFunctionList reports whether fsys holds a list of the kernel's
+// functions.
+func HasFunctionList(fsys fs.FS) bool {
+	for _, f := range []string{filterFunctions, filterFunctionsAddrs} {
+		if _, err := fs.Stat(fsys, f); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Where names the list.
+func (f *FSFunctions) Where() string { return filterFunctions + " of " + f.Name }
+
+func (f *FSFunctions) load() {
+	f.read = true
+	f.names, f.mods = map[string][]string{}, map[string]bool{}
+	file, addrs := filterFunctions, false
+	r, err := f.FS.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		file, addrs = filterFunctionsAddrs, true
+		r, err = f.FS.Open(file)
+	}
+	if err != nil {
+		f.err = err
+		return
+	}
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<16)
+	for sc.Scan() {
+		name, mod := parseFuncLine(sc.Text(), addrs)
+		if name == "" {
+			continue
+		}
+		if _, seen := f.names[name]; !seen {
+			f.all = append(f.all, name)
+		}
+		f.names[name] = append(f.names[name], mod)
+		if mod != "" {
+			f.mods[mod] = true
+		}
+	}
+	f.err = sc.Err()
+}
+
+// parseFuncLine reads a line of the list: the function and its module.
+func parseFuncLine(line string, addrs bool) (name, mod string) {
+	fields := strings.Fields(line)
+	if addrs && len(fields) > 0 {
+		fields = fields[1:]
+	}
+	if len(fields) == 0 {
+		return "", ""
+	}
+	if len(fields) > 1 && strings.HasPrefix(fields[1], "[") {
+		mod = strings.Trim(fields[1], "[]")
+	}
+	return fields[0], mod
+}
+
+// Lookup looks fn up in the list.
+func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
+	if !f.read {
+		f.load()
+	}
+	if errors.Is(f.err, fs.ErrNotExist) {
+		return FuncLookup{NoList: true}, nil
+	}
+	if f.err != nil {
+		return FuncLookup{}, fmt.Errorf("reading %s: %v", f.Where(), f.err)
+	}
+	l := FuncLookup{Module: mod != "" && f.mods[mod]}
+	for _, m := range f.names[fn] {
+		l.Found = l.Found || mod == "" || m == mod
+	}
+	if !l.Found {
+		l.Near = f.all
+		f.Syms.lookup(&l, fn, mod)
+	} else if f.Syms != nil && f.Syms.Open != nil {
+		l.Blacklist = f.Syms.blacklisted(fn)
+	}
+	return l, nil
+}
+
+// ShellFunctions asks a shell on the target (--via) about each function:
+// whether its list has it, and at most MaxNear names that share its
+// first letters, never the whole list (megabytes, over a serial line).
+//
+// For a function the list does not have, the same command searches the
+// target's /proc/kallsyms for it as a text symbol (a grep that stops at
+// the first match and prints nothing of the file); a listed function or
+// a text symbol is looked for on the kprobe blacklist.
+type ShellFunctions struct {
+	Run     ShellRunner
+	Root    string // the target's tracefs
+	Via     string // the --via command, for messages
+	MaxNear int    // 0: 200
+	// Kallsyms is the target's symbol table ("": /proc/kallsyms);
+	// Blacklists are where its kprobe blacklist may be (nil:
+	// DefaultBlacklists(Root)).
+	Kallsyms   string
+	Blacklists []string
+}
+
+// Where names the list.
+func (f *ShellFunctions) Where() string {
+	return filterFunctions + " of the target's tracefs " + f.Root + " (--via " + f.Via + ")"
+}
+
+// funcName is what a kernel function or module name is made of; a name
+// that is not is looked up as a name the list cannot have.
+var funcName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// Lookup asks the target.
+func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
+	if !funcName.MatchString(fn) || mod != "" && !funcName.MatchString(mod) {
+		return FuncLookup{}, nil
+	}
+	re := func(s string) string { return strings.ReplaceAll(s, ".", `\.`) }
+	n := f.MaxNear
+	if n <= 0 {
+		n = 200
+	}
+	tail := `( \[[^]]*\])?$`
+	if mod != "" {
+		tail = ` \[` + re(mod) + `\]$`
+	}
+	cmd := "f=" + emit.Quote(f.Root+"/"+filterFunctions) + "; [ -r \"$f\" ] || f=" + emit.Quote(f.Root+"/"+filterFunctionsAddrs) + "; " +
+		"if [ ! -r \"$f\" ]; then echo '@nolist'; elif ! command -v grep >/dev/null 2>&1 || ! command -v head >/dev/null 2>&1; then echo '@nogrep'; else " +
+		"if grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\"; then echo '@found'; " + f.blacklistCmd(re(fn)) + "; else " + f.symsCmd(re(fn), re(mod)) + "; fi; "
+	if mod != "" {
+		cmd += "grep -q -E " + emit.Quote(` \[`+re(mod)+`\]$`) + " \"$f\" && echo '@module'; "
+	}
+	prefix := fn[:min(len(fn), 4)]
+	cmd += fmt.Sprintf("grep -E %s \"$f\" | head -n %d; fi", emit.Quote(`^([0-9a-f]+ )?`+re(prefix)), n)
+	out, err := f.Run(context.Background(), "looking up "+fn+" in "+filterFunctions, cmd, 30*time.Second)
+	if err != nil {
+		return FuncLookup{}, err
+	}
+	var l FuncLookup
+	seen := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		switch line {
+		case "@nolist":
+			return FuncLookup{NoList: true}, nil
+		case "@nogrep":
+			return FuncLookup{Unchecked: "the target's shell has no grep or head to search " + f.Where() + " with"}, nil
+		case "@found":
+			l.Found = true
+			continue
+		case "@module":
+			l.Module = true
+			continue
+		case "@kallsyms":
+			l.Kallsyms = f.kallsyms() + " of the target"
+			continue
+		case "@text":
+			l.Text = true
+			continue
+		}
+		if b, ok := strings.CutPrefix(line, "@blacklist "); ok {
+			l.Blacklist = b + " of the target"
+			continue
+		}
+		addrs := len(line) > 0 && strings.IndexByte(line, ' ') > 0 && isHex(line[:strings.IndexByte(line, ' ')]) && !strings.HasPrefix(line[strings.IndexByte(line, ' ')+1:], "[")
+		if name, _ := parseFuncLine(line, addrs); name != "" && !seen[name] {
+			seen[name] = true
+			l.Near = append(l.Near, name)
+		}
+	}
+	if l.Found {
+		l.Near = nil
+	}
+	return l, nil
+}
+
+func (f *ShellFunctions) kallsyms() string {
+	if f.Kallsyms == "" {
+		return "/proc/kallsyms"
+	}
+	return f.Kallsyms
+}
+
+// symsCmd is the shell command that searches the target's kallsyms for
+// the function (fn and mod as regular expressions): "@kallsyms" when it
+// can be read, "@text" when the function is a text symbol, "@blacklist
+// FILE" when the first blacklist that can be read lists it.
+func (f *ShellFunctions) symsCmd(fn, mod string) string {
+	tail := `([[:space:]]|$)`
+	if mod != "" {
+		tail = `[[:space:]]+\[` + mod + `\]$`
+	}
+	k := emit.Quote(f.kallsyms())
+	return "if [ -r " + k + " ]; then echo '@kallsyms'; " +
+		"if grep -q -E " + emit.Quote(` [tT] `+fn+tail) + " " + k + "; then echo '@text'; " + f.blacklistCmd(fn) + "; fi; fi"
+}
+
+// blacklistCmd is the shell command that prints "@blacklist FILE" when
+// the first kprobe blacklist of the target that can be read lists the
+// function (fn as a regular expression).
+func (f *ShellFunctions) blacklistCmd(fn string) string {
+	bl := f.Blacklists
+	if bl == nil {
+		bl = DefaultBlacklists(f.Root)
+	}
+	var quoted []string
+	for _, b := range bl {
+		quoted = append(quoted, emit.Quote(b))
+	}
+	return "for b in " + strings.Join(quoted, " ") + "; do if [ -r \"$b\" ]; then " +
+		"grep -q -E " + emit.Quote(`[[:space:]]`+fn+`( |$)`) + " \"$b\" && echo \"@blacklist $b\"; break; fi; done"
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// CheckProbes checks the functions of plan's kprobes and kretprobes
+// against funcs (nil: none known, which a warning on log says once,
+// with noFuncs), and the binaries of its uprobes with exists (the
+// target's files; nil: none reachable, which a note on log says for a
+// uprobe at an offset, whose binary the planner did not read, with
+// noFiles). It returns the errors (and warnings) positioned in the SQL:
+// a function the target neither lists nor has as a text symbol, with
+// the nearest listed names, or one on its kprobe blacklist; a binary it
+// does not have. A text symbol the list does not have (notrace) is a
+// warning on log.
+func CheckProbes(plan *planner.Plan, funcs Functions, exists func(path string) (bool, error), noFuncs, noFiles string, log io.Writer) source.Diags {
+	remote := false
+	if sf, ok := funcs.(*ShellFunctions); ok && sf != nil {
+		remote = true
+	}
+	var d source.Diags
+	warned := false
+	seen := map[*planner.Probe]bool{}
+	for _, u := range plan.Units {
+		for _, pr := range u.Probes {
+			if seen[pr] {
+				continue
+			}
+			seen[pr] = true
+			switch pr.Kind {
+			case compiler.KProbe, compiler.KRetProbe:
+				if funcs == nil {
+					if !warned && noFuncs != "" && log != nil {
+						fmt.Fprintf(log, "sqlhist: warning: the functions of kprobes are not checked: %s\n", noFuncs)
+					}
+					warned = true
+					continue
+				}
+				checkFunction(&d, pr, funcs, &warned, log)
+			case compiler.UProbe, compiler.URetProbe:
+				if exists == nil {
+					if pr.Symbol == "" && noFiles != "" && log != nil {
+						fmt.Fprintf(log, "sqlhist: note: uprobe: %s is not checked: %s\n", pr.Path, noFiles)
+					}
+					continue
+				}
+				ok, err := exists(pr.Path)
+				switch {
+				case err != nil:
+					d.Add(pr.TargetPos, pr.TargetEnd, "cannot check the binary %s on the target: %v", pr.Path, err)
+				case !ok:
+					x := d.Add(pr.TargetPos, pr.TargetEnd, "no file %s on the target", pr.Path)
+					x.Hint = "a uprobe's binary is the target's: give its path there"
+				case pr.Symbol != "" && log != nil && remote:
+					fmt.Fprintf(log, "sqlhist: note: uprobe: the file offset of %s was read from this machine's %s; the target's file exists, its symbols are not checked (it must be the same build)\n", pr.Symbol, pr.Path)
+				}
+			}
+		}
+	}
+	d.Sort()
+	return d
+}
+
+// checkFunction checks one kprobe's function.
+func checkFunction(d *source.Diags, pr *planner.Probe, funcs Functions, warned *bool, log io.Writer) {
+	l, err := funcs.Lookup(pr.Symbol, pr.Module)
+	switch {
+	case err != nil:
+		d.Add(pr.SymPos, pr.SymEnd, "cannot check the function %q: %v", pr.Symbol, err)
+		return
+	case l.NoList || l.Unchecked != "":
+		why := l.Unchecked
+		if why == "" {
+			why = "no " + funcs.Where()
+		}
+		if !*warned && log != nil {
+			fmt.Fprintf(log, "sqlhist: warning: the functions of kprobes are not checked: %s\n", why)
+		}
+		*warned = true
+		return
+	case l.Blacklist != "":
+		x := d.Add(pr.SymPos, pr.SymEnd, "kernel function %q is on the kernel's kprobe blacklist (%s): the kernel refuses a kprobe on it", pr.Symbol, l.Blacklist)
+		x.Hint = "the kernel keeps kprobes off the functions they themselves run through (exception, NMI and entry code); probe one of its callers instead"
+		return
+	case l.Found:
+		return
+	case l.Text:
+		if log != nil {
+			fmt.Fprintf(log, "sqlhist: warning: kernel function %q is not in %s, but is a text symbol in %s: ftrace cannot trace it (notrace), a kprobe may still attach; the kernel refuses it if it is on its kprobe blacklist\n", pr.Symbol, funcs.Where(), l.Kallsyms)
+		}
+		return
+	case pr.Module != "" && !l.Module:
+		x := d.Add(pr.SymPos, pr.SymEnd, "module %q lists no function in %s: it is not loaded, and the kprobe on %s:%s waits for it", pr.Module, funcs.Where(), pr.Module, pr.Symbol)
+		x.Warning = true
+		return
+	}
+	in := ""
+	if pr.Module != "" {
+		in = " of module " + pr.Module
+	}
+	x := d.Add(pr.SymPos, pr.SymEnd, "unknown kernel function %q%s: not in %s", pr.Symbol, in, funcs.Where())
+	if l.Kallsyms != "" {
+		x.Msg += " nor a text symbol in " + l.Kallsyms
+	}
+	if s := nearestFunc(pr.Symbol, l.Near); s != "" {
+		x.Msg += fmt.Sprintf("; did you mean %s?", s)
+	}
+	if l.Kallsyms != "" {
+		x.Hint = "kprobes attach to the kernel's text symbols: that file lists those ftrace can trace, kallsyms the rest (an inlined function is in neither; a static one may be renamed, as NAME.isra.0)"
+		return
+	}
+	x.Hint = "the function may still exist and take a kprobe, untraceable by ftrace (notrace): that file does not list those, the kernel's /proc/kallsyms does. " +
+		"To check it there, compile on the target (-e, -r) or through --via COMMAND, or put a copy of the target's /proc/kallsyms in the --formats directory as kallsyms"
+}
+
+// nearestFunc is the candidate nearest to fn by edit distance, when it is
+// close enough to be a typo (of equally near ones, the first in sorted
+// order).
+func nearestFunc(fn string, candidates []string) string {
+	limit := max(1, len(fn)/3)
+	best, bestD := "", limit+1
+	sorted := append([]string(nil), candidates...)
+	sort.Strings(sorted)
+	for _, c := range sorted {
+		if diff := len(c) - len(fn); diff > limit || -diff > limit {
+			continue
+		}
+		if dist := editDistance(fn, c); dist < bestD {
+			best, bestD = c, dist
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, counting a swap
+// of two neighbours as one edit (vfs_raed is one from vfs_read).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+// Compile is [Compile] for the place's target, then its probes checked
+// where the target is known ([CheckProbes]): kprobe functions against
+// the target's available_filter_functions (this machine's tracefs, a
+// --formats copy that has it, or asked through --via's shell, h.Shell)
+// and, for one not listed there, its kallsyms and kprobe blacklist
+// (this machine's /proc and debugfs, DIR/kallsyms of a --formats copy,
+// the target's through --via),
+// a uprobe's binary on a --via target. Where only an embedded catalog is
+// known, a warning on log says the functions are not checked. A
+// teardown is not checked.
+func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOptions, log io.Writer) (*Plan, source.Diags) {
+	plan, diags := Compile(src, cat, opt)
+	if plan == nil || opt.Teardown || !hasProbes(plan) {
+		return plan, diags
+	}
+	var funcs Functions
+	var exists func(string) (bool, error)
+	noFuncs, noFiles := "", ""
+	switch {
+	case h.Shell != nil && (p.Formats == "" || p.Machine):
+		funcs = &ShellFunctions{Run: h.Shell, Root: p.Root, Via: h.Via}
+		exists = func(path string) (bool, error) {
+			out, err := h.Shell(context.Background(), "looking for "+path, "if [ -e "+emit.Quote(path)+" ]; then echo yes; else echo no; fi", 30*time.Second)
+			return strings.TrimSpace(out) == "yes", err
+		}
+	case cat.FS() != nil && HasFunctionList(cat.FS()):
+		name := p.CatalogName()
+		if p.Formats == "" && p.Kernel == "" { // the -t directory's, of this machine
+			name = "tracefs " + p.Root
+		}
+		funcs = &FSFunctions{FS: cat.FS(), Name: name, Syms: p.kernelSyms(h, cat.FS())}
+		noFiles = "the target's files are not reached (printing from " + p.CatalogName() + ": -e and -r on the target, or --via COMMAND, reach them)"
+	case p.Formats != "" && p.Machine:
+		noFuncs = p.CatalogName() + " has no " + filterFunctions + " (a kernel without the function tracer lists none)"
+	case p.Formats != "":
+		noFuncs = "--formats " + p.Formats + " holds no " + filterFunctions + " (copy it from the target's tracefs to check them)"
+	default:
+		noFuncs = "the embedded catalog of " + p.TargetName(cat) + " lists no kernel functions (read the target's " + filterFunctions +
+			" with --formats DIR, a copy of its tracefs that holds it, or --via COMMAND)"
+	}
+	if p.Machine && h.Shell == nil && h.Dir != nil { // this machine is the target
+		exists, noFiles = func(file string) (bool, error) {
+			d, err := h.Dir(path.Dir(file))
+			if err == nil {
+				_, err = fs.Stat(d, path.Base(file))
+			}
+			return err == nil, nil
+		}, ""
+	} else if funcs == nil && exists == nil {
+		noFiles = "the target's files are not reached (printing for another machine: --via COMMAND reaches them)"
+	}
+	more := CheckProbes(plan, funcs, exists, noFuncs, noFiles, log)
+	if len(more.Errors()) > 0 {
+		plan = nil
+	}
+	diags = append(diags, more...)
+	diags.Sort()
+	return plan, diags
+}
+
+// kernelSyms is where the kernel of a catalog read from a tracefs (fsys)
+// has its text symbols and kprobe blacklist: this machine's /proc when
+// the tracefs is this machine's, a file kallsyms beside a --formats
+// copy's formats when it holds one (no blacklist), else nil.
+func (p *Place) kernelSyms(h Host, fsys fs.FS) *KernelSyms {
+	local := p.Via == "" && (p.Machine || p.Formats == "" && p.Kernel == "")
+	switch {
+	case local && h.Dir != nil:
+		root := p.Root
+		if p.Machine {
+			root = p.Formats
+		}
+		open := func(file string) (io.ReadCloser, error) {
+			d, err := h.Dir(path.Dir(file))
+			if err != nil {
+				return nil, err
+			}
+			return d.Open(path.Base(file))
+		}
+		return &KernelSyms{Open: open, Kallsyms: "/proc/kallsyms", Blacklists: DefaultBlacklists(root)}
+	case p.Formats != "" && !p.Machine:
+		if _, err := fs.Stat(fsys, "kallsyms"); err != nil {
+			return nil
+		}
+		open := func(file string) (io.ReadCloser, error) { return fsys.Open(file) }
+		return &KernelSyms{Open: open, Kallsyms: "kallsyms", Name: "kallsyms of --formats " + p.Formats}
+	}
+	return nil
+}
+
+func hasProbes(plan *Plan) bool {
+	for _, u := range plan.Units {
+		if len(u.Probes) > 0 {
+			return true
+		}
+	}
+	return false
+}
