@@ -136,9 +136,11 @@ compile() {
 	read up idle < /proc/uptime
 	echo "@@at $up"
 	[ -n "$inst" ] && mkdir $T/instances/$inst
-	$SQLHIST $args -f query.sql > commands.sh 2> compile.err
+	# One compile writes the script, its teardown and its JSON plan (the
+	# plan --plan -e replays after the script's teardown): each sqlhist
+	# start costs a few tenths of a second under TCG.
+	$SQLHIST $args -f query.sql --teardown-out teardown.sh --plan-out plan.json > commands.sh 2> compile.err
 	rc=$?
-	$SQLHIST $args --teardown -f query.sql > teardown.sh 2>> compile.err
 	echo "@@compile $rc"
 	show compile.err
 	if [ $rc -ne 0 ]; then
@@ -154,8 +156,6 @@ compile() {
 		echo "@@end"
 		return 1
 	fi
-	# The plan that --plan -e replays after the script's teardown.
-	$SQLHIST $args -o json -f query.sql > plan.json 2>/dev/null
 	[ -n "$inst" ] && rmdir $T/instances/$inst
 	echo "@@commands"
 	show commands.sh

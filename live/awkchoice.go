@@ -15,7 +15,7 @@ import (
 // (--kernel, --formats, --via: hint is "" then; the machine's own
 // tracefs read by default is refused with a hint, as before).
 func (c *Choices) PrintsAwk(given func(string) bool, cat *Catalog, hint string) bool {
-	if c.Run || c.Execute || c.Teardown || c.PlanFile != "" || c.Output != "script" {
+	if c.Run || c.Execute || c.Teardown || c.PlanFile != "" || c.Output != "script" || c.TeardownOut != "" || c.PlanOut != "" {
 		return false
 	}
 	switch c.Engine {
@@ -42,7 +42,7 @@ func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
 	}
 	switch c.Engine {
 	case EngineStream, EngineAwk:
-		return fmt.Errorf("--engine %s without --run prints the awk engine's script: drop -e, --teardown, --plan and -o", c.Engine)
+		return fmt.Errorf("--engine %s without --run prints the awk engine's script: drop -e, --teardown, --teardown-out, --plan, --plan-out and -o (its script removes what it creates)", c.Engine)
 	case EngineKernel, EngineAuto:
 		return errors.New("--engine goes with --run (-r), or (stream) when printing the awk engine's script")
 	}

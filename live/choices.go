@@ -22,6 +22,8 @@ type Choices struct {
 	Size                   int    // --size: entries of each histogram's map
 	Initrd                 string // --initrd FILE
 	PlanFile               string // --plan FILE
+	TeardownOut            string // --teardown-out FILE: the teardown script too
+	PlanOut                string // --plan-out FILE: the JSON plan too
 	// OutTerminal says that the results would go to a terminal (-o
 	// pprof refuses one).
 	OutTerminal bool
@@ -45,6 +47,9 @@ func (c *Choices) Check(given func(name string) bool) error {
 		if c.PlanFile != "" {
 			return fmt.Errorf("--plan replays the writes of a plan as they are: drop --size (give it when the plan is made)")
 		}
+	}
+	if err := c.checkAlso(); err != nil {
+		return err
 	}
 	if !c.Run {
 		// -d and --engine stream print the awk engine's script (checked
@@ -105,6 +110,26 @@ func (c *Choices) Check(given func(name string) bool) error {
 			return err
 		}
 		c.Collect = d
+	}
+	return nil
+}
+
+// checkAlso validates --teardown-out and --plan-out: the other forms of
+// a printed or applied compile.
+func (c *Choices) checkAlso() error {
+	switch {
+	case c.TeardownOut == "" && c.PlanOut == "":
+		return nil
+	case c.Run:
+		return fmt.Errorf("--run removes what it creates: --teardown-out and --plan-out go with printing or -e")
+	case c.TeardownOut != "" && c.Teardown:
+		return fmt.Errorf("--teardown prints the teardown: drop --teardown-out, or --teardown to print the commands and save their teardown")
+	case c.PlanOut != "" && c.PlanFile != "":
+		return fmt.Errorf("--plan FILE replays a plan: --plan-out writes the plan of a compile (the replay's plan is FILE)")
+	case c.PlanOut != "" && c.Output != "" && c.Output != "script":
+		return fmt.Errorf("--plan-out writes the plan of the script's commands: give it without -o %s", c.Output)
+	case c.TeardownOut != "" && c.TeardownOut == c.PlanOut:
+		return fmt.Errorf("--teardown-out and --plan-out name the same file %s", c.PlanOut)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -189,12 +190,7 @@ func (f *FSFunctions) Where() string { return filterFunctions + " of " + f.Name 
 func (f *FSFunctions) load() {
 	f.read = true
 	f.names, f.mods = map[string][]string{}, map[string]bool{}
-	file, addrs := filterFunctions, false
-	r, err := f.FS.Open(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		file, addrs = filterFunctionsAddrs, true
-		r, err = f.FS.Open(file)
-	}
+	r, addrs, err := f.open()
 	if err != nil {
 		f.err = err
 		return
@@ -233,9 +229,93 @@ func parseFuncLine(line string, addrs bool) (name, mod string) {
 	return fields[0], mod
 }
 
-// Lookup looks fn up in the list.
+// open opens the list: available_filter_functions, or the list with
+// addresses (addrs).
+func (f *FSFunctions) open() (r fs.File, addrs bool, err error) {
+	r, err = f.FS.Open(filterFunctions)
+	if errors.Is(err, fs.ErrNotExist) {
+		r, err = f.FS.Open(filterFunctionsAddrs)
+		addrs = true
+	}
+	return r, addrs, err
+}
+
+// scan reports whether the list names fn (in mod, when given), reading
+// no further than the first line that does: the kernel formats the list
+// (a megabyte or two) on each read, and a function that is there, the
+// common case, costs half of it on average, with nothing kept.
+func (f *FSFunctions) scan(fn, mod string) (bool, error) {
+	r, addrs, err := f.open()
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 && funcLineIs(line, addrs, fn, mod) {
+			return true, nil
+		}
+		switch {
+		case err == io.EOF:
+			return false, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			// A line longer than the buffer names no function: skip it.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err == io.EOF {
+				return false, nil
+			}
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// funcLineIs reports whether a line of the list (as parseFuncLine reads
+// it) names fn, in mod when mod is given, without allocating.
+func funcLineIs(line []byte, addrs bool, fn, mod string) bool {
+	next := func() []byte {
+		line = bytes.TrimLeft(line, " \t\r\n")
+		i := bytes.IndexAny(line, " \t\r\n")
+		if i < 0 {
+			i = len(line)
+		}
+		w := line[:i]
+		line = line[i:]
+		return w
+	}
+	if addrs {
+		next()
+	}
+	if string(next()) != fn {
+		return false
+	}
+	if mod == "" {
+		return true
+	}
+	m := next()
+	return len(m) > 1 && m[0] == '[' && string(bytes.Trim(m, "[]")) == mod
+}
+
+// Lookup looks fn up in the list: by a scan that stops where fn is
+// (scan), else in the whole list, read once, for the nearest names, the
+// modules and the kernel's symbols.
 func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 	if !f.read {
+		found, err := f.scan(fn, mod)
+		if found {
+			l := FuncLookup{Found: true, Module: mod != ""}
+			if f.Syms != nil && f.Syms.Open != nil {
+				l.Blacklist = f.Syms.blacklisted(fn)
+			}
+			return l, nil
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return FuncLookup{}, fmt.Errorf("reading %s: %v", f.Where(), err)
+		}
 		f.load()
 	}
 	if errors.Is(f.err, fs.ErrNotExist) {

@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -357,5 +358,89 @@ func TestUprobeBinaryChecked(t *testing.T) {
 	plan, diags, log := funcsCase(t, &live.Place{Kernel: "6.1"}, live.Host{}, nil, "SELECT common_pid, COUNT(*) FROM uprobe('/usr/bin/ap', 0x10)")
 	if plan == nil || diags != "" || log != "sqlhist: note: uprobe: /usr/bin/ap is not checked: the target's files are not reached (printing for another machine: --via COMMAND reaches them)\n" {
 		t.Errorf("printing: %s%s", diags, log)
+	}
+}
+
+// stopsAt is a file of list whose reads fail past its first limit bytes:
+// a scan that reads further than it needs fails.
+type stopsAt struct {
+	fs.File
+	data  string
+	limit int
+	off   int
+}
+
+func (s *stopsAt) Read(p []byte) (int, error) {
+	if s.off >= len(s.data) {
+		return 0, io.EOF
+	}
+	if s.off >= s.limit {
+		return 0, fmt.Errorf("read past byte %d: the scan went on after the function", s.limit)
+	}
+	n := copy(p, s.data[s.off:s.limit])
+	s.off += n
+	return n, nil
+}
+
+func (s *stopsAt) Close() error { return nil }
+
+type stopsAtFS struct {
+	name, data string
+	limit      int
+	opens      *int
+}
+
+func (f stopsAtFS) Open(name string) (fs.File, error) {
+	if name != f.name {
+		return nil, fs.ErrNotExist
+	}
+	*f.opens++
+	return &stopsAt{data: f.data, limit: f.limit}, nil
+}
+
+// TestFunctionScanStops: a function the list has is found by a scan that
+// reads no further than its line (the kernel formats the list on each
+// read), in either form of the list, with or without its module; one
+// the list lacks reads it whole, once, for the nearest names.
+func TestFunctionScanStops(t *testing.T) {
+	var big strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&big, "filler_function_%d\n", i)
+	}
+	plain := "vfs_read\nnvme_setup_cmd [nvme_core]\n" + big.String()
+	addrs := "ffffffff81000000 vfs_read\nffffffffc0000000 nvme_setup_cmd [nvme_core]\n" + big.String()
+	for _, tt := range []struct {
+		file, data, fn, mod string
+	}{
+		{"available_filter_functions", plain, "vfs_read", ""},
+		{"available_filter_functions", plain, "nvme_setup_cmd", "nvme_core"},
+		{"available_filter_functions", plain, "nvme_setup_cmd", ""},
+		{"available_filter_functions_addrs", addrs, "vfs_read", ""},
+		{"available_filter_functions_addrs", addrs, "nvme_setup_cmd", "nvme_core"},
+	} {
+		opens := 0
+		// The reads stop being served a page after the function's line.
+		limit := strings.Index(tt.data, tt.fn) + 4096
+		f := &live.FSFunctions{FS: stopsAtFS{tt.file, tt.data, limit, &opens}, Name: "test"}
+		l, err := f.Lookup(tt.fn, tt.mod)
+		if err != nil || !l.Found || l.Module != (tt.mod != "") || opens != 1 {
+			t.Errorf("%s: %s [%s]: %+v, %v, %d opens; want found by one partial read", tt.file, tt.fn, tt.mod, l, err, opens)
+		}
+	}
+	// Not there (or not in that module): the whole list, for the
+	// nearest names.
+	for _, tt := range []struct{ fn, mod string }{{"vfs_raed", ""}, {"vfs_read", "nvme_core"}} {
+		opens := 0
+		f := &live.FSFunctions{FS: stopsAtFS{"available_filter_functions", plain, len(plain), &opens}, Name: "test"}
+		l, err := f.Lookup(tt.fn, tt.mod)
+		if err != nil || l.Found || len(l.Near) != 20002 || opens != 2 {
+			t.Errorf("%s [%s]: found %v, %d names near, %v, %d opens; want not found, the whole list once more", tt.fn, tt.mod, l.Found, len(l.Near), err, opens)
+		}
+	}
+	// A read error is said.
+	opens := 0
+	f := &live.FSFunctions{FS: stopsAtFS{"available_filter_functions", plain, 100, &opens}, Name: "test"}
+	if _, err := f.Lookup("filler_function_19999", ""); err == nil || !strings.Contains(err.Error(), "read past byte 100") {
+		t.Errorf("a failing read: %v", err)
 	}
 }

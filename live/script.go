@@ -43,6 +43,7 @@ type Script struct {
 	plan   *Plan
 	synths []emit.PlanSynthetic // the synthetic events the header names
 	reads  []emit.PlanRead      // how to read the answer
+	doc    *emit.PlanDoc        // the plan a replay (ReadPlanScript) read
 }
 
 // NewScript makes the commands of plan, compiled from src against cat,
@@ -113,7 +114,49 @@ func ReadPlanScript(file string, data []byte, root string, teardown bool) (*Scri
 	}
 	s.notes = doc.Notes
 	s.target = doc.Target
+	s.doc = &doc
 	return s, nil
+}
+
+// SaveAlso writes, beside what s prints or applies, the other forms of
+// the same compile: its teardown script to teardownOut and its JSON plan
+// (-o json) to planOut ("" for neither), each with replace. One compile
+// gives a reviewer the three files, for the same catalog and names; the
+// files are written before anything is applied, so that a run stopped
+// half way has its teardown. A replayed plan (--plan) gives its teardown.
+func (s *Script) SaveAlso(teardownOut, planOut string, replace func(string, []byte) error) error {
+	save := func(file string, form *Script) error {
+		var b strings.Builder
+		if err := form.Write(&b); err != nil {
+			return err
+		}
+		if err := replace(file, []byte(b.String())); err != nil {
+			return fmt.Errorf("writing %s: %v", file, err)
+		}
+		return nil
+	}
+	if teardownOut != "" {
+		var td *Script
+		if s.doc != nil {
+			td = &Script{opt: ScriptOptions{Format: "script", Teardown: true, Root: s.opt.Root, Instance: s.doc.Instance},
+				src: s.src, cmds: emit.DisableFirst(s.doc.Commands(true), ""), notes: s.doc.Notes, target: s.doc.Target}
+		} else {
+			opt := s.opt
+			opt.Teardown = true
+			td = NewScript(s.src, s.plan, s.cat, opt)
+		}
+		if err := save(teardownOut, td); err != nil {
+			return err
+		}
+	}
+	if planOut != "" && s.plan != nil {
+		opt := s.opt
+		opt.Format, opt.Teardown = "json", false
+		if err := save(planOut, NewScript(s.src, s.plan, s.cat, opt)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Source is the query the script was compiled from.

@@ -34,6 +34,8 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.StringVar(&o.live.Engine, "engine", "auto", "with -r: `ENGINE` that answers: kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (kernel where it can); when printing, stream (or awk) prints a script whose awk computes the query on the target (the default for a --kernel or --formats catalog without hist triggers), with -d its run time")
 	fl.StringVar(&o.live.Out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
 	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (after the sqlhist bootconfigs it has), instead of printing it")
+	fl.StringVar(&o.live.TeardownOut, "teardown-out", "", "when printing or with -e: also write the teardown script of the same compile to `FILE` (before anything is applied)")
+	fl.StringVar(&o.live.PlanOut, "plan-out", "", "when printing a script or with -e: also write the JSON plan (-o json) of the same compile to `FILE`")
 	fl.StringVar(&o.planFile, "plan", "", "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e")
 	fl.IntVar(&o.live.Size, "size", 0, "entries of each histogram's map (size=`N`, 128 to 131072; default 2048, and 8192 for the results of -r's JOINs), in scripts, plans, bootconfigs and -r")
 	fl.StringVarP(&o.onmax, "onmax", "m", "", "with -s, -S or -T: act on a new maximum of the synthetic field `VAR` (onmax); without JOIN, of the event's field VAR")

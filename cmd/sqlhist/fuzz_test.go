@@ -43,7 +43,7 @@ func FuzzCompile(f *testing.F) {
 				ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
 			}
 			code := run([]string{"--kernel", "6.1", "-f", "-"}, e)
-			return caseResult{stdout.String(), stderr.String(), code}
+			return caseResult{stdout: stdout.String(), stderr: stderr.String(), code: code}
 		}
 		var r1, r2 caseResult
 		// The bound covers two compiles.

@@ -53,6 +53,8 @@ var otherKernels = []string{"5.10", "6.12", "7.2", "6.1-arm64", "6.12-arm64", "7
 type caseResult struct {
 	stdout, stderr string
 	code           int
+	// What --teardown-out teardown.out and --plan-out plan.out wrote.
+	teardownOut, planOut string
 }
 
 func runCase(t *testing.T, a *txtar.Archive, extra ...string) caseResult {
@@ -94,7 +96,19 @@ func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) c
 	args = append(args, extra...)
 	args = append(args, "-f", "query.sql")
 	var stdout, stderr bytes.Buffer
+	var res caseResult
 	e := env{
+		ReplaceFile: func(p string, data []byte) error {
+			switch p {
+			case "teardown.out":
+				res.teardownOut = string(data)
+			case "plan.out":
+				res.planOut = string(data)
+			default:
+				t.Errorf("a golden case wrote %s", p)
+			}
+			return nil
+		},
 		Stdin:  strings.NewReader(""),
 		Stdout: &stdout, Stderr: &stderr,
 		Dir: func(p string) (fs.FS, error) {
@@ -107,16 +121,20 @@ func runCaseOn(t *testing.T, a *txtar.Archive, kernel string, extra ...string) c
 		ReadFile: func(p string) ([]byte, error) { return fs.ReadFile(files, strings.TrimPrefix(p, "/")) },
 		Writer:   func(string) tracefs.Writer { t.Fatal("a golden case tried to write to tracefs"); return nil },
 	}
-	code := run(args, e)
-	return caseResult{stdout.String(), stderr.String(), code}
+	res.code = run(args, e)
+	res.stdout, res.stderr = stdout.String(), stderr.String()
+	return res
 }
 
 // replayPlan runs sqlhist --plan on a JSON plan, printing.
 func replayPlan(plan string, args ...string) caseResult {
 	e, stdout, stderr := testEnv(nil, "")
 	e.ReadFile = func(string) ([]byte, error) { return []byte(plan), nil }
-	code := run(append([]string{"--plan", "plan.json"}, args...), e)
-	return caseResult{stdout.String(), stderr.String(), code}
+	var res caseResult
+	e.ReplaceFile = func(p string, data []byte) error { res.teardownOut = p + ":" + string(data); return nil }
+	res.code = run(append([]string{"--plan", "plan.json"}, args...), e)
+	res.stdout, res.stderr = stdout.String(), stderr.String()
+	return res
 }
 
 func TestGolden(t *testing.T) {
@@ -159,6 +177,15 @@ func TestGolden(t *testing.T) {
 				}
 				if r := replayPlan(plan.stdout, "--teardown"); r.code != exitOK || r.stdout != td.stdout {
 					t.Errorf("--plan --teardown of want/plan.json printed\n%+v\nwant the teardown\n%+v", r, td)
+				}
+				// One compile writes the three: the script printed, its
+				// teardown and its plan saved, each as printed alone.
+				all := runCase(t, a, "--teardown-out", "teardown.out", "--plan-out", "plan.out")
+				if all.code != exitOK || all.stdout != got.stdout || all.stderr != got.stderr || all.teardownOut != td.stdout || all.planOut != plan.stdout {
+					t.Errorf("--teardown-out and --plan-out gave\n%+v\nwant the script, the teardown and the plan of\n%+v\n%+v\n%+v", all, got, td, plan)
+				}
+				if r := replayPlan(plan.stdout, "--teardown-out", "teardown.out"); r.code != exitOK || r.stdout != got.stdout || r.teardownOut != "teardown.out:"+td.stdout {
+					t.Errorf("--plan with --teardown-out printed\n%+v\nwant the script\n%+v", r, got)
 				}
 				boot := runCase(t, a, "-o", "bootconfig")
 				if boot.code == exitOK {

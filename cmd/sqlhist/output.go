@@ -12,6 +12,9 @@ import (
 func (o *options) output(e env, src *source.Source, cat *live.Catalog, plan *live.Plan) int {
 	s := live.NewScript(src, plan, cat, live.ScriptOptions{Format: o.live.Output, Teardown: o.teardown,
 		Instance: o.instance, Root: o.Root, Catalog: o.CatalogName()})
+	if err := s.SaveAlso(o.live.TeardownOut, o.live.PlanOut, e.ReplaceFile); err != nil {
+		return report(e, src, err)
+	}
 	if o.execute {
 		return report(e, src, s.Apply(e.Target(o.Root), e.Stderr))
 	}
@@ -59,6 +62,9 @@ func (o *options) runPlan(e env, fl interface{ Args() []string }) int {
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "sqlhist: --plan %s: %v\n", o.planFile, err)
 		return exitQuery
+	}
+	if err := s.SaveAlso(o.live.TeardownOut, "", e.ReplaceFile); err != nil {
+		return report(e, s.Source(), err)
 	}
 	if o.execute {
 		if code := o.executeTarget(e, o.tracefsExplicit, false); code != exitOK {

@@ -162,5 +162,5 @@ func runPaper(t *testing.T, a *txtar.Archive, version string) caseResult {
 		Writer:   func(string) tracefs.Writer { t.Fatal("a paper case tried to write to tracefs"); return nil },
 	}
 	code := run(args, e)
-	return caseResult{stdout.String(), stderr.String(), code}
+	return caseResult{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }
