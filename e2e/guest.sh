@@ -188,7 +188,9 @@ setup() {
 	now_us
 	echo "start=$now" >> vars
 	sh -e commands.sh 2>&1
-	echo "@@setup $?"
+	rc=$?
+	echo "@@setup $rc"
+	echo $rc > setuprc
 	state > applied.txt
 	echo "@@errorlog"
 	show $T/error_log
@@ -239,8 +241,10 @@ traces() {
 		}' /tmp/events.txt
 }
 
-# teardown tears the case in the current directory down with its script,
-# then replays its JSON plan with sqlhist --plan -e and --teardown.
+# teardown tears the case in the current directory down with its script
+# and removes its instance. A case whose script was not applied whole has
+# its JSON plan replayed here, alone (replay); the others' plans are
+# replayed together once the batch is torn down (replay_batch).
 teardown() {
 	name=$1
 	load
@@ -254,8 +258,16 @@ teardown() {
 	state > after.txt
 	echo "@@statediff"
 	diff before.txt after.txt
-	# The JSON plan of the same query, applied by sqlhist with --plan -e,
-	# must leave the tracefs as the script did, and its teardown as before.
+	read rc < setuprc
+	[ "$rc" != 0 ] && replay
+	[ -n "$inst" ] && rmdir $T/instances/$inst
+	echo "@@end"
+}
+
+# replay applies the JSON plan of the case in the current directory with
+# sqlhist --plan -e, which must leave the tracefs as its script did, and
+# removes it with --teardown, which must leave it as before.
+replay() {
 	echo "@@planlog"
 	$SQLHIST -e --plan plan.json 2>&1
 	echo "@@planapply $?"
@@ -268,8 +280,59 @@ teardown() {
 	state > planafter.txt
 	echo "@@planstatediff"
 	diff before.txt planafter.txt
-	[ -n "$inst" ] && rmdir $T/instances/$inst
-	echo "@@end"
+}
+
+# replay_batch replays the JSON plans of the cases of $1 (in the order
+# they were applied) with one sqlhist -e (several --plan files, all or
+# nothing), once the batch is torn down: each case's files must be as
+# with the whole batch applied (applied-all.txt), then, after one
+# --teardown -e of them all, as after the batch's teardown (torn.txt).
+# Each case keeps its own verdict lines. One process for a batch's plans
+# instead of two a case: each sqlhist start costs tenths of a second
+# under TCG.
+replay_batch() {
+	plans=
+	for name in $1; do
+		cd /work/cases/$name
+		. ./vars
+		state > torn.txt
+		plans="$plans --plan /work/cases/$name/plan.json"
+	done
+	[ -z "$plans" ] && return
+	$SQLHIST -e $plans > /tmp/planlog 2>&1
+	rc=$?
+	for name in $1; do
+		cd /work/cases/$name
+		. ./vars
+		echo "@@case $name"
+		echo "@@planlog"
+		show /tmp/planlog
+		echo "@@planapply $rc"
+		state > planapplied.txt
+		echo "@@plandiff"
+		diff applied-all.txt planapplied.txt
+		echo "@@end"
+	done
+	$SQLHIST -e --teardown $plans > /tmp/planlog 2>&1
+	rc=$?
+	# sqlhist makes a plan's instance that is missing; it stays.
+	for name in $1; do
+		cd /work/cases/$name
+		load
+		[ -n "$inst" ] && rmdir $T/instances/$inst
+	done
+	for name in $1; do
+		cd /work/cases/$name
+		. ./vars
+		echo "@@case $name"
+		echo "@@planlog"
+		show /tmp/planlog
+		echo "@@planteardown $rc"
+		state > planafter.txt
+		echo "@@planstatediff"
+		diff torn.txt planafter.txt
+		echo "@@end"
+	done
 }
 
 mkdir -p /etc
@@ -346,6 +409,14 @@ while read -r batch <&3; do
 		. /work/cases/$name/vars
 		for s in $synths; do echo 0 > $T/events/synthetic/$s/enable; done
 	done
+	# Each case's files with the whole batch applied and its synthetic
+	# events disabled again (as its script leaves them): what the batch's
+	# plans applied together must give (replay_batch).
+	for name in $applied; do
+		cd /work/cases/$name
+		. ./vars
+		state > applied-all.txt
+	done
 	now_us
 	end=$now
 	events
@@ -371,10 +442,14 @@ while read -r batch <&3; do
 		IFS=$oifs
 	done
 	traces "$list"
+	replayed=
 	for name in $applied; do
 		cd /work/cases/$name
 		teardown $name
+		read rc < setuprc
+		[ "$rc" = 0 ] && replayed="$name $replayed"
 	done
+	replay_batch "$replayed"
 done 3< /work/batches
 cd /work
 gstate > /tmp/global-after.txt

@@ -249,8 +249,23 @@ func TestSplitPhases(t *testing.T) {
 	if r := m["run"]; r == nil || r.done || r.out != "@@join-exit 0\n" {
 		t.Errorf("run: %+v", r)
 	}
-	if s := phaseScript([]phase{{name: "execute"}, {name: "run"}}); !strings.Contains(s, "for p in execute run; do") {
-		t.Errorf("phaseScript:\n%s", s)
+	// Each phase in turn, in a shell of its own, between its markers; RCU
+	// expedited only around the phases that ask, and put back after.
+	s := phaseScript([]phase{{name: "execute", expedite: true}, {name: "run"}})
+	want := []string{
+		`echo "@@@phase execute `, `echo 1 > /sys/kernel/rcu_expedited`, `sh /work/phases/execute.sh`,
+		`echo "@@@endphase execute $? `, `echo $rcu > /sys/kernel/rcu_expedited`,
+		`echo "@@@phase run `, `sh /work/phases/run.sh`, `echo "@@@endphase run $? `}
+	rest := s
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("phaseScript lacks %q in its place:\n%s", w, s)
+		}
+		rest = rest[i+len(w):]
+	}
+	if strings.Contains(rest, "rcu_expedited") || strings.Count(s, "echo 1 > /sys/kernel/rcu_expedited") != 1 {
+		t.Errorf("phaseScript expedites a phase that did not ask:\n%s", s)
 	}
 }
 

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -320,6 +321,43 @@ func (s *Script) Apply(t *Target, log io.Writer) error {
 		cmds = append([]emit.Command{emit.Instance(in)}, cmds...)
 	}
 	return Apply(t, cmds)
+}
+
+// ApplyAll applies scripts (-e with several --plan files) in order, all
+// or nothing: when one is refused, those applied before it are removed
+// again, the last first, and the refusal is returned with the index of
+// its script. Teardowns (each script's opt.Teardown) go on past
+// failures, which come back joined (index -1 when there are none).
+func ApplyAll(t *Target, scripts []*Script, log io.Writer) (int, error) {
+	var errs []error
+	first := -1
+	for i, s := range scripts {
+		err := s.Apply(t, log)
+		if err == nil {
+			continue
+		}
+		if !s.opt.Teardown {
+			for j := i - 1; j >= 0; j-- {
+				if uerr := Teardown(t, scripts[j].undo()); uerr != nil {
+					fmt.Fprintf(log, "sqlhist: undoing %s: %v\n", scripts[j].src.Name, uerr)
+				}
+			}
+			return i, err
+		}
+		if first < 0 {
+			first = i
+		}
+		errs = append(errs, err)
+	}
+	return first, errors.Join(errs...)
+}
+
+// undo is the removal of what an applied script made.
+func (s *Script) undo() []emit.Command {
+	if s.doc != nil {
+		return emit.DisableFirst(s.doc.Commands(true), "")
+	}
+	return emit.DisableFirst(emit.Teardown(s.cmds), s.opt.Instance)
 }
 
 // Bootconfig is the script as a bootconfig (-o bootconfig), or the

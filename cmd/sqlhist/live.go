@@ -4,7 +4,11 @@ package main
 // (live.Choices.Check); fl reports whether a flag was given.
 func (o *options) checkLive(e env, fl func(name string) bool) int {
 	c := &o.live
-	c.Run, c.Execute, c.Teardown, c.Initrd, c.PlanFile = o.run, o.execute, o.teardown, o.initrd, o.planFile
+	c.Run, c.Execute, c.Teardown, c.Initrd = o.run, o.execute, o.teardown, o.initrd
+	c.PlanFile = ""
+	if len(o.planFiles) > 0 {
+		c.PlanFile = o.planFiles[0]
+	}
 	c.OutTerminal = e.IsTerminal != nil && e.IsTerminal(e.Stdout)
 	if err := c.Check(fl); err != nil {
 		return usageError(e, "%v", err)

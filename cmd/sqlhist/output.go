@@ -5,6 +5,7 @@ import (
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/source"
 	"io"
+	"slices"
 )
 
 // output prints (or with -e applies) the commands of a compiled plan in
@@ -47,30 +48,50 @@ func (o *options) bootconfig(e env, s *live.Script) int {
 	return exitOK
 }
 
-// runPlan replays a JSON plan: prints its writes (or its teardown) as a
-// script, or applies them with -e.
+// runPlan replays JSON plans: prints their writes (or their teardowns,
+// the last plan's first) as scripts, or applies them with -e, all or
+// nothing (live.ApplyAll).
 func (o *options) runPlan(e env, fl interface{ Args() []string }) int {
 	if len(fl.Args()) > 0 || o.file != "" {
 		return usageError(e, "--plan FILE takes the writes from the plan: give no SQL")
 	}
-	data, err := e.ReadFile(o.planFile)
-	if err != nil {
-		fmt.Fprintf(e.Stderr, "sqlhist: --plan: %v\n", err)
-		return exitQuery
+	if len(o.planFiles) > 1 && o.live.TeardownOut != "" {
+		return usageError(e, "--teardown-out saves the teardown of one plan: give one --plan FILE")
 	}
-	s, err := live.ReadPlanScript(o.planFile, data, o.Root, o.teardown)
-	if err != nil {
-		fmt.Fprintf(e.Stderr, "sqlhist: --plan %s: %v\n", o.planFile, err)
-		return exitQuery
+	var scripts []*live.Script
+	for _, file := range o.planFiles {
+		data, err := e.ReadFile(file)
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "sqlhist: --plan: %v\n", err)
+			return exitQuery
+		}
+		s, err := live.ReadPlanScript(file, data, o.Root, o.teardown)
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "sqlhist: --plan %s: %v\n", file, err)
+			return exitQuery
+		}
+		if err := s.SaveAlso(o.live.TeardownOut, "", e.ReplaceFile); err != nil {
+			return report(e, s.Source(), err)
+		}
+		scripts = append(scripts, s)
 	}
-	if err := s.SaveAlso(o.live.TeardownOut, "", e.ReplaceFile); err != nil {
-		return report(e, s.Source(), err)
+	if o.teardown {
+		slices.Reverse(scripts)
 	}
 	if o.execute {
 		if code := o.executeTarget(e, o.tracefsExplicit, false); code != exitOK {
 			return code
 		}
-		return report(e, s.Source(), s.Apply(e.Target(o.Root), e.Stderr))
+		i, err := live.ApplyAll(e.Target(o.Root), scripts, e.Stderr)
+		if err != nil && i >= 0 {
+			return report(e, scripts[i].Source(), err)
+		}
+		return exitOK
 	}
-	return report(e, s.Source(), s.Write(e.Stdout))
+	for _, s := range scripts {
+		if code := report(e, s.Source(), s.Write(e.Stdout)); code != exitOK {
+			return code
+		}
+	}
+	return exitOK
 }

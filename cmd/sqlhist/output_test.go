@@ -143,6 +143,74 @@ func TestPlanReplay(t *testing.T) {
 	}
 }
 
+// TestPlansReplayed: several --plan files are applied in order with one
+// -e, all or nothing (a refused write in the second plan undoes the
+// first's writes too), removed the last first with --teardown -e, and
+// printed one after the other.
+func TestPlansReplayed(t *testing.T) {
+	e, stdout, _ := testEnv(nil, "")
+	if code := run([]string{"--kernel", "6.1", "-o", "json", "-n", "wl", wakeupSQL}, e); code != exitOK {
+		t.Fatal("-o json failed")
+	}
+	join := stdout.String()
+	stdout.Reset()
+	histSQL := "SELECT prev_pid, COUNT(*) FROM sched_switch"
+	if code := run([]string{"--kernel", "6.1", "-o", "json", histSQL}, e); code != exitOK {
+		t.Fatal("-o json failed")
+	}
+	hist := stdout.String()
+	plans := map[string]string{"a.json": join, "b.json": hist}
+	read := func(p string) ([]byte, error) { return []byte(plans[p]), nil }
+	printed := func(args ...string) string {
+		e, out, errs := testEnv(nil, "")
+		e.ReadFile = read
+		if code := run(args, e); code != exitOK {
+			t.Fatalf("%q: exit %d: %s", args, code, errs)
+		}
+		return out.String()
+	}
+	a, b := printed("--plan", "a.json"), printed("--plan", "b.json")
+	if got := printed("--plan", "a.json", "--plan", "b.json"); got != a+b {
+		t.Errorf("two plans printed\n%s\nwant the first's script, then the second's", got)
+	}
+	ta, tb := printed("--teardown", "--plan", "a.json"), printed("--teardown", "--plan", "b.json")
+	if got := printed("--teardown", "--plan", "a.json", "--plan", "b.json"); got != tb+ta {
+		t.Errorf("two plans' teardown printed\n%s\nwant the second's teardown, then the first's", got)
+	}
+
+	f := newFake(t, 0)
+	e, _, stderr := fakeEnv(f, "")
+	e.ReadFile = read
+	if code := run([]string{"-e", "--plan", "a.json", "--plan", "b.json"}, e); code != exitOK || len(f.Writes) != 4 || f.Writes[1] != startW || f.Writes[2] != endW || !strings.Contains(f.Writes[3], "hist:keys=prev_pid") {
+		t.Fatalf("two plans -e: exit %d, writes %q: %s", code, f.Writes, stderr)
+	}
+	histW := f.Writes[3]
+	f.Writes = nil
+	code := run([]string{"-e", "--teardown", "--plan", "a.json", "--plan", "b.json"}, e)
+	if diff := cmp.Diff([]string{undo(histW), undo(endW), undo(startW), disableW, undo(synthW)}, f.Writes); code != exitOK || diff != "" {
+		t.Errorf("two plans --teardown -e: exit %d, writes (-want +got):\n%s\n%s", code, diff, stderr)
+	}
+
+	// The second plan's write refused: the first's undone, the last first.
+	f = newFake(t, 4)
+	e, _, stderr = fakeEnv(f, "")
+	e.ReadFile = read
+	code = run([]string{"-e", "--plan", "a.json", "--plan", "b.json"}, e)
+	want := []string{synthW, startW, endW, undo(endW), undo(startW), disableW, undo(synthW)}
+	if diff := cmp.Diff(want, f.Writes); code != exitQuery || diff != "" {
+		t.Errorf("refused second plan: exit %d, writes (-want +got):\n%s\n%s", code, diff, stderr)
+	}
+	if !strings.Contains(stderr.String(), "the kernel refused the") {
+		t.Errorf("refused second plan: %s", stderr)
+	}
+
+	e, _, stderr = testEnv(nil, "")
+	e.ReadFile = read
+	if code := run([]string{"--plan", "a.json", "--plan", "b.json", "--teardown-out", "td.sh"}, e); code != exitUsage || !strings.Contains(stderr.String(), "give one --plan FILE") {
+		t.Errorf("--teardown-out with two plans: exit %d, %s", code, stderr)
+	}
+}
+
 // TestPlanReplayPrintsTheScript: a JSON plan replayed with --plan prints
 // the script of its query byte for byte: its target and synthetic event
 // lines, its writes, and the closing lines that tell how to read the

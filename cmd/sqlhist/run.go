@@ -40,7 +40,7 @@ type options struct {
 	cleanup, dryRun                     bool     // --cleanup [--dry-run]
 	version                             bool     // --version
 	initrd                              string   // --initrd FILE
-	planFile                            string   // --plan FILE
+	planFiles                           []string // --plan FILE …
 	tracefsExplicit                     bool     // -t was given
 	via                                 []string // --via COMMAND
 	viaFile                             string   // --via-file FILE
@@ -95,7 +95,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	if code != exitOK {
 		return code
 	}
-	if o.planFile != "" {
+	if len(o.planFiles) > 0 {
 		o.tracefsExplicit = fl.Changed("tracefs")
 		return o.runPlan(e, fl)
 	}

@@ -45,7 +45,7 @@ func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
 	}
 	defer v.Close()
 	re := v.Host(e)
-	printing := !o.execute && !o.run && !o.cleanup && !o.dryRun && o.planFile == ""
+	printing := !o.execute && !o.run && !o.cleanup && !o.dryRun && len(o.planFiles) == 0
 	if err := o.FindVia(re, fl.Changed("tracefs"), printing); err != nil {
 		return refuse(e, err)
 	}
