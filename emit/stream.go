@@ -20,9 +20,13 @@ type StreamEvent struct {
 type StreamOptions struct {
 	Instance       string
 	CreateInstance bool
+	// Own says that the instance is the run's although these commands
+	// do not create it (a stream run's lease, made before them): its
+	// settings are written as in an instance they create.
+	Own bool
 	// Clock is the instance's trace_clock ("global": the clock hist
 	// triggers stamp with); "" leaves it. Clock and BufferKB are set
-	// only in an instance the run creates.
+	// only in an instance of the run's (CreateInstance, Own).
 	Clock string
 	// BufferKB is the instance's buffer_size_kb (per CPU); 0 leaves it.
 	BufferKB int
@@ -53,7 +57,7 @@ func StreamCommands(p *planner.Plan, events []StreamEvent, opt StreamOptions) []
 		}
 	}
 	dir := "instances/" + opt.Instance + "/"
-	if !opt.CreateInstance {
+	if !opt.CreateInstance && !opt.Own {
 		// An instance the run did not make (-B): its settings are its
 		// owner's, and stay.
 		opt.Clock, opt.BufferKB, opt.NoWait = "", 0, false

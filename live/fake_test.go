@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
@@ -15,7 +16,8 @@ import (
 // error_log), and records every write. It keeps the state the writes make
 // as the kernel lists it: instances, dynamic_events, each trigger file's
 // triggers (paused ones too), enables, and the trace of an instance's
-// trace_marker. A write whose line contains Refuse fails, as the kernel
+// trace_marker, which a write to its snapshot moves to its snapshot and
+// a change of its clock empties. A write whose line contains Refuse fails, as the kernel
 // refuses a command, and adds an error_log entry. KillAfter, when
 // positive, makes every write after that many fail unrecorded, as if the
 // process had been killed there.
@@ -27,6 +29,7 @@ type fakeTracefs struct {
 	base      fs.FS
 	dirs      map[string]bool // instances/NAME
 	writes    int
+	cpus      int // per_cpu/cpuN of an instance with no files of a test's there
 }
 
 // errKilled is every write after KillAfter.
@@ -54,6 +57,11 @@ func (f *fakeTracefs) Open(name string) (fs.File, error) {
 		for k, v := range f.Files {
 			if strings.HasPrefix(k, name+"/") {
 				m[k] = &fstest.MapFile{Data: []byte(v)}
+			}
+		}
+		if inst, _, _ := strings.Cut(strings.TrimPrefix(name, "instances/"), "/"); len(m) == 0 && f.dirs["instances/"+inst] {
+			for i := range f.cpus {
+				m[fmt.Sprintf("%s/cpu%d/stats", name, i)] = &fstest.MapFile{Data: []byte("overrun: 0\n")}
 			}
 		}
 		if len(m) > 0 {
@@ -154,6 +162,15 @@ func (f *fakeTracefs) apply(file, line string) error {
 		return f.trigger(file, line)
 	case strings.HasSuffix(file, "/trace_marker"):
 		f.Files[strings.TrimSuffix(file, "_marker")] += "              sh-1       [000] .....   1.000000: tracing_mark_write: " + line + "\n"
+	case strings.HasSuffix(file, "/snapshot") && line == "1":
+		// The main buffer and the snapshot buffer swap.
+		dir := strings.TrimSuffix(file, "/snapshot")
+		f.Files[dir+"/trace"], f.Files[file] = f.Files[file], f.Files[dir+"/trace"]
+	case strings.HasSuffix(file, "/trace_clock"):
+		// A change of clock empties both buffers.
+		dir := strings.TrimSuffix(file, "/trace_clock")
+		delete(f.Files, dir+"/trace")
+		delete(f.Files, dir+"/snapshot")
 	case strings.HasSuffix(file, "/enable"):
 		if line == "1" {
 			f.Files[file] = "1\n"
@@ -184,7 +201,7 @@ func (f *fakeTracefs) dynamic(line string) error {
 				// event (trace_remove_event_call): a lease's manifest
 				// goes with it (seen on 6.1).
 				for k := range f.Files {
-					if k == "trace" || strings.HasSuffix(k, "/trace") {
+					if k == "trace" || strings.HasSuffix(k, "/trace") || strings.HasSuffix(k, "/snapshot") {
 						f.Files[k] = ""
 					}
 				}

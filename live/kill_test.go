@@ -23,6 +23,7 @@ type killCase struct {
 	opt       planner.Options
 	existing  string // an instance that is there before the run (-B)
 	events    bool   // --events: the synthetic events are enabled
+	stream    bool   // --engine stream (opt.Stream set too)
 }
 
 const (
@@ -60,6 +61,10 @@ var killCases = []killCase{
 	{name: "aggregate -n", sql: aggregateJoin, opt: planner.Options{Name: "agg"}},
 	{name: "aggregate -n -B new", sql: aggregateJoin, opt: planner.Options{Name: "agg", Instance: "mine"}},
 	{name: "histogram -B existing", sql: killHist, opt: planner.Options{Instance: "mine"}, existing: "mine"},
+	// The stream engine: its events in its lease, their records in its
+	// snapshot buffer.
+	{name: "stream join", sql: wakeup, opt: planner.Options{Stream: true}, stream: true},
+	{name: "stream histogram", sql: killHist, opt: planner.Options{Stream: true}, stream: true},
 }
 
 // killPlan compiles a case for the run id.
@@ -90,6 +95,17 @@ func killRun(t *testing.T, f *fakeTracefs, c killCase, id int, alive func(int) b
 		opt.Events = io.Discard
 	}
 	tg := &live.Target{Root: "/t", FS: f, W: f, OpenPipe: func(string) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("")), nil }}
+	if c.stream {
+		opt.Engine = live.EngineStream
+		// Reading the ring buffer consumes what its main buffer holds.
+		tg.ReadRaw = func(dirs []string, _ int) ([][]byte, error) {
+			for _, d := range dirs {
+				inst, _, _ := strings.Cut(d, "/per_cpu/")
+				delete(f.Files, inst+"/trace")
+			}
+			return make([][]byte, len(dirs)), nil
+		}
+	}
 	_, err := live.Run(ctx, tg, killPlan(t, c, id), opt)
 	return err
 }
@@ -98,6 +114,11 @@ func killFake(c killCase) *fakeTracefs {
 	f := newFake()
 	if c.kernel != "" {
 		f = newFakeOf(c.kernel)
+	}
+	if c.stream {
+		f.Files["events/header_page"] = headerPage
+		f.Files["events/header_event"] = headerEvent
+		f.cpus = 2
 	}
 	if c.existing != "" {
 		f.Mkdir("instances/" + c.existing)
@@ -250,7 +271,9 @@ func TestTracefsChangedUnderARun(t *testing.T) {
 // its first object.
 func leaseWrites(f *fakeTracefs) int {
 	for i, w := range f.Writes {
-		if !strings.Contains(w, "_own") {
+		// A stream run's lease is its instance too: its objects there
+		// come after its records moved into its snapshot buffer.
+		if !strings.Contains(w, "_own") || i > 0 && strings.HasSuffix(f.Writes[i-1], "_own/snapshot: 1") {
 			return i
 		}
 	}

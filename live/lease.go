@@ -23,6 +23,11 @@ import (
 // trace. Nothing else writes to that buffer, so the records stay, under
 // every name the run uses: -n and view names, -B instances, probe groups,
 // enables. [Cleanup] replays their undos, in reverse.
+//
+// A stream run that makes its own instance reads its events in its lease
+// (see takeLease): reading the ring buffer (trace_pipe_raw) consumes what
+// it reads, so there the records are moved into the lease's snapshot
+// buffer, which the reading does not touch.
 
 // leaseSuffix ends the name of a run's lease instance.
 const leaseSuffix = "_own"
@@ -121,9 +126,22 @@ func parseManifest(trace string) (cmds []emit.Command, ok bool) {
 	return cmds, true
 }
 
-// readManifest reads the manifest in the lease instance name.
+// readManifest reads the manifest in the lease instance name: from its
+// snapshot buffer (a stream run's lease), else from its trace. The
+// snapshot comes first: reading trace stops the recording in the
+// instance while the file is open, which would lose a stream run's
+// events.
 func readManifest(t *Target, name string) ([]emit.Command, bool) {
-	data, err := fs.ReadFile(t.FS, "instances/"+name+"/trace")
+	if cmds, ok := readManifestIn(t, name, "snapshot"); ok {
+		return cmds, true
+	}
+	return readManifestIn(t, name, "trace")
+}
+
+// readManifestIn reads the manifest in one buffer of the lease instance
+// name, as its file (trace or snapshot) shows it.
+func readManifestIn(t *Target, name, file string) ([]emit.Command, bool) {
+	data, err := fs.ReadFile(t.FS, "instances/"+name+"/"+file)
 	if err != nil {
 		return nil, false
 	}
@@ -131,24 +149,47 @@ func readManifest(t *Target, name string) ([]emit.Command, bool) {
 }
 
 // takeLease creates the lease of a run and records cmds in it, then reads
-// them back. An error means nothing of the run is left: the lease, when
-// it was made, is removed again.
-func takeLease(t *Target, name string, cmds []emit.Command) error {
+// them back. With ring, the lease is also the ring buffer a stream run
+// reads its events from (they go to its main buffer): its trace clock
+// (streamClock) is set before the records, since a change of clock
+// empties the instance's buffers, its snapshot's too; once read back,
+// the records are moved into its snapshot buffer ("1" to its snapshot
+// file swaps the two), where reading trace_pipe_raw does not consume
+// them, and read back from there. An error means nothing of the run is
+// left: the lease, when it was made, is removed again.
+func takeLease(t *Target, name string, cmds []emit.Command, ring bool) error {
 	dir := "instances/" + name
 	if err := t.W.Mkdir(dir); err != nil {
 		return fmt.Errorf("creating the run's lease, instance %s: %v", name, errnoText(err))
 	}
+	if ring {
+		if err := t.W.Append(dir+"/trace_clock", streamClock); err != nil {
+			return dropLease(t, name, fmt.Errorf("setting the trace clock of the run's lease, instance %s: %v", name, errnoText(err)))
+		}
+	}
 	// A smaller buffer is only a saving: the read-back below checks
-	// that the records fit.
+	// that the records fit. (A stream run sets its size after.)
 	_ = t.W.Append(dir+"/buffer_size_kb", leaseBufferKB)
 	for _, l := range manifestLines(cmds) {
 		if err := t.W.Append(dir+"/trace_marker", l); err != nil {
 			return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: %v", name, errnoText(err)))
 		}
 	}
-	got, ok := readManifest(t, name)
+	got, ok := readManifestIn(t, name, "trace")
 	if !ok || len(got) != len(cmds) {
 		return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: its trace does not show them back", name))
+	}
+	if !ring {
+		return nil
+	}
+	if err := t.W.Append(dir+"/snapshot", "1"); err != nil {
+		return dropLease(t, name, fmt.Errorf("keeping the run's records in the snapshot buffer of instance %s: %v", name, errnoText(err)))
+	}
+	// The kernel swaps nothing while the instance's tracing is
+	// stopped (someone reads its trace): the records must show there.
+	got, ok = readManifestIn(t, name, "snapshot")
+	if !ok || len(got) != len(cmds) {
+		return dropLease(t, name, fmt.Errorf("keeping the run's records in the snapshot buffer of instance %s: its snapshot does not show them back", name))
 	}
 	return nil
 }

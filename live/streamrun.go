@@ -75,6 +75,10 @@ const pageTail = 512
 // CPU does not overwrite what was not read yet.
 const streamBufferKB = 4096
 
+// streamClock is the trace clock of a stream run's instance: the clock
+// hist triggers stamp with.
+const streamClock = "global"
+
 // streamRun is the stream engine's part of a run: the machine that
 // computes the triggers and the readers of the per-CPU ring buffers.
 type streamRun struct {
@@ -181,8 +185,10 @@ func planHists(plan *planner.Plan) ([]*planner.Hist, []*planner.Synth) {
 
 // newStreamRun plans the stream engine's part of a run: the commands that
 // set up its instance (the probes, the events the triggers are on, their
-// filters), from the triggers compiled against cat.
-func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance string, created bool) (*streamRun, []emit.Command, error) {
+// filters), from the triggers compiled against cat. The instance is one
+// the run creates (created), its lease (inLease: made, and its clock set,
+// by takeLease), or another's (-B: its settings stay).
+func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance string, created, inLease bool) (*streamRun, []emit.Command, error) {
 	s := &streamRun{t: t, plan: plan, instance: instance}
 	s.hists, s.synths = planHists(plan)
 	for _, h := range s.hists {
@@ -201,7 +207,11 @@ func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance 
 		sys, ev, _ := strings.Cut(k, "/")
 		evs = append(evs, emit.StreamEvent{System: sys, Event: ev, Filter: m.Filter(sys, ev), Stack: m.NeedsStack(sys, ev)})
 	}
-	cmds := emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: instance, CreateInstance: created, Clock: "global", BufferKB: streamBufferKB,
+	clock := streamClock
+	if inLease {
+		clock = ""
+	}
+	cmds := emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: instance, CreateInstance: created, Own: inLease, Clock: clock, BufferKB: streamBufferKB,
 		NoWait: t.ReadRaw != nil})
 	return s, cmds, nil
 }

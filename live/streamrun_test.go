@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"encoding/binary"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -92,9 +93,25 @@ func record(t *testing.T, cat *tracefs.Catalog, system, name string, pid int, va
 // switch with no wakeup): the run enables only the two events in its instance
 // (no trigger, no synthetic event), merges the CPUs by time, answers the
 // JOIN (one wakeup of 150 µs), reports the events the buffers lost, and
-// removes what it made.
+// removes what it made. Its instance is its lease, whose records go to
+// its snapshot buffer; on a kernel without snapshots, an instance of
+// its own beside its lease.
 func TestStreamRun(t *testing.T) {
+	t.Run("lease", func(t *testing.T) { testStreamRun(t, true) })
+	t.Run("no snapshot", func(t *testing.T) { testStreamRun(t, false) })
+}
+
+func testStreamRun(t *testing.T, snapshot bool) {
 	f := newFake()
+	inst := "sqlhist_7_own"
+	if !snapshot {
+		files, err := fs.ReadFile(f, "FILES")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Files["FILES"] = strings.Replace(string(files), "\nsnapshot\n", "\n", 1)
+		inst = "sqlhist_7"
+	}
 	cat := tracefs.Open(f)
 	src := source.NewSource("q.sql", wakeup)
 	plan, diags := live.Compile(src, cat, live.Prepare(planner.Options{Stream: true}, 7))
@@ -105,7 +122,7 @@ func TestStreamRun(t *testing.T) {
 	f.Files["events/header_event"] = headerEvent
 	f.Files["saved_cmdlines"] = "10 sh\n"
 	for _, c := range []string{"cpu0", "cpu1"} {
-		f.Files["instances/sqlhist_7/per_cpu/"+c+"/stats"] = "entries: 0\noverrun: 5\ndropped events: 0\n"
+		f.Files["instances/"+inst+"/per_cpu/"+c+"/stats"] = "entries: 0\noverrun: 5\ndropped events: 0\n"
 	}
 	const us = 1000
 	// CPU 0's buffer is read first and holds the switch: only the merge
@@ -127,7 +144,7 @@ func TestStreamRun(t *testing.T) {
 			// Each CPU's buffer overwrites one event during the run
 			// (the 5 before it are not the run's).
 			for _, c := range []string{"cpu0", "cpu1"} {
-				f.Files["instances/sqlhist_7/per_cpu/"+c+"/stats"] = "entries: 0\noverrun: 6\ndropped events: 0\n"
+				f.Files["instances/"+inst+"/per_cpu/"+c+"/stats"] = "entries: 0\noverrun: 6\ndropped events: 0\n"
 			}
 		}
 		return out, nil
@@ -137,11 +154,18 @@ func TestStreamRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes := f.String()
-	for _, w := range []string{"instances/sqlhist_7/events/sched/sched_waking/enable: 1", "instances/sqlhist_7/events/sched/sched_switch/enable: 1",
-		"instances/sqlhist_7/trace_clock: global", "instances/sqlhist_7/buffer_percent: 0", "rmdir: instances/sqlhist_7"} {
-		if !strings.Contains(writes, w) {
+	for _, w := range []string{"instances/" + inst + "/events/sched/sched_waking/enable: 1", "instances/" + inst + "/events/sched/sched_switch/enable: 1",
+		"instances/" + inst + "/trace_clock: global", "instances/" + inst + "/buffer_percent: 0", "instances/" + inst + "/buffer_size_kb: 4096",
+		"rmdir: instances/" + inst + "\n", "rmdir: instances/sqlhist_7_own\n"} {
+		if !strings.Contains(writes+"\n", w) {
 			t.Errorf("no write %q in:\n%s", w, writes)
 		}
+	}
+	if n := strings.Count(writes, "mkdir: "); snapshot && n != 1 || !snapshot && n != 2 {
+		t.Errorf("%d instances made, want 1 with a snapshot buffer, else 2:\n%s", n, writes)
+	}
+	if snapshot && !strings.Contains(writes, "instances/sqlhist_7_own/snapshot: 1") {
+		t.Errorf("the lease's records were not moved to its snapshot buffer:\n%s", writes)
 	}
 	if strings.Contains(writes, "hist:") || strings.Contains(writes, "s:") {
 		t.Errorf("the stream engine wrote a trigger or a synthetic event:\n%s", writes)
