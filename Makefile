@@ -61,10 +61,12 @@ fuzz:
 
 # Figures, not assertions: compile time against a full catalog and a
 # two-event directory, and the worst inputs found for the parser and the
-# whole compile (each should stay well under 100 ms), and the stream
-# engine's work for one wakeup of the wakeup JOIN.
+# whole compile (each should stay well under 100 ms), the stream
+# engine's work for one wakeup of the wakeup JOIN, and a stream run that
+# reads 4000 wakeups from ring-buffer pages (live).
 bench:
 	$(GO) test ./compiler ./planner ./cmd/sqlhist ./stream -run '^$$' -bench . -benchmem
+	$(GO) test ./live -run '^$$' -bench StreamWakeups -benchmem
 
 # Targets for the e2e harness (e2e/, tools/).
 

@@ -2,6 +2,7 @@ package live
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -99,6 +100,9 @@ type streamRun struct {
 	kindTab []*eventKind           // by rawEvent.kind
 	comms   *commCache
 	syms    *symCache
+	// strs are the strings decoded so far (task names, mostly), so
+	// that an event's string is made once, not once an event.
+	strs    map[string]string
 	syscall func(uint64) string
 
 	// events, for --events, gets each synthetic event the machine
@@ -588,8 +592,8 @@ func (s *streamRun) decode(r *rawEvent) *stream.Event {
 		f := k.def.Fields[i]
 		switch f.Kind {
 		case tracefs.KindString, tracefs.KindDynString:
-			str, _ := s.decoder.String(f, data)
-			ev.Fields[i] = stream.Text(str)
+			b, _ := s.decoder.Bytes(f, data)
+			ev.Fields[i] = stream.Text(s.text(b))
 		case tracefs.KindArray, tracefs.KindDynArray:
 			a, _ := s.decoder.Array(f, data)
 			ev.Fields[i] = stream.Value{Stack: a}
@@ -599,6 +603,28 @@ func (s *streamRun) decode(r *rawEvent) *stream.Event {
 		}
 	}
 	return ev
+}
+
+// maxStrs bounds the strings a stream run keeps to reuse.
+const maxStrs = 4096
+
+// text is a string field's bytes up to their first NUL, as a string: one
+// made before for the same bytes, while there are at most maxStrs.
+func (s *streamRun) text(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if str, ok := s.strs[string(b)]; ok {
+		return str
+	}
+	str := string(b)
+	if s.strs == nil {
+		s.strs = map[string]string{}
+	}
+	if len(s.strs) < maxStrs {
+		s.strs[str] = str
+	}
+	return str
 }
 
 // traceLine hands --events the line the kernel would print in trace for a

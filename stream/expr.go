@@ -43,6 +43,18 @@ func (x *expr) isString() bool {
 	return x.kind == opField && x.def != nil && x.def.IsString()
 }
 
+// isNumber says whether the expression yields a number on every event:
+// not a string, and not a stack or another array.
+func (x *expr) isNumber() bool {
+	switch x.kind {
+	case opStack:
+		return false
+	case opField:
+		return x.def != nil && !x.def.IsString() && x.def.Kind != tracefs.KindArray && x.def.Kind != tracefs.KindDynArray
+	}
+	return true
+}
+
 // size is the bytes the kernel keys the value by.
 func (x *expr) size() int {
 	switch {

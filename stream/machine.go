@@ -89,9 +89,15 @@ type trigger struct {
 	// many tracked handlers an entry has.
 	refs           []varRef
 	refNames       []string
+	refOnce        []bool // by refs: read as an operand (readOnce)
 	own            map[string]int
 	kernelFiltered bool
 	tracks         int
+	// numKey says that the trigger keys by one number: its entries and
+	// the ones it reads of other triggers are looked up by that number
+	// in a map of numbers (tmap.nums), with no key bytes made unless
+	// bytesKey says a map it reads keys by bytes.
+	numKey, bytesKey bool
 	// Scratch space of one event.
 	key              []Value
 	kbuf             []byte
@@ -113,11 +119,42 @@ type action struct {
 
 // tmap is a trigger's map (shared by the triggers of one name=).
 type tmap struct {
-	size    int
+	size int
+	// entries are the entries by the bytes of their key (appendKey);
+	// nums, instead, by their key's number, when every trigger of the
+	// map keys by one number (a pid, a bucket): the number at the size
+	// the kernel compares it at, which two keys share exactly when
+	// their bytes are the same.
 	entries map[string]*entry
+	nums    map[uint64]*entry
 	order   []*entry // in insertion order
 	hits    uint64
 	drops   uint64
+}
+
+// len is how many entries the map has.
+func (m *tmap) len() int { return len(m.order) }
+
+// find is the entry of the key the trigger t made for its event (num,
+// or its bytes in t.kbuf), or nil.
+func (m *tmap) find(t *trigger, num uint64) *entry {
+	if m.nums == nil {
+		return m.entries[string(t.kbuf)]
+	}
+	if !t.numKey {
+		return nil // a key of another shape is no key of a map of numbers
+	}
+	return m.nums[num]
+}
+
+// add adds the entry of t's key.
+func (m *tmap) add(t *trigger, num uint64, e *entry) {
+	if m.nums != nil {
+		m.nums[num] = e
+	} else {
+		m.entries[string(t.kbuf)] = e
+	}
+	m.order = append(m.order, e)
 }
 
 // entry is one key's values.
@@ -179,6 +216,7 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 			if !seen[n] {
 				seen[n] = true
 				t.refs, t.refNames = append(t.refs, r), append(t.refNames, n)
+				t.refOnce = append(t.refOnce, t.readOnce[n])
 			}
 		}
 		t.own = map[string]int{}
@@ -201,7 +239,30 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 			}
 		}
 	}
+	m.keyMaps()
 	return m, nil
+}
+
+// keyMaps makes each map whose every trigger keys by one number a map of
+// numbers, and says which triggers still need their key's bytes.
+func (m *Machine) keyMaps() {
+	numeric := map[*tmap]bool{}
+	for _, t := range m.triggers {
+		t.numKey = len(t.keys) == 1 && t.keys[0].isNumber()
+		ok, seen := numeric[t.m]
+		numeric[t.m] = (ok || !seen) && t.numKey
+	}
+	for tm, ok := range numeric {
+		if ok {
+			tm.nums, tm.entries = map[uint64]*entry{}, nil
+		}
+	}
+	for _, t := range m.triggers {
+		t.bytesKey = t.m.nums == nil
+		for _, r := range t.refs {
+			t.bytesKey = t.bytesKey || r.t.m.nums == nil
+		}
+	}
 }
 
 func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) {
@@ -537,28 +598,34 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 		return
 	}
 	t.kbuf = t.kbuf[:0]
+	var num uint64
 	for i, k := range t.keys {
 		v, _ := k.eval(ev, nil)
 		v = keyValue(k, v)
 		t.key[i] = v
-		t.kbuf = appendKey(t.kbuf, k, v)
+		if t.numKey {
+			num = keyNumber(k, v)
+		}
+		if t.bytesKey {
+			t.kbuf = appendKey(t.kbuf, k, v)
+		}
 	}
 	// The other triggers' variables, looked up by this key in the order
 	// the trigger reads them; those read as an operand are cleared as
 	// they are read, and the first one not set drops the event.
 	for i, r := range t.refs {
-		e := r.t.m.entries[string(t.kbuf)]
+		e := r.t.m.find(t, num)
 		if e == nil || !e.set[r.idx] {
 			return
 		}
 		t.refVals[i] = e.vars[r.idx]
-		if t.readOnce[t.refNames[i]] {
+		if t.refOnce[i] {
 			e.set[r.idx] = false
 		}
 	}
-	e := t.m.entries[string(t.kbuf)]
+	e := t.m.find(t, num)
 	if e == nil {
-		if len(t.m.entries) >= t.m.size {
+		if t.m.len() >= t.m.size {
 			t.m.drops++
 			return
 		}
@@ -572,8 +639,7 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 				e.comm[i] = m.comm(int(e.key[i].N))
 			}
 		}
-		t.m.entries[string(t.kbuf)] = e
-		t.m.order = append(t.m.order, e)
+		t.m.add(t, num, e)
 	}
 	t.m.hits++
 	e.count++
@@ -732,15 +798,20 @@ func appendKey(b []byte, k *expr, v Value) []byte {
 		}
 		return append(b, 0)
 	default:
-		// Keys compare by their bytes at the field's size: a signed
-		// field's -1 keys as its size's all-ones, whatever reads it.
-		n := v.N
-		if sz := k.size(); sz < 8 {
-			n &= 1<<(uint(sz)*8) - 1
-		}
-		b = strconv.AppendUint(b, n, 16)
+		b = strconv.AppendUint(b, keyNumber(k, v), 16)
 		return append(b, 1)
 	}
+}
+
+// keyNumber is a number key part as keys compare: by its bytes at the
+// field's size (a signed field's -1 keys as its size's all-ones,
+// whatever reads it).
+func keyNumber(k *expr, v Value) uint64 {
+	n := v.N
+	if sz := k.size(); sz < 8 {
+		n &= 1<<(uint(sz)*8) - 1
+	}
+	return n
 }
 
 // setCommon fills a synthetic event's common fields from its context.

@@ -145,6 +145,32 @@ func TestJoinOneEndPerStart(t *testing.T) {
 	}
 }
 
+// TestJoinKeys: a JOIN's start and end find each other by a number key
+// compared at its field's size (a 32-bit pid of -1, sign-extended, is the
+// end's 0xffffffff: a map of numbers), and by a string key (a map of key
+// bytes); a number that differs above the field's size is the same key.
+func TestJoinKeys(t *testing.T) {
+	r := newRig(t, wakeup, stream.Options{})
+	synth := r.plan.Units[0].Synth.Name
+	r.feed("sched", "sched_waking", 1000, 0, 2, map[string]any{"pid": -1, "comm": "a"})
+	r.feed("sched", "sched_switch", 2000, 0, 0, map[string]any{"next_pid": 0xffffffff, "next_comm": "a"}) // 2 us
+	r.feed("sched", "sched_waking", 1000, 0, 2, map[string]any{"pid": 7, "comm": "b"})
+	r.feed("sched", "sched_switch", 5000, 0, 0, map[string]any{"next_pid": 1<<32 | 7, "next_comm": "b"}) // 5 us
+	if res := r.hist("synthetic", synth, "comm,lat"); res.Totals.Hits != 2 {
+		t.Errorf("number keys: %d hits, want 2", res.Totals.Hits)
+	}
+	byComm := `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.comm = end.next_comm`
+	r = newRig(t, byComm, stream.Options{})
+	synth = r.plan.Units[0].Synth.Name
+	r.feed("sched", "sched_waking", 1000, 0, 2, map[string]any{"pid": 5, "comm": "a"})
+	r.feed("sched", "sched_switch", 2000, 0, 0, map[string]any{"next_pid": 6, "next_comm": "b"}) // no start
+	r.feed("sched", "sched_switch", 2000, 0, 0, map[string]any{"next_pid": 5, "next_comm": "a"}) // 4 us
+	res := r.hist("synthetic", synth, "comm,lat")
+	if res.Totals.Hits != 1 || len(res.Entries) != 1 || res.Entries[0].Keys[0].Text != "a" {
+		t.Errorf("string keys: %d hits in %v, want one of a", res.Totals.Hits, res.Entries)
+	}
+}
+
 // TestHistogramFilterAndDrops: a histogram counts the events that pass
 // its filter, keys by log2 buckets, sums values, and drops inserts past
 // its size, counting them.

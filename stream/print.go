@@ -84,7 +84,7 @@ func (m *Machine) print(b *strings.Builder, t *trigger) {
 	for _, e := range entries {
 		m.printEntry(b, t, e, &st)
 	}
-	fmt.Fprintf(b, "\nTotals:\n    Hits: %d\n    Entries: %d\n    Dropped: %d\n", t.m.hits, len(t.m.entries), t.m.drops)
+	fmt.Fprintf(b, "\nTotals:\n    Hits: %d\n    Entries: %d\n    Dropped: %d\n", t.m.hits, t.m.len(), t.m.drops)
 }
 
 // sortEntries orders entries as the trigger's sort= asks: by hitcount
