@@ -151,7 +151,7 @@ func readManifestIn(t *Target, name, file string) ([]emit.Command, bool) {
 // takeLease creates the lease of a run and records cmds in it, then reads
 // them back. With ring, the lease is also the ring buffer a stream run
 // reads its events from (they go to its main buffer): its trace clock
-// (streamClock) is set before the records, since a change of clock
+// (streamClock) is set before the records, since any write of the clock
 // empties the instance's buffers, its snapshot's too; once read back,
 // the records are moved into its snapshot buffer ("1" to its snapshot
 // file swaps the two), where reading trace_pipe_raw does not consume
