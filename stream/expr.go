@@ -27,9 +27,13 @@ type expr struct {
 	def   *tracefs.Field
 	usecs bool   // .usecs on common_timestamp: ns / 1000
 	name  string // opVar: the variable; opField: the field
-	n     uint64 // opConst
-	op    byte   // opBinary: + - * /
-	l, r  *expr
+	// ref and own locate an opVar's variable for the trigger that
+	// evaluates it (see Machine.New): its index among the other
+	// triggers' variables it reads, else among its own; -1 for none.
+	ref, own int
+	n        uint64 // opConst
+	op       byte   // opBinary: + - * /
+	l, r     *expr
 	// mod is the modifier written after the operand ("log2", "buckets",
 	// "execname", "syscall", "sym", "sym-offset", "hex", "percent",
 	// "graph", "stacktrace"), and bucket the size of .buckets=N.
@@ -133,7 +137,7 @@ func compileOperand(s string, ev *tracefs.Event) (*expr, error) {
 		return nil, fmt.Errorf("empty operand")
 	}
 	if s[0] == '$' {
-		return &expr{kind: opVar, name: s[1:], text: s}, nil
+		return &expr{kind: opVar, name: s[1:], text: s, ref: -1, own: -1}, nil
 	}
 	if s[0] >= '0' && s[0] <= '9' {
 		n, err := strconv.ParseUint(s, 0, 64)
@@ -193,9 +197,9 @@ func compileOperand(s string, ev *tracefs.Event) (*expr, error) {
 	return x, nil
 }
 
-// varLookup resolves a variable reference for an event: its value, and
-// whether it was set.
-type varLookup func(name string) (uint64, bool)
+// varLookup resolves a variable reference (an opVar) for an event: its
+// value, and whether it was set.
+type varLookup func(x *expr) (uint64, bool)
 
 // eval computes the expression on an event. ok is false when a variable
 // it reads is not set (the kernel then leaves the whole trigger's
@@ -223,7 +227,7 @@ func (x *expr) eval(ev *Event, vars varLookup) (v Value, ok bool) {
 	case opConst:
 		return Num(x.n), true
 	case opVar:
-		n, ok := vars(x.name)
+		n, ok := vars(x)
 		return Num(n), ok
 	case opBinary:
 		l, ok := x.l.eval(ev, vars)

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,10 +112,12 @@ type trigger struct {
 type action struct {
 	handler string // "onmatch", "onmax", "onchange"
 	track   string // onmax/onchange: the variable tracked
-	what    string // "trace", "save", "snapshot"
-	synth   string // trace: the synthetic event
-	params  []*expr
-	slot    int // onmax/onchange: the tracked slot of an entry
+	// trackVar reads it (resolveVars).
+	trackVar *expr
+	what     string // "trace", "save", "snapshot"
+	synth    string // trace: the synthetic event
+	params   []*expr
+	slot     int // onmax/onchange: the tracked slot of an entry
 }
 
 // tmap is a trigger's map (shared by the triggers of one name=).
@@ -233,6 +236,7 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 		t.refVals = make([]uint64, len(t.refs))
 		t.newVals, t.newSet = make([]uint64, len(t.vars)), make([]bool, len(t.vars))
 		t.lookup = t.lookupVar
+		t.resolveVars()
 		for _, a := range t.actions {
 			if a.what == "trace" && m.synths[a.synth] == nil {
 				return nil, fmt.Errorf("%s/%s: no synthetic event %s", t.spec.System, t.spec.Event, a.synth)
@@ -667,17 +671,45 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 }
 
 // lookupVar reads a variable for the event the trigger is on: another
-// trigger's as read for it, or the entry's own.
-func (t *trigger) lookupVar(name string) (uint64, bool) {
-	for i, n := range t.refNames {
-		if n == name {
-			return t.refVals[i], true
-		}
+// trigger's as read for it, or the entry's own (where resolveVars found
+// it).
+func (t *trigger) lookupVar(x *expr) (uint64, bool) {
+	if x.ref >= 0 {
+		return t.refVals[x.ref], true
 	}
-	if idx, ok := t.own[name]; ok && t.cur != nil && t.cur.set[idx] {
-		return t.cur.vars[idx], true
+	if x.own >= 0 && t.cur != nil && t.cur.set[x.own] {
+		return t.cur.vars[x.own], true
 	}
 	return 0, false
+}
+
+// resolveVars locates each variable the trigger's expressions read, by
+// name: among the other triggers' variables it reads first, then among
+// its own.
+func (t *trigger) resolveVars() {
+	resolve := func(x *expr) {
+		x.walk(func(o *expr) {
+			if o.kind != opVar {
+				return
+			}
+			o.ref, o.own = slices.Index(t.refNames, o.name), -1
+			if i, ok := t.own[o.name]; ok {
+				o.own = i
+			}
+		})
+	}
+	for _, x := range append(append(append([]*expr{}, t.keys...), t.vals...), t.vars...) {
+		resolve(x)
+	}
+	for _, a := range t.actions {
+		for _, p := range a.params {
+			resolve(p)
+		}
+		if a.handler != "onmatch" {
+			a.trackVar = &expr{kind: opVar, name: a.track, text: "$" + a.track}
+			resolve(a.trackVar)
+		}
+	}
 }
 
 // act runs one handler on an entry just updated.
@@ -686,7 +718,7 @@ func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLook
 	case "onmatch":
 		m.fire(a, ev, lookup)
 	case "onmax", "onchange":
-		v, ok := lookup(a.track)
+		v, ok := lookup(a.trackVar)
 		if !ok {
 			return
 		}
