@@ -203,27 +203,35 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	b.WriteString("LC_ALL=C awk " + emit.Quote(ap.Program) + " < " + emit.Quote(path.Join(root, "instances", ap.Instance, "trace_pipe")) + " &\n")
 	b.WriteString("sqlhist_awk=$!\n")
 	marker := emit.Quote(path.Join(root, "instances", ap.Instance, "trace_marker"))
-	if opt.Interval > 0 {
-		// The ticks: as many as whole intervals end before the duration
-		// does (the last interval is the end's), or until stopped.
-		loop := "while :"
-		if opt.Duration > 0 {
-			n := int((opt.Duration - 1) / opt.Interval)
-			b.WriteString("sqlhist_n=0\n")
-			loop = fmt.Sprintf("while [ $sqlhist_n -lt %d ]", n)
-		}
-		// Each sleep waited for with a trap, so that kill ends the loop
-		// at once in every shell (mksh's subshell outlives a TERM while
-		// its foreground sleep runs).
-		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + loop + "; do sleep " + seconds(opt.Interval) + " & sqlhist_s=$!; wait $sqlhist_s; echo " + emit.Quote(AwkTick) + " >> " + marker + " || exit; sqlhist_n=$((sqlhist_n + 1)); done ) < /dev/null > /dev/null 2>&1 &\n")
-		b.WriteString("sqlhist_tick=$!\n")
+	// Each sleep is waited for with a trap, so that kill ends a loop at
+	// once in every shell (mksh's subshell outlives a TERM while its
+	// foreground sleep runs).
+	sleep := func(d time.Duration) string {
+		return "sleep " + seconds(d) + " & sqlhist_s=$!; wait $sqlhist_s; "
 	}
-	if opt.Duration > 0 {
+	tick := "echo " + emit.Quote(AwkTick) + " >> " + marker + " || exit; "
+	end := "echo " + emit.Quote(AwkMarker) + " >> " + marker
+	switch {
+	case opt.Interval > 0 && opt.Duration > 0:
+		// The ticks, as many as whole intervals end before the duration
+		// does (the last interval is the end's), then the rest of the
+		// duration and the end marker, in one process: no tick can
+		// follow the end (a tick that cannot be written ends the ticks,
+		// not the end marker).
+		n := int((opt.Duration - 1) / opt.Interval)
+		b.WriteString("sqlhist_n=0\n")
+		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + fmt.Sprintf("while [ $sqlhist_n -lt %d ]", n) + "; do " + sleep(opt.Interval) + strings.Replace(tick, "|| exit", "|| break", 1) + "sqlhist_n=$((sqlhist_n + 1)); done; " + sleep(opt.Duration-time.Duration(n)*opt.Interval) + end + " ) < /dev/null > /dev/null 2>&1 &\n")
+		b.WriteString("sqlhist_timer=$!\n")
+	case opt.Interval > 0:
+		// The ticks until stopped.
+		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; while :; do " + sleep(opt.Interval) + tick + "done ) < /dev/null > /dev/null 2>&1 &\n")
+		b.WriteString("sqlhist_tick=$!\n")
+	case opt.Duration > 0:
 		// The duration ends the awk with the end marker, and the script
 		// waits for the awk: whatever ends it (the duration, a signal
 		// here, the marker written from elsewhere, as --via does at
 		// Ctrl-C) ends the run at once.
-		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; sleep " + seconds(opt.Duration) + " & sqlhist_s=$!; wait $sqlhist_s; echo " + emit.Quote(AwkMarker) + " >> " + marker + " ) < /dev/null > /dev/null 2>&1 &\n")
+		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + sleep(opt.Duration) + end + " ) < /dev/null > /dev/null 2>&1 &\n")
 		b.WriteString("sqlhist_timer=$!\n")
 	}
 	b.WriteString("trap : INT TERM HUP\n")
@@ -231,7 +239,7 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	if opt.Duration > 0 {
 		b.WriteString("kill $sqlhist_timer 2>/dev/null\nwait $sqlhist_timer 2>/dev/null\n")
 	}
-	if opt.Interval > 0 {
+	if opt.Interval > 0 && opt.Duration <= 0 {
 		b.WriteString("kill $sqlhist_tick 2>/dev/null\nwait $sqlhist_tick 2>/dev/null\n")
 	}
 	// After a signal the awk still runs: the marker ends it.
