@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live/remote"
@@ -31,6 +32,10 @@ type Via struct {
 	dirs  map[string]error // what Dir found, but for /proc's
 }
 
+// DefaultViaTimeout is how long a request waits for its answer unless
+// --via-timeout says otherwise.
+const DefaultViaTimeout = remote.DefaultTimeout
+
 // ViaOptions configure DialVia.
 type ViaOptions struct {
 	// Stderr receives what the transport prints on its standard error.
@@ -39,6 +44,10 @@ type ViaOptions struct {
 	Trace io.Writer
 	// TraceFile, when set, is created to be the Trace (--via-trace).
 	TraceFile string
+	// Timeout bounds each request's answer (--via-timeout); 0 is
+	// remote.DefaultTimeout. A slow line, or a target loaded or
+	// emulated, needs more.
+	Timeout time.Duration
 }
 
 // DialVia starts command (run with sh -c) and greets the shell at its
@@ -52,7 +61,7 @@ func DialVia(ctx context.Context, command string, opt ViaOptions) (*Via, error) 
 		}
 		trace, opt.Trace = f, f
 	}
-	s, err := remote.Dial(ctx, command, remote.Options{Stderr: opt.Stderr, Trace: opt.Trace})
+	s, err := remote.Dial(ctx, command, remote.Options{Stderr: opt.Stderr, Trace: opt.Trace, Timeout: opt.Timeout})
 	if err != nil {
 		if trace != nil {
 			trace.Close()

@@ -54,6 +54,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.StringArrayVar(&o.via, "via", nil, "reach the target through `COMMAND`, run with sh -c here, whose input and output are a shell on the target (ssh root@board, adb shell, kubectl exec -i POD -- sh, socat - /dev/ttyUSB0,raw,echo=0); nothing is installed there; repeat for a fleet")
 	fl.StringVar(&o.viaFile, "via-file", "", "read --via commands from `FILE`, one a line (# comments)")
 	fl.IntVar(&o.viaJobs, "via-jobs", 8, "with a fleet: how many targets are worked on at once")
+	fl.DurationVar(&o.viaTimeout, "via-timeout", live.DefaultViaTimeout, "with --via: how long to wait for each answer from the target before giving it up (`DURATION`; a slow serial line, a loaded or emulated target need more)")
 	fl.StringVar(&o.viaTrace, "via-trace", "", "with --via: write each command sent to the target, and when its answer came, to `FILE` (with several targets, FILE.1, FILE.2, …)")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
 	fl.BoolVar(&o.version, "version", false, "print the build's commit, Go version and architecture, and the embedded catalogs")

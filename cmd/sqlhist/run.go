@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -34,18 +35,19 @@ type options struct {
 	save                                string
 	instance                            string
 	live                                live.Choices
-	describe                            string   // --describe EVENT
-	listEvents                          bool     // --list-events [GLOB …]
-	pids, tids                          []string // -p, -L as given
-	cleanup, dryRun                     bool     // --cleanup [--dry-run]
-	version                             bool     // --version
-	initrd                              string   // --initrd FILE
-	planFiles                           []string // --plan FILE …
-	tracefsExplicit                     bool     // -t was given
-	via                                 []string // --via COMMAND
-	viaFile                             string   // --via-file FILE
-	viaJobs                             int      // --via-jobs N
-	viaTrace                            string   // --via-trace FILE
+	describe                            string        // --describe EVENT
+	listEvents                          bool          // --list-events [GLOB …]
+	pids, tids                          []string      // -p, -L as given
+	cleanup, dryRun                     bool          // --cleanup [--dry-run]
+	version                             bool          // --version
+	initrd                              string        // --initrd FILE
+	planFiles                           []string      // --plan FILE …
+	tracefsExplicit                     bool          // -t was given
+	via                                 []string      // --via COMMAND
+	viaFile                             string        // --via-file FILE
+	viaJobs                             int           // --via-jobs N
+	viaTrace                            string        // --via-trace FILE
+	viaTimeout                          time.Duration // --via-timeout DURATION
 }
 
 func run(args []string, e env) int {

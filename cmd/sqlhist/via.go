@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +31,8 @@ func (o *options) runVia(e env, fl *pflag.FlagSet) int {
 		return usageError(e, "--via-file %s: no command in it", o.viaFile)
 	case o.viaJobs < 1:
 		return usageError(e, "--via-jobs must be at least 1")
+	case o.viaTimeout < time.Second:
+		return usageError(e, "--via-timeout must be at least 1s (it bounds each answer from the target)")
 	case len(cmds) == 1:
 		return o.viaOne(e, fl, cmds[0], o.viaTrace)
 	}
@@ -39,7 +42,7 @@ func (o *options) runVia(e env, fl *pflag.FlagSet) int {
 // viaOne does what the flags ask on one target, tracing its requests to
 // the file trace ("" for none).
 func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
-	v, err := live.DialVia(context.Background(), cmd, live.ViaOptions{Stderr: e.Stderr, TraceFile: trace})
+	v, err := live.DialVia(context.Background(), cmd, live.ViaOptions{Stderr: e.Stderr, TraceFile: trace, Timeout: o.viaTimeout})
 	if err != nil {
 		return refuse(e, err)
 	}

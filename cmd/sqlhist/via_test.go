@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -134,11 +135,22 @@ func TestViaFailures(t *testing.T) {
 		{[]string{"--via", "dash", "--via", "mksh", "-r", "-o", "folded", wakeupSQL}, "-o takes table, json or csv"},
 		{[]string{"--via", " ", wakeupSQL}, "empty command"},
 		{[]string{"--via", "dash", "--via-jobs", "0", wakeupSQL}, "--via-jobs must be at least 1"},
+		{[]string{"--via", "dash", "--via-timeout", "0", wakeupSQL}, "--via-timeout must be at least 1s"},
 	} {
 		e, _, errb := viaEnvFor(t)
 		if code := run(c.args, e); code != exitUsage || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%q: exit %d, stderr %q, want %q", c.args, code, errb, c.want)
 		}
+	}
+	// --via-timeout bounds each request: a shell that reads the greeting
+	// and never answers (sleep) fails after it, and says which wait ran
+	// out and how long it was.
+	e, out, errb = viaEnvFor(t)
+	start := time.Now()
+	code := run([]string{"--via", "sh -c 'cat > /dev/null'", "--via-timeout", "1s", wakeupSQL}, e)
+	if took := time.Since(start); code != exitQuery || took > 20*time.Second || out.Len() != 0 ||
+		!strings.Contains(errb.String(), "the target did not answer within 1s") {
+		t.Errorf("a target that never answers, --via-timeout 1s: exit %d after %v, stdout %q, stderr %q", code, took.Round(time.Millisecond), out, errb)
 	}
 	e, out, _ = viaEnvFor(t)
 	file := filepath.Join(t.TempDir(), "targets")
