@@ -129,7 +129,7 @@ scrape_configs:
 		args = append(args, "--via", v)
 	}
 	var out, errs syncBuffer
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, viaArgs(args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &errs
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

@@ -162,7 +162,7 @@ func soakVia(t *testing.T, d time.Duration) {
 	wpid := strings.TrimSpace(shell(soakWorkload + " echo $!"))
 	addr := loopbackAddr(t)
 	var out, errs syncBuffer
-	cmd := exec.Command(bin, "-r", "-d", d.String(), "-o", "json", "--metrics", addr, "--via", via, soakSQL)
+	cmd := exec.Command(bin, viaArgs("-r", "-d", d.String(), "-o", "json", "--metrics", addr, "--via", via, soakSQL)...)
 	cmd.Stdout, cmd.Stderr = &out, &errs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
