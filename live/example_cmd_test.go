@@ -28,7 +28,7 @@ func ExampleNewScript() {
 	s := live.NewScript(src, plan, cat, live.ScriptOptions{Root: p.Root, Catalog: p.CatalogName()})
 	s.Write(os.Stdout)
 	// Output:
-	// # sqlhist: compiled for Linux 6.1.0-56-cloud-amd64 x86_64 (event formats: embedded --kernel 6.1)
+	// # sqlhist: compiled for Linux 6.1.0-57-cloud-amd64 x86_64 (event formats: embedded --kernel 6.1)
 	// # synthetic event wl: char comm[16], u64 lat (us)
 	// echo 's:wl char comm[16]; u64 lat' >> /sys/kernel/tracing/dynamic_events
 	// echo 'hist:keys=pid:wl_ts_us=common_timestamp.usecs' >> /sys/kernel/tracing/events/sched/sched_waking/trigger

@@ -190,7 +190,7 @@ func TestKprobeFunctionsUnchecked(t *testing.T) {
 		place *live.Place
 		want  string
 	}{
-		{&live.Place{Kernel: "6.1"}, "sqlhist: warning: the functions of kprobes are not checked: the embedded catalog of Linux 6.1.0-56-cloud-amd64 x86_64 lists no kernel functions (read the target's available_filter_functions with --formats DIR, a copy of its tracefs that holds it, or --via COMMAND)\n"},
+		{&live.Place{Kernel: "6.1"}, "sqlhist: warning: the functions of kprobes are not checked: the embedded catalog of Linux 6.1.0-57-cloud-amd64 x86_64 lists no kernel functions (read the target's available_filter_functions with --formats DIR, a copy of its tracefs that holds it, or --via COMMAND)\n"},
 		{&live.Place{Formats: "/copy"}, "sqlhist: warning: the functions of kprobes are not checked: --formats /copy holds no available_filter_functions (copy it from the target's tracefs to check them)\n"},
 		{&live.Place{Formats: "/tmp/tfs", Machine: true}, "sqlhist: warning: the functions of kprobes are not checked: tracefs /tmp/tfs has no available_filter_functions (a kernel without the function tracer lists none)\n"},
 	} {

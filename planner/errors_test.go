@@ -47,7 +47,7 @@ func TestErrorPositions(t *testing.T) {
 		{"percent on 5.10", "5.10", "SELECT next_pid, CAST(COUNT(*) AS PERCENT) FROM sched_switch", "", "CAST(COUNT(*) AS PERCENT)",
 			"CAST(COUNT(*) AS PERCENT) (hitcount.percent) needs Linux 6.2 (the .percent and .graph modifiers on the count (hitcount.percent, hitcount.graph)); this target is Linux 5.10 (5.10.262-sqlhist)"},
 		{"stack trace on 6.1", "6.1", "SELECT start.STACKTRACE AS stack, TIMESTAMP_DELTA_USECS AS lat FROM sched_switch AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid",
-			"AS ", "stack", "passing a stack trace to a synthetic event needs Linux 6.3 (stack traces in hist variables and synthetic events); this target is Linux 6.1 (6.1.0-56-cloud-amd64)"},
+			"AS ", "stack", "passing a stack trace to a synthetic event needs Linux 6.3 (stack traces in hist variables and synthetic events); this target is Linux 6.1 (6.1.0-57-cloud-amd64)"},
 		{"duplicate output name", "6.1", "SELECT start.pid, end.next_pid AS pid" + join, "AS ", "pid",
 			`duplicate output name "pid"`},
 		{"string compared with a number", "6.1", "SELECT next_pid FROM sched_switch WHERE prev_pid == 0 AND next_comm == 5", "next_comm", "5",

@@ -53,7 +53,7 @@ func TestStacktraceInJoin(t *testing.T) {
 	for _, d := range diags.Errors() {
 		msgs = append(msgs, d.Msg)
 	}
-	wantMsgs := []string{"passing a stack trace to a synthetic event needs Linux 6.3 (stack traces in hist variables and synthetic events); this target is Linux 6.1 (6.1.0-56-cloud-amd64)"}
+	wantMsgs := []string{"passing a stack trace to a synthetic event needs Linux 6.3 (stack traces in hist variables and synthetic events); this target is Linux 6.1 (6.1.0-57-cloud-amd64)"}
 	if diff := cmp.Diff(wantMsgs, msgs); diff != "" {
 		t.Errorf("6.1 errors (-want +got):\n%s", diff)
 	}

@@ -113,15 +113,15 @@ func (c *Catalog) readFeatures() Features {
 // refuse them on values ("Invalid field modifier"), until a later fix
 // took them back. The README did not change: only the release tells.
 // Seen under qemu (the refusal audit, e2e/audit_test.go): Debian's
-// 6.1.0-50 (6.1.176) refuses them, 6.1.0-56 (6.1.192), 6.12 and 7.2
-// take them. The 6.1 releases between are not known, nor other series
+// 6.1.0-50 (6.1.176) refuses them; 6.1.0-56 (6.1.192-2) and 6.1.0-57
+// (6.1.192-3, x86-64, arm64 and armhf), 6.12 and 7.2 take them. The 6.1 releases between are not known, nor other series
 // than 6.1 that took the stable fix.
 func valueDisplay61(release string) (bool, string) {
 	p := versionParts(release)
 	if len(p) < 3 || p[0] != 6 || p[1] != 1 {
 		return true, ""
 	}
-	const seen = "Linux 6.1 stable releases differ: Debian's 6.1.0-50 (6.1.176) refuses .percent and .graph on values (\"Invalid field modifier\") although its README lists them, 6.1.0-56 (6.1.192) takes them"
+	const seen = "Linux 6.1 stable releases differ: Debian's 6.1.0-50 (6.1.176) refuses .percent and .graph on values (\"Invalid field modifier\") although its README lists them, 6.1.0-56 and 6.1.0-57 (6.1.192) take them"
 	upstream, debian := p[2], -1
 	if upstream == 0 {
 		// Debian names its releases 6.1.0-ABI-flavour.

@@ -26,7 +26,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			BrokenSynthStrings: true, OnChange: true,
 		}},
 		{"6.1", Features{
-			FromREADME: true, Kernel: "6.1.0-56-cloud-amd64",
+			FromREADME: true, Kernel: "6.1.0-57-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true, ErrorLog: true,
 			Eprobes: true, ProbeArgs: true, ReturnSuffix: true, SynthFields64: true,
@@ -36,7 +36,7 @@ func TestFeaturesEmbedded(t *testing.T) {
 			ValueDisplay: true,
 		}},
 		{"6.12", Features{
-			FromREADME: true, Kernel: "6.12.117+deb13-cloud-amd64",
+			FromREADME: true, Kernel: "6.12.118+deb13-cloud-amd64",
 			HistTriggers: true, SyntheticEvents: true, DynamicEvents: true, TraceAction: true,
 			DynStrings: true, CommonCPU: true, Buckets: true, Expressions: true,
 			StacktraceVars: true, CommonStacktrace: true, ErrorLog: true,

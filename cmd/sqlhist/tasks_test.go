@@ -54,7 +54,7 @@ func TestPIDReadsThreads(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	want := "# sqlhist: compiled for Linux 6.1.0-56-cloud-amd64 x86_64 (event formats: --formats /formats)\n" +
+	want := "# sqlhist: compiled for Linux 6.1.0-57-cloud-amd64 x86_64 (event formats: --formats /formats)\n" +
 		"# -p: process 4242 (threads 4242 4250 4301) as sqlhist found them; threads started later are not traced\n" +
 		"echo 'hist:keys=common_pid if common_pid == 77 || common_pid == 4242 || common_pid == 4250 || common_pid == 4301' >> /sys/kernel/tracing/events/sched/sched_switch/trigger\n" +
 		"# to read what it measures, once applied:\n" +
