@@ -81,7 +81,8 @@ kp() {
 	: > /tmp/kw
 	/work/sqlhist -r "$@" > /dev/null 2> /tmp/kw &
 	P=$!
-	i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/kw; do sleep 0.05; i=$((i + 1)); done
+	i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/kw; do sleep 0.05; i=$((i + 1)); done
+	[ $i -lt 600 ] || echo "@@timeout waiting 30 s for $name to collect"
 	sleep 0.3
 	kill -KILL $P; wait $P
 	kclean "$name collecting"
@@ -102,14 +103,17 @@ kp hist-B -B sqlhist_kb "$H LIMIT 3"
 k1=$(cut -d' ' -f1 /proc/uptime)
 echo "@@kp-seconds $k0 $k1"
 # Two runs at once with the same -n: the second is refused before any
-# write, the first answers.
+# write, the first answers. The first collects until the second is done
+# and it is sent SIGINT (with -d 4 a slow second run found it gone).
 : > /tmp/s1e
-/work/sqlhist -r -d 4 -o json -n same "$J" > /tmp/s1 2> /tmp/s1e &
+/work/sqlhist -r -o json -n same "$J" > /tmp/s1 2> /tmp/s1e &
 P=$!
-i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/s1e; do sleep 0.05; i=$((i + 1)); done
+i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/s1e; do sleep 0.05; i=$((i + 1)); done
+[ $i -lt 600 ] || echo "@@timeout waiting 30 s for the first same -n run to collect"
 SQLHIST_TEST_KILL_AFTER_WRITE=0 /work/sqlhist -r -d 1 -n same "$J" > /dev/null 2> /tmp/s2e; echo "@@same2-exit $?"
 echo "@@same2-writes $(grep -c '^sqlhist: test: write' /tmp/s2e)"
 echo "@@same2-stderr"; grep -v '^sqlhist: test: write' /tmp/s2e
+kill -INT $P
 wait $P; echo "@@same1-exit $?"
 echo "@@same1"; cat /tmp/s1
 kstate > /tmp/k1; cmp -s /tmp/k0 /tmp/k1 || { echo "@@same-state"; diff /tmp/k0 /tmp/k1 | sed "s/^@@/ @@/"; }
@@ -118,7 +122,8 @@ kstate > /tmp/k1; cmp -s /tmp/k0 /tmp/k1 || { echo "@@same-state"; diff /tmp/k0 
 : > /tmp/c1e
 /work/sqlhist -r "$J" > /dev/null 2> /tmp/c1e &
 P=$!
-i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/c1e; do sleep 0.05; i=$((i + 1)); done
+i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/c1e; do sleep 0.05; i=$((i + 1)); done
+[ $i -lt 600 ] || echo "@@timeout waiting 30 s for the run whose trigger is removed to collect"
 # The end trigger: the kernel refuses to remove the start trigger while
 # the end trigger reads its variable.
 f=$T/instances/sqlhist_$P/events/sched/sched_switch/trigger

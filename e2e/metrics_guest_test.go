@@ -16,9 +16,18 @@ const metricsScript = `# Issue 35 (metrics_guest_test.go): --metrics on the gues
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 /work/sqlhist -r --metrics 127.0.0.1:9101 -i 1 -o csv "$H" > /tmp/mout 2> /tmp/merr &
 P=$!
-i=0; while [ $i -lt 200 ] && ! grep -q collecting /tmp/merr; do sleep 0.05; i=$((i + 1)); done
-sleep 2.5
-wget -q -O /tmp/mpage http://127.0.0.1:9101/metrics; echo "@@metrics-wget $?"
+i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/merr; do sleep 0.05; i=$((i + 1)); done
+[ $i -lt 600 ] || echo "@@timeout waiting 30 s for collecting"
+# The page is read until it has two readings (a loaded guest reads later
+# than every second: a fixed 2.5 s once found one), for 60 s at most.
+i=0
+while :; do
+	wget -q -O /tmp/mpage http://127.0.0.1:9101/metrics; rc=$?
+	grep -Eq '^sqlhist_reads_total(\{[^}]*\})? ([2-9]|[1-9][0-9]+)$' /tmp/mpage && break
+	i=$((i + 1)); [ $i -lt 120 ] || { echo "@@timeout waiting 60 s for two readings on the page"; break; }
+	sleep 0.5
+done
+echo "@@metrics-wget $rc"
 kill -INT $P
 wait $P; echo "@@metrics-exit $?"
 wget -q -O /dev/null http://127.0.0.1:9101/metrics 2>/dev/null; echo "@@metrics-after $?"

@@ -56,7 +56,8 @@ echo "@@iv"; cat /tmp/out; echo "@@iv-stderr"; cat /tmp/err
 echo "@@fold"; head -5 /tmp/out; echo "@@fold-lines $(grep -c ';' /tmp/out)"; echo "@@fold-stderr"; cat /tmp/err
 /work/sqlhist -r "$J" > /dev/null 2> /tmp/kerr &
 K1=$!
-i=0; while [ $i -lt 100 ] && ! grep -q collecting /tmp/kerr; do sleep 0.1; i=$((i+1)); done
+i=0; while [ $i -lt 300 ] && ! grep -q collecting /tmp/kerr; do sleep 0.1; i=$((i+1)); done
+[ $i -lt 300 ] || echo "@@timeout waiting 30 s for the stream run to be killed to collect"
 kill -9 $K1; wait $K1 2>/dev/null
 echo "@@killed-left $(ls $T/instances | grep -c sqlhist_) snapshot $(ls $T/snapshot 2>/dev/null | wc -l)"
 /work/sqlhist --cleanup > /tmp/out 2>&1; echo "@@cleanup-exit $?"

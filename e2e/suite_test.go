@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -176,10 +177,20 @@ func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 				noteWhy(kname, p.name, "the guest did not finish this phase")
 				t.Errorf("the guest did not finish this phase; the boot's last output:\n%s", lastLines(res.Stdout, 30))
 			}
+			// A guest's bounded wait that ran out says so on a line of
+			// its own (@@timeout WHAT), whatever the phase: the checks
+			// that follow would fail on its consequences, not its cause.
+			for _, m := range guestTimeoutRE.FindAllStringSubmatch(o.out, -1) {
+				t.Errorf("in the guest: %s", m[1])
+			}
 			detail = p.check(t, o.out)
 		})
 	}
 }
+
+// guestTimeoutRE is the line a guest script prints when a bounded wait
+// ran out.
+var guestTimeoutRE = regexp.MustCompile(`(?m)^@@timeout (.*)$`)
 
 // job is one boot's worth of the suite: a kernel, the guest time it is
 // expected to take (the longest start first, so that the guests running at

@@ -10,39 +10,55 @@ import (
 )
 
 // TestVerdictLatencyBounds: systematic implausible latencies fail a case,
-// an isolated outlier is reported but does not.
+// an isolated outlier is reported but does not; a negative latency
+// (wrapped to u64: clock skew between CPUs) likewise, but one among few
+// lines is an outlier however few they are.
 func TestVerdictLatencyBounds(t *testing.T) {
 	c := kernelCase{name: "x", bounds: map[string]string{"lat": "us"}}
-	mk := func(bad, good int) *caseResult {
+	const (
+		tooLong  = "99999999999"          // 27 h, past the 1 s installed
+		negative = "18446744073709538298" // -13318 wrapped
+	)
+	mk := func(bad string, nbad, good int) *caseResult {
 		r := &caseResult{compile: 0, setup: 0, teardown: 0, elapsedUS: 1000000,
 			commands: "echo 's:wl u64 lat' >> /sys/kernel/tracing/dynamic_events\n", hists: map[string]string{}}
 		for i := 0; i < good; i++ {
 			r.trace = append(r.trace, fmt.Sprintf("  sh-1 [000] d..4. 1.%06d: wl: lat=%d", i, 100+i))
 		}
-		for i := 0; i < bad; i++ {
-			r.trace = append(r.trace, "  sh-1 [000] d..4. 2.000000: wl: lat=18446744073709538298")
+		for i := 0; i < nbad; i++ {
+			r.trace = append(r.trace, "  sh-1 [000] d..4. 2.000000: wl: lat="+bad)
 		}
 		return r
 	}
 	tests := []struct {
-		bad, good int
-		fail      bool
-		outliers  int
+		bad      string
+		nbad     int
+		good     int
+		fail     string // the problem's word, or ""
+		outliers int
 	}{
-		{0, 20, false, 0},
-		{1, 19, false, 1}, // 5%: an outlier
-		{3, 17, true, 0},  // 15%: systematic
-		{5, 0, true, 0},   // all wrong
+		{tooLong, 0, 20, "", 0},
+		{tooLong, 1, 19, "", 1},            // 5%: an outlier
+		{tooLong, 3, 17, "implausible", 0}, // 15%: systematic
+		{tooLong, 5, 0, "implausible", 0},  // all wrong
+		{negative, 1, 19, "", 1},           // clock skew once
+		{negative, 1, 4, "", 1},            // once among few lines
+		{negative, 3, 17, "negative", 0},   // 15%: systematic
+		{negative, 5, 0, "negative", 0},    // all wrapped: a lowering bug
 	}
 	for _, tt := range tests {
-		problems, outliers, _, fired, _ := verdict(c, mk(tt.bad, tt.good))
-		failed := false
+		problems, outliers, _, fired, _ := verdict(c, mk(tt.bad, tt.nbad, tt.good))
+		failed := ""
 		for _, p := range problems {
-			failed = failed || strings.Contains(p, "implausible")
+			for _, w := range []string{"implausible", "negative"} {
+				if strings.Contains(p, "latencies "+w) {
+					failed = w
+				}
+			}
 		}
 		if failed != tt.fail || len(outliers) != tt.outliers || !fired {
-			t.Errorf("%d bad of %d: failed %v (want %v), outliers %d (want %d), fired %v; problems %q",
-				tt.bad, tt.bad+tt.good, failed, tt.fail, len(outliers), tt.outliers, fired, problems)
+			t.Errorf("%d of %s among %d: failed %q (want %q), outliers %d (want %d), fired %v; problems %q",
+				tt.nbad, tt.bad, tt.nbad+tt.good, failed, tt.fail, len(outliers), tt.outliers, fired, problems)
 		}
 	}
 }

@@ -377,8 +377,12 @@ wait:
 		// seen it, everything was streamed.
 		if err := r.t.W.Append(r.instanceDir()+"/trace_marker", st.marker); err != nil {
 			fmt.Fprintf(r.log, "sqlhist: writing the end marker: %v\n", err)
+		} else if !st.wait(endMarkerWait) {
+			// A loaded target, or a slow line under --via, can take
+			// long to hand the rest over: say so rather than let the
+			// count fall short unexplained (it waited 5 s, silently).
+			fmt.Fprintf(r.log, "sqlhist: warning: the end marker did not come out of trace_pipe within %v: the events after the last one streamed were not streamed\n", endMarkerWait)
 		}
-		st.wait(5 * time.Second)
 	}
 	results, rerr := r.read()
 	if rerr == nil && iv.ticks != nil {
@@ -545,6 +549,10 @@ func (r *runState) readHist(file string) ([]byte, error) {
 	}
 	return fs.ReadFile(r.t.FS, file)
 }
+
+// endMarkerWait bounds the wait, after the sources stopped, for the
+// events still in the buffer to be streamed (the end marker's return).
+var endMarkerWait = 30 * time.Second
 
 // countNegatives reads the counter of a JOIN's negative latencies.
 func (r *runState) countNegatives(h *planner.Hist) (uint64, error) {

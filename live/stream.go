@@ -75,10 +75,12 @@ func (s *streamer) copy(r io.Reader) {
 
 // wait waits for the copy to end (the marker seen, or trace_pipe ended),
 // at most limit.
-func (s *streamer) wait(limit time.Duration) {
+func (s *streamer) wait(limit time.Duration) bool {
 	select {
 	case <-s.done:
+		return true
 	case <-time.After(limit):
+		return false
 	}
 }
 
