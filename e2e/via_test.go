@@ -343,12 +343,21 @@ test -e /sys/kernel/tracing/trace && test -d /sys/kernel/tracing/events/sched &&
 	// A session that ends the shell (exit): the guest starts another on
 	// the same line, and the next session reaches that one. (What comes
 	// in before the old shell has exited may be read, and lost, by it:
-	// hence the pause.)
+	// hence the retries.)
 	if out, err := exec.Command("sh", "-c", "echo exit | "+via).CombinedOutput(); err != nil {
 		t.Errorf("a session sending exit: %v %q", err, out)
 	}
-	time.Sleep(time.Second)
-	fourth := viaShell(t, via, "echo pid=$$ fourth", time.Minute)
+	// Asked until a new shell answers (a fixed second's pause was a
+	// guess at a loaded guest's pace), for a minute at most; a session
+	// whose command the exiting shell swallowed ends after 10 s.
+	var fourth string
+	for deadline := time.Now().Add(time.Minute); ; {
+		out, err := viaSession(via, "echo pid=$$ fourth", 10*time.Second)
+		if fourth = out; err == nil && !strings.HasSuffix(out, pid+" fourth\n") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if !strings.HasSuffix(fourth, " fourth\n") || strings.HasSuffix(fourth, pid+" fourth\n") {
 		t.Errorf("after exit: want a new shell's %q, got %q", "pid=N fourth", fourth)
 	}
