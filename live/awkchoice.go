@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // PrintsAwk reports whether printing (no -r, -e or --teardown) gives the
@@ -49,16 +50,18 @@ func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
 	return fmt.Errorf("--engine %q: give kernel, stream, awk or auto", c.Engine)
 }
 
-// PrintAwk writes the awk engine's script of the plan, for the tracefs
-// at root, running for c.Collect (0: until stopped), printing the hist
-// files every c.Every too (-i; 0: at the end only).
-func (c *Choices) PrintAwk(w io.Writer, plan *planner.Plan, cat *Catalog, root string) error {
+// PrintAwk writes the awk engine's script of the plan of src, for the
+// tracefs at root, running for c.Collect (0: until stopped), printing the
+// hist files every c.Every too (-i; 0: at the end only); its header names
+// the query and the target (cat, named catalog).
+func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, cat *Catalog, catalog, root string) error {
 	arch, _ := cat.Arch()
 	ap, err := NewAwkPlan(plan, cat, arch)
 	if err != nil {
 		return err
 	}
-	return WriteAwkScript(w, ap, AwkScriptOptions{Root: root, Duration: c.Collect, Interval: c.Every})
+	return WriteAwkScript(w, ap, AwkScriptOptions{Root: root, Duration: c.Collect, Interval: c.Every,
+		Source: src, Target: targetText(catalogTarget(cat, catalog))})
 }
 
 // RunAwkVia runs a stream-engine run through --via on the target's awk

@@ -119,6 +119,17 @@ func (ar *AwkReader) Line(line string) (*AwkOutput, error) {
 		ar.out = &AwkOutput{Interval: k, Files: map[string]string{}}
 		return nil, nil
 	}
+	if rest, ok := strings.CutPrefix(line, stream.AwkLost); ok {
+		// The warning before an output's hist files: the end line
+		// carries the count the results take.
+		if ar.cur != nil || !strings.HasSuffix(rest, stream.AwkFileSuffix) {
+			return nil, fmt.Errorf("the awk engine's output, line %d: %q among hist files", n, clip(line))
+		}
+		if ar.out == nil {
+			ar.out = &AwkOutput{Files: map[string]string{}}
+		}
+		return nil, nil
+	}
 	if rest, ok := strings.CutPrefix(line, stream.AwkEnd); ok {
 		if ar.out == nil {
 			ar.out = &AwkOutput{Files: map[string]string{}}
@@ -265,6 +276,9 @@ func AwkReplay(plan *planner.Plan, cat *tracefs.Catalog, arch *tracefs.Arch, lin
 	}
 	var b strings.Builder
 	files := func() {
+		if r.Lost > 0 {
+			fmt.Fprintf(&b, "%s%d events the kernel dropped before awk read them (its buffer was full): the counts below are short%s\n", stream.AwkLost, r.Lost, stream.AwkFileSuffix)
+		}
 		for _, e := range ap.Show {
 			sys, ev, _ := strings.Cut(e, "/")
 			b.WriteString(stream.AwkFilePrefix + "events/" + e + "/hist" + stream.AwkFileSuffix + "\n")

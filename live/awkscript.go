@@ -50,6 +50,11 @@ type AwkScriptOptions struct {
 	// Arch is the target's architecture (nil: x86_64), for .syscall
 	// names and the size of a long.
 	Arch *tracefs.Arch
+	// Source is the query, and Target what it was compiled for
+	// ("compiled for Linux 6.1.0-57-cloud-amd64 x86_64 (event formats:
+	// …)"): both named in the script's header, when given.
+	Source *source.Source
+	Target string
 }
 
 // AwkPlan is what the awk engine's script is made of: its setup
@@ -154,28 +159,60 @@ func awkInstance(plan *planner.Plan) string {
 	return "sqlawk"
 }
 
+// awkOwnSuffix joins an awk script's instance name and the process id of
+// the script that owns it in the name of its lease: sqlawk_<name>_own_<pid>,
+// an empty instance made before the script's and removed after it, so that
+// --cleanup (and the script pasted again) can tell a killed script's
+// instance from a running one's.
+const awkOwnSuffix = "_own_"
+
+// awkEndWait bounds, in seconds, the wait for the awk program to end
+// after the end marker: one still running then (a program that cannot
+// see the marker) is stopped, so that the instance is removed.
+const awkEndWait = 10
+
 // WriteAwkScript prints the awk engine's script: a POSIX sh script, run
 // in a subshell (an error leaves the shell it is pasted into), that
-// makes its instance and sets it up, reads trace_pipe into the awk
-// program until the duration passes or a signal comes, ends the program
-// with a line to trace_marker (it prints the hist files then), and
-// removes the instance. Every string is quoted by emit.Quote.
+// takes its lease (an instance named after its process), makes its
+// instance and sets it up (removing first what a killed script of the
+// same query left, or saying which script still runs it), reads
+// trace_pipe into the awk program until the duration passes or a signal
+// comes, ends the program with a line to trace_marker (it prints the hist
+// files then), and removes the instance and the lease. Every string is
+// quoted by emit.Quote; the query and the target, in its header, are
+// comments.
 func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	root := opt.Root
 	if root == "" {
 		root = "/sys/kernel/tracing"
 	}
-	inst := emit.Quote(path.Join(root, "instances", ap.Instance))
+	instPath := path.Join(root, "instances", ap.Instance)
+	inst := emit.Quote(instPath)
 	var b strings.Builder
-	b.WriteString("# sqlhist: the query computed by awk from trace_pipe, for kernels without hist triggers.\n")
-	b.WriteString("# Run it with sh (busybox ash, dash, mksh, bash) as root; it needs awk. It prints\n")
-	b.WriteString("# the hist files of the results when it stops")
-	if opt.Duration > 0 {
-		fmt.Fprintf(&b, " (after %s s, or at Ctrl-C)", seconds(opt.Duration))
-	} else {
-		b.WriteString(" (Ctrl-C)")
+	if opt.Target != "" {
+		b.WriteString("# sqlhist: " + commentText(opt.Target) + "\n")
 	}
-	b.WriteString(", then removes its instance.\n")
+	what := "The query"
+	if src := opt.Source; src != nil {
+		what += " (" + commentText(src.Name) + ")"
+	}
+	b.WriteString("# " + what + ", computed by awk from trace_pipe (for kernels without hist triggers)")
+	if src := opt.Source; src != nil {
+		b.WriteString(":\n")
+		for _, l := range strings.Split(strings.TrimRight(src.Text, "\n"), "\n") {
+			b.WriteString("#   " + commentText(l) + "\n")
+		}
+	} else {
+		b.WriteString(".\n")
+	}
+	b.WriteString("# Run it with sh (busybox ash, dash, mksh, bash) as root; it needs awk (busybox's,\n")
+	b.WriteString("# mawk, gawk or original-awk). It prints the hist files of the results when it stops:\n# ")
+	if opt.Duration > 0 {
+		fmt.Fprintf(&b, "after %s s, or ", seconds(opt.Duration))
+	}
+	b.WriteString("at Ctrl-C (or kill -INT of its shell). It then removes its instance\n")
+	b.WriteString("# (" + ap.Instance + ") and its lease (" + ap.Instance + awkOwnSuffix + "PID); sqlhist --cleanup\n")
+	b.WriteString("# removes what a killed one left.\n")
 	if opt.Interval > 0 {
 		fmt.Fprintf(&b, "# Every %s s it prints them as they are then (counted from the start), after a line\n# \"==> interval N <==\".\n", seconds(opt.Interval))
 	}
@@ -186,23 +223,64 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 			probes = append(probes, c)
 		}
 	}
-	b.WriteString("sqlhist_undo() {\n")
-	for i := len(probes) - 1; i >= 0; i-- {
-		u := probes[i]
-		u.Line = u.Undo
-		b.WriteString("\t" + emit.Line(u, root) + " 2>/dev/null\n")
+	// The subshell's own process id ($$ is the outer shell's): the lease
+	// names the process that removes the instance.
+	b.WriteString("sqlhist_pid=$(exec sh -c 'echo $PPID')\n")
+	b.WriteString("sqlhist_own=" + emit.Quote(instPath+awkOwnSuffix) + "$sqlhist_pid\n")
+	probeUndo := func(indent string) {
+		for i := len(probes) - 1; i >= 0; i-- {
+			u := probes[i]
+			u.Line = u.Undo
+			b.WriteString(indent + emit.Line(u, root) + " 2>/dev/null\n")
+		}
 	}
-	b.WriteString("\trmdir " + inst + "\n}\n")
+	b.WriteString("sqlhist_undo() {\n")
+	probeUndo("\t")
+	b.WriteString("\trmdir " + inst + "\n\trmdir \"$sqlhist_own\"\n}\n")
+	marker := emit.Quote(path.Join(instPath, "trace_marker"))
+	end := "echo " + emit.Quote(AwkMarker) + " >> " + marker
+	// An instance of the same query: a running script's (its lease's
+	// process exists) is left alone; a killed one's is removed, its awk
+	// (if it outlived the script) ended by the marker.
+	b.WriteString("if [ -d " + inst + " ]; then\n")
+	b.WriteString("\tsqlhist_old=\n")
+	b.WriteString("\tfor sqlhist_o in " + emit.Quote(instPath+awkOwnSuffix) + "*; do\n")
+	b.WriteString("\t\t[ -d \"$sqlhist_o\" ] || continue\n")
+	b.WriteString("\t\tsqlhist_p=${sqlhist_o##*" + awkOwnSuffix + "}\n")
+	b.WriteString("\t\tif [ -d \"/proc/$sqlhist_p\" ]; then\n")
+	b.WriteString("\t\t\techo \"sqlhist: " + ap.Instance + " is in use by the script of process $sqlhist_p, still running: wait for it, or stop it (kill -INT $sqlhist_p); two scripts of one query do not run at once\" >&2\n")
+	b.WriteString("\t\t\texit 1\n\t\tfi\n")
+	b.WriteString("\t\tsqlhist_old=\"$sqlhist_old $sqlhist_p\"\n")
+	b.WriteString("\tdone\n")
+	b.WriteString("\tif [ -z \"$sqlhist_old\" ]; then\n")
+	b.WriteString("\t\tprintf 'sqlhist: %s exists and no script owns it (one printed by an older sqlhist, or one starting now); if none runs, remove it: echo %s >> %s; rmdir %s\\n' " +
+		inst + " " + emit.Quote(AwkMarker) + " " + marker + " " + inst + " >&2\n")
+	b.WriteString("\t\texit 1\n\tfi\n")
+	b.WriteString("\techo \"sqlhist: removing what a killed script of this query left (" + ap.Instance + ", of process$sqlhist_old, which is gone)\" >&2\n")
+	b.WriteString("\t" + end + " 2>/dev/null\n")
+	probeUndo("\t")
+	b.WriteString("\tsqlhist_n=0\n")
+	b.WriteString("\tuntil rmdir " + inst + " 2>/dev/null; do\n")
+	fmt.Fprintf(&b, "\t\tsqlhist_n=$((sqlhist_n + 1)); [ $sqlhist_n -lt %d ] || { echo \"sqlhist: cannot remove %s: a process still reads its trace_pipe\" >&2; exit 1; }\n", awkEndWait, ap.Instance)
+	b.WriteString("\t\tsleep 1\n\tdone\n")
+	b.WriteString("\tfor sqlhist_p in $sqlhist_old; do rmdir " + emit.Quote(instPath+awkOwnSuffix) + "$sqlhist_p; done\n")
+	b.WriteString("fi\n")
+	b.WriteString("mkdir \"$sqlhist_own\" || exit 1\n")
+	b.WriteString("echo 4 >> \"$sqlhist_own/buffer_size_kb\"\n")
 	for _, c := range ap.Setup {
 		if c.Kind == emit.KindDir {
-			b.WriteString("mkdir " + inst + " || exit 1\n")
+			b.WriteString("mkdir " + inst + " || { rmdir \"$sqlhist_own\"; exit 1; }\n")
 			continue
 		}
 		b.WriteString(emit.Line(c, root) + " || { sqlhist_undo; exit 1; }\n")
 	}
-	b.WriteString("LC_ALL=C awk " + emit.Quote(ap.Program) + " < " + emit.Quote(path.Join(root, "instances", ap.Instance, "trace_pipe")) + " &\n")
+	// mawk reads its input in blocks and waits for a block to fill: the
+	// last events and the end marker would wait for more events (forever
+	// on a quiet event). -W interactive makes it read lines as they come
+	// (mawk's alone: the other awks refuse or ignore -W).
+	b.WriteString("case $(awk -W version 2>&1 < /dev/null) in *mawk*) sqlhist_w='-W interactive' ;; *) sqlhist_w= ;; esac\n")
+	b.WriteString("LC_ALL=C awk $sqlhist_w " + emit.Quote(ap.Program) + " < " + emit.Quote(path.Join(instPath, "trace_pipe")) + " &\n")
 	b.WriteString("sqlhist_awk=$!\n")
-	marker := emit.Quote(path.Join(root, "instances", ap.Instance, "trace_marker"))
 	// Each sleep is waited for with a trap, so that kill ends a loop at
 	// once in every shell (mksh's subshell outlives a TERM while its
 	// foreground sleep runs).
@@ -210,7 +288,11 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 		return "sleep " + seconds(d) + " & sqlhist_s=$!; wait $sqlhist_s; "
 	}
 	tick := "echo " + emit.Quote(AwkTick) + " >> " + marker + " || exit; "
-	end := "echo " + emit.Quote(AwkMarker) + " >> " + marker
+	// The end marker, then the watchdog: an awk that has not ended
+	// within awkEndWait seconds of it (one that cannot see it) is
+	// stopped, and the script goes on to remove its instance.
+	dog := fmt.Sprintf("%skill $sqlhist_awk 2>/dev/null && echo \"sqlhist: awk did not end within %d s of the end marker: stopped, its results are lost\" >&2", sleep(awkEndWait*time.Second), awkEndWait)
+	timed := end + "; " + dog
 	switch {
 	case opt.Interval > 0 && opt.Duration > 0:
 		// The ticks, as many as whole intervals end before the duration
@@ -220,7 +302,7 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 		// not the end marker).
 		n := int((opt.Duration - 1) / opt.Interval)
 		b.WriteString("sqlhist_n=0\n")
-		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + fmt.Sprintf("while [ $sqlhist_n -lt %d ]", n) + "; do " + sleep(opt.Interval) + strings.Replace(tick, "|| exit", "|| break", 1) + "sqlhist_n=$((sqlhist_n + 1)); done; " + sleep(opt.Duration-time.Duration(n)*opt.Interval) + end + " ) < /dev/null > /dev/null 2>&1 &\n")
+		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + fmt.Sprintf("while [ $sqlhist_n -lt %d ]", n) + "; do " + sleep(opt.Interval) + strings.Replace(tick, "|| exit", "|| break", 1) + "sqlhist_n=$((sqlhist_n + 1)); done; " + sleep(opt.Duration-time.Duration(n)*opt.Interval) + timed + " ) < /dev/null > /dev/null &\n")
 		b.WriteString("sqlhist_timer=$!\n")
 	case opt.Interval > 0:
 		// The ticks until stopped.
@@ -231,23 +313,47 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 		// waits for the awk: whatever ends it (the duration, a signal
 		// here, the marker written from elsewhere, as --via does at
 		// Ctrl-C) ends the run at once.
-		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + sleep(opt.Duration) + end + " ) < /dev/null > /dev/null 2>&1 &\n")
+		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + sleep(opt.Duration) + timed + " ) < /dev/null > /dev/null &\n")
 		b.WriteString("sqlhist_timer=$!\n")
 	}
+	// A signal ends the waits, never the script: it goes on to end the
+	// awk and remove what it made, however many signals come.
 	b.WriteString("trap : INT TERM HUP\n")
 	b.WriteString("wait $sqlhist_awk\n")
+	// From here on Ctrl-C is ignored, by the shell and by the commands it
+	// starts (an ignored signal is inherited, a trap is not): a second
+	// one killed an rmdir of the removals, or the shell itself once its
+	// trap was reset, and left the instance (and an awk reading it).
+	b.WriteString("trap '' INT HUP\n")
 	if opt.Duration > 0 {
 		b.WriteString("kill $sqlhist_timer 2>/dev/null\nwait $sqlhist_timer 2>/dev/null\n")
 	}
 	if opt.Interval > 0 && opt.Duration <= 0 {
 		b.WriteString("kill $sqlhist_tick 2>/dev/null\nwait $sqlhist_tick 2>/dev/null\n")
 	}
-	// After a signal the awk still runs: the marker ends it.
-	b.WriteString("if kill -0 $sqlhist_awk 2>/dev/null; then\n\techo " + emit.Quote(AwkMarker) + " >> " + marker + "\n\twait $sqlhist_awk\nfi\n")
-	b.WriteString("trap - INT TERM HUP\n")
+	// After a signal the awk still runs: the marker ends it, and the
+	// watchdog stops it if it has not ended within awkEndWait seconds.
+	b.WriteString("if kill -0 $sqlhist_awk 2>/dev/null; then\n")
+	b.WriteString("\t" + end + "\n")
+	b.WriteString("\t( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + dog + " ) < /dev/null > /dev/null &\n")
+	b.WriteString("\tsqlhist_dog=$!\n")
+	b.WriteString("\twhile kill -0 $sqlhist_awk 2>/dev/null; do wait $sqlhist_awk; done\n")
+	b.WriteString("\tkill $sqlhist_dog 2>/dev/null\n\twait $sqlhist_dog 2>/dev/null\n")
+	b.WriteString("fi\n")
 	b.WriteString("sqlhist_undo\n)\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// commentText makes text safe on a comment line of a script: control
+// characters (a newline would end the comment) become '?'.
+func commentText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 // seconds prints a duration as sleep reads it: "10", "0.5".

@@ -63,10 +63,7 @@ func NewScript(src *source.Source, plan *Plan, cat *Catalog, opt ScriptOptions) 
 	if opt.Teardown {
 		s.cmds = emit.DisableFirst(emit.Teardown(s.cmds), opt.Instance)
 	}
-	s.target = emit.PlanTarget{Kernel: cat.Features().Kernel, Catalog: opt.Catalog}
-	if a, _ := cat.Arch(); a != nil {
-		s.target.Arch = a.Name
-	}
+	s.target = catalogTarget(cat, opt.Catalog)
 	if opt.Instance != "" && opt.Format == "bootconfig" {
 		s.notes = append(s.notes, "the boot creates the instance "+opt.Instance+"; after the teardown: rmdir "+emit.Quote(opt.Root+"/instances/"+opt.Instance))
 	}
@@ -192,21 +189,36 @@ func (s *Script) Write(w io.Writer) error {
 // it was compiled for (release, machine, where the event formats came
 // from), and each synthetic event a JOIN defines, with its fields.
 func (s *Script) Header() []string {
-	t := "sqlhist: compiled for Linux " + s.target.Kernel
-	if s.target.Kernel == "" {
-		t = "sqlhist: compiled for an unknown kernel"
-	}
-	if s.target.Arch != "" {
-		t += " " + s.target.Arch
-	}
-	if s.target.Catalog != "" {
-		t += " (event formats: " + s.target.Catalog + ")"
-	}
-	h := []string{t}
+	h := []string{"sqlhist: " + targetText(s.target)}
 	for _, e := range s.synths {
 		h = append(h, "synthetic event "+e.Name+": "+strings.Join(e.Fields, ", "))
 	}
 	return h
+}
+
+// targetText says what a script was compiled for: "compiled for Linux
+// 6.1.0-57-cloud-amd64 x86_64 (event formats: embedded --kernel 6.1)".
+func targetText(t emit.PlanTarget) string {
+	s := "compiled for Linux " + t.Kernel
+	if t.Kernel == "" {
+		s = "compiled for an unknown kernel"
+	}
+	if t.Arch != "" {
+		s += " " + t.Arch
+	}
+	if t.Catalog != "" {
+		s += " (event formats: " + t.Catalog + ")"
+	}
+	return s
+}
+
+// catalogTarget is the target of a catalog, named as catalog.
+func catalogTarget(cat *Catalog, catalog string) emit.PlanTarget {
+	t := emit.PlanTarget{Kernel: cat.Features().Kernel, Catalog: catalog}
+	if a, _ := cat.Arch(); a != nil {
+		t.Arch = a.Name
+	}
+	return t
 }
 
 // synthetics are the synthetic events of plan's JOINs, with their

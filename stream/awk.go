@@ -43,6 +43,11 @@ const (
 	// line too; the last hist files, printed when the program ends,
 	// have no such line before them.
 	AwkInterval = "==> interval "
+	// AwkLost starts a line before the hist files of an output whose
+	// events the kernel lost in part (before awk read them): "==> lost:
+	// N events … <==", so that a reader sees it first, not only in the
+	// end line's count.
+	AwkLost = "==> lost: "
 )
 
 // awkGen writes one program.
@@ -196,6 +201,7 @@ func (g *awkGen) program() {
 	g.p("}")
 	g.p("END { sqlhist_output() }")
 	g.p("function sqlhist_output() {")
+	g.p("\tif (LOST > 0) printf \"%%s\\n\", \"%s\" sqlhist_u64(LOST) \" events the kernel dropped before awk read them (its buffer was full): the counts below are short%s\"", AwkLost, AwkFileSuffix)
 	g.output()
 	g.p("\tprintf \"%%s\\n\", \"%slost \" sqlhist_u64(LOST) \", unread \" sqlhist_u64(UNREAD) \"%s\"", AwkEnd, AwkFileSuffix)
 	g.p("}")

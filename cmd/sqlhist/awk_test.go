@@ -18,7 +18,7 @@ func TestPrintAwk(t *testing.T) {
 		return code, stdout.String(), stderr.String()
 	}
 	code, first, errs := runIt("--kernel", "6.12", "--arch", "riscv64", "-d", "2", wakeupSQL)
-	if code != exitOK || !strings.Contains(first, "LC_ALL=C awk '") || !strings.Contains(first, "sleep 2 &") {
+	if code != exitOK || !strings.Contains(first, "LC_ALL=C awk $sqlhist_w '") || !strings.Contains(first, "# sqlhist: compiled for Linux 6.12.118+deb13-riscv64 riscv64 (event formats: embedded --kernel 6.12)\n# The query (<args>), computed by awk") || !strings.Contains(first, "*mawk*) sqlhist_w='-W interactive'") || !strings.Contains(first, "sleep 2 &") {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, first, errs)
 	}
 	if _, again, _ := runIt("--kernel", "6.12", "--arch", "riscv64", "-d", "2", wakeupSQL); again != first {

@@ -143,7 +143,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	if awk {
-		return report(e, src, o.live.PrintAwk(e.Stdout, plan, cat, o.Root))
+		return report(e, src, o.live.PrintAwk(e.Stdout, src, plan, cat, o.CatalogName(), o.Root))
 	}
 	if o.run {
 		if live.IsStackFormat(o.live.Output) {

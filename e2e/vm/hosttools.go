@@ -125,11 +125,11 @@ func aptInstall(pkgs []string) error {
 
 // TestShells are the shells emit's unit tests run printed scripts under
 // (TestScriptsUnderShells), and the awks the awk engine's scripts are run
-// with (live's TestAwkScript: busybox's, mawk and gawk), by binary, with
+// with (live's TestAwkScript: busybox's, mawk, gawk and original-awk), by binary, with
 // the Debian package of each.
 var TestShells = []struct{ Bin, Package string }{
 	{"dash", "dash"}, {"mksh", "mksh"}, {"busybox", "busybox-static"}, {"bash", "bash"},
-	{"mawk", "mawk"}, {"gawk", "gawk"},
+	{"mawk", "mawk"}, {"gawk", "gawk"}, {"original-awk", "original-awk"},
 }
 
 // MissingTestShells returns the packages of the TestShells that are not
