@@ -541,10 +541,11 @@ func checkLimit(t *testing.T, out string) {
 
 // streamedLineRE is a stream summary's line with its synthetic event's
 // name, and negativeRE a warning of events left out of a histogram for a
-// negative latency.
+// negative latency; through --via each names the transport after
+// "sqlhist: ".
 var (
-	streamedLineRE = regexp.MustCompile(`(?m)^sqlhist: synthetic/(\S+): (\d+) events streamed; the kernel counted (\d+) \(entries \d+, dropped (\d+)\)`)
-	negativeRE     = regexp.MustCompile(`(?m)^sqlhist: warning: (.*): (\d+) events had a negative `)
+	streamedLineRE = regexp.MustCompile(`(?m)^sqlhist: .*?synthetic/(\S+): (\d+) events streamed; the kernel counted (\d+) \(entries \d+, dropped (\d+)\)`)
+	negativeRE     = regexp.MustCompile(`(?m)^sqlhist: .*?warning: (.*): (\d+) events had a negative `)
 )
 
 // streamProblem checks a stream summary against the n lines streamed:

@@ -405,3 +405,32 @@ func TestSchedule(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamProblem: a stream summary agrees with the lines streamed when
+// each synthetic event's streamed count is what the kernel counted plus
+// what it left out for a negative latency plus the insert race's drops
+// (at most 1%), through --via too (its lines name the transport).
+func TestStreamProblem(t *testing.T) {
+	const via = "sqlhist: 'sockcat' 'via.sock': "
+	for _, c := range []struct {
+		stderr string
+		n      int
+		ok     bool
+	}{
+		{"sqlhist: synthetic/wl: 1301 events streamed; the kernel counted 1301 (entries 30, dropped 0)\n", 1301, true},
+		{"sqlhist: synthetic/wl: 1301 events streamed; the kernel counted 1299 (entries 30, dropped 0)\n" +
+			"sqlhist: warning: synthetic/wl: 2 events had a negative lat (the end stamped before the start: clock skew between CPUs); they are not in the results\n", 1301, true},
+		{"sqlhist: synthetic/wl: 1301 events streamed; the kernel counted 1299 (entries 30, dropped 0)\n", 1301, false},
+		{"sqlhist: synthetic/wl: 1301 events streamed; the kernel counted 1299 (entries 30, dropped 2)\n", 1301, true},
+		{"sqlhist: synthetic/wl: 1301 events streamed; the kernel counted 1201 (entries 30, dropped 100)\n", 1301, false},
+		{"sqlhist: synthetic/wl: 1301 events streamed; the kernel counted 1301 (entries 30, dropped 0)\n", 1300, false},
+		{via + "synthetic/op: 90 events streamed; the kernel counted 90 (entries 30, dropped 0)\n", 90, true},
+		{via + "synthetic/op: 90 events streamed; the kernel counted 89 (entries 30, dropped 0)\n" + via + "warning: synthetic/op: 1 events had a negative lat (…)\n", 90, true},
+		{"sqlhist: collecting for 2s\n", 90, false},
+		{"sqlhist: synthetic/wl: 10 events streamed; the kernel counted 10 (entries 3, dropped 0)\nsqlhist: warning: the kernel lost 4 events\n", 10, false},
+	} {
+		if p := streamProblem(c.stderr, c.n); (p == "") != c.ok {
+			t.Errorf("%d lines, stderr:\n%sproblem %q, want ok %v", c.n, c.stderr, p, c.ok)
+		}
+	}
+}
