@@ -146,18 +146,25 @@ func awkDiag(pos, end source.Pos, format string, args ...any) error {
 func awkInstance(plan *planner.Plan) string {
 	for _, u := range plan.Units {
 		if u.Synth != nil {
-			return "sqlawk_" + u.Synth.Name
+			return awkInstancePrefix + "_" + u.Synth.Name
 		}
 	}
 	for _, u := range plan.Units {
 		for _, h := range []*planner.Hist{u.Start, u.End, u.Results} {
 			if h != nil {
-				return "sqlawk_" + h.Event
+				return awkInstancePrefix + "_" + h.Event
 			}
 		}
 	}
-	return "sqlawk"
+	return awkInstancePrefix
 }
+
+// awkInstancePrefix starts the name of an awk script's instance, and
+// AwkProbeGroup is its probes' group.
+const (
+	awkInstancePrefix = "sqlawk"
+	AwkProbeGroup     = "sqlawk"
+)
 
 // awkOwnSuffix joins an awk script's instance name and the process id of
 // the script that owns it in the name of its lease: sqlawk_<name>_own_<pid>,
@@ -287,12 +294,19 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	sleep := func(d time.Duration) string {
 		return "sleep " + seconds(d) + " & sqlhist_s=$!; wait $sqlhist_s; "
 	}
-	tick := "echo " + emit.Quote(AwkTick) + " >> " + marker + " || exit; "
+	// The background loops act only while the script's lease is there:
+	// once a killed script's leftovers are removed (by --cleanup, or by
+	// the same query pasted again), its orphaned timer must not end a new
+	// script's awk with its marker, nor kill a process that took its
+	// awk's pid.
+	owned := "[ -d \"$sqlhist_own\" ] || exit; "
+	tickLine := "echo " + emit.Quote(AwkTick) + " >> " + marker
+	tick := owned + tickLine + " || exit; "
 	// The end marker, then the watchdog: an awk that has not ended
 	// within awkEndWait seconds of it (one that cannot see it) is
 	// stopped, and the script goes on to remove its instance.
-	dog := fmt.Sprintf("%skill $sqlhist_awk 2>/dev/null && echo \"sqlhist: awk did not end within %d s of the end marker: stopped, its results are lost\" >&2", sleep(awkEndWait*time.Second), awkEndWait)
-	timed := end + "; " + dog
+	dog := fmt.Sprintf("%s%skill $sqlhist_awk 2>/dev/null && echo \"sqlhist: awk did not end within %d s of the end marker: stopped, its results are lost\" >&2", sleep(awkEndWait*time.Second), owned, awkEndWait)
+	timed := owned + end + "; " + dog
 	switch {
 	case opt.Interval > 0 && opt.Duration > 0:
 		// The ticks, as many as whole intervals end before the duration
@@ -302,7 +316,7 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 		// not the end marker).
 		n := int((opt.Duration - 1) / opt.Interval)
 		b.WriteString("sqlhist_n=0\n")
-		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + fmt.Sprintf("while [ $sqlhist_n -lt %d ]", n) + "; do " + sleep(opt.Interval) + strings.Replace(tick, "|| exit", "|| break", 1) + "sqlhist_n=$((sqlhist_n + 1)); done; " + sleep(opt.Duration-time.Duration(n)*opt.Interval) + timed + " ) < /dev/null > /dev/null &\n")
+		b.WriteString("( trap 'kill $sqlhist_s 2>/dev/null; exit' TERM; " + fmt.Sprintf("while [ $sqlhist_n -lt %d ]", n) + "; do " + sleep(opt.Interval) + owned + tickLine + " || break; " + "sqlhist_n=$((sqlhist_n + 1)); done; " + sleep(opt.Duration-time.Duration(n)*opt.Interval) + timed + " ) < /dev/null > /dev/null &\n")
 		b.WriteString("sqlhist_timer=$!\n")
 	case opt.Interval > 0:
 		// The ticks until stopped.
@@ -370,10 +384,10 @@ func AwkPrepare(opt planner.Options) planner.Options {
 	if opt.Name == "" {
 		opt.Suffix = "awk"
 	}
-	opt.ProbeGroup = "sqlawk"
+	opt.ProbeGroup = AwkProbeGroup
 	if opt.Instance == "" {
-		opt.Instance = "sqlawk"
+		opt.Instance = awkInstancePrefix
 	}
-	opt.ResultsInstance = "sqlawk"
+	opt.ResultsInstance = awkInstancePrefix
 	return opt
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -19,6 +21,9 @@ import (
 // killer) left in a tracefs.
 type Leftover struct {
 	PID int
+	// Awk, for what a killed awk engine's script left, is its instance
+	// (sqlawk_…); PID is then the script's process on the target.
+	Awk string
 	// Commands remove it in the order the kernel requires: triggers with
 	// actions (they read the others' variables), the other triggers, the
 	// enables of its synthetic events, the synthetic events, its probes,
@@ -334,15 +339,122 @@ func sortedKeys(m map[string]bool) []string {
 // per run. It returns how many dead runs it found and the refused
 // removals, joined.
 func Cleanup(t *Target, alive func(pid int) bool, w io.Writer, dryRun bool) (int, error) {
-	left := FindLeftovers(t, alive)
+	left := append(FindLeftovers(t, alive), awkLeftovers(t, alive)...)
 	var errs []error
 	for _, l := range left {
-		emit.Print(w, l.Commands, emit.PrintOptions{Root: t.Root, Notes: []string{"left by run " + strconv.Itoa(l.PID)}})
+		note := "left by run " + strconv.Itoa(l.PID)
+		if l.Awk != "" {
+			note = "left by the awk script of process " + strconv.Itoa(l.PID) + " (" + l.Awk + ")"
+		}
+		emit.Print(w, l.Commands, emit.PrintOptions{Root: t.Root, Notes: []string{note}})
 		if !dryRun {
-			errs = append(errs, Teardown(t, l.Commands))
+			errs = append(errs, teardownPatient(t, l.Commands))
 		}
 	}
 	return len(left), errors.Join(errs...)
+}
+
+// awkLeaseRE matches the lease of an awk engine's script (see
+// WriteAwkScript): its instance's name, then _own_ and the script's
+// process id.
+var awkLeaseRE = regexp.MustCompile(`^(` + awkInstancePrefix + `\w*)` + awkOwnSuffix + `([0-9]+)$`)
+
+// awkLeftovers lists what killed awk engine's scripts left: each lease
+// whose process is gone, with the script's instance unless a running
+// script holds it too. An awk that outlived its script still reads the
+// instance's trace_pipe (the kernel refuses the instance's rmdir then):
+// the end marker ends it first. The awk scripts' probes (group sqlawk)
+// go with the last lease. A live script's lease and instance are not
+// touched.
+func awkLeftovers(t *Target, alive func(pid int) bool) []Leftover {
+	ents, _ := fs.ReadDir(t.FS, "instances")
+	type lease struct {
+		name, inst string
+		pid        int
+	}
+	var dead []lease
+	running := map[string]bool{} // instances a running script holds
+	anyRunning := false
+	for _, e := range ents {
+		m := awkLeaseRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		pid, err := strconv.Atoi(m[2])
+		if err != nil {
+			continue
+		}
+		if alive(pid) {
+			running[m[1]], anyRunning = true, true
+			continue
+		}
+		dead = append(dead, lease{e.Name(), m[1], pid})
+	}
+	var out []Leftover
+	removed := map[string]bool{}
+	for i, l := range dead {
+		var cmds []emit.Command
+		if !running[l.inst] && !removed[l.inst] && t.HasInstance(l.inst) {
+			removed[l.inst] = true
+			dir := "instances/" + l.inst
+			cmds = append(cmds,
+				emit.Command{Kind: emit.KindSetting, File: dir + "/trace_marker", Line: AwkMarker, What: "the end marker: ends an awk of the killed script still reading " + l.inst},
+				emit.Command{Kind: emit.KindDir, File: dir, Line: "rmdir", What: "instance " + l.inst})
+		}
+		if i == len(dead)-1 && !anyRunning {
+			for _, d := range dynamicEvents(t) {
+				if d.group == AwkProbeGroup {
+					id := d.group + "/" + d.event
+					cmds = append(cmds, emit.Command{Kind: emit.KindProbe, File: "dynamic_events", Line: "-:" + id, What: "probe " + id, Marker: ":" + id + " "})
+				}
+			}
+		}
+		cmds = append(cmds, emit.Command{Kind: emit.KindDir, File: "instances/" + l.name, Line: "rmdir", What: "lease " + l.name})
+		out = append(out, Leftover{PID: l.pid, Awk: l.inst, Commands: cmds})
+	}
+	return out
+}
+
+// unownedAwk lists the awk scripts' instances that no lease names: made
+// by a script an older sqlhist printed, or by one starting now.
+func unownedAwk(t *Target) []string {
+	ents, _ := fs.ReadDir(t.FS, "instances")
+	owned := map[string]bool{}
+	for _, e := range ents {
+		if m := awkLeaseRE.FindStringSubmatch(e.Name()); m != nil {
+			owned[m[1]] = true
+		}
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if (n == awkInstancePrefix || strings.HasPrefix(n, awkInstancePrefix+"_")) && awkLeaseRE.FindStringSubmatch(n) == nil && !owned[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// teardownPatient is Teardown, but an instance's rmdir that the kernel
+// refuses as busy (a reader still holds one of its files: an awk ending
+// at the marker written just before) is tried again for up to 10 s.
+func teardownPatient(t *Target, cmds []emit.Command) error {
+	var errs []error
+	for _, c := range cmds {
+		err := Teardown(t, []emit.Command{c})
+		for i := 0; err != nil && c.Kind == emit.KindDir && isBusy(err) && i < 100; i++ {
+			time.Sleep(100 * time.Millisecond)
+			err = Teardown(t, []emit.Command{c})
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// isBusy reports whether err is the kernel's EBUSY (through --via, its
+// message).
+func isBusy(err error) bool {
+	return errors.Is(err, syscall.EBUSY) || strings.Contains(strings.ToLower(err.Error()), "busy")
 }
 
 // present reports whether what a removal command removes may be there:
@@ -379,8 +491,13 @@ func (t *Target) present(c emit.Command) bool {
 func NothingLeft(t *Target, alive func(pid int) bool) string {
 	live := t.liveness(alive)
 	ids := deadRuns(t, func(id int) bool { return !live(id) })
+	unowned := ""
+	if u := unownedAwk(t); len(u) > 0 {
+		unowned = fmt.Sprintf("; awk scripts' instances that no lease names (printed by an older sqlhist, or starting now), not removed: %s (if no script of it runs: echo %s >> %s; rmdir %s)",
+			strings.Join(u, ", "), AwkMarker, emit.Quote(path.Join(t.Root, "instances", u[0], "trace_marker")), emit.Quote(path.Join(t.Root, "instances", u[0])))
+	}
 	if len(ids) == 0 {
-		return "nothing left by killed runs"
+		return "nothing left by killed runs" + unowned
 	}
 	now, nerr := t.uptime()
 	var runs []string
@@ -396,7 +513,7 @@ func NothingLeft(t *Target, alive func(pid int) bool) string {
 			runs = append(runs, fmt.Sprintf("run %d (its process is running)", id))
 		}
 	}
-	return "nothing left by killed runs; left by runs taken as alive, not removed: " + strings.Join(runs, "; ") + "; run --cleanup again once they are dead"
+	return "nothing left by killed runs; left by runs taken as alive, not removed: " + strings.Join(runs, "; ") + "; run --cleanup again once they are dead" + unowned
 }
 
 // NoteDeadRuns says on w, before -r compiles (a killed run's synthetic

@@ -1,6 +1,10 @@
 package live
 
 import (
+	"io"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 
@@ -73,4 +77,82 @@ func TestLeftoverTriggerListedBy72(t *testing.T) {
 		}
 	}
 	t.Errorf("no removal of the trigger in %+v", got[0].Commands)
+}
+
+// busyWriter records the writes of a cleanup and refuses an instance's
+// first rmdirs as busy (an awk that has not yet seen the end marker still
+// holds its trace_pipe).
+type busyWriter struct {
+	log  []string
+	busy map[string]int // rmdirs to refuse, by directory
+}
+
+func (w *busyWriter) Append(file, line string) error {
+	w.log = append(w.log, file+" < "+line)
+	return nil
+}
+
+func (w *busyWriter) Mkdir(dir string) error { return nil }
+
+func (w *busyWriter) Rmdir(dir string) error {
+	if w.busy[dir] > 0 {
+		w.busy[dir]--
+		w.log = append(w.log, "rmdir "+dir+": busy")
+		return syscall.EBUSY
+	}
+	w.log = append(w.log, "rmdir "+dir)
+	return nil
+}
+
+// What a killed awk script left: its lease (sqlawk_<name>_own_<pid>) and
+// its instance, which the end marker empties before the rmdir (tried
+// again while busy); a running script's lease and instance are left, and
+// so are the awk scripts' probes while one runs. An instance no lease
+// names is not removed but named, with what removes it.
+func TestAwkLeftovers(t *testing.T) {
+	fsys := fstest.MapFS{
+		"instances/sqlawk_wl/trace":          {},
+		"instances/sqlawk_wl_own_41/trace":   {},
+		"instances/sqlawk_exec/trace":        {},
+		"instances/sqlawk_exec_own_42/trace": {},
+		"instances/sqlawk_exec_own_43/trace": {}, // a second, dead, of the running query
+		"instances/sqlawk_old/trace":         {}, // no lease: an older script's
+		"instances/sqlhist_7/trace":          {},
+		"instances/sqlawk_gone_own_44/trace": {}, // its instance already removed
+		"dynamic_events":                     {Data: []byte("p:sqlawk/open do_sys_openat2\n")},
+	}
+	w := &busyWriter{busy: map[string]int{"instances/sqlawk_wl": 2}}
+	tg := &Target{Root: "/sys/kernel/tracing", FS: fsys, W: w}
+	alive := func(pid int) bool { return pid == 42 || pid == 7 }
+	var out strings.Builder
+	n, err := Cleanup(tg, alive, &out, false)
+	if err != nil || n != 3 {
+		t.Fatalf("Cleanup: %d left, %v", n, err)
+	}
+	want := []string{ // in the listing's order
+		"rmdir instances/sqlawk_exec_own_43",
+		"rmdir instances/sqlawk_gone_own_44",
+		"instances/sqlawk_wl/trace_marker < " + AwkMarker,
+		"rmdir instances/sqlawk_wl: busy", "rmdir instances/sqlawk_wl: busy", "rmdir instances/sqlawk_wl",
+		"rmdir instances/sqlawk_wl_own_41",
+	}
+	if diff := cmp.Diff(want, w.log); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{"# left by the awk script of process 41 (sqlawk_wl)", "rmdir '/sys/kernel/tracing/instances/sqlawk_wl'"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the printed removals lack %q:\n%s", s, out.String())
+		}
+	}
+	// With no script running, the probes go with the last lease.
+	w = &busyWriter{}
+	tg.W = w
+	if n, err := Cleanup(tg, func(int) bool { return false }, io.Discard, false); err != nil || n != 5 ||
+		!slices.Contains(w.log, "dynamic_events < -:sqlawk/open") || !slices.Contains(w.log, "rmdir instances/sqlawk_exec") {
+		t.Errorf("nothing running: %d left, %v, writes %q", n, err, w.log)
+	}
+	note := NothingLeft(&Target{Root: "/sys/kernel/tracing", FS: fstest.MapFS{"instances/sqlawk_old/trace": {}}}, func(int) bool { return false })
+	if !strings.Contains(note, "that no lease names") || !strings.Contains(note, "sqlawk_old (if no script of it runs: echo sqlhist-awk-end >> '/sys/kernel/tracing/instances/sqlawk_old/trace_marker'; rmdir '/sys/kernel/tracing/instances/sqlawk_old')") {
+		t.Errorf("NothingLeft: %s", note)
+	}
 }

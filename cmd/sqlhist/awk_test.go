@@ -28,7 +28,7 @@ func TestPrintAwk(t *testing.T) {
 		t.Errorf("--engine stream on 6.1: exit %d\n%s%s", code, out, errs)
 	}
 	// -i: the script prints the results every interval too.
-	if code, out, errs := runIt("--kernel", "6.1", "--engine", "stream", "-d", "3", "-i", "1", wakeupSQL); code != exitOK || !strings.Contains(out, "# Every 1 s it prints them") || !strings.Contains(out, "while [ $sqlhist_n -lt 2 ]; do sleep 1 & sqlhist_s=$!; wait $sqlhist_s; echo 'sqlhist-awk-tick'") {
+	if code, out, errs := runIt("--kernel", "6.1", "--engine", "stream", "-d", "3", "-i", "1", wakeupSQL); code != exitOK || !strings.Contains(out, "# Every 1 s it prints them") || !strings.Contains(out, "while [ $sqlhist_n -lt 2 ]; do sleep 1 & sqlhist_s=$!; wait $sqlhist_s; [ -d \"$sqlhist_own\" ] || exit; echo 'sqlhist-awk-tick'") {
 		t.Errorf("--engine stream -d 3 -i 1 on 6.1: exit %d\n%s%s", code, out, errs)
 	}
 	for _, tt := range []struct {
