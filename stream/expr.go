@@ -27,6 +27,10 @@ type expr struct {
 	def   *tracefs.Field
 	usecs bool   // .usecs on common_timestamp: ns / 1000
 	name  string // opVar: the variable; opField: the field
+	// stack says that an opVar's variable holds a stack trace
+	// (common_stacktrace assigned to it): its value is the stack, kept
+	// beside the numbers (resolveVars).
+	stack bool
 	// ref and own locate an opVar's variable for the trigger that
 	// evaluates it (see Machine.New): its index among the other
 	// triggers' variables it reads, else among its own; -1 for none.
@@ -199,7 +203,7 @@ func compileOperand(s string, ev *tracefs.Event) (*expr, error) {
 
 // varLookup resolves a variable reference (an opVar) for an event: its
 // value, and whether it was set.
-type varLookup func(x *expr) (uint64, bool)
+type varLookup func(x *expr) (Value, bool)
 
 // eval computes the expression on an event. ok is false when a variable
 // it reads is not set (the kernel then leaves the whole trigger's
@@ -227,8 +231,7 @@ func (x *expr) eval(ev *Event, vars varLookup) (v Value, ok bool) {
 	case opConst:
 		return Num(x.n), true
 	case opVar:
-		n, ok := vars(x)
-		return Num(n), ok
+		return vars(x)
 	case opBinary:
 		l, ok := x.l.eval(ev, vars)
 		if !ok {

@@ -104,6 +104,11 @@ type trigger struct {
 	kbuf             []byte
 	refVals, newVals []uint64
 	newSet           []bool
+	// stackVars says that a variable of the trigger holds a stack trace
+	// (its entries keep stacks beside the numbers); refStacks and
+	// newStacks are the stacks read and computed for one event.
+	stackVars           bool
+	refStacks, newStacks [][]uint64
 	cur              *entry
 	lookup           varLookup
 }
@@ -166,6 +171,7 @@ type entry struct {
 	count  uint64
 	sums   []uint64
 	vars   []uint64
+	stacks [][]uint64 // the stack trace variables' values, when the trigger has any
 	set    []bool
 	comm   []string // the task name of each .execname key, saved at insert
 	tracks []track
@@ -235,6 +241,10 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 		t.key = make([]Value, len(t.keys))
 		t.refVals = make([]uint64, len(t.refs))
 		t.newVals, t.newSet = make([]uint64, len(t.vars)), make([]bool, len(t.vars))
+		for _, x := range t.vars {
+			t.stackVars = t.stackVars || x.kind == opStack
+		}
+		t.refStacks, t.newStacks = make([][]uint64, len(t.refs)), make([][]uint64, len(t.vars))
 		t.lookup = t.lookupVar
 		t.resolveVars()
 		for _, a := range t.actions {
@@ -623,6 +633,9 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 			return
 		}
 		t.refVals[i] = e.vars[r.idx]
+		if e.stacks != nil {
+			t.refStacks[i] = e.stacks[r.idx]
+		}
 		if t.refOnce[i] {
 			e.set[r.idx] = false
 		}
@@ -635,6 +648,9 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 		}
 		e = &entry{key: append([]Value(nil), t.key...), sums: make([]uint64, len(t.vals)),
 			vars: make([]uint64, len(t.vars)), set: make([]bool, len(t.vars)), tracks: make([]track, t.tracks)}
+		if t.stackVars {
+			e.stacks = make([][]uint64, len(t.vars))
+		}
 		for i, k := range t.keys {
 			if k.mod == "execname" {
 				if e.comm == nil {
@@ -659,10 +675,17 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 	for i, x := range t.vars {
 		v, ok := x.eval(ev, t.lookup)
 		t.newVals[i], t.newSet[i] = v.N, ok
+		if x.kind == opStack {
+			// A copy: the reader reuses an event's stack.
+			t.newStacks[i] = append([]uint64(nil), v.Stack...)
+		}
 	}
 	for i := range t.vars {
 		if t.newSet[i] {
 			e.vars[i], e.set[i] = t.newVals[i], true
+			if e.stacks != nil {
+				e.stacks[i] = t.newStacks[i]
+			}
 		}
 	}
 	for _, a := range t.actions {
@@ -673,14 +696,20 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 // lookupVar reads a variable for the event the trigger is on: another
 // trigger's as read for it, or the entry's own (where resolveVars found
 // it).
-func (t *trigger) lookupVar(x *expr) (uint64, bool) {
+func (t *trigger) lookupVar(x *expr) (Value, bool) {
 	if x.ref >= 0 {
-		return t.refVals[x.ref], true
+		if x.stack {
+			return Value{Stack: t.refStacks[x.ref]}, true
+		}
+		return Num(t.refVals[x.ref]), true
 	}
 	if x.own >= 0 && t.cur != nil && t.cur.set[x.own] {
-		return t.cur.vars[x.own], true
+		if x.stack && t.cur.stacks != nil {
+			return Value{Stack: t.cur.stacks[x.own]}, true
+		}
+		return Num(t.cur.vars[x.own]), true
 	}
-	return 0, false
+	return Value{}, false
 }
 
 // resolveVars locates each variable the trigger's expressions read, by
@@ -695,6 +724,13 @@ func (t *trigger) resolveVars() {
 			o.ref, o.own = slices.Index(t.refNames, o.name), -1
 			if i, ok := t.own[o.name]; ok {
 				o.own = i
+			}
+			switch {
+			case o.ref >= 0:
+				r := t.refs[o.ref]
+				o.stack = r.t.vars[r.idx].kind == opStack
+			case o.own >= 0:
+				o.stack = t.vars[o.own].kind == opStack
 			}
 		})
 	}
@@ -718,10 +754,11 @@ func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLook
 	case "onmatch":
 		m.fire(a, ev, lookup)
 	case "onmax", "onchange":
-		v, ok := lookup(a.trackVar)
+		tv, ok := lookup(a.trackVar)
 		if !ok {
 			return
 		}
+		v := tv.N
 		// The kernel's tracked value starts at 0: onmax saves a value
 		// above it, onchange one that differs from it.
 		tr := &e.tracks[a.slot]

@@ -270,7 +270,14 @@ func (m *Machine) printKey(b *strings.Builder, k *expr, e *entry, i int) {
 	}
 	switch {
 	case k.kind == opStack:
-		b.WriteString(name + ":\n")
+		// The kernel: "common_stacktrace:" (6.1: "stacktrace:") and a
+		// newline; a stack trace field's key "stack.stacktrace" with its
+		// first frame on the same line.
+		if name == "common_stacktrace" || name == "stacktrace" {
+			b.WriteString(name + ":\n")
+		} else {
+			b.WriteString(name + ".stacktrace")
+		}
 		for _, a := range v.Stack {
 			b.WriteString("         " + m.sym(a, true) + "\n")
 		}
