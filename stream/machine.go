@@ -318,6 +318,11 @@ func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) 
 		}
 		m.vars[v.Name] = varRef{t, len(t.vars)}
 		own[v.Name] = true
+		if x.kind == opStack && (x.name == "" || x.name == "common_stacktrace" || x.name == "stacktrace") {
+			// The event's own stack, saved in a variable (a JOIN's
+			// start.STACKTRACE): its stacktrace trigger records it.
+			t.hasStack = true
+		}
 		t.vars = append(t.vars, x)
 		t.varName = append(t.varName, v.Name)
 	}

@@ -347,3 +347,18 @@ func TestStackJoin(t *testing.T) {
 		t.Errorf("stacks %v, want %v", got, want)
 	}
 }
+
+// A stack saved in a variable (a JOIN's start.STACKTRACE) needs the
+// start event's stack recorded, as a stacktrace key does: the run asks
+// NeedsStack which events' stacktrace triggers to make (the suite's
+// differential phase read empty stacks before).
+func TestStackVariableNeedsStack(t *testing.T) {
+	r := newRig(t, `SELECT start.STACKTRACE AS stack, TIMESTAMP_DELTA_USECS AS offcpu FROM sched_switch AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid WHERE start.prev_state == 1`, stream.Options{})
+	if !r.m.NeedsStack("sched", "sched_switch") {
+		t.Error("sched_switch: the start's stack is not asked for")
+	}
+	r = newRig(t, `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`, stream.Options{})
+	if r.m.NeedsStack("sched", "sched_waking") || r.m.NeedsStack("sched", "sched_switch") {
+		t.Error("a JOIN without stacks asks for stacks")
+	}
+}
