@@ -107,10 +107,10 @@ type trigger struct {
 	// stackVars says that a variable of the trigger holds a stack trace
 	// (its entries keep stacks beside the numbers); refStacks and
 	// newStacks are the stacks read and computed for one event.
-	stackVars           bool
+	stackVars            bool
 	refStacks, newStacks [][]uint64
-	cur              *entry
-	lookup           varLookup
+	cur                  *entry
+	lookup               varLookup
 }
 
 // action is an onmatch, onmax or onchange handler with its action.
