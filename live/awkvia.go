@@ -75,7 +75,7 @@ func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tr
 // program of plan printed (out): its hist files read as a run reads
 // the kernel's.
 func AwkReport(plan *planner.Plan, out *AwkOutput) (*Report, error) {
-	r := &runState{plan: plan, awk: out}
+	r := &runState{plan: plan, eng: &awkEngine{out}}
 	snap, err := r.snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("the awk engine's output: %v", err)
@@ -150,7 +150,7 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 		how += fmt.Sprintf(", every %v", every)
 	}
 	fmt.Fprintf(log, "sqlhist: collecting %s with the target's awk in instance %s; only the results cross\n", how, ap.Instance)
-	r := &runState{plan: plan, opt: opt}
+	r := &runState{plan: plan, opt: opt, eng: &awkEngine{&AwkOutput{}}}
 	iv := &intervals{r: r, stop: func() {}, began: time.Now()}
 	var ar AwkReader
 	var final *AwkOutput
@@ -200,7 +200,7 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 		}
 		offset += n
 		for _, o := range outs {
-			r.awk = o
+			r.eng = &awkEngine{o}
 			snap, err := r.snapshot()
 			if err != nil {
 				return nil, fmt.Errorf("the awk engine's output: %v", err)

@@ -63,7 +63,7 @@ func TestRunAwkVia(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runState{plan: plan, awk: wo}
+	r := &runState{plan: plan, eng: &awkEngine{wo}}
 	snap, err := r.snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestRunAwkViaIntervals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := (&runState{plan: plan, awk: wo}).snapshot()
+	snap, err := (&runState{plan: plan, eng: &awkEngine{wo}}).snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestRunAwkViaUntilStopped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap, err := (&runState{plan: plan, awk: wo}).snapshot()
+			snap, err := (&runState{plan: plan, eng: &awkEngine{wo}}).snapshot()
 			if err != nil {
 				t.Fatal(err)
 			}

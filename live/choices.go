@@ -31,9 +31,10 @@ type Choices struct {
 	// Set by Check: -d and -i parsed (0 when not given).
 	Collect, Every time.Duration
 	// Set by the caller once it knows: the engine -r resolved
-	// (PickEngine) and the catalog the plan was compiled against.
-	Used    string
-	Catalog *Catalog
+	// (ChooseEngine), why, and the catalog the plan was compiled against.
+	Used       string
+	UsedReason string
+	Catalog    *Catalog
 }
 
 // Check validates the choices against each other (given reports

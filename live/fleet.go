@@ -153,6 +153,7 @@ func writeFleetJSON(w io.Writer, targets []Labelled, merged *Report) error {
 	type target struct {
 		Label   string       `json:"label"`
 		Engine  string       `json:"engine,omitempty"`
+		Reason  string       `json:"engine_reason,omitempty"`
 		Lost    *int         `json:"lost,omitempty"`
 		Results []jsonResult `json:"results"`
 	}
@@ -173,7 +174,11 @@ func writeFleetJSON(w io.Writer, targets []Labelled, merged *Report) error {
 			doc.Targets = append(doc.Targets, failed{t.Label, t.Err.Error()})
 		case t.Report != nil:
 			engine, lost := engineOf(t.Report.Results)
-			doc.Targets = append(doc.Targets, target{t.Label, engine, lost, jsonResults(t.Report.Results)})
+			reason := ""
+			if engine != "" {
+				reason = t.Report.Results[0].EngineReason
+			}
+			doc.Targets = append(doc.Targets, target{t.Label, engine, reason, lost, jsonResults(t.Report.Results)})
 		}
 	}
 	if merged != nil {

@@ -53,9 +53,7 @@ func (r *runState) newIntervals() *intervals {
 
 // take reads the results now and reports the interval that ends.
 func (iv *intervals) take(partial bool) error {
-	if iv.r.stream != nil {
-		iv.r.stream.sync()
-	}
+	iv.r.eng.sync()
 	snap, err := iv.r.snapshot()
 	if err != nil {
 		return err
@@ -89,25 +87,11 @@ func (iv *intervals) report(snap *snapshot, partial bool) {
 		delta = snap.minus(iv.prev)
 	}
 	iv.prev = snap
-	lost := 0
-	if s := iv.r.stream; s != nil {
-		lost = iv.r.lost
-		if !partial {
-			lost = max(s.lost()-s.lostBefore, 0) // so far
-		}
-	}
-	if a := iv.r.awk; a != nil {
-		lost = int(min(a.Lost, 1<<31))
-	}
+	lost := iv.r.eng.lost() // so far; final at the end
 	engine := func(results []*Result) []*Result {
-		if iv.r.awk != nil {
+		if name := iv.r.eng.name(); name != EngineKernel {
 			for _, res := range results {
-				res.Engine, res.Lost = EngineAwk, lost
-			}
-		}
-		if iv.r.stream != nil {
-			for _, res := range results {
-				res.Engine, res.Lost = EngineStream, lost
+				res.Engine, res.EngineReason, res.Lost = name, iv.r.opt.EngineReason, lost
 			}
 		}
 		return results

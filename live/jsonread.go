@@ -37,7 +37,7 @@ func ReadJSONReport(r io.Reader) (label string, rep *Report, err error) {
 	if err != nil {
 		return "", nil, placeError(data, at, err)
 	}
-	rep.setEngine(d.Engine, d.Lost)
+	rep.setEngine(d.Engine, d.Reason, d.Lost)
 	return label, rep, nil
 }
 
@@ -55,7 +55,7 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 		if err != nil {
 			return nil, placeError(data, at, err)
 		}
-		rep.setEngine(d.Engine, d.Lost)
+		rep.setEngine(d.Engine, d.Reason, d.Lost)
 		label := ""
 		if d.Label != nil {
 			label = *d.Label
@@ -66,6 +66,7 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 		Label   *string
 		Error   *string
 		Engine  string
+		Reason  string `json:"engine_reason"`
 		Lost    int
 		Results json.RawMessage
 	}
@@ -86,7 +87,7 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 			if err != nil {
 				return nil, placeError(data, at, within(err, fmt.Sprintf("targets[%d] (%s).%v", i, *t.Label, err), "targets", i))
 			}
-			rep.setEngine(t.Engine, t.Lost)
+			rep.setEngine(t.Engine, t.Reason, t.Lost)
 			out = append(out, Labelled{Label: *t.Label, Report: rep})
 		}
 	}
@@ -97,6 +98,7 @@ func ReadJSONTargets(r io.Reader) ([]Labelled, error) {
 type jsonDoc struct {
 	Label    *string         `json:"label"`
 	Engine   string          `json:"engine"`
+	Reason   string          `json:"engine_reason"`
 	Lost     int             `json:"lost"`
 	Total    bool            `json:"total"`
 	Interval json.RawMessage `json:"interval"`
@@ -148,18 +150,18 @@ func readJSONDoc(r io.Reader, fleets bool) ([]byte, *jsonDoc, int, error) {
 }
 
 // setEngine records the engine a saved document names ("" for the
-// kernel's) and the events it lost.
-func (rep *Report) setEngine(engine string, lost int) {
+// kernel's), why it answered and the events it lost.
+func (rep *Report) setEngine(engine, reason string, lost int) {
 	if lost < 0 {
 		lost = 0
 	}
-	rep.Engine, rep.Lost = engine, lost
+	rep.Engine, rep.EngineReason, rep.Lost = engine, reason, lost
 	if engine == "" {
 		rep.Engine = EngineKernel
 		return
 	}
 	for _, res := range rep.Results {
-		res.Engine, res.Lost = engine, lost
+		res.Engine, res.EngineReason, res.Lost = engine, reason, lost
 	}
 }
 

@@ -157,7 +157,7 @@ func renderTables(w io.Writer, results []*Result) error {
 		switch res.Engine {
 		case "", EngineKernel:
 		case EngineStream:
-			fmt.Fprintf(w, "engine: stream (sqlhist computed the triggers from the events), %d events lost\n", res.Lost)
+			fmt.Fprintf(w, "engine: stream (sqlhist computed the triggers from the events%s), %d events lost\n", reasonSuffix(res), res.Lost)
 		case EngineAwk:
 			fmt.Fprintf(w, "engine: awk (the target's awk computed the triggers from trace_pipe), %d events lost\n", res.Lost)
 		default:
@@ -279,6 +279,14 @@ func newJSONPercentile(p Percentile) jsonPercentile {
 	return jsonPercentile{math.Round(p.Value*10) / 10, p.Low, p.High}
 }
 
+// reasonSuffix is "; " and why the engine answered, or "".
+func reasonSuffix(res *Result) string {
+	if res.EngineReason == "" {
+		return ""
+	}
+	return "; " + res.EngineReason
+}
+
 func renderJSON(w io.Writer, results []*Result) error {
 	return renderJSONLabelled(w, results, "")
 }
@@ -299,10 +307,14 @@ func renderJSONLabelled(w io.Writer, results []*Result, label string) error {
 	out := struct {
 		Label   string       `json:"label,omitempty"`
 		Engine  string       `json:"engine,omitempty"`
+		Reason  string       `json:"engine_reason,omitempty"`
 		Lost    *int         `json:"lost,omitempty"`
 		Results []jsonResult `json:"results"`
 	}{Label: label, Results: jsonResults(results)}
 	out.Engine, out.Lost = engineOf(results)
+	if out.Engine != "" {
+		out.Reason = results[0].EngineReason
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

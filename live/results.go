@@ -38,6 +38,9 @@ type Result struct {
 	// events is not whole.
 	Engine string
 	Lost   int
+	// EngineReason says why the engine answered ("auto: this kernel has
+	// no hist triggers"); "" when not known (a saved document's).
+	EngineReason string
 }
 
 // Totals are the kernel's counts for the histogram read.

@@ -104,6 +104,9 @@ type Options struct {
 	// EngineStream (see PickEngine); the plan must be made for it
 	// (planner.Options.Stream).
 	Engine string
+	// EngineReason says why Engine answers (see [EngineChoice]), for the
+	// table and JSON; "" says nothing.
+	EngineReason string
 	// Catalog is the catalog the plan was compiled against (it defines
 	// the plan's probes); the stream engine reads the formats of the
 	// events it enables from it before they exist. Nil reads the
@@ -123,8 +126,9 @@ type Report struct {
 	// read.
 	Streamed map[string]int
 	Lost     int
-	// Engine is the engine that answered: EngineKernel or EngineStream.
-	Engine string
+	// Engine is the engine that answered: EngineKernel or EngineStream,
+	// and EngineReason why.
+	Engine, EngineReason string
 }
 
 // Run applies a plan prepared for a run (see [Prepare]) in its instance,
@@ -166,14 +170,17 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 		if inLease {
 			r.instance, created = r.lease, false
 		}
-		var err error
-		if r.stream, r.cmds, err = newStreamRun(t, plan, cat, r.instance, created, inLease); err != nil {
+		s, cmds, err := newStreamRun(t, plan, cat, r.instance, created, inLease)
+		if err != nil {
 			return nil, err
 		}
-		r.arch, _ = cat.Arch()
+		arch, _ := cat.Arch()
+		r.cmds = cmds
+		r.eng = &streamEngine{s: s, arch: arch, events: opt.Events != nil}
 	} else {
 		eopt := emit.Options{SyntheticEventsFile: !cat.Features().DynamicEvents}
 		r.cmds = emit.RunCommands(plan, eopt, emit.RunOptions{Instance: r.instance, CreateInstance: created, Enable: opt.Events != nil})
+		r.eng = &kernelEngine{r: r}
 	}
 	alive := opt.Alive
 	if alive == nil {
@@ -231,10 +238,8 @@ type runState struct {
 	instance string
 	lease    string // the run's lease instance (see LeaseName)
 	cmds     []emit.Command
-	stream   *streamRun // the stream engine's part, or nil
-	awk      *AwkOutput // what the target's awk printed (RunAwkVia), or nil
-	arch     *tracefs.Arch
-	lost     int // events the stream engine's buffers lost
+	eng      engine // what computes the answer
+	lost     int    // events the engine's sources lost
 }
 
 func (r *runState) instanceDir() string { return "instances/" + r.instance }
@@ -249,30 +254,18 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 	// The teardown runs in two steps: first the end triggers are removed,
 	// which stops the synthetic events at their source, so that what is
 	// read afterwards is final; then the rest, after reading.
-	var first, rest []emit.Command
-	for _, c := range emit.Teardown(r.cmds) {
-		if c.Role == "end" {
-			first = append(first, c)
-		} else {
-			rest = append(rest, c)
-		}
+	rest := emit.Teardown(r.cmds)
+	if k, ok := r.eng.(*kernelEngine); ok {
+		var first []emit.Command
+		first, rest = splitEnds(rest)
+		k.first = first
 	}
 	var errs, terrs []error
-	stopped, tornDown := false, false
+	tornDown := false
 	stopSources := func() {
-		if !stopped && r.stream != nil {
-			stopped = true
-			lost, err := r.stream.finish()
-			r.lost += lost
-			terrs = append(terrs, err)
-		}
-		if !stopped {
-			stopped = true
-			// The end triggers first: then no synthetic event fires, and
-			// pausing the histograms stops the rest.
-			terrs = append(terrs, Teardown(r.t, first))
-			r.pauseHistograms()
-		}
+		lost, err := r.eng.stop()
+		r.lost += lost
+		terrs = append(terrs, err)
 	}
 	teardown := func() {
 		stopSources()
@@ -290,11 +283,9 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 		}
 	}
 	defer teardown()
-	if r.stream != nil {
-		if err := r.stream.start(r.arch, r.opt.Events != nil); err != nil {
-			teardown()
-			return nil, errors.Join(append([]error{err}, errs...)...)
-		}
+	if err := r.eng.start(); err != nil {
+		teardown()
+		return nil, errors.Join(append([]error{err}, errs...)...)
 	}
 
 	until := "until Ctrl-C"
@@ -310,9 +301,10 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 	fmt.Fprintf(r.log, "sqlhist: collecting %s in instance %s; Ctrl-C to stop\n", until, r.instance)
 
 	var st *streamer
-	if r.opt.Events != nil && r.stream != nil {
+	se, streams := r.eng.(*streamEngine)
+	if r.opt.Events != nil && streams {
 		st = newStreamer(r.opt.Events, r.plan, r.opt.Format)
-		r.stream.events = st
+		se.s.events = st
 	} else if r.opt.Events != nil {
 		p, err := r.t.openPipe(path.Join(r.t.Root, r.instanceDir(), "trace_pipe"))
 		if err != nil {
@@ -371,7 +363,7 @@ wait:
 	// what is left, then read: the kernel's count and the lines streamed
 	// cover the same events.
 	stopSources()
-	if st != nil && r.stream == nil {
+	if st != nil && !streams {
 		// A marker written after the sources stopped comes out of
 		// trace_pipe after every event before it: once the streamer has
 		// seen it, everything was streamed.
@@ -388,14 +380,13 @@ wait:
 	if rerr == nil && iv.ticks != nil {
 		iv.last(results)
 	}
-	rep := &Report{Results: results, Engine: EngineKernel, Lost: r.lost}
-	if r.stream != nil {
-		rep.Engine = EngineStream
+	rep := &Report{Results: results, Engine: r.eng.name(), EngineReason: r.opt.EngineReason, Lost: r.lost}
+	if rep.Engine != EngineKernel {
 		for _, res := range results {
-			res.Engine, res.Lost = EngineStream, r.lost
+			res.Engine, res.EngineReason, res.Lost = rep.Engine, rep.EngineReason, r.lost
 		}
 	}
-	if st != nil && r.stream != nil {
+	if st != nil && streams {
 		st.mu.Lock()
 		rep.Streamed, rep.Lost = maps.Clone(st.counts), r.lost+st.lost
 		st.mu.Unlock()
@@ -410,6 +401,19 @@ wait:
 		errs = append(errs, fmt.Errorf("reading the results: %w", rerr))
 	}
 	return rep, errors.Join(errs...)
+}
+
+// splitEnds splits a teardown into the removals of the end triggers and
+// the rest, each in its order.
+func splitEnds(teardown []emit.Command) (first, rest []emit.Command) {
+	for _, c := range teardown {
+		if c.Role == "end" {
+			first = append(first, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	return first, rest
 }
 
 // teardownRest removes what is left of the run once its end triggers are
@@ -504,13 +508,9 @@ func (r *runState) snapshot() (*snapshot, error) {
 			h = u.Start
 		}
 		file := h.HistFile()
-		data, err := r.readHist(file)
+		hs, err := r.eng.histograms(file)
 		if err != nil {
 			return nil, err
-		}
-		hs, err := tracefs.ParseHist(string(data))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", file, err)
 		}
 		got := findHist(hs, h)
 		if got == nil {
@@ -539,17 +539,6 @@ func (s *snapshot) results() []*Result {
 	return out
 }
 
-// readHist reads a hist file: the kernel's, or the stream engine's.
-func (r *runState) readHist(file string) ([]byte, error) {
-	if r.awk != nil {
-		return r.awk.hist(file)
-	}
-	if r.stream != nil {
-		return []byte(r.stream.histFile(file)), nil
-	}
-	return fs.ReadFile(r.t.FS, file)
-}
-
 // endMarkerWait bounds the wait, after the sources stopped, for the
 // events still in the buffer to be streamed (the end marker's return).
 var endMarkerWait = 30 * time.Second
@@ -557,13 +546,9 @@ var endMarkerWait = 30 * time.Second
 // countNegatives reads the counter of a JOIN's negative latencies.
 func (r *runState) countNegatives(h *planner.Hist) (uint64, error) {
 	file := h.HistFile()
-	data, err := r.readHist(file)
+	hs, err := r.eng.histograms(file)
 	if err != nil {
 		return 0, err
-	}
-	hs, err := tracefs.ParseHist(string(data))
-	if err != nil {
-		return 0, fmt.Errorf("%s: %v", file, err)
 	}
 	for _, got := range hs {
 		if strings.Join(got.KeyFields(), ",") == strings.Join(h.Keys, ",") {

@@ -39,25 +39,6 @@ const (
 	EngineAuto = "auto"
 )
 
-// PickEngine resolves an engine choice ("", "auto", "kernel" or
-// "stream") for a target with the features feat.
-func PickEngine(want string, feat tracefs.Features) (string, error) {
-	switch want {
-	case "", EngineAuto:
-		if feat.HistTriggers && feat.SyntheticEvents {
-			return EngineKernel, nil
-		}
-		return EngineStream, nil
-	case EngineKernel, EngineStream:
-		return want, nil
-	case EngineAwk:
-		// The stream engine's plan, computed by the target's awk
-		// where the run reaches it through a shell (RunAwkVia).
-		return EngineStream, nil
-	}
-	return "", fmt.Errorf("--engine %q: give kernel, stream, awk or auto", want)
-}
-
 // streamPoll is how often the stream engine drains the ring buffers.
 const streamPoll = 100 * time.Millisecond
 
@@ -790,6 +771,12 @@ func (s *streamRun) histFile(file string) string {
 	defer s.mu.Unlock()
 	s.syms.prefetch(s.m.Addresses())
 	return s.m.HistFile(sys, ev)
+}
+
+// histograms are the histograms of a hist file as the machine computed
+// them.
+func (s *streamRun) histograms(file string) ([]*tracefs.Histogram, error) {
+	return parseHistFile(file, []byte(s.histFile(file)))
 }
 
 // commCache names tasks from the kernel's saved_cmdlines, read again when

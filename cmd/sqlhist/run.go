@@ -131,12 +131,12 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		popt = live.AwkPrepare(popt)
 	}
 	if o.run {
-		eng, err := live.PickEngine(o.live.Engine, cat.Features())
+		eng, err := live.ChooseEngine(o.live.Engine, cat.Features())
 		if err != nil {
 			return usageError(e, "%v", err)
 		}
-		o.live.Used, o.live.Catalog = eng, cat
-		popt.Stream = eng == live.EngineStream
+		o.live.Used, o.live.UsedReason, o.live.Catalog = eng.Engine, eng.Reason, cat
+		popt.Stream = eng.Engine == live.EngineStream
 	}
 	plan, code := o.compile(e, src, cat, popt, e.Stderr)
 	if code != exitOK {

@@ -1,0 +1,170 @@
+package live
+
+import (
+	"fmt"
+	"io/fs"
+
+	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// engine is the part of a run that computes its answer. Run drives every
+// engine the same way: it applies the run's tracefs writes (an engine may
+// need none), starts the engine, reads the histograms as they are (at
+// each interval and at the end), stops the sources so that what is read
+// next is final, and removes what it wrote. The kernel's hist triggers,
+// the stream engine and the awk engine's output read back through --via
+// are engines; which one runs is chosen in one place ([ChooseEngine]).
+type engine interface {
+	// name is the engine as the table and JSON name it (EngineKernel,
+	// EngineStream, EngineAwk).
+	name() string
+	// start begins the collection, once the run's tracefs writes are in.
+	start() error
+	// sync makes the next reading include what the sources gave so far.
+	sync()
+	// histograms reads the histograms of one of the plan's hist files
+	// (instances/…/events/SYSTEM/EVENT/hist) as they are now.
+	histograms(file string) ([]*tracefs.Histogram, error)
+	// lost is how many events the engine's sources lost so far: final
+	// once stopped.
+	lost() int
+	// stop stops the sources, so that what is read next is final, and
+	// returns the events they lost; a second call does nothing.
+	stop() (lost int, err error)
+}
+
+// EngineChoice is the engine that answers a run and why it was chosen.
+type EngineChoice struct {
+	Engine string // EngineKernel or EngineStream
+	// Reason says why, for the table and JSON: "asked for with
+	// --engine stream", "this kernel has no hist triggers".
+	Reason string
+}
+
+// ChooseEngine picks the engine for a run from the choice given ("",
+// "auto", "kernel", "stream" or "awk") and the target's features: the
+// one place that decides.
+func ChooseEngine(want string, feat tracefs.Features) (EngineChoice, error) {
+	switch want {
+	case "", EngineAuto:
+		switch {
+		case feat.HistTriggers && feat.SyntheticEvents:
+			return EngineChoice{EngineKernel, "auto: the kernel has hist triggers and synthetic events"}, nil
+		case !feat.HistTriggers:
+			return EngineChoice{EngineStream, "auto: this kernel has no hist triggers"}, nil
+		}
+		return EngineChoice{EngineStream, "auto: this kernel has no synthetic events"}, nil
+	case EngineKernel, EngineStream:
+		return EngineChoice{want, "asked for with --engine " + want}, nil
+	case EngineAwk:
+		// The stream engine's plan, computed by the target's awk
+		// where the run reaches it through a shell (RunAwkVia).
+		return EngineChoice{EngineStream, "asked for with --engine awk"}, nil
+	}
+	return EngineChoice{}, fmt.Errorf("--engine %q: give kernel, stream, awk or auto", want)
+}
+
+// PickEngine resolves an engine choice ("", "auto", "kernel", "stream"
+// or "awk") for a target with the features feat (see [ChooseEngine]).
+func PickEngine(want string, feat tracefs.Features) (string, error) {
+	c, err := ChooseEngine(want, feat)
+	return c.Engine, err
+}
+
+// kernelEngine is the kernel's hist triggers: what it computed is read
+// from the hist files; stopping removes the end triggers (no synthetic
+// event fires after) and pauses the histograms.
+type kernelEngine struct {
+	r       *runState
+	first   []emit.Command // the end triggers' removals
+	stopped bool
+}
+
+func (k *kernelEngine) name() string { return EngineKernel }
+func (k *kernelEngine) start() error { return nil }
+func (k *kernelEngine) sync()        {}
+func (k *kernelEngine) lost() int    { return 0 }
+
+func (k *kernelEngine) histograms(file string) ([]*tracefs.Histogram, error) {
+	data, err := fs.ReadFile(k.r.t.FS, file)
+	if err != nil {
+		return nil, err
+	}
+	return parseHistFile(file, data)
+}
+
+func (k *kernelEngine) stop() (int, error) {
+	if k.stopped {
+		return 0, nil
+	}
+	k.stopped = true
+	// The end triggers first: then no synthetic event fires, and pausing
+	// the histograms stops the rest.
+	err := Teardown(k.r.t, k.first)
+	k.r.pauseHistograms()
+	return 0, err
+}
+
+// streamEngine is the stream engine: sqlhist reads the events from the
+// ring buffers and computes the triggers (package stream).
+type streamEngine struct {
+	s       *streamRun
+	arch    *tracefs.Arch
+	events  bool // the synthetic events are streamed (--events)
+	stopped bool
+	total   int // the events lost, once stopped
+}
+
+func (e *streamEngine) name() string { return EngineStream }
+func (e *streamEngine) start() error { return e.s.start(e.arch, e.events) }
+func (e *streamEngine) sync()        { e.s.sync() }
+
+func (e *streamEngine) lost() int {
+	if e.stopped {
+		return e.total
+	}
+	return max(e.s.lost()-e.s.lostBefore, 0)
+}
+
+func (e *streamEngine) histograms(file string) ([]*tracefs.Histogram, error) {
+	return e.s.histograms(file)
+}
+
+func (e *streamEngine) stop() (int, error) {
+	if e.stopped {
+		return 0, nil
+	}
+	e.stopped = true
+	lost, err := e.s.finish()
+	e.total = lost
+	return lost, err
+}
+
+// awkEngine is what the awk engine's program printed on a target reached
+// through a shell (RunAwkVia): the hist files of one reading.
+type awkEngine struct{ out *AwkOutput }
+
+func (a *awkEngine) name() string       { return EngineAwk }
+func (a *awkEngine) start() error       { return nil }
+func (a *awkEngine) sync()              {}
+func (a *awkEngine) lost() int          { return int(min(a.out.Lost, 1<<31)) }
+func (a *awkEngine) stop() (int, error) { return a.lost(), nil }
+
+func (a *awkEngine) histograms(file string) ([]*tracefs.Histogram, error) {
+	data, err := a.out.hist(file)
+	if err != nil {
+		return nil, err
+	}
+	return parseHistFile(file, data)
+}
+
+// parseHistFile parses the text of a hist file the kernel (or the awk
+// engine, which prints the kernel's format) wrote.
+func parseHistFile(file string, data []byte) ([]*tracefs.Histogram, error) {
+	hs, err := tracefs.ParseHist(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	return hs, nil
+}
