@@ -85,8 +85,8 @@ func samples() map[string]func() ([]*Trigger, []*planner.Synth) {
 			// SELECT common_pid.execname, bytes_alloc.log2, SUM(bytes_req),
 			// COUNT(*) FROM kmem.kmalloc WHERE COMM == "bash" OR CPU == 1
 			return []*Trigger{{System: "kmem", Event: "kmalloc",
-				Keys: []*planner.Expr{fieldMod("common_pid", "execname"), fieldMod("bytes_alloc", "log2")},
-				Vals: []*planner.Expr{hitcount(), field("bytes_req")},
+				Keys:   []*planner.Expr{fieldMod("common_pid", "execname"), fieldMod("bytes_alloc", "log2")},
+				Vals:   []*planner.Expr{hitcount(), field("bytes_req")},
 				Filter: &planner.Filter{Op: planner.FilterOr, L: strPred("COMM", "==", "bash"), R: pred("CPU", "==", 1)}}}, nil
 		},
 		"dynstring-buckets": func() ([]*Trigger, []*planner.Synth) {
