@@ -249,4 +249,3 @@ func TestHostJoin(t *testing.T) {
 		t.Errorf("reads %d, writes %d, %d kinds of call; the workload made %d and %d", calls["read"], calls["write"], len(calls), n+1, n)
 	}
 }
-
