@@ -255,13 +255,12 @@ func bootNodes(cmds []Command, opt BootOptions, diags *source.Diags) (map[string
 			n := node(i, h.Instance, h.System, h.Event)
 			n.hists = append(n.hists, c)
 			for _, a := range h.Actions {
-				act := parseAction(a)
-				if act.handler == "onmatch" {
-					sys, ev, _ := strings.Cut(act.param, ".")
+				if a.Handler == planner.OnMatch {
+					sys, ev, _ := strings.Cut(a.Match, ".")
 					n.deps[(&bootNode{instance: h.Instance, group: sys, event: ev}).key()] = true
 				}
-				if act.synth != "" {
-					n.deps[(&bootNode{instance: inst, group: "synthetic", event: act.synth}).key()] = true
+				if a.Kind == planner.ActTrace {
+					n.deps[(&bootNode{instance: inst, group: "synthetic", event: a.Synth}).key()] = true
 				}
 			}
 		}
@@ -522,40 +521,33 @@ func histSubkey(c *Command) string {
 	return "hist." + strconv.FormatUint(uint64(h.Sum32()), 10)
 }
 
-// action is a parsed hist action: handler(param).name(args).
-type action struct {
+// bootAction is a hist action as bootconfig subkeys write it:
+// handler { param; name = args }. A trace of the form before trace()
+// (onmatch(sys.event).SYNTH(args)) is written as trace = SYNTH, args.
+type bootAction struct {
 	handler, param, name string
 	args                 []string
-	synth                string // the synthetic event it fires, if any
 }
 
-func parseAction(a string) action {
-	var x action
-	open := strings.IndexByte(a, '(')
-	close := strings.Index(a, ").")
-	if open < 0 || close < open {
-		return x
+func bootActionOf(a *planner.Action) bootAction {
+	var x bootAction
+	switch a.Handler {
+	case planner.OnMatch:
+		x.handler, x.param = "onmatch", a.Match
+	case planner.OnMax:
+		x.handler, x.param = "onmax", "$"+a.Track
+	case planner.OnChange:
+		x.handler, x.param = "onchange", "$"+a.Track
 	}
-	x.handler, x.param = a[:open], a[open+1:close]
-	rest := a[close+2:]
-	name, args, _ := strings.Cut(rest, "(")
-	args = strings.TrimSuffix(args, ")")
-	x.name = name
-	if args != "" {
-		x.args = strings.Split(args, ",")
+	switch a.Kind {
+	case planner.ActTrace:
+		x.name, x.args = "trace", []string{a.Synth}
+	case planner.ActSave:
+		x.name = "save"
+	case planner.ActSnapshot:
+		x.name = "snapshot"
 	}
-	switch name {
-	case "trace":
-		if len(x.args) > 0 {
-			x.synth = x.args[0]
-		}
-	case "save", "snapshot":
-	default:
-		// onmatch(sys.event).SYNTH(args): the form before trace().
-		x.synth = name
-		x.name = "trace"
-		x.args = append([]string{name}, x.args...)
-	}
+	x.args = append(x.args, planner.ExprStrings(a.Params)...)
 	return x
 }
 
@@ -571,11 +563,12 @@ func writeHist(b *strings.Builder, c *Command, sub string, val func(*Command, st
 		return strings.Join(vs, ", ")
 	}
 	fmt.Fprintf(b, "\t# %s\n\t%s {\n", c.What, sub)
-	fmt.Fprintf(b, "\t\tkeys = %s\n", list(h.Keys))
-	composed := "hist:keys=" + strings.Join(h.Keys, ",")
-	if len(h.Vals) > 0 {
-		fmt.Fprintf(b, "\t\tvalues = %s\n", list(h.Vals))
-		composed += ":values=" + strings.Join(h.Vals, ",")
+	keys, vals := planner.ExprStrings(h.Keys), planner.ExprStrings(h.Vals)
+	fmt.Fprintf(b, "\t\tkeys = %s\n", list(keys))
+	composed := "hist:keys=" + strings.Join(keys, ",")
+	if len(vals) > 0 {
+		fmt.Fprintf(b, "\t\tvalues = %s\n", list(vals))
+		composed += ":values=" + strings.Join(vals, ",")
 	}
 	if len(h.Sort) > 0 {
 		fmt.Fprintf(b, "\t\tsort = %s\n", list(h.Sort))
@@ -596,19 +589,20 @@ func writeHist(b *strings.Builder, c *Command, sub string, val func(*Command, st
 	if len(h.Vars) > 0 {
 		b.WriteString("\t\tvar {\n")
 		for _, v := range h.Vars {
-			if !bootKeyword(v.Name) || strings.ContainsAny(v.Expr, " \t") {
-				diags.Add(c.Pos, c.End, "variable %s=%s cannot be written as a bootconfig hist variable", v.Name, v.Expr)
+			e := v.Expr.String()
+			if !bootKeyword(v.Name) || strings.ContainsAny(e, " \t") {
+				diags.Add(c.Pos, c.End, "variable %s=%s cannot be written as a bootconfig hist variable", v.Name, e)
 			}
-			fmt.Fprintf(b, "\t\t\t%s = %s\n", v.Name, val(c, v.Expr))
-			composed += ":" + v.Name + "=" + v.Expr
+			fmt.Fprintf(b, "\t\t\t%s = %s\n", v.Name, val(c, e))
+			composed += ":" + v.Name + "=" + e
 		}
 		b.WriteString("\t\t}\n")
 	}
 	// The kernel composes handlers by type: every onmax, then onchange,
 	// then onmatch; numbered subkeys when a type has several.
-	byType := map[string][]action{}
+	byType := map[string][]bootAction{}
 	for _, a := range h.Actions {
-		x := parseAction(a)
+		x := bootActionOf(a)
 		if x.handler == "" || x.name == "" {
 			diags.Add(c.Pos, c.End, "the %s has an action (%s) that hist subkeys cannot express", c.What, a)
 			continue
@@ -637,14 +631,10 @@ func writeHist(b *strings.Builder, c *Command, sub string, val func(*Command, st
 			b.WriteString("\t\t}\n")
 		}
 	}
-	for t := range byType {
-		if t != "onmax" && t != "onchange" && t != "onmatch" {
-			diags.Add(c.Pos, c.End, "the %s has a %s() handler that hist subkeys cannot express", c.What, t)
-		}
-	}
-	if h.Filter != "" {
-		fmt.Fprintf(b, "\t\tfilter = %s\n", val(c, h.Filter))
-		composed += " if " + h.Filter
+	if h.Filter != nil {
+		f := h.Filter.String()
+		fmt.Fprintf(b, "\t\tfilter = %s\n", val(c, f))
+		composed += " if " + f
 	}
 	b.WriteString("\t}\n")
 	if len(composed) > BootCommandMax {

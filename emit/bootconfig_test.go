@@ -121,7 +121,15 @@ func TestSplitBootconfigCorrupt(t *testing.T) {
 }
 
 func hist(system, event, role string, keys []string, actions ...string) *planner.Hist {
-	return &planner.Hist{System: system, Event: event, Role: role, Keys: keys, Actions: actions}
+	h := &planner.Hist{System: system, Event: event, Role: role, Keys: planner.MustExprs(keys...)}
+	for _, a := range actions {
+		x, err := planner.ParseAction(a)
+		if err != nil {
+			panic(err)
+		}
+		h.Actions = append(h.Actions, x)
+	}
+	return h
 }
 
 func TestBootconfigOrder(t *testing.T) {
@@ -165,10 +173,14 @@ func TestBootconfigOrder(t *testing.T) {
 func TestBootconfigActionsForm(t *testing.T) {
 	s := &planner.Synth{Name: "lat", Fields: []*planner.SynthField{{Name: "lat", Type: "u64"}}}
 	plan := &planner.Plan{Units: []*planner.Unit{{Synth: s,
-		Start: &planner.Hist{System: "sched", Event: "sched_waking", Role: "start", Keys: []string{"pid"}, Vars: []planner.Var{{Name: "ts", Expr: "common_timestamp.usecs"}}},
+		Start: &planner.Hist{System: "sched", Event: "sched_waking", Role: "start", Keys: planner.MustExprs("pid"), Vars: []planner.Var{{Name: "ts", Expr: planner.MustExprs("common_timestamp.usecs")[0]}}},
 		End:   hist("sched", "sched_switch", "end", []string{"next_pid"}, "onmatch(sched.sched_waking).trace(lat,$l)")}}}
-	plan.Units[0].End.Vars = []planner.Var{{Name: "l", Expr: "common_timestamp.usecs-$ts"}}
-	plan.Units[0].End.Filter = `next_comm != "swapper/0"`
+	plan.Units[0].End.Vars = []planner.Var{{Name: "l", Expr: planner.MustExprs("common_timestamp.usecs-$ts")[0]}}
+	f, err := planner.ParseFilter(`next_comm != "swapper/0"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Units[0].End.Filter = f
 	text, diags := Bootconfig(BootCommands(plan, Options{}), BootOptions{Release: "5.10.262", Features: tracefs.Features{ReturnSuffix: true}})
 	if len(diags) > 0 {
 		t.Fatal(diags)

@@ -42,9 +42,9 @@ func wakeupPlan(name, start, end string) *planner.Plan {
 	s := &planner.Synth{Name: name, Fields: []*planner.SynthField{{Name: "lat", Type: "u64"}}}
 	sys, ev, _ := strings.Cut(start, ".")
 	esys, eev, _ := strings.Cut(end, ".")
-	st := &planner.Hist{System: sys, Event: ev, Role: "start", Keys: []string{"pid"}, Vars: []planner.Var{{Name: name + "_ts", Expr: "common_timestamp.usecs"}}}
+	st := &planner.Hist{System: sys, Event: ev, Role: "start", Keys: planner.MustExprs("pid"), Vars: []planner.Var{{Name: name + "_ts", Expr: planner.MustExprs("common_timestamp.usecs")[0]}}}
 	en := hist(esys, eev, "end", []string{"pid"}, "onmatch("+start+").trace("+name+",$"+name+"_lat)")
-	en.Vars = []planner.Var{{Name: name + "_lat", Expr: "common_timestamp.usecs-$" + name + "_ts"}}
+	en.Vars = []planner.Var{{Name: name + "_lat", Expr: planner.MustExprs("common_timestamp.usecs-$" + name + "_ts")[0]}}
 	return &planner.Plan{Units: []*planner.Unit{{Synth: s, Start: st, End: en}}}
 }
 

@@ -15,7 +15,7 @@ import (
 // results histogram) is in place before the trigger that fires it.
 func TestRunCommandsConsumersFirst(t *testing.T) {
 	hist := func(sys, ev, role string) *planner.Hist {
-		return &planner.Hist{System: sys, Event: ev, Role: role, Keys: []string{role}, Instance: "run"}
+		return &planner.Hist{System: sys, Event: ev, Role: role, Keys: planner.MustExprs(role), Instance: "run"}
 	}
 	p := &planner.Plan{Units: []*planner.Unit{
 		{Synth: &planner.Synth{Name: "one"}, Start: hist("a", "b", "s1"), End: hist("c", "d", "e1"), Results: hist("synthetic", "one", "r1")},

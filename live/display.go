@@ -153,5 +153,5 @@ func sameNameAndFilter(info string, h *planner.Hist) bool {
 			name = v
 		}
 	}
-	return name == h.Name && strings.TrimSpace(filter) == strings.TrimSpace(h.Filter)
+	return name == h.Name && strings.TrimSpace(filter) == h.FilterText()
 }

@@ -16,7 +16,7 @@ func TestDisplayColumns(t *testing.T) {
 		"{ common_pid:         12 } hitcount:          3\n\tmax:        512  bytes_alloc:        512\n" +
 		"{ common_pid:         40 } hitcount:          5\n\tmax:       4096  bytes_alloc:       4096\n" +
 		"\nTotals:\n    Hits: 8\n    Entries: 2\n    Dropped: 0\n"
-	h := &planner.Hist{Keys: []string{"common_pid"}, Columns: []planner.Column{
+	h := &planner.Hist{Keys: planner.MustExprs("common_pid"), Columns: []planner.Column{
 		{Label: "pid", Kind: planner.ColKey}, {Label: "biggest", Kind: planner.ColMax}, {Label: "n", Kind: planner.ColCount}}}
 	res := newResult(&planner.Unit{}, h, parseOne(t, maxText))
 	want := map[string]string{"12": "512", "40": "4096"}
@@ -39,7 +39,7 @@ func TestDisplayColumns(t *testing.T) {
 		}
 		text := "# event histogram\n#\n# trigger info: " + info + " [active]\n#\n\n" + line2 + line1 +
 			"\nTotals:\n    Hits: 8\n    Entries: 2\n    Dropped: 0\n"
-		h := &planner.Hist{Keys: []string{"id.syscall"}, Vals: []string{"hitcount.percent", "hitcount.graph"}, Columns: []planner.Column{
+		h := &planner.Hist{Keys: planner.MustExprs("id.syscall"), Vals: planner.MustExprs("hitcount.percent", "hitcount.graph"), Columns: []planner.Column{
 			{Label: "call", Kind: planner.ColKey}, {Label: "share", Kind: planner.ColPercent, Index: 0}, {Label: "bar", Kind: planner.ColGraph, Index: 1}}}
 		res := newResult(&planner.Unit{}, h, parseOne(t, text))
 		if len(res.Rows) != 2 {

@@ -28,7 +28,7 @@ func TestIntervalDifference(t *testing.T) {
 	if d.Totals.Hits != 4 || len(d.Entries) != 3 {
 		t.Fatalf("difference: hits %d, %d entries", d.Totals.Hits, len(d.Entries))
 	}
-	h := &planner.Hist{System: "synthetic", Event: "wl", Keys: []string{"comm", "lat.log2"},
+	h := &planner.Hist{System: "synthetic", Event: "wl", Keys: planner.MustExprs("comm", "lat.log2"),
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
 	res := newResult(&planner.Unit{}, h, d)
 	got := map[string]Row{}
@@ -64,7 +64,7 @@ func TestIntervalDuplicateKeys(t *testing.T) {
 	if len(d.Entries) != 1 || d.Entries[0].Values[0].Num != 3 || d.Entries[0].Values[1].Num != 30 {
 		t.Fatalf("difference: %+v", d.Entries)
 	}
-	h := &planner.Hist{System: "sched", Event: "sched_switch", Keys: []string{"comm"},
+	h := &planner.Hist{System: "sched", Event: "sched_switch", Keys: planner.MustExprs("comm"),
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}}}
 	res := newResult(&planner.Unit{}, h, after)
 	if len(res.Rows) != 1 || res.Rows[0].Count != 7 {
@@ -79,7 +79,7 @@ func TestUnknownSyscallKey(t *testing.T) {
 		"{ id: unknown_syscall               [983045] } hitcount:          3\n"+
 		"{ id: sys_openat                    [322] } hitcount:          2\n"+
 		"\nTotals:\n    Hits: 5\n    Entries: 2\n    Dropped: 0\n")
-	h := &planner.Hist{System: "raw_syscalls", Event: "sys_enter", Keys: []string{"id.syscall"},
+	h := &planner.Hist{System: "raw_syscalls", Event: "sys_enter", Keys: planner.MustExprs("id.syscall"),
 		Columns: []planner.Column{{Label: "call", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}}}
 	res := newResult(&planner.Unit{}, h, h0)
 	if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != "unknown_syscall [983045]" || res.Rows[1].Cells[0].Text != "sys_openat" {
@@ -105,7 +105,7 @@ func TestTwinsResorted(t *testing.T) {
 		"{ comm: sh } hitcount:          4\n"+
 		"{ comm: sh } hitcount:          3\n"+
 		"\nTotals:\n    Hits: 12\n    Entries: 3\n    Dropped: 0\n")
-	h := &planner.Hist{System: "synthetic", Event: "x", Keys: []string{"comm"}, Sort: []string{"hitcount.descending"},
+	h := &planner.Hist{System: "synthetic", Event: "x", Keys: planner.MustExprs("comm"), Sort: []string{"hitcount.descending"},
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}}}
 	res := newResult(&planner.Unit{}, h, h0)
 	if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != "sh" || res.Rows[0].Count != 7 || res.Rows[1].Count != 5 {
@@ -122,7 +122,7 @@ func TestSignedKey(t *testing.T) {
 		"{ dfd:          3 } hitcount:          2\n"+
 		"\nTotals:\n    Hits: 9\n    Entries: 2\n    Dropped: 0\n")
 	for _, signed := range []bool{true, false} {
-		h := &planner.Hist{System: "kprobes", Event: "p", Keys: []string{"dfd"},
+		h := &planner.Hist{System: "kprobes", Event: "p", Keys: planner.MustExprs("dfd"),
 			Columns: []planner.Column{{Label: "dfd", Kind: planner.ColKey, Signed: signed}, {Label: "count", Kind: planner.ColCount}}}
 		res := newResult(&planner.Unit{}, h, h0)
 		want := map[bool]string{true: "-100", false: "18446744073709551516"}[signed]

@@ -217,7 +217,16 @@ func readJSONResult(m json.RawMessage) (*Result, error) {
 	case len(in.Kinds) != len(in.Columns):
 		return nil, fmt.Errorf(" (%s): %d kinds for %d columns", in.Event, len(in.Kinds), len(in.Columns))
 	}
-	h := &planner.Hist{Keys: in.Keys, Limit: in.Limit, Size: in.Size, NoHitcount: true}
+	h := &planner.Hist{Limit: in.Limit, Size: in.Size, NoHitcount: true}
+	// The keys as the trigger wrote them: reading them back is the one
+	// place the hist text of a plan is parsed.
+	for j, k := range in.Keys {
+		x, err := planner.ParseExpr(k)
+		if err != nil {
+			return nil, within(nil, fmt.Sprintf(".keys[%d]: %v", j, err), "keys", j)
+		}
+		h.Keys = append(h.Keys, x)
+	}
 	h.System, h.Event, _ = strings.Cut(in.Event, "/")
 	byName := map[string]planner.ColumnKind{}
 	for k, name := range kindNames {

@@ -168,11 +168,15 @@ func keyModifier(h *planner.Hist, c planner.Column) string {
 		return ""
 	}
 	k := h.Keys[c.Index]
-	if isStackKey(k) {
+	switch {
+	case isStackKey(k):
 		return "stacktrace"
+	case k.Kind == planner.ExprBinary:
+		return ""
+	case k.Mod == "buckets":
+		return "buckets=" + strconv.FormatUint(k.Buckets, 10)
 	}
-	_, mod, _ := strings.Cut(k, ".")
-	return mod
+	return k.Mod
 }
 
 // sameQuery reports how two reports differ in what they show.
@@ -634,7 +638,19 @@ func sortLabel(h *planner.Hist, name string) (string, bool) {
 	if name == "hitcount" {
 		return "count", true
 	}
-	base := func(s string) string { b, _, _ := strings.Cut(s, "."); return b }
+	// base is the name sort= gives a key or value: its field without
+	// the modifier.
+	base := func(x *planner.Expr) string {
+		switch x.Kind {
+		case planner.ExprField, planner.ExprCPU, planner.ExprStack:
+			return x.Name
+		case planner.ExprTimestamp:
+			return "common_timestamp"
+		case planner.ExprHitcount:
+			return "hitcount"
+		}
+		return x.String()
+	}
 	for _, c := range h.Columns {
 		switch {
 		case c.Kind == planner.ColKey && c.Index < len(h.Keys) && base(h.Keys[c.Index]) == name,

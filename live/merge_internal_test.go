@@ -50,7 +50,7 @@ func mergeOf(t *testing.T, rs ...*Result) *Result {
 // count); without counts (nohitcount) the share is estimated from each
 // target's and marked "~", with a note.
 func TestMergeShares(t *testing.T) {
-	h := &planner.Hist{Keys: []string{"id.syscall"}, Vals: []string{"hitcount.percent", "hitcount.graph"}, Columns: []planner.Column{
+	h := &planner.Hist{Keys: planner.MustExprs("id.syscall"), Vals: planner.MustExprs("hitcount.percent", "hitcount.graph"), Columns: []planner.Column{
 		{Label: "call", Kind: planner.ColKey}, {Label: "share", Kind: planner.ColPercent, Index: 0}, {Label: "bar", Kind: planner.ColGraph, Index: 1}}}
 	const info = "hist:keys=id.syscall:vals=hitcount.percent,hitcount.graph:sort=hitcount:size=2048"
 	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
@@ -87,7 +87,7 @@ func TestMergeShares(t *testing.T) {
 // results do not carry: merged, they show "?" with a note; one target's
 // results pass as they are.
 func TestMergeSumShares(t *testing.T) {
-	h := &planner.Hist{Keys: []string{"common_pid"}, Vals: []string{"bytes_req.percent", "bytes_alloc.graph"}, NoHitcount: true, Columns: []planner.Column{
+	h := &planner.Hist{Keys: planner.MustExprs("common_pid"), Vals: planner.MustExprs("bytes_req.percent", "bytes_alloc.graph"), NoHitcount: true, Columns: []planner.Column{
 		{Label: "pid", Kind: planner.ColKey}, {Label: "share", Kind: planner.ColSumPercent, Index: 0}, {Label: "bar", Kind: planner.ColSumGraph, Index: 1}}}
 	const info = "hist:keys=common_pid:vals=bytes_req.percent,bytes_alloc.graph:sort=hitcount:size=2048:nohitcount"
 	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
@@ -108,7 +108,7 @@ func TestMergeSumShares(t *testing.T) {
 // only when nothing exact is as large. onchange's last values have no
 // order across targets: a row whose targets differ shows "?", with a note.
 func TestMergeHandlers(t *testing.T) {
-	h := &planner.Hist{Keys: []string{"common_pid"}, Columns: []planner.Column{
+	h := &planner.Hist{Keys: planner.MustExprs("common_pid"), Columns: []planner.Column{
 		{Label: "pid", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}, {Label: "max(b)", Kind: planner.ColMax},
 		{Label: "saved(c)", Kind: planner.ColSaved, Index: 0}}}
 	const info = "hist:keys=common_pid:vals=hitcount:m=b:sort=hitcount:size=2048:onmax($m).save(c)"
@@ -125,7 +125,7 @@ func TestMergeHandlers(t *testing.T) {
 		t.Errorf("merged maxima (-want +got):\n%s", d)
 	}
 
-	hc := &planner.Hist{Keys: []string{"next_pid"}, Columns: []planner.Column{
+	hc := &planner.Hist{Keys: planner.MustExprs("next_pid"), Columns: []planner.Column{
 		{Label: "pid", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}, {Label: "last(lat)", Kind: planner.ColChanged},
 		{Label: "saved(prio)", Kind: planner.ColSaved, Index: 0}}}
 	const cinfo = "hist:keys=next_pid:vals=hitcount:sort=hitcount:size=2048:onchange($l).save(prio)"
@@ -145,7 +145,7 @@ func TestMergeHandlers(t *testing.T) {
 // LIMIT: the merged rows are ordered as the query orders them and cut to
 // the limit, with a note when a target may have cut a row.
 func TestMergeLimit(t *testing.T) {
-	h := &planner.Hist{Keys: []string{"common_pid"}, Vals: []string{"b"}, Sort: []string{"b.descending"}, Limit: 2, Columns: []planner.Column{
+	h := &planner.Hist{Keys: planner.MustExprs("common_pid"), Vals: planner.MustExprs("b"), Sort: []string{"b.descending"}, Limit: 2, Columns: []planner.Column{
 		{Label: "pid", Kind: planner.ColKey}, {Label: "sum(b)", Kind: planner.ColValue, Index: 0}}}
 	const info = "hist:keys=common_pid:vals=hitcount,b:sort=b.descending:size=2048"
 	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
@@ -170,7 +170,7 @@ func TestMergeLimit(t *testing.T) {
 // A symbol is one key whatever its address on each machine (KASLR): the
 // merged row shows it without one when they differ.
 func TestMergeSymbols(t *testing.T) {
-	h := &planner.Hist{Keys: []string{"call_site.sym-offset"}, Columns: []planner.Column{
+	h := &planner.Hist{Keys: planner.MustExprs("call_site.sym-offset"), Columns: []planner.Column{
 		{Label: "site", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}}}
 	const info = "hist:keys=call_site.sym-offset:vals=hitcount:sort=hitcount:size=2048"
 	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
@@ -238,12 +238,13 @@ func triggerVals(info string) (keys, vals []string) {
 // sums and handlers would.
 func histResult(got *tracefs.Histogram) *Result {
 	h := &planner.Hist{System: "s", Event: "e"}
-	h.Keys, h.Vals = triggerVals(got.TriggerInfo)
-	for i, k := range h.Keys {
+	keys, vals := triggerVals(got.TriggerInfo)
+	h.Keys, h.Vals = planner.MustExprs(keys...), planner.MustExprs(vals...)
+	for i, k := range keys {
 		h.Columns = append(h.Columns, planner.Column{Label: k, Kind: planner.ColKey, Index: i})
 	}
 	h.Columns = append(h.Columns, planner.Column{Label: "count", Kind: planner.ColCount})
-	for i, v := range h.Vals {
+	for i, v := range vals {
 		if v != "hitcount" {
 			h.Columns = append(h.Columns, planner.Column{Label: v, Kind: planner.ColValue, Index: i - 1})
 		}
@@ -276,7 +277,7 @@ func FuzzReadJSONReport(f *testing.F) {
 		renderJSONLabelled(&js, []*Result{histResult(hs[0])}, name)
 		f.Add(js.String())
 	}
-	h := &planner.Hist{System: "synthetic", Event: "wl", Keys: []string{"comm", "lat.log2"},
+	h := &planner.Hist{System: "synthetic", Event: "wl", Keys: planner.MustExprs("comm", "lat.log2"),
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
 	const head = "# event histogram\n#\n# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) [active]\n#\n\n"
 	hs, err := tracefs.ParseHist(head +

@@ -364,15 +364,12 @@ func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *
 	for j, c := range h.Columns {
 		switch c.Kind {
 		case planner.ColKey:
-			spec := ""
+			mod := ""
 			if c.Index < len(h.Keys) {
-				spec = h.Keys[c.Index]
+				mod = h.Keys[c.Index].Mod
 			}
-			if res.Latency == nil && histKey < 0 && (strings.HasSuffix(spec, ".log2") || strings.Contains(spec, ".buckets=")) {
-				histKey, histKind = j, "log2"
-				if !strings.HasSuffix(spec, ".log2") {
-					histKind = "buckets"
-				}
+			if res.Latency == nil && histKey < 0 && (mod == "log2" || mod == "buckets") {
+				histKey, histKind = j, mod
 				continue
 			}
 			keys = append(keys, j)

@@ -21,7 +21,7 @@ import (
 func wakeupResult(t *testing.T, entries string, hits, n int) *Result {
 	t.Helper()
 	const head = "# event histogram\n#\n# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) [active]\n#\n\n"
-	h := &planner.Hist{System: "synthetic", Event: "wakeup_lat", Keys: []string{"comm", "lat.log2"},
+	h := &planner.Hist{System: "synthetic", Event: "wakeup_lat", Keys: planner.MustExprs("comm", "lat.log2"),
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
 	text := head + entries + "\nTotals:\n    Hits: " + itoa(hits) + "\n    Entries: " + itoa(n) + "\n    Dropped: 3\n"
 	return newResult(&planner.Unit{}, h, parseOne(t, text))
@@ -33,7 +33,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func syscallResult(t *testing.T, entries string, hits, n int) *Result {
 	t.Helper()
 	const head = "# event histogram\n#\n# trigger info: hist:keys=id.syscall:vals=hitcount,ret:sort=hitcount:size=2048 [active]\n#\n\n"
-	h := &planner.Hist{System: "raw_syscalls", Event: "sys_exit", Keys: []string{"id.syscall"}, Vals: []string{"ret"},
+	h := &planner.Hist{System: "raw_syscalls", Event: "sys_exit", Keys: planner.MustExprs("id.syscall"), Vals: planner.MustExprs("ret"),
 		Columns: []planner.Column{{Label: "id", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "SUM(ret)", Kind: planner.ColValue, Index: 0}}}
 	text := head + entries + "\nTotals:\n    Hits: " + itoa(hits) + "\n    Entries: " + itoa(n) + "\n    Dropped: 0\n"
 	return newResult(&planner.Unit{}, h, parseOne(t, text))

@@ -330,7 +330,7 @@ func jsonResults(results []*Result) []jsonResult {
 			jr.Columns = append(jr.Columns, c.Label)
 			jr.Kinds = append(jr.Kinds, kindNames[c.Kind])
 		}
-		jr.Keys, jr.Limit, jr.Size = res.Hist.Keys, res.Hist.Limit, res.Hist.Size
+		jr.Keys, jr.Limit, jr.Size = planner.ExprStrings(res.Hist.Keys), res.Hist.Limit, res.Hist.Size
 		for _, o := range resultOrder(res) {
 			jr.Order = append(jr.Order, jsonOrder{o.Label, o.Desc})
 		}

@@ -514,7 +514,7 @@ func (r *runState) snapshot() (*snapshot, error) {
 		}
 		got := findHist(hs, h)
 		if got == nil {
-			return nil, fmt.Errorf("%s: no histogram keyed by %s", file, strings.Join(h.Keys, ","))
+			return nil, fmt.Errorf("%s: no histogram keyed by %s", file, strings.Join(planner.ExprStrings(h.Keys), ","))
 		}
 		var neg uint64
 		if u.Negatives != nil {
@@ -551,11 +551,11 @@ func (r *runState) countNegatives(h *planner.Hist) (uint64, error) {
 		return 0, err
 	}
 	for _, got := range hs {
-		if strings.Join(got.KeyFields(), ",") == strings.Join(h.Keys, ",") {
+		if strings.Join(got.KeyFields(), ",") == strings.Join(planner.ExprStrings(h.Keys), ",") {
 			return got.Totals.Hits, nil
 		}
 	}
-	return 0, fmt.Errorf("%s: no histogram keyed by %s", file, strings.Join(h.Keys, ","))
+	return 0, fmt.Errorf("%s: no histogram keyed by %s", file, strings.Join(planner.ExprStrings(h.Keys), ","))
 }
 
 // findHist picks, among the histograms of a hist file, the one of the
@@ -564,7 +564,7 @@ func (r *runState) countNegatives(h *planner.Hist) (uint64, error) {
 func findHist(hs []*tracefs.Histogram, h *planner.Hist) *tracefs.Histogram {
 	var keyed []*tracefs.Histogram
 	for _, got := range hs {
-		if strings.Join(got.KeyFields(), ",") == strings.Join(h.Keys, ",") {
+		if strings.Join(got.KeyFields(), ",") == strings.Join(planner.ExprStrings(h.Keys), ",") {
 			keyed = append(keyed, got)
 		}
 	}

@@ -284,8 +284,8 @@ func reads(plan *Plan) []emit.PlanRead {
 			}
 			saves := false
 			for _, a := range h.Actions {
-				saves = saves || strings.Contains(a, ".save(")
-				if strings.Contains(a, ".snapshot()") {
+				saves = saves || a.Kind == planner.ActSave
+				if a.Kind == planner.ActSnapshot {
 					add(emit.PlanRead{What: "the trace buffer when the handler fired", Cat: dir(h.Instance) + "snapshot"})
 				}
 			}

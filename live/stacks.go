@@ -24,8 +24,8 @@ func HasStack(h *planner.Hist) bool {
 	return slices.IndexFunc(h.Keys, isStackKey) >= 0
 }
 
-func isStackKey(k string) bool {
-	return k == "common_stacktrace" || k == "stacktrace" || strings.HasSuffix(k, ".stacktrace")
+func isStackKey(k *planner.Expr) bool {
+	return k.Kind == planner.ExprStack || k.Mod == "stacktrace"
 }
 
 // Stacked returns the results keyed by a stack trace.

@@ -17,7 +17,7 @@ import (
 
 // stackHist is the plan of SELECT common_cpu, STACKTRACE, COUNT(*).
 func stackHist() *planner.Hist {
-	return &planner.Hist{System: "sched", Event: "sched_switch", Keys: []string{"common_cpu", "common_stacktrace"},
+	return &planner.Hist{System: "sched", Event: "sched_switch", Keys: planner.MustExprs("common_cpu", "common_stacktrace"),
 		Columns: []planner.Column{{Label: "common_cpu", Kind: planner.ColKey}, {Label: "STACKTRACE", Kind: planner.ColKey, Index: 1},
 			{Label: "count", Kind: planner.ColCount}}}
 }
@@ -203,7 +203,7 @@ func TestOffCPUStacks(t *testing.T) {
 		"{ stack.stacktrace" + frame + stackA + ", lat: ~ 2^4} hitcount:          1  lat:         10\n\tmax:         10  lat:         10\n" +
 		"{ stack.stacktrace" + frame + stackB + ", lat: ~ 2^7} hitcount:          3  lat:        300\n\tmax:        120  lat:        120\n" +
 		"\nTotals:\n    Hits: 6\n    Entries: 3\n    Dropped: 0\n"
-	h := &planner.Hist{System: "synthetic", Event: "offcpu", Keys: []string{"stack.stacktrace", "lat.log2"},
+	h := &planner.Hist{System: "synthetic", Event: "offcpu", Keys: planner.MustExprs("stack.stacktrace", "lat.log2"),
 		Columns: []planner.Column{{Label: "stack", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount},
 			{Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
 	res := newResult(&planner.Unit{}, h, parseOne(t, text))

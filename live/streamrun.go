@@ -178,7 +178,7 @@ func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance 
 	s.hists, s.synths = planHists(plan)
 	for _, h := range s.hists {
 		for _, a := range h.Actions {
-			if strings.Contains(a, ".snapshot(") {
+			if a.Kind == planner.ActSnapshot {
 				return nil, nil, fmt.Errorf("%s: a snapshot of the trace buffer (-s, -T) is the kernel's hist triggers' own; the stream engine cannot take one (--engine kernel, where the kernel has hist triggers)", h.Event)
 			}
 		}

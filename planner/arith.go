@@ -1,9 +1,6 @@
 package planner
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -37,7 +34,7 @@ const maxOperands = 64
 
 // factor is a leaf of a flat expression.
 type factor struct {
-	text  string // as written on the trigger that evaluates it
+	x     *Expr // as written on the trigger that evaluates it
 	typ   vtype
 	side  int  // 0 start, 1 end, -1 constant
 	usecs int  // 0 not a timestamp, 1 ns, 2 µs
@@ -112,19 +109,19 @@ func (js *joinState) lower(e compiler.Expr) (operand, bool) {
 		if r.side == 0 && r.mod == "" && js.keyTwin[r.name] != nil {
 			// A join key: the matching end event carries the same value in
 			// its own key field (one variable less on every start event).
-			return operand{text: js.keyTwin[r.name].text(), typ: r.typ}, true
+			return operand{x: js.keyTwin[r.name].expr(), typ: r.typ}, true
 		}
 		if r.side == 0 {
-			v := js.saveStart(js.name+"_"+js.label, r.text())
-			return operand{text: "$" + v, typ: r.typ}, true
+			v := js.saveStart(js.name+"_"+js.label, r.expr())
+			return operand{x: varExpr(v), typ: r.typ}, true
 		}
 		if r.pseudo {
 			// Pseudo-fields go through a variable of the end trigger.
 			v := js.names.take(js.name + "_" + js.label)
-			js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: r.text()})
-			return operand{text: "$" + v, typ: r.typ}, true
+			js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: r.expr()})
+			return operand{x: varExpr(v), typ: r.typ}, true
 		}
-		return operand{text: r.text(), typ: r.typ}, true
+		return operand{x: r.expr(), typ: r.typ}, true
 	case *compiler.String:
 		p.diags.Add(x.Pos, x.End, "a string constant cannot be a synthetic event field")
 		return operand{}, false
@@ -140,13 +137,13 @@ func (js *joinState) lower(e compiler.Expr) (operand, bool) {
 		return operand{}, false
 	}
 	sum = js.mergeStartTerms(foldTerms(sum))
-	text, typ, ok := js.printSum(sum, e, 1)
+	x, typ, ok := js.printSum(sum, e, 1)
 	if !ok {
 		return operand{}, false
 	}
 	v := js.names.take(js.name + "_" + js.label)
-	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: text})
-	return operand{text: "$" + v, typ: typ}, true
+	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: x})
+	return operand{x: varExpr(v), typ: typ}, true
 }
 
 // countOperands counts the leaves of e (fields, numbers, strings).
@@ -307,9 +304,9 @@ func foldTerms(sum []term) []term {
 }
 
 func evalChain(t term) (uint64, bool) {
-	v, _ := strconv.ParseUint(t.factors[0].text, 10, 64)
+	v := t.factors[0].x.N
 	for i, o := range t.ops {
-		x, _ := strconv.ParseUint(t.factors[i+1].text, 10, 64)
+		x := t.factors[i+1].x.N
 		switch o {
 		case compiler.OpMul:
 			v *= x
@@ -366,7 +363,7 @@ func (js *joinState) leaf(x *compiler.Field, ctx arithCtx) (factor, bool) {
 		p.diags.Add(r.pos, r.end, "a %s cannot be an operand of an expression", r.typ.Kind)
 		return factor{}, false
 	}
-	f := factor{text: r.text(), typ: r.typ, side: r.side, ref: r}
+	f := factor{x: r.expr(), typ: r.typ, side: r.side, ref: r}
 	if r.name == "common_timestamp" {
 		f.usecs = 1
 		if r.mod == "usecs" {
@@ -377,7 +374,7 @@ func (js *joinState) leaf(x *compiler.Field, ctx arithCtx) (factor, bool) {
 }
 
 func constFactor(v uint64) factor {
-	return factor{text: strconv.FormatUint(v, 10), typ: vtype{Kernel: "u64", Size: 8, Kind: tracefs.KindInt}, side: -1}
+	return factor{x: &Expr{Kind: ExprConst, N: v}, typ: vtype{Kernel: "u64", Size: 8, Kind: tracefs.KindInt}, side: -1}
 }
 
 // fold evaluates a constant-only expression with the kernel's wrapping
@@ -479,12 +476,12 @@ func (js *joinState) offload(x *compiler.Binary) ([]term, bool) {
 	if !ok {
 		return nil, false
 	}
-	text, typ, ok := js.printSum(sum, x, 0)
+	ex, typ, ok := js.printSum(sum, x, 0)
 	if !ok {
 		return nil, false
 	}
-	v := js.saveStart(js.name+"_"+js.label+"_start", text)
-	f := factor{text: "$" + v, typ: typ, side: 1}
+	v := js.saveStart(js.name+"_"+js.label+"_start", ex)
+	f := factor{x: varExpr(v), typ: typ, side: 1}
 	return []term{{factors: []factor{f}}}, true
 }
 
@@ -515,31 +512,31 @@ func (js *joinState) mergeStartTerms(sum []term) []term {
 	if countOps(starts) > maxOps {
 		return sum // the end expression will say it is too long
 	}
-	text, typ, ok := js.printTerms(starts, 0)
+	x, typ, ok := js.printTerms(starts, 0)
 	if !ok {
 		return sum
 	}
-	v := js.saveStart(js.name+"_"+js.label+"_start", text)
-	return append(rest, term{neg: neg, factors: []factor{{text: "$" + v, typ: typ, side: 1}}})
+	v := js.saveStart(js.name+"_"+js.label+"_start", x)
+	return append(rest, term{neg: neg, factors: []factor{{x: varExpr(v), typ: typ, side: 1}}})
 }
 
-// printSum prints a flat sum for the trigger of side local, checking the
+// printSum writes a flat sum for the trigger of side local, checking the
 // kernel's operator limit. The type is the first operand's, as the kernel
 // types an expression.
-func (js *joinState) printSum(sum []term, e compiler.Expr, local int) (string, vtype, bool) {
+func (js *joinState) printSum(sum []term, e compiler.Expr, local int) (*Expr, vtype, bool) {
 	if ops := countOps(sum); ops > maxOps {
 		pos, end := e.Span()
 		x := js.p.diags.Add(pos, end, "this expression needs %d operators; the kernel evaluates at most %d in one expression", ops, maxOps)
 		x.Hint = "select the parts as separate fields"
-		return "", vtype{}, false
+		return nil, vtype{}, false
 	}
-	text, typ, ok := js.printTerms(sum, local)
+	x, typ, ok := js.printTerms(sum, local)
 	if !ok {
 		pos, end := e.Span()
 		x := js.p.diags.Add(pos, end, "the kernel cannot write an expression that starts with a minus")
 		x.Hint = "reorder it so that it starts with a positive term"
 	}
-	return text, typ, ok
+	return x, typ, ok
 }
 
 // countOps is how many operators a flat sum prints with.
@@ -551,7 +548,10 @@ func countOps(sum []term) int {
 	return ops
 }
 
-func (js *joinState) printTerms(sum []term, local int) (string, vtype, bool) {
+// printTerms writes a flat sum as the kernel reads it: the terms left to
+// right, each a chain of factors joined by * and / (the tree the text
+// reads as, which ParseExpr gives).
+func (js *joinState) printTerms(sum []term, local int) (*Expr, vtype, bool) {
 	first := -1
 	for i, t := range sum {
 		if !t.neg {
@@ -560,12 +560,13 @@ func (js *joinState) printTerms(sum []term, local int) (string, vtype, bool) {
 		}
 	}
 	if first < 0 {
-		return "", vtype{}, false
+		return nil, vtype{}, false
 	}
 	order := append([]term{sum[first]}, append(append([]term{}, sum[:first]...), sum[first+1:]...)...)
-	var b strings.Builder
+	var out *Expr
 	var typ vtype
 	for i, t := range order {
+		neg := false
 		if i > 0 {
 			// Before Linux 5.16 the kernel evaluates a-b-c as a-(b-c):
 			// each operator then applies to everything after it, so a
@@ -573,37 +574,45 @@ func (js *joinState) printTerms(sum []term, local int) (string, vtype, bool) {
 			// the operator between two terms is '-' when their signs
 			// differ (a-b-c is written a-b+c). Later kernels evaluate
 			// left to right.
-			neg := t.neg
+			neg = t.neg
 			if !js.p.feat.Expressions {
 				neg = t.neg != order[i-1].neg
 			}
-			if neg {
-				b.WriteString("-")
-			} else {
-				b.WriteString("+")
-			}
 		}
+		var prod *Expr
 		for j, f := range t.factors {
-			if j > 0 {
-				b.WriteString(t.ops[j-1].String())
-			}
-			text := f.text
+			x := f.x
 			if f.side == 0 && local != 0 {
 				// A start field read on the end trigger: one start
 				// variable per use, since reading a variable clears it.
-				text = "$" + js.saveStart(js.name+"_"+f.ref.short(), f.text)
+				x = varExpr(js.saveStart(js.name+"_"+f.ref.short(), f.x))
 			}
 			if i == 0 && j == 0 {
 				typ = f.typ
 			}
-			b.WriteString(text)
+			if j == 0 {
+				prod = x
+			} else {
+				prod = &Expr{Kind: ExprBinary, Op: t.ops[j-1].String()[0], L: prod, R: x}
+			}
+		}
+		switch {
+		case i == 0:
+			out = prod
+		case neg:
+			out = &Expr{Kind: ExprBinary, Op: '-', L: out, R: prod}
+		default:
+			out = &Expr{Kind: ExprBinary, Op: '+', L: out, R: prod}
 		}
 	}
-	return b.String(), typ, true
+	return out, typ, true
 }
 
+// varExpr is the variable $name.
+func varExpr(name string) *Expr { return &Expr{Kind: ExprVar, Name: name} }
+
 // saveStart defines a start variable and returns its name.
-func (js *joinState) saveStart(base, expr string) string {
+func (js *joinState) saveStart(base string, expr *Expr) string {
 	v := js.names.take(base)
 	js.start.Vars = append(js.start.Vars, Var{Name: v, Expr: expr})
 	js.startReads++
@@ -623,10 +632,10 @@ func (js *joinState) execname(r *ref) (operand, bool) {
 	}
 	typ := vtype{Kernel: "char[]", Size: 256, Kind: tracefs.KindDynString}
 	if r.side == 0 {
-		v := js.saveStart(js.name+"_"+js.label, r.text())
-		return operand{text: "$" + v, typ: typ}, true
+		v := js.saveStart(js.name+"_"+js.label, r.expr())
+		return operand{x: varExpr(v), typ: typ}, true
 	}
 	v := js.names.take(js.name + "_" + js.label)
-	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: r.text()})
-	return operand{text: "$" + v, typ: typ}, true
+	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: r.expr()})
+	return operand{x: varExpr(v), typ: typ}, true
 }

@@ -57,7 +57,7 @@ func TestNumberFits(t *testing.T) {
 
 // field makes a factor of a field on a side.
 func field(name string, side int) factor {
-	return factor{text: name, typ: vtype{Kernel: "int", Size: 4, Signed: true}, side: side}
+	return factor{x: &Expr{Kind: ExprField, Name: name}, typ: vtype{Kernel: "int", Size: 4, Signed: true}, side: side}
 }
 
 // chain makes a term of factors joined by ops.
@@ -100,7 +100,7 @@ func show(ts []term) []string {
 			if i > 0 {
 				s += t.ops[i-1].String()
 			}
-			s += f.text
+			s += f.x.String()
 		}
 		out = append(out, s)
 	}

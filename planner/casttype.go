@@ -162,11 +162,11 @@ func errTypeCastInHistogram(d *source.Diags, c *compiler.Cast) {
 // fails against a signed field of another type text ("Param type doesn't
 // match synthetic event field type"): such a value goes through a
 // variable of the end trigger, which keeps the sign.
-func (js *joinState) signedParam(f *SynthField, op operand) string {
-	if strings.HasPrefix(op.text, "$") || f.Array != "" || !op.typ.isNumeric() || f.Type == op.typ.Kernel || !synthSigned(f.Type) {
-		return op.text
+func (js *joinState) signedParam(f *SynthField, op operand) *Expr {
+	if op.x.Kind == ExprVar || f.Array != "" || !op.typ.isNumeric() || f.Type == op.typ.Kernel || !synthSigned(f.Type) {
+		return op.x
 	}
 	v := js.names.take(js.name + "_" + f.Name)
-	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: op.text})
-	return "$" + v
+	js.end.Vars = append(js.end.Vars, Var{Name: v, Expr: op.x})
+	return varExpr(v)
 }

@@ -33,7 +33,7 @@ func TestChainSteps(t *testing.T) {
 		t.Errorf("second step starts from %s, want %s", got, want)
 	}
 	// wk.pid is w.pid (ON w.pid = wk.pid): carried once, as w_pid.
-	if got, want := strings.Join(last.Start.Keys, ","), "w_pid"; got != want {
+	if got, want := strings.Join(ExprStrings(last.Start.Keys), ","), "w_pid"; got != want {
 		t.Errorf("second step keyed by %s, want %s", got, want)
 	}
 	units := map[string]string{}

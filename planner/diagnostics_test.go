@@ -130,7 +130,7 @@ func TestFilters(t *testing.T) {
 	for _, tt := range tests {
 		sql := "SELECT next_pid AS pid FROM sched_switch WHERE " + tt.where
 		plan := buildOK(t, embedded(t, "6.1"), sql, Options{})
-		if diff := cmp.Diff(tt.want, plan.Units[0].Start.Filter); diff != "" {
+		if diff := cmp.Diff(tt.want, plan.Units[0].Start.FilterText()); diff != "" {
 			t.Errorf("WHERE %s (-want +got):\n%s", tt.where, diff)
 		}
 	}

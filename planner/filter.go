@@ -15,13 +15,12 @@ const maxFilterString = 255
 // where splits the WHERE clause into one filter per side. Top-level AND
 // terms go to the side they name; a term that names both sides cannot be
 // evaluated by either trigger and is an error.
-func (p *planner) where(e compiler.Expr, labels map[string]compiler.Expr) []string {
-	out := make([]string, len(p.r.sides))
+func (p *planner) where(e compiler.Expr, labels map[string]compiler.Expr) []*Filter {
+	out := make([]*Filter, len(p.r.sides))
 	if e == nil {
 		return out
 	}
-	var terms [][]string
-	terms = make([][]string, len(p.r.sides))
+	terms := make([][]*Filter, len(p.r.sides))
 	for _, c := range conjuncts(e) {
 		sides := map[int]bool{}
 		p.sidesOf(c, labels, sides)
@@ -30,7 +29,7 @@ func (p *planner) where(e compiler.Expr, labels map[string]compiler.Expr) []stri
 			// Let the filter builder say what is wrong (an unknown field, a
 			// bare COMM in a join); if it finds nothing, say it here.
 			before := len(p.diags.Errors())
-			if _, ok := p.filterText(c, labels, 0); ok || len(p.diags.Errors()) == before {
+			if _, ok := p.filter(c, labels); ok || len(p.diags.Errors()) == before {
 				pos, end := c.Span()
 				p.diags.Add(pos, end, "condition names no event field")
 			}
@@ -55,63 +54,54 @@ func (p *planner) where(e compiler.Expr, labels map[string]compiler.Expr) []stri
 		for k := range sides {
 			s = k
 		}
-		text, ok := p.filterText(c, labels, s)
+		f, ok := p.filter(c, labels)
 		if !ok {
 			continue
 		}
-		terms[s] = append(terms[s], text)
+		terms[s] = append(terms[s], f)
 	}
 	for s, ts := range terms {
-		out[s] = andTerms(ts)
+		out[s] = andFilters(ts)
 	}
 	return out
 }
 
-// andTerms joins filter terms with &&. A term with an || outside
-// parentheses is parenthesised when there are others: the kernel's &&
-// binds tighter and would take the last operand of the || otherwise.
-func andTerms(ts []string) string {
-	var keep []string
+// andFilters joins filter terms with &&, leaving out nil ones (nil for
+// none). A term that is an || not in parentheses is put in parentheses
+// when there are others: the kernel's && binds tighter and would take
+// the last operand of the || otherwise.
+func andFilters(ts []*Filter) *Filter {
+	var keep []*Filter
 	for _, t := range ts {
-		if t != "" {
+		if t != nil {
 			keep = append(keep, t)
 		}
 	}
-	if len(keep) > 1 {
-		for i, t := range keep {
-			if topLevelOr(t) {
-				keep[i] = "(" + t + ")"
-			}
+	var out *Filter
+	for _, t := range keep {
+		if len(keep) > 1 && t.Op == FilterOr && !t.Paren {
+			c := *t
+			c.Paren = true
+			t = &c
 		}
+		out = joinFilters(FilterAnd, out, t)
 	}
-	return strings.Join(keep, " && ")
+	return out
 }
 
-// topLevelOr reports whether a filter has an || outside parentheses and
-// quoted strings: "(a && b) || c" has, "(a || b)" has not.
-func topLevelOr(s string) bool {
-	depth := 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-		case c == '|' && depth == 0 && i+1 < len(s) && s[i+1] == '|':
-			return true
-		}
+// joinFilters is "l && r" or "l || r" (op), either nil for none. A chain
+// of one operator is kept leaning left, as the kernel (and ParseFilter)
+// reads it: l && (r1 && r2) unparenthesised is (l && r1) && r2.
+func joinFilters(op FilterOp, l, r *Filter) *Filter {
+	switch {
+	case l == nil:
+		return r
+	case r == nil:
+		return l
+	case r.Op == op && !r.Paren:
+		return joinFilters(op, joinFilters(op, l, r.L), r.R)
 	}
-	return false
+	return &Filter{Op: op, L: l, R: r}
 }
 
 func (p *planner) sideName(i int) string {
@@ -252,57 +242,49 @@ func (p *planner) filterField(f *compiler.Field) *ref {
 	return p.r.field(f)
 }
 
-// filterText renders e as kernel filter text for side s.
-func (p *planner) filterText(e compiler.Expr, labels map[string]compiler.Expr, s int) (string, bool) {
-	var b strings.Builder
-	ok := p.writeFilter(&b, e, labels)
-	return b.String(), ok
-}
-
-// writeFilter writes e as kernel filter text; it builds in place, since
-// rebuilding strings at every level of a long AND/OR chain is quadratic.
-func (p *planner) writeFilter(b *strings.Builder, e compiler.Expr, labels map[string]compiler.Expr) bool {
+// filter lowers e into the kernel filter of the trigger of its side.
+func (p *planner) filter(e compiler.Expr, labels map[string]compiler.Expr) (*Filter, bool) {
 	switch x := e.(type) {
 	case *compiler.Paren:
-		return p.writeFilter(b, x.X, labels)
+		return p.filter(x.X, labels)
 	case *compiler.Unary:
 		if x.Op != compiler.OpNot {
 			break
 		}
-		b.WriteString("!(")
-		ok := p.writeFilter(b, x.X, labels)
-		b.WriteString(")")
-		return ok
+		f, ok := p.filter(x.X, labels)
+		return &Filter{Op: FilterNot, L: f}, ok
 	case *compiler.Binary:
 		switch x.Op {
 		case compiler.OpAnd, compiler.OpOr:
-			ok1 := p.writeOperand(b, x.X, x.Op, labels)
-			b.WriteString(" " + x.Op.String() + " ")
-			ok2 := p.writeOperand(b, x.Y, x.Op, labels)
-			return ok1 && ok2
+			l, ok1 := p.filterOperand(x.X, x.Op, labels)
+			r, ok2 := p.filterOperand(x.Y, x.Op, labels)
+			if !ok1 || !ok2 {
+				return nil, false
+			}
+			op := FilterAnd
+			if x.Op == compiler.OpOr {
+				op = FilterOr
+			}
+			return joinFilters(op, l, r), true
 		}
 		if x.Op.IsCompare() {
-			text, ok := p.predicate(x, labels)
-			b.WriteString(text)
-			return ok
+			return p.predicate(x, labels)
 		}
 	}
 	pos, end := e.Span()
 	p.diags.Add(pos, end, "a condition must compare a field with a constant (field == 1, comm ~ \"ba*\")")
-	return false
+	return nil, false
 }
 
-// writeOperand writes an operand of AND or OR, parenthesising an AND
+// filterOperand lowers an operand of AND or OR, parenthesising an AND
 // inside an OR and an OR inside an AND, so the printed filter says what
 // the kernel will do.
-func (p *planner) writeOperand(b *strings.Builder, e compiler.Expr, parent compiler.Op, labels map[string]compiler.Expr) bool {
-	if x, ok := compiler.Unparen(e).(*compiler.Binary); ok && (x.Op == compiler.OpAnd || x.Op == compiler.OpOr) && x.Op != parent {
-		b.WriteString("(")
-		ok := p.writeFilter(b, e, labels)
-		b.WriteString(")")
-		return ok
+func (p *planner) filterOperand(e compiler.Expr, parent compiler.Op, labels map[string]compiler.Expr) (*Filter, bool) {
+	f, ok := p.filter(e, labels)
+	if x, isBin := compiler.Unparen(e).(*compiler.Binary); ok && isBin && (x.Op == compiler.OpAnd || x.Op == compiler.OpOr) && x.Op != parent {
+		f.Paren = true
 	}
-	return p.writeFilter(b, e, labels)
+	return f, ok
 }
 
 var flipped = map[compiler.Op]compiler.Op{
@@ -311,14 +293,14 @@ var flipped = map[compiler.Op]compiler.Op{
 }
 
 // predicate renders "field OP constant".
-func (p *planner) predicate(b *compiler.Binary, labels map[string]compiler.Expr) (string, bool) {
+func (p *planner) predicate(b *compiler.Binary, labels map[string]compiler.Expr) (*Filter, bool) {
 	lhs, rhs, op := compiler.Unparen(b.X), compiler.Unparen(b.Y), b.Op
 	if _, isField := lhs.(*compiler.Field); !isField {
 		if _, rIsField := rhs.(*compiler.Field); rIsField {
 			f, ok := flipped[op]
 			if !ok {
 				p.diags.Add(b.OpPos, b.OpEnd, "write the field on the left of %s", op)
-				return "", false
+				return nil, false
 			}
 			lhs, rhs, op = rhs, lhs, f
 		}
@@ -327,34 +309,34 @@ func (p *planner) predicate(b *compiler.Binary, labels map[string]compiler.Expr)
 	if !ok {
 		pos, end := lhs.Span()
 		p.diags.Add(pos, end, "a condition must compare a field with a constant")
-		return "", false
+		return nil, false
 	}
 	if _, ok := rhs.(*compiler.Field); ok {
 		pos, end := b.Span()
 		x := p.diags.Add(pos, end, "the kernel compares a field with a constant, not with another field")
 		x.Hint = "to compare values of the two events, select both and filter a histogram of the synthetic event"
-		return "", false
+		return nil, false
 	}
 	if le, isLabel := labelTarget(fe, labels); isLabel {
 		lf, plain := compiler.Unparen(le).(*compiler.Field)
 		if !plain {
 			x := p.diags.Add(fe.Name.Pos, fe.Name.End, "%q is computed by the join and cannot be filtered by either event's trigger", fe.Name.String())
 			x.Hint = "filter it in a histogram of the synthetic event: CREATE VIEW, then SELECT … FROM the view WHERE …"
-			return "", false
+			return nil, false
 		}
 		fe = lf
 	}
 	f := p.filterField(fe)
 	if f == nil {
-		return "", false
+		return nil, false
 	}
 	if f.mod != "" {
 		p.diags.Add(f.pos, f.end, "modifiers such as .%s do not apply in filters", f.mod)
-		return "", false
+		return nil, false
 	}
 	if f.name == "common_timestamp" || f.name == "common_stacktrace" || f.name == "stacktrace" {
 		p.diags.Add(f.pos, f.end, "%s is not available to event filters", f.name)
-		return "", false
+		return nil, false
 	}
 	if f.pseudo && (f.name == "common_cpu" || f.name == "cpu") && !p.feat.CommonCPU {
 		f.name = "CPU"
@@ -366,73 +348,74 @@ func (p *planner) predicate(b *compiler.Binary, labels map[string]compiler.Expr)
 		return p.numberPredicate(f, op, rhs, b)
 	}
 	p.diags.Add(f.pos, f.end, "%s is a %s field; filters compare numbers and strings only", f.name, f.typ.Kind)
-	return "", false
+	return nil, false
 }
 
-func (p *planner) stringPredicate(f *ref, op compiler.Op, rhs compiler.Expr, b *compiler.Binary) (string, bool) {
+func (p *planner) stringPredicate(f *ref, op compiler.Op, rhs compiler.Expr, b *compiler.Binary) (*Filter, bool) {
 	s, ok := rhs.(*compiler.String)
 	if !ok {
 		pos, end := rhs.Span()
 		p.diags.Add(pos, end, "%s is a string field: compare it with a quoted string", f.name)
-		return "", false
+		return nil, false
 	}
 	switch op {
 	case compiler.OpEq, compiler.OpNe, compiler.OpGlob, compiler.OpNotGlob:
 	default:
 		p.diags.Add(b.OpPos, b.OpEnd, "%s is a string field: use ==, != or ~ (glob), not %s", f.name, op)
-		return "", false
+		return nil, false
 	}
 	q, ok := p.filterString(s)
 	if !ok {
-		return "", false
+		return nil, false
 	}
 	if op == compiler.OpNotGlob {
-		return "!(" + f.name + " ~ " + q + ")", true
+		return &Filter{Op: FilterNot, L: &Filter{Op: FilterPred, Field: f.name, Cmp: "~", Str: s.Value, IsStr: true, Quote: q}}, true
 	}
-	return f.name + " " + op.String() + " " + q, true
+	return &Filter{Op: FilterPred, Field: f.name, Cmp: op.String(), Str: s.Value, IsStr: true, Quote: q}, true
 }
 
-// filterString quotes a string for a kernel filter. The kernel has no
-// escapes: a string is quoted with " unless it holds one, then with '.
-func (p *planner) filterString(s *compiler.String) (string, bool) {
+// filterString chooses the quote of a string of a kernel filter. The
+// kernel has no escapes: a string is quoted with " unless it holds one,
+// then with '.
+func (p *planner) filterString(s *compiler.String) (byte, bool) {
 	if len(s.Value) > maxFilterString {
 		p.diags.Add(s.Pos, s.End, "string is %d bytes; the kernel takes at most %d", len(s.Value), maxFilterString)
-		return "", false
+		return 0, false
 	}
 	if strings.ContainsAny(s.Value, "\n\x00") {
 		p.diags.Add(s.Pos, s.End, "a filter string cannot hold a newline or a NUL byte")
-		return "", false
+		return 0, false
 	}
 	switch {
 	case !strings.Contains(s.Value, `"`):
-		return `"` + s.Value + `"`, true
+		return '"', true
 	case !strings.Contains(s.Value, `'`):
-		return `'` + s.Value + `'`, true
+		return '\'', true
 	}
 	p.diags.Add(s.Pos, s.End, "a filter string cannot hold both ' and \" (the kernel has no escapes)")
-	return "", false
+	return 0, false
 }
 
-func (p *planner) numberPredicate(f *ref, op compiler.Op, rhs compiler.Expr, b *compiler.Binary) (string, bool) {
+func (p *planner) numberPredicate(f *ref, op compiler.Op, rhs compiler.Expr, b *compiler.Binary) (*Filter, bool) {
 	switch op {
 	case compiler.OpGlob, compiler.OpNotGlob:
 		p.diags.Add(b.OpPos, b.OpEnd, "~ matches strings; %s is a number field", f.name)
-		return "", false
+		return nil, false
 	}
 	n, ok := rhs.(*compiler.Number)
 	if !ok {
 		pos, end := rhs.Span()
 		p.diags.Add(pos, end, "%s is a number field: compare it with a number", f.name)
-		return "", false
+		return nil, false
 	}
 	if !numberFits(n, f.typ.Signed) {
 		x := p.diags.Add(n.Pos, n.End, "%s does not fit the %s field %s", n.Text, signedness(f.typ.Signed), f.name)
 		if n.Neg {
 			x.Hint = "the field is unsigned: the kernel would reject a negative value"
 		}
-		return "", false
+		return nil, false
 	}
-	return f.name + " " + op.String() + " " + numberText(n), true
+	return &Filter{Op: FilterPred, Field: f.name, Cmp: op.String(), Num: n.Value, Neg: n.Neg}, true
 }
 
 func signedness(signed bool) string {
@@ -454,12 +437,4 @@ func numberFits(n *compiler.Number, signed bool) bool {
 		return n.Value < 1<<63
 	}
 	return true
-}
-
-func numberText(n *compiler.Number) string {
-	s := strconv.FormatUint(n.Value, 10)
-	if n.Neg {
-		return "-" + s
-	}
-	return s
 }

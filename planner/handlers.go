@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"strings"
-
 	"github.com/sqlhist/sqlhist/source"
 )
 
@@ -12,7 +10,12 @@ import (
 // (-T is trace and snapshot, so that the snapshot holds the event the
 // trace fired). Any of them replaces the onmatch that otherwise fires the
 // synthetic event on every match: with -s or -S alone it never fires.
-func (js *joinState) handlerActions(h string, o Options, call string) {
+func (js *joinState) handlerActions(h *Action, o Options, call func(*Action) *Action) {
+	// each is a copy of the handler h for one action.
+	each := func() *Action {
+		c := *h
+		return &c
+	}
 	if len(o.Save) > 0 {
 		end := js.p.r.sides[1].ev
 		for _, f := range o.Save {
@@ -20,13 +23,20 @@ func (js *joinState) handlerActions(h string, o Options, call string) {
 				errUnknownField(js.p.diags, source.NoPos, source.NoPos, f, end.FullName()+" (-S)", end.FieldNames())
 			}
 		}
-		js.end.Actions = append(js.end.Actions, h+"save("+strings.Join(o.Save, ",")+")")
+		a := each()
+		a.Kind = ActSave
+		for _, f := range o.Save {
+			a.Params = append(a.Params, &Expr{Kind: ExprField, Name: f})
+		}
+		js.end.Actions = append(js.end.Actions, a)
 	}
 	if o.Trace {
-		js.end.Actions = append(js.end.Actions, h+call)
+		js.end.Actions = append(js.end.Actions, call(each()))
 	}
 	if o.Trace || o.Snapshot {
-		js.end.Actions = append(js.end.Actions, h+"snapshot()")
+		a := each()
+		a.Kind = ActSnapshot
+		js.end.Actions = append(js.end.Actions, a)
 	}
 	if o.Run && !o.Trace {
 		x := js.p.diags.Add(source.NoPos, source.NoPos, "with -s or -S and no -T, nothing fires the synthetic event %s: --run will show no rows", js.name)

@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"strings"
-
 	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -10,7 +8,7 @@ import (
 
 // histItem is one lowered SELECT item of a histogram.
 type histItem struct {
-	text  string // key or value text: "call_site.sym-offset", "bytes_alloc"
+	x     *Expr  // the key or value: call_site.sym-offset, bytes_alloc
 	sort  string // the name sort= uses: the field without its modifier
 	value bool
 	count bool // COUNT(*): the implicit hitcount
@@ -24,6 +22,9 @@ type histItem struct {
 	pos     source.Pos
 	end     source.Pos
 }
+
+// text is the item's key or value as the trigger writes it.
+func (it *histItem) text() string { return it.x.String() }
 
 // histogram lowers a statement without JOIN into one hist trigger.
 func (p *planner) histogram(q *compiler.Query, u *Unit) {
@@ -56,13 +57,14 @@ func (p *planner) histogram(q *compiler.Query, u *Unit) {
 		case hi.max:
 			p.addMax(h, hi)
 		case hi.value:
-			h.Vals = append(h.Vals, hi.text)
+			h.Vals = append(h.Vals, hi.x)
 		default:
-			if keys[hi.text] {
-				p.diags.Add(hi.pos, hi.end, "duplicate key %q", hi.text)
+			text := hi.text()
+			if keys[text] {
+				p.diags.Add(hi.pos, hi.end, "duplicate key %q", text)
 			}
-			keys[hi.text] = true
-			h.Keys = append(h.Keys, hi.text)
+			keys[text] = true
+			h.Keys = append(h.Keys, hi.x)
 			keySize += keySizeOf(hi)
 		}
 	}
@@ -199,7 +201,7 @@ func itemsOf(items []*histItem, values bool) []*histItem {
 }
 
 func keySizeOf(it *histItem) int {
-	if strings.HasSuffix(it.text, "stacktrace") {
+	if it.x.Kind == ExprStack || it.x.Mod == "stacktrace" {
 		return 128
 	}
 	return keySize(it.typ)
@@ -213,7 +215,7 @@ func (p *planner) histItem(e compiler.Expr) *histItem {
 		if r == nil || !p.stackKey(r) {
 			return nil
 		}
-		return &histItem{text: r.text(), sort: r.name, typ: r.typ, field: r.name, pos: r.pos, end: r.end}
+		return &histItem{x: r.expr(), sort: r.name, typ: r.typ, field: r.name, pos: r.pos, end: r.end}
 	case *compiler.Cast:
 		if it, isDisplay := p.displayItem(x); isDisplay {
 			return it
@@ -247,7 +249,7 @@ func (p *planner) histItem(e compiler.Expr) *histItem {
 		if !p.r.setModifier(r, mod, x.TargetPos, x.TargetEnd) || !p.stackKey(r) {
 			return nil
 		}
-		return &histItem{text: r.text(), sort: r.name, typ: r.typ, field: r.name, pos: x.Pos, end: x.End}
+		return &histItem{x: r.expr(), sort: r.name, typ: r.typ, field: r.name, pos: x.Pos, end: x.End}
 	case *compiler.Call:
 		return p.callItem(x)
 	case *compiler.Binary:
@@ -286,7 +288,7 @@ func (p *planner) valueItem(r *ref, pos, end source.Pos) *histItem {
 		p.diags.Add(pos, end, "a summed value cannot carry the .%s modifier (only .hex)", r.mod)
 		return nil
 	}
-	return &histItem{text: r.text(), sort: r.text(), value: true, typ: r.typ, field: r.name, pos: pos, end: end}
+	return &histItem{x: r.expr(), sort: r.text(), value: true, typ: r.typ, field: r.name, pos: pos, end: end}
 }
 
 func (p *planner) callItem(c *compiler.Call) *histItem {
@@ -296,7 +298,7 @@ func (p *planner) callItem(c *compiler.Call) *histItem {
 			p.diags.Add(c.Pos, c.End, "only COUNT(*) is supported: the kernel counts events")
 			return nil
 		}
-		return &histItem{text: "hitcount", sort: "hitcount", count: true, pos: c.Pos, end: c.End}
+		return &histItem{x: &Expr{Kind: ExprHitcount}, sort: "hitcount", count: true, pos: c.Pos, end: c.End}
 	case "SUM":
 		if len(c.Args) != 1 {
 			p.diags.Add(c.Pos, c.End, "SUM takes one field")
@@ -406,13 +408,13 @@ func (p *planner) orderTarget(e compiler.Expr, items []*histItem) *histItem {
 		}
 	}
 	if c, ok := e.(*compiler.Call); ok && c.Func == "COUNT" && c.Star {
-		return &histItem{text: "hitcount", sort: "hitcount", count: true}
+		return &histItem{x: &Expr{Kind: ExprHitcount}, sort: "hitcount", count: true}
 	}
 	var probe *histItem
 	p.quietly(func() { probe = p.histItem(e) })
 	if probe != nil {
 		for _, it := range items {
-			if it.text == probe.text && it.value == probe.value && it.count == probe.count ||
+			if it.x.Equal(probe.x) && it.value == probe.value && it.count == probe.count ||
 				!it.value && !it.count && it.field == probe.field && probe.field != "" {
 				return it
 			}

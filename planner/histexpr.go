@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"strconv"
-
 	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -21,7 +19,7 @@ import (
 // with value, a summed value).
 func (p *planner) exprItem(x *compiler.Binary, value bool, pos, end source.Pos) *histItem {
 	e := &flatExpr{p: p}
-	text, ok := e.print(x, 0, false)
+	ex, ok := e.print(x, 0, false)
 	if !ok {
 		return nil
 	}
@@ -47,7 +45,8 @@ func (p *planner) exprItem(x *compiler.Binary, value bool, pos, end source.Pos) 
 		x.Hint = "a histogram key reads a field of the event; SUM(constant) adds it up per event"
 		return nil
 	}
-	return &histItem{text: text, sort: text, value: value, typ: vtype{Kernel: "u64", Size: 8, Kind: tracefs.KindInt}, field: text, pos: pos, end: end}
+	text := ex.String()
+	return &histItem{x: ex, sort: text, value: value, typ: vtype{Kernel: "u64", Size: 8, Kind: tracefs.KindInt}, field: text, pos: pos, end: end}
 }
 
 // flatExpr prints an expression as the kernel reads it.
@@ -64,25 +63,25 @@ func opPrec(op compiler.Op) int {
 	return 1
 }
 
-// print returns e's text when the kernel's reading of it without
+// print returns e as the kernel reads it when the kernel's reading of it without
 // parentheses computes the same: a left operand may be of the same
 // precedence as its operator (left to right), a right operand only of a
 // higher one.
-func (f *flatExpr) print(e compiler.Expr, parent int, right bool) (string, bool) {
+func (f *flatExpr) print(e compiler.Expr, parent int, right bool) (*Expr, bool) {
 	p := f.p
 	switch x := compiler.Unparen(e).(type) {
 	case *compiler.Field:
 		r := p.r.field(x)
 		if r == nil {
-			return "", false
+			return nil, false
 		}
 		if !r.typ.isNumeric() || r.pseudo && r.name != "common_timestamp" && r.name != "common_cpu" {
 			p.diags.Add(r.pos, r.end, "%s cannot be computed with: arithmetic takes numeric fields", r.name)
-			return "", false
+			return nil, false
 		}
 		if r.mod != "" && r.mod != "usecs" {
 			p.diags.Add(r.pos, r.end, "%s.%s: a field in an expression takes no display modifier", r.name, r.mod)
-			return "", false
+			return nil, false
 		}
 		f.field = true
 		if r.mod == "usecs" {
@@ -90,18 +89,18 @@ func (f *flatExpr) print(e compiler.Expr, parent int, right bool) (string, bool)
 		} else {
 			f.other = true
 		}
-		return r.text(), true
+		return r.expr(), true
 	case *compiler.Number:
 		if x.Neg {
 			p.diags.Add(x.Pos, x.End, "the kernel reads no negative constant in an expression")
-			return "", false
+			return nil, false
 		}
 		if !p.feat.Expressions {
 			p.diags.Add(x.Pos, x.End, "%s", p.feat.Lacks("a constant in an expression", "expressions"))
-			return "", false
+			return nil, false
 		}
 		f.other = true
-		return strconv.FormatUint(x.Value, 10), true
+		return &Expr{Kind: ExprConst, N: x.Value}, true
 	case *compiler.Binary:
 		if !x.Op.IsArith() {
 			break
@@ -110,22 +109,22 @@ func (f *flatExpr) print(e compiler.Expr, parent int, right bool) (string, bool)
 		if prec < parent || right && prec == parent {
 			d := p.diags.Add(x.OpPos, x.OpEnd, "the kernel reads expressions without parentheses, left to right with * and / first: this grouping cannot be written for it")
 			d.Hint = "write the expression so that it needs no parentheses"
-			return "", false
+			return nil, false
 		}
 		if prec == 2 && !p.feat.Expressions {
 			p.diags.Add(x.OpPos, x.OpEnd, "%s", p.feat.Lacks(x.Op.String()+" in an expression", "expressions"))
-			return "", false
+			return nil, false
 		}
 		if n, isNum := compiler.Unparen(x.Y).(*compiler.Number); isNum && x.Op == compiler.OpDiv && n.Value == 0 {
 			p.diags.Add(n.Pos, n.End, "division by zero: the kernel refuses it")
-			return "", false
+			return nil, false
 		}
 		f.ops++
 		l, ok1 := f.print(x.X, prec, false)
 		r, ok2 := f.print(x.Y, prec, true)
-		return l + x.Op.String() + r, ok1 && ok2
+		return &Expr{Kind: ExprBinary, Op: x.Op.String()[0], L: l, R: r}, ok1 && ok2
 	}
 	pos, end := e.Span()
 	p.diags.Add(pos, end, "unsupported in a histogram expression: use fields, constants and + - * /")
-	return "", false
+	return nil, false
 }

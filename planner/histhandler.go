@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"strings"
-
 	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/source"
 )
@@ -60,7 +58,7 @@ func (p *planner) histHandler(q *compiler.Query, h *Hist, labels map[string]comp
 		return
 	}
 	for _, a := range h.Actions {
-		if strings.HasPrefix(a, "onmax(") {
+		if a.Handler == OnMax {
 			x := p.diags.Add(source.NoPos, source.NoPos, "-%c %s and MAX() on one histogram: each needs a save(), and the kernel takes one save() per trigger", flag, name)
 			x.Hint = "drop MAX() and use -" + string(flag) + " " + name + " alone, which shows each entry's value"
 			return
@@ -81,15 +79,22 @@ func (p *planner) histHandler(q *compiler.Query, h *Hist, labels map[string]comp
 		base = "last_"
 	}
 	v := p.histVar(h, base+field)
-	h.Vars = append(h.Vars, Var{Name: v, Expr: field})
-	head := handler + "($" + v + ")."
+	h.Vars = append(h.Vars, Var{Name: v, Expr: &Expr{Kind: ExprField, Name: field}})
+	hd := OnMax
+	if handler == "onchange" {
+		hd = OnChange
+	}
 	kind, label := ColMax, "max("+field+")"
 	if handler == "onchange" {
 		kind, label = ColChanged, "last("+field+")"
 	}
 	h.Columns = append(h.Columns, Column{Label: label, Kind: kind})
 	if len(save) > 0 {
-		h.Actions = append(h.Actions, head+"save("+strings.Join(save, ",")+")")
+		a := &Action{Handler: hd, Track: v, Kind: ActSave}
+		for _, f := range save {
+			a.Params = append(a.Params, &Expr{Kind: ExprField, Name: f})
+		}
+		h.Actions = append(h.Actions, a)
 		for i, f := range save {
 			if len(o.Save) > 0 { // alone, the saved field is the tracked value
 				h.Columns = append(h.Columns, Column{Label: "saved(" + f + ")", Kind: ColSaved, Index: i})
@@ -97,6 +102,6 @@ func (p *planner) histHandler(q *compiler.Query, h *Hist, labels map[string]comp
 		}
 	}
 	if o.Snapshot {
-		h.Actions = append(h.Actions, head+"snapshot()")
+		h.Actions = append(h.Actions, &Action{Handler: hd, Track: v, Kind: ActSnapshot})
 	}
 }

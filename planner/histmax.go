@@ -48,7 +48,7 @@ func (p *planner) maxItem(c *compiler.Call) *histItem {
 		p.diags.Add(c.Pos, c.End, "MAX takes a field without a modifier (.%s)", r.mod)
 		return nil
 	}
-	return &histItem{text: r.name, sort: r.name, max: true, typ: r.typ, field: r.name, pos: c.Pos, end: c.End}
+	return &histItem{x: &Expr{Kind: ExprField, Name: r.name}, sort: r.name, max: true, typ: r.typ, field: r.name, pos: c.Pos, end: c.End}
 }
 
 // addMax puts MAX(field) on the histogram: a variable holding the field
@@ -56,14 +56,14 @@ func (p *planner) maxItem(c *compiler.Call) *histItem {
 // so one MAX (or -S) per histogram.
 func (p *planner) addMax(h *Hist, it *histItem) {
 	for _, a := range h.Actions {
-		if len(a) > 5 && a[:5] == "onmax" {
+		if a.Handler == OnMax {
 			p.diags.Add(it.pos, it.end, "one MAX per histogram: each needs an onmax().save(), and the kernel takes one save() per trigger")
 			return
 		}
 	}
 	v := p.histVar(h, "max_"+it.field)
-	h.Vars = append(h.Vars, Var{Name: v, Expr: it.field})
-	h.Actions = append(h.Actions, "onmax($"+v+").save("+it.field+")")
+	h.Vars = append(h.Vars, Var{Name: v, Expr: &Expr{Kind: ExprField, Name: it.field}})
+	h.Actions = append(h.Actions, &Action{Handler: OnMax, Track: v, Kind: ActSave, Params: []*Expr{{Kind: ExprField, Name: it.field}}})
 }
 
 // histVar names a variable of a histogram trigger: distinct from the
@@ -111,7 +111,7 @@ func (p *planner) displayItem(x *compiler.Cast) (*histItem, bool) {
 			p.diags.Add(x.Pos, x.End, "%s", p.feat.Lacks("CAST(COUNT(*) AS "+x.Target+") (hitcount."+mod+")", "hist-display"))
 			return nil, true
 		}
-		return &histItem{text: "hitcount." + mod, sort: "hitcount", value: true, display: mod, field: "hitcount", pos: x.Pos, end: x.End}, true
+		return &histItem{x: &Expr{Kind: ExprHitcount, Mod: mod}, sort: "hitcount", value: true, display: mod, field: "hitcount", pos: x.Pos, end: x.End}, true
 	}
 	if c, ok := arg.(*compiler.Call); ok && c.Func == "SUM" && len(c.Args) == 1 {
 		arg = compiler.Unparen(c.Args[0])
@@ -146,7 +146,7 @@ func (p *planner) displayItem(x *compiler.Cast) (*histItem, bool) {
 		xd.Hint = "select SUM(" + r.name + ") (each entry's sum), or run the query with -r --engine stream, which computes the share itself"
 		return nil, true
 	}
-	return &histItem{text: r.name + "." + mod, sort: r.name, value: true, display: mod, typ: r.typ, field: r.name, pos: x.Pos, end: x.End}, true
+	return &histItem{x: &Expr{Kind: ExprField, Name: r.name, Mod: mod}, sort: r.name, value: true, display: mod, typ: r.typ, field: r.name, pos: x.Pos, end: x.End}, true
 }
 
 // noHitcount hides the raw count when the SELECT shows the count only as

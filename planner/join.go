@@ -33,11 +33,11 @@ type joinState struct {
 	keyTwin map[string]*ref
 }
 
-// operand is a lowered value: what a trace() parameter says ("$var" or a
+// operand is a lowered value: what a trace() parameter says ($var or a
 // field of the end event) and the type the kernel gives it.
 type operand struct {
-	text string
-	typ  vtype
+	x   *Expr
+	typ vtype
 }
 
 func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
@@ -76,7 +76,7 @@ func (p *planner) join(q *compiler.Query, u *Unit, names map[string]bool) {
 
 	js.keys()
 	labels := map[string]compiler.Expr{}
-	var params []string
+	var params []*Expr
 	outputs := map[string]bool{}
 	for _, it := range q.Select {
 		f, param := js.item(it)
@@ -146,8 +146,8 @@ func (js *joinState) keys() {
 				p.diags.Add(k.pos, k.end, "a join key cannot carry a modifier (.%s)", k.mod)
 			}
 		}
-		js.start.Keys = append(js.start.Keys, l.text())
-		js.end.Keys = append(js.end.Keys, r.text())
+		js.start.Keys = append(js.start.Keys, l.expr())
+		js.end.Keys = append(js.end.Keys, r.expr())
 		if l.mod == "" && r.mod == "" && !l.pseudo && !r.pseudo && l.typ == r.typ {
 			if js.keyTwin == nil {
 				js.keyTwin = map[string]*ref{}
@@ -205,7 +205,7 @@ func (js *joinState) keyCompatible(l, r *ref, m *compiler.Match) bool {
 
 // item lowers one SELECT item into a synthetic field and the trace()
 // parameter that fills it.
-func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
+func (js *joinState) item(it *compiler.SelectItem) (*SynthField, *Expr) {
 	p := js.p
 	cast, e := typeCast(compiler.Unparen(it.Expr))
 	pos, end := it.Expr.Span()
@@ -232,26 +232,26 @@ func (js *joinState) item(it *compiler.SelectItem) (*SynthField, string) {
 	if f, ok := e.(*compiler.Field); ok && label == "" {
 		r := p.r.field(f)
 		if r == nil {
-			return nil, ""
+			return nil, nil
 		}
 		label = r.short()
 		if r.mod != "" && r.mod != "usecs" && r.mod != "execname" {
 			p.diags.Add(r.pos, r.end, "the .%s modifier does not apply to a synthetic event field", r.mod)
-			return nil, ""
+			return nil, nil
 		}
 	}
 	if label == "" {
 		x := p.diags.Add(pos, end, "this expression needs a name")
 		x.Hint = "add AS name: the name becomes the synthetic event's field"
-		return nil, ""
+		return nil, nil
 	}
 	if !p.checkName("field name", label, pos, end) {
-		return nil, ""
+		return nil, nil
 	}
 	js.label = label
 	op, ok := js.lower(e)
 	if !ok {
-		return nil, ""
+		return nil, nil
 	}
 	f := p.synthField(label, op.typ, pos, end)
 	if cast != nil {
@@ -315,25 +315,26 @@ func (js *joinState) forceMatch() {
 	sv := js.names.take(js.name + "_matched")
 	js.start.Vars = append(js.start.Vars, Var{Name: sv, Expr: js.start.Keys[0]})
 	ev := js.names.take(js.name + "_match")
-	js.end.Vars = append(js.end.Vars, Var{Name: ev, Expr: "$" + sv})
+	js.end.Vars = append(js.end.Vars, Var{Name: ev, Expr: &Expr{Kind: ExprVar, Name: sv}})
 	js.p.note("%s: the end trigger reads $%s so that only events with a matching start fire", js.name, sv)
 }
 
 // actions adds the handler that fires the synthetic event, and the -m/-c
 // handlers with their save/snapshot/trace actions.
-func (js *joinState) actions(s *Synth, params []string) {
+func (js *joinState) actions(s *Synth, params []*Expr) {
 	p := js.p
 	o := p.opt
 	if p.cur.middle {
 		o = Options{} // -m/-c act on the statement's last synthetic event
 	}
-	call := func() string {
-		if p.feat.TraceAction {
-			return "trace(" + s.Name + "," + strings.Join(params, ",") + ")"
-		}
-		return s.Name + "(" + strings.Join(params, ",") + ")"
+	// call is the action that fires the synthetic event, under handler h.
+	call := func(h *Action) *Action {
+		h.Kind, h.Synth, h.OldForm, h.Params = ActTrace, s.Name, !p.feat.TraceAction, params
+		return h
 	}
-	onmatch := "onmatch(" + js.start.System + "." + js.start.Event + ")."
+	onmatch := func() *Action {
+		return &Action{Handler: OnMatch, Match: js.start.System + "." + js.start.Event}
+	}
 	handler, hvar := "", ""
 	switch {
 	case o.OnMax != "" && o.OnChange != "":
@@ -345,7 +346,7 @@ func (js *joinState) actions(s *Synth, params []string) {
 		handler, hvar = "onchange", o.OnChange
 	}
 	if handler == "" {
-		js.end.Actions = append(js.end.Actions, onmatch+call())
+		js.end.Actions = append(js.end.Actions, call(onmatch()))
 		return
 	}
 	idx := -1
@@ -368,18 +369,22 @@ func (js *joinState) actions(s *Synth, params []string) {
 	}
 	if !o.Snapshot && !o.Trace && len(o.Save) == 0 {
 		warnHandlerAlone(p.diags, handler, hvar)
-		js.end.Actions = append(js.end.Actions, onmatch+call())
+		js.end.Actions = append(js.end.Actions, call(onmatch()))
 		return
 	}
 	// The handler tracks a variable of the end trigger.
-	v := strings.TrimPrefix(params[idx], "$")
-	if !strings.HasPrefix(params[idx], "$") || !js.isEndVar(v) {
+	v := params[idx].Name
+	if params[idx].Kind != ExprVar || !js.isEndVar(v) {
 		nv := js.names.take(js.name + "_" + hvar + "_v")
 		js.end.Vars = append(js.end.Vars, Var{Name: nv, Expr: params[idx]})
 		v = nv
-		params[idx] = "$" + nv
+		params[idx] = varExpr(nv)
 	}
-	js.handlerActions(handler+"($"+v+").", o, call())
+	h := &Action{Handler: OnMax, Track: v}
+	if handler == "onchange" {
+		h.Handler = OnChange
+	}
+	js.handlerActions(h, o, call)
 }
 
 func (js *joinState) isEndVar(name string) bool {

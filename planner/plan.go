@@ -84,21 +84,24 @@ func (s *Synth) Definition() string {
 // Var is a hist variable definition "name=expr".
 type Var struct {
 	Name string
-	Expr string
+	Expr *Expr
 }
+
+// String renders the definition: "ts0=common_timestamp.usecs".
+func (v Var) String() string { return v.Name + "=" + v.Expr.String() }
 
 // Hist is one hist trigger on one event.
 type Hist struct {
 	System, Event string
 	Instance      string // "" for the top-level instance
 	Role          string // "start", "end", "histogram" or (for --run) "results" and "negatives"
-	Keys          []string
-	Vals          []string
+	Keys          []*Expr
+	Vals          []*Expr
 	Vars          []Var
 	Sort          []string
-	Actions       []string
-	Filter        string
-	Size          int // size=: the map's entries; 0 for the kernel's default
+	Actions       []*Action
+	Filter        *Filter // nil for none
+	Size          int     // size=: the map's entries; 0 for the kernel's default
 	// Name is the shared histogram's name= (a UNION ALL's events all
 	// write to one map); "" for a histogram of its own.
 	Name string
@@ -143,6 +146,14 @@ type Column struct {
 	Signed bool
 }
 
+// FilterText is the filter's text, "" for none.
+func (h *Hist) FilterText() string {
+	if h.Filter == nil {
+		return ""
+	}
+	return h.Filter.String()
+}
+
 // TriggerFile returns the trigger file of the hist, relative to the
 // tracefs root.
 func (h *Hist) TriggerFile() string {
@@ -173,14 +184,14 @@ func (h *Hist) PauseSpec() string {
 func (h *Hist) Spec() string {
 	var b strings.Builder
 	b.WriteString("hist:keys=")
-	b.WriteString(strings.Join(h.Keys, ","))
+	b.WriteString(strings.Join(ExprStrings(h.Keys), ","))
 	if len(h.Vals) > 0 {
-		b.WriteString(":vals=" + strings.Join(h.Vals, ","))
+		b.WriteString(":vals=" + strings.Join(ExprStrings(h.Vals), ","))
 	}
 	if len(h.Vars) > 0 {
 		vs := make([]string, len(h.Vars))
 		for i, v := range h.Vars {
-			vs[i] = v.Name + "=" + v.Expr
+			vs[i] = v.String()
 		}
 		b.WriteString(":" + strings.Join(vs, ","))
 	}
@@ -197,10 +208,10 @@ func (h *Hist) Spec() string {
 		b.WriteString(":nohitcount")
 	}
 	for _, a := range h.Actions {
-		b.WriteString(":" + a)
+		b.WriteString(":" + a.String())
 	}
-	if h.Filter != "" {
-		b.WriteString(" if " + h.Filter)
+	if h.Filter != nil {
+		b.WriteString(" if " + h.Filter.String())
 	}
 	return b.String()
 }

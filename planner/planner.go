@@ -216,14 +216,14 @@ func (p *planner) placeResults() {
 		}
 		movable := true
 		for _, a := range h.Actions {
-			movable = movable && strings.HasPrefix(a, "onmax(") && strings.Contains(a, ".save(")
+			movable = movable && a.Handler == OnMax && a.Kind == ActSave
 		}
-		parts := append(append(append([]string{h.Filter}, h.Keys...), h.Vals...), h.Sort...)
+		exprs := append(append([]*Expr{}, h.Keys...), h.Vals...)
 		for _, v := range h.Vars {
-			parts = append(parts, v.Expr)
+			exprs = append(exprs, v.Expr)
 		}
-		for _, x := range parts {
-			movable = movable && !strings.Contains(x, "common_timestamp") && !strings.Contains(x, "$")
+		for _, x := range exprs {
+			x.Walk(func(o *Expr) { movable = movable && o.Kind != ExprTimestamp && o.Kind != ExprVar })
 		}
 		if movable {
 			h.Instance = p.opt.ResultsInstance
@@ -324,13 +324,13 @@ func (p *planner) checkSizes(u *Unit) {
 		if h == nil {
 			continue
 		}
-		var exprs []string
+		var exprs []*Expr
 		for _, v := range h.Vars {
 			exprs = append(exprs, v.Expr)
 		}
 		exprs = append(append(exprs, h.Keys...), h.Vals...)
-		for _, e := range exprs {
-			if len(e) > maxExpr && strings.ContainsAny(e, "+-*/") {
+		for _, x := range exprs {
+			if e := x.String(); len(e) > maxExpr && x.Kind == ExprBinary {
 				x := p.diags.Add(h.Pos, h.End, "the %s trigger on %s/%s has an expression of %d bytes (%.40s…); the kernel writes an expression's text into a buffer of %d bytes: Linux 6.12 refuses a longer one (\"Argument list too long\"), 5.10, 6.1 and 7.2 write past the buffer and corrupt their memory", h.Role, h.System, h.Event, len(e), e, maxExpr+1)
 				x.Hint = "shorten the synthetic event's name (-n) or the labels (AS), which name its variables"
 				break

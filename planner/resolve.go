@@ -45,6 +45,26 @@ func (r *ref) text() string {
 	return r.name + "." + r.mod
 }
 
+// expr returns the field as an operand of a hist trigger.
+func (r *ref) expr() *Expr {
+	x := &Expr{Kind: ExprField, Name: r.name, Mod: r.mod}
+	if m, n, ok := strings.Cut(r.mod, "="); ok {
+		x.Mod = m
+		x.Buckets, _ = strconv.ParseUint(n, 10, 64)
+	}
+	if r.pseudo {
+		switch r.name {
+		case "common_timestamp":
+			x.Kind, x.Name = ExprTimestamp, ""
+		case "common_cpu", "cpu", "CPU":
+			x.Kind = ExprCPU
+		case "common_stacktrace", "stacktrace":
+			x.Kind = ExprStack
+		}
+	}
+	return x
+}
+
 // short returns a name fit for derived identifiers: "ts" for timestamps.
 func (r *ref) short() string {
 	switch {

@@ -13,7 +13,7 @@ import (
 const DefaultResultsSize = 8192
 
 // negativeFrom is 2^63: a u64 latency at or above it is a negative one.
-const negativeFrom = "9223372036854775808"
+const negativeFrom = 1 << 63
 
 // results plans what --run reads for a JOIN: a histogram on the synthetic
 // event keyed by the fields that are not the latency and by the latency's
@@ -72,7 +72,7 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 			p.note("results: %s is not shown: a histogram has at most %d keys", f.Name, maxKeys)
 			continue
 		}
-		key := f.Name
+		key := &Expr{Kind: ExprField, Name: f.Name}
 		if f.Array == "[]" && f.Type != "char" {
 			// A stack trace: the kernel keys a histogram by it, and
 			// prints its frames, with .stacktrace. One fits in the key
@@ -81,7 +81,7 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 				p.note("results: %s is not shown: the results are keyed by one stack trace", f.Name)
 				continue
 			}
-			key += ".stacktrace"
+			key.Mod = "stacktrace"
 		}
 		signed := f.Array == "" && f.Type != "" && !(f.Type[0] == 'u' || f.Type == "gfp_t")
 		h.Columns = append(h.Columns, Column{Label: f.Name, Kind: ColKey, Index: len(h.Keys), Signed: signed})
@@ -90,23 +90,23 @@ func (p *planner) results(q *compiler.Query, u *Unit) {
 	h.Columns = append(h.Columns, Column{Label: "count", Kind: ColCount})
 	if lat != nil {
 		h.Columns = append(h.Columns, Column{Label: lat.Name, Kind: ColLatency, Index: len(h.Keys), Unit: lat.Unit})
-		h.Keys = append(h.Keys, lat.Name+".log2")
-		h.Vals = append(h.Vals, lat.Name)
+		h.Keys = append(h.Keys, &Expr{Kind: ExprField, Name: lat.Name, Mod: "log2"})
+		h.Vals = append(h.Vals, &Expr{Kind: ExprField, Name: lat.Name})
 		// The variable's name is unique on the synthetic event, whatever
 		// other triggers the script puts on it.
 		v := newVarNames(synthEvent(s, nil, 8)).take(s.Name + "_max")
-		h.Vars = append(h.Vars, Var{Name: v, Expr: lat.Name})
-		h.Actions = append(h.Actions, "onmax($"+v+").save("+lat.Name+")")
+		h.Vars = append(h.Vars, Var{Name: v, Expr: &Expr{Kind: ExprField, Name: lat.Name}})
+		h.Actions = append(h.Actions, &Action{Handler: OnMax, Track: v, Kind: ActSave, Params: []*Expr{{Kind: ExprField, Name: lat.Name}}})
 		// A negative latency (the end stamped before the start: clock skew
 		// between CPUs) wraps around as a u64, and its log2 bucket is
 		// meaningless: such events are kept out and counted apart.
-		h.Filter = lat.Name + " < " + negativeFrom
+		h.Filter = &Filter{Op: FilterPred, Field: lat.Name, Cmp: "<", Num: negativeFrom}
 		cpu := "common_cpu"
 		if !p.feat.CommonCPU {
 			cpu = "cpu"
 		}
 		u.Negatives = &Hist{System: "synthetic", Event: s.Name, Role: "negatives", Instance: inst,
-			Keys: []string{cpu}, Filter: lat.Name + " >= " + negativeFrom, Pos: s.Pos, End: s.End}
+			Keys: []*Expr{{Kind: ExprCPU, Name: cpu}}, Filter: &Filter{Op: FilterPred, Field: lat.Name, Cmp: ">=", Num: negativeFrom}, Pos: s.Pos, End: s.End}
 	}
 	u.Results = h
 	for _, o := range q.OrderBy {

@@ -15,7 +15,7 @@ WHERE start.prev_state == 2`
 		if h == nil {
 			t.Fatalf("%s: no results histogram", k)
 		}
-		if got, want := h.Keys, []string{"stack.stacktrace", "offcpu.log2"}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		if got, want := ExprStrings(h.Keys), []string{"stack.stacktrace", "offcpu.log2"}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 			t.Errorf("%s: results keys %q, want %q", k, got, want)
 		}
 		if c := h.Columns[0]; c.Label != "stack" || c.Kind != ColKey || c.Index != 0 {

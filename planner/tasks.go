@@ -1,9 +1,6 @@
 package planner
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/sqlhist/sqlhist/compiler"
 )
 
@@ -36,7 +33,7 @@ func (p *planner) filterTasks(q *compiler.Query, u *Unit, names map[string]bool)
 			p.note("%s: the start trigger on %s keeps the events whose %s (the task the JOIN follows) is one of these threads; the end trigger only matches what it saved", p.opt.TaskFlag, h.System+"/"+h.Event, field)
 		}
 	}
-	h.Filter = andTerms([]string{taskFilter(field, p.opt.Tasks), h.Filter})
+	h.Filter = andFilters([]*Filter{taskFilter(field, p.opt.Tasks), h.Filter})
 }
 
 // taskKey returns the start event's ON field that holds a task id, or
@@ -54,10 +51,14 @@ func (p *planner) taskKey(q *compiler.Query) string {
 }
 
 // taskFilter is "field == t1 || field == t2 …".
-func taskFilter(field string, tids []int) string {
-	parts := make([]string, len(tids))
-	for i, t := range tids {
-		parts[i] = field + " == " + strconv.Itoa(t)
+func taskFilter(field string, tids []int) *Filter {
+	var f *Filter
+	for _, t := range tids {
+		pred := &Filter{Op: FilterPred, Field: field, Cmp: "==", Num: uint64(t)}
+		if t < 0 {
+			pred.Num, pred.Neg = uint64(-t), true
+		}
+		f = joinFilters(FilterOr, f, pred)
 	}
-	return strings.Join(parts, " || ")
+	return f
 }

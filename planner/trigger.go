@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -78,6 +79,20 @@ func (e *Expr) write(b *strings.Builder) {
 	case e.Mod != "":
 		b.WriteString("." + e.Mod)
 	}
+}
+
+// Equal reports whether two expressions are the same.
+func (e *Expr) Equal(o *Expr) bool {
+	if e == nil || o == nil {
+		return e == o
+	}
+	return e.Kind == o.Kind && e.Name == o.Name && e.Mod == o.Mod && e.Buckets == o.Buckets &&
+		e.N == o.N && e.Op == o.Op && e.L.Equal(o.L) && e.R.Equal(o.R)
+}
+
+// ExprsEqual reports whether two lists of expressions are the same.
+func ExprsEqual(a, b []*Expr) bool {
+	return slices.EqualFunc(a, b, (*Expr).Equal)
 }
 
 // Walk calls f on e and every operand under it, depth first.
@@ -246,4 +261,29 @@ func (a *Action) String() string {
 	}
 	b.WriteString(strings.Join(params, ",") + ")")
 	return b.String()
+}
+
+// Equal reports whether two filters are the same.
+func (f *Filter) Equal(o *Filter) bool {
+	if f == nil || o == nil {
+		return f == o
+	}
+	return f.Op == o.Op && f.Paren == o.Paren && f.Field == o.Field && f.Cmp == o.Cmp && f.Num == o.Num &&
+		f.Neg == o.Neg && f.Str == o.Str && f.IsStr == o.IsStr && f.quote() == o.quote() && f.L.Equal(o.L) && f.R.Equal(o.R)
+}
+
+func (f *Filter) quote() byte {
+	if f.IsStr && f.Quote == 0 {
+		return '"'
+	}
+	return f.Quote
+}
+
+// Equal reports whether two actions are the same.
+func (a *Action) Equal(o *Action) bool {
+	if a == nil || o == nil {
+		return a == o
+	}
+	return a.Handler == o.Handler && a.Match == o.Match && a.Track == o.Track && a.Kind == o.Kind &&
+		a.Synth == o.Synth && a.OldForm == o.OldForm && ExprsEqual(a.Params, o.Params)
 }

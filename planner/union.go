@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sqlhist/sqlhist/compiler"
@@ -73,9 +74,9 @@ func (p *planner) share(u *Unit, name string) {
 		return
 	}
 	h.Columns = first.Columns
-	if strings.Join(h.Keys, ",") != strings.Join(first.Keys, ",") || strings.Join(h.Vals, ",") != strings.Join(first.Vals, ",") || strings.Join(h.Sort, ",") != strings.Join(first.Sort, ",") {
+	if !ExprsEqual(h.Keys, first.Keys) || !ExprsEqual(h.Vals, first.Vals) || !slices.Equal(h.Sort, first.Sort) {
 		x := p.diags.Add(h.Pos, h.End, "UNION ALL shares one histogram: this SELECT gives keys=%s vals=%s, the first keys=%s vals=%s",
-			strings.Join(h.Keys, ","), strings.Join(h.Vals, ","), strings.Join(first.Keys, ","), strings.Join(first.Vals, ","))
+			strings.Join(ExprStrings(h.Keys), ","), strings.Join(ExprStrings(h.Vals), ","), strings.Join(ExprStrings(first.Keys), ","), strings.Join(ExprStrings(first.Vals), ","))
 		x.Hint = "select the same fields, with the same modifiers, in the same order in every SELECT (the events must have fields of those names)"
 		return
 	}
@@ -84,8 +85,11 @@ func (p *planner) share(u *Unit, name string) {
 	if aerr != nil || berr != nil {
 		return
 	}
-	for _, f := range append(append([]string{}, h.Keys...), h.Vals...) {
-		name, _, _ := strings.Cut(f, ".")
+	for _, f := range append(append([]*Expr{}, h.Keys...), h.Vals...) {
+		if f.Kind != ExprField {
+			continue // common_* and other pseudo-fields are alike everywhere
+		}
+		name := f.Name
 		fa, fb := a.Field(name), b.Field(name)
 		if fa == nil || fb == nil {
 			continue // common_* and other pseudo-fields are alike everywhere

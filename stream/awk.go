@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"github.com/sqlhist/sqlhist/planner"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -121,7 +123,7 @@ func (g *awkGen) check(t *trigger) error {
 		note(x)
 	}
 	for _, v := range t.spec.Vals {
-		if v == "hitcount.percent" || v == "hitcount.graph" {
+		if v.Kind == planner.ExprHitcount && (v.Mod == "percent" || v.Mod == "graph") {
 			return fmt.Errorf("the awk engine does not print shares or bars (%s)", v)
 		}
 	}

@@ -2,9 +2,8 @@ package stream
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -75,130 +74,67 @@ func (x *expr) size() int {
 // signed says whether the value is of a signed type.
 func (x *expr) signed() bool { return x.kind == opField && x.def != nil && x.def.Signed }
 
-// parseOperands splits a hist expression into operands and operators,
-// "common_timestamp.usecs-$ts" → [common_timestamp.usecs $ts], [-]. A
-// '-' is an operator except inside the modifier sym-offset.
-func splitExpr(s string) (operands []string, ops []byte) {
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '+' && c != '-' && c != '*' && c != '/' {
-			continue
-		}
-		if c == '-' && strings.HasSuffix(s[start:i], ".sym") && strings.HasPrefix(s[i:], "-offset") {
-			continue
-		}
-		operands = append(operands, s[start:i])
-		ops = append(ops, c)
-		start = i + 1
+// compileExpr compiles a hist expression of the plan on the event ev.
+func compileExpr(x *planner.Expr, ev *tracefs.Event) (*expr, error) {
+	if x == nil {
+		return nil, fmt.Errorf("no expression")
 	}
-	return append(operands, s[start:]), ops
+	out, err := compileNode(x, ev)
+	if err != nil {
+		return nil, err
+	}
+	out.text = x.String()
+	return out, nil
 }
 
-// compileExpr compiles a hist expression on the event ev: operands joined
-// by + - * /, * and / binding tighter, each level left to right (the
-// kernel splits at the rightmost operator of the lowest precedence).
-func compileExpr(s string, ev *tracefs.Event) (*expr, error) {
-	operands, ops := splitExpr(s)
-	leaves := make([]*expr, len(operands))
-	for i, o := range operands {
-		x, err := compileOperand(o, ev)
+func compileNode(x *planner.Expr, ev *tracefs.Event) (*expr, error) {
+	out := &expr{name: x.Name, mod: x.Mod, bucket: x.Buckets}
+	if x.Mod == "usecs" {
+		out.usecs, out.mod = true, ""
+	}
+	if x.Mod == "buckets" && x.Buckets == 0 {
+		return nil, fmt.Errorf("bad bucket size 0")
+	}
+	switch x.Kind {
+	case planner.ExprBinary:
+		l, err := compileNode(x.L, ev)
 		if err != nil {
 			return nil, err
 		}
-		leaves[i] = x
-	}
-	x := build(leaves, ops)
-	x.text = s
-	return x, nil
-}
-
-// build joins leaves by ops with the usual precedence, left to right.
-func build(leaves []*expr, ops []byte) *expr {
-	if len(ops) == 0 {
-		return leaves[0]
-	}
-	// The rightmost + or - splits first; else the rightmost * or /.
-	split := -1
-	for i := len(ops) - 1; i >= 0; i-- {
-		if ops[i] == '+' || ops[i] == '-' {
-			split = i
-			break
-		}
-	}
-	if split < 0 {
-		split = len(ops) - 1
-	}
-	return &expr{kind: opBinary, op: ops[split],
-		l: build(leaves[:split+1], ops[:split]),
-		r: build(leaves[split+1:], ops[split+1:])}
-}
-
-// compileOperand compiles one operand with its modifier.
-func compileOperand(s string, ev *tracefs.Event) (*expr, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, fmt.Errorf("empty operand")
-	}
-	if s[0] == '$' {
-		return &expr{kind: opVar, name: s[1:], text: s, ref: -1, own: -1}, nil
-	}
-	if s[0] >= '0' && s[0] <= '9' {
-		n, err := strconv.ParseUint(s, 0, 64)
+		r, err := compileNode(x.R, ev)
 		if err != nil {
-			return nil, fmt.Errorf("bad number %q", s)
+			return nil, err
 		}
-		return &expr{kind: opConst, n: n, text: s}, nil
-	}
-	name, mod, _ := strings.Cut(s, ".")
-	x := &expr{name: name, text: s}
-	if m, n, ok := strings.Cut(mod, "="); ok {
-		if m != "buckets" {
-			return nil, fmt.Errorf("unknown modifier %q", mod)
+		return &expr{kind: opBinary, op: x.Op, l: l, r: r}, nil
+	case planner.ExprVar:
+		out.kind, out.ref, out.own = opVar, -1, -1
+	case planner.ExprConst:
+		out.kind, out.n = opConst, x.N
+	case planner.ExprTimestamp:
+		out.kind, out.name = opTimestamp, "common_timestamp"
+	case planner.ExprCPU:
+		out.kind = opCPU
+	case planner.ExprStack:
+		out.kind, out.mod = opStack, "stacktrace"
+	case planner.ExprHitcount:
+		out.kind, out.name = opHitcount, "hitcount"
+	case planner.ExprField:
+		out.kind, out.field = opField, -1
+		for i, f := range ev.Fields {
+			if f.Name == x.Name {
+				out.field, out.def = i, f
+			}
 		}
-		b, err := strconv.ParseUint(n, 0, 64)
-		if err != nil || b == 0 {
-			return nil, fmt.Errorf("bad bucket size %q", n)
+		if out.field < 0 {
+			return nil, fmt.Errorf("no field %q in %s", x.Name, ev.FullName())
 		}
-		mod, x.bucket = m, b
-	}
-	switch mod {
-	case "", "log2", "buckets", "execname", "syscall", "sym", "sym-offset", "hex", "percent", "graph", "stacktrace":
-		x.mod = mod
-	case "usecs":
-		x.usecs = true
+		if out.mod == "stacktrace" {
+			out.kind = opStack
+		}
 	default:
-		return nil, fmt.Errorf("unknown modifier %q", mod)
+		return nil, fmt.Errorf("unknown operand kind %d", x.Kind)
 	}
-	switch name {
-	case "common_timestamp":
-		x.kind = opTimestamp
-		return x, nil
-	case "common_cpu", "cpu", "CPU":
-		x.kind = opCPU
-		return x, nil
-	case "common_stacktrace", "stacktrace":
-		x.kind, x.mod = opStack, "stacktrace"
-		return x, nil
-	case "hitcount":
-		x.kind = opHitcount
-		return x, nil
-	}
-	x.kind = opField
-	x.field = -1
-	for i, f := range ev.Fields {
-		if f.Name == name {
-			x.field, x.def = i, f
-		}
-	}
-	if x.field < 0 {
-		return nil, fmt.Errorf("no field %q in %s", name, ev.FullName())
-	}
-	if x.mod == "stacktrace" {
-		x.kind = opStack
-		x.name = name
-	}
-	return x, nil
+	return out, nil
 }
 
 // varLookup resolves a variable reference (an opVar) for an event: its

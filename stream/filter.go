@@ -3,8 +3,8 @@ package stream
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -22,162 +22,83 @@ type filter struct {
 	glob  bool
 }
 
-// compileFilter parses a filter on the event ev.
-func compileFilter(s string, ev *tracefs.Event) (*filter, error) {
-	p := &filterParser{s: s, ev: ev}
-	f, err := p.or()
-	if err != nil {
-		return nil, err
-	}
-	p.space()
-	if p.i < len(p.s) {
-		return nil, fmt.Errorf("filter %q: unexpected %q", s, p.s[p.i:])
-	}
-	return f, nil
-}
-
-type filterParser struct {
-	s  string
-	i  int
-	ev *tracefs.Event
-}
-
-func (p *filterParser) space() {
-	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
-		p.i++
-	}
-}
-
-func (p *filterParser) eat(tok string) bool {
-	p.space()
-	if strings.HasPrefix(p.s[p.i:], tok) {
-		p.i += len(tok)
-		return true
-	}
-	return false
-}
-
-func (p *filterParser) or() (*filter, error) {
-	l, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	for p.eat("||") {
-		r, err := p.and()
+// compileFilter compiles a filter of the plan on the event ev.
+func compileFilter(f *planner.Filter, ev *tracefs.Event) (*filter, error) {
+	switch f.Op {
+	case planner.FilterAnd, planner.FilterOr:
+		l, err := compileFilter(f.L, ev)
 		if err != nil {
 			return nil, err
 		}
-		l = &filter{op: "||", l: l, r: r}
-	}
-	return l, nil
-}
-
-func (p *filterParser) and() (*filter, error) {
-	l, err := p.unary()
-	if err != nil {
-		return nil, err
-	}
-	for p.eat("&&") {
-		r, err := p.unary()
+		r, err := compileFilter(f.R, ev)
 		if err != nil {
 			return nil, err
 		}
-		l = &filter{op: "&&", l: l, r: r}
-	}
-	return l, nil
-}
-
-func (p *filterParser) unary() (*filter, error) {
-	if p.eat("!") && !strings.HasPrefix(p.s[p.i:], "=") {
-		f, err := p.unary()
+		op := "&&"
+		if f.Op == planner.FilterOr {
+			op = "||"
+		}
+		return &filter{op: op, l: l, r: r}, nil
+	case planner.FilterNot:
+		l, err := compileFilter(f.L, ev)
 		if err != nil {
 			return nil, err
 		}
-		return &filter{op: "!", l: f}, nil
+		return &filter{op: "!", l: l}, nil
+	case planner.FilterPred:
+		return compilePred(f, ev)
 	}
-	if p.eat("(") {
-		f, err := p.or()
-		if err != nil {
-			return nil, err
-		}
-		if !p.eat(")") {
-			return nil, fmt.Errorf("filter %q: missing )", p.s)
-		}
-		return f, nil
-	}
-	return p.pred()
+	return nil, fmt.Errorf("filter %q: unknown node %d", f.String(), f.Op)
 }
 
-var filterOps = []string{"==", "!=", "<=", ">=", "<", ">", "~", "&"}
-
-func (p *filterParser) pred() (*filter, error) {
-	p.space()
-	start := p.i
-	for p.i < len(p.s) && (tracefs.IsIdent(p.s[p.i:p.i+1]) || p.s[p.i] == '.' || (p.s[p.i] >= '0' && p.s[p.i] <= '9')) {
-		p.i++
+// compilePred compiles a predicate "field op value". The field is COMM
+// (or comm on an event without such a field), the task's name; CPU
+// (common_cpu, or cpu on an event without such a field), the CPU; or a
+// field of the event.
+func compilePred(p *planner.Filter, ev *tracefs.Event) (*filter, error) {
+	f := &filter{op: p.Cmp}
+	switch p.Cmp {
+	case "==", "!=", "<=", ">=", "<", ">", "~", "&":
+	default:
+		return nil, fmt.Errorf("filter %q: unknown operator %q", p.String(), p.Cmp)
 	}
-	name := p.s[start:p.i]
-	if name == "" {
-		return nil, fmt.Errorf("filter %q: expected a field at %d", p.s, start)
-	}
-	f := &filter{}
-	for _, op := range filterOps {
-		if p.eat(op) {
-			f.op = op
-			break
-		}
-	}
-	if f.op == "" {
-		return nil, fmt.Errorf("filter %q: expected an operator after %s", p.s, name)
-	}
-	if name == "COMM" || name == "comm" && p.ev.Field("comm") == nil {
+	name := p.Field
+	switch {
+	case name == "COMM" || name == "comm" && ev.Field("comm") == nil:
 		f.comm = true
-	} else {
-		x, err := compileOperand(name, p.ev)
+	case name == "CPU" || name == "common_cpu" || name == "cpu" && ev.Field("cpu") == nil:
+		f.field = &expr{kind: opCPU, name: name}
+	default:
+		x, err := compileExpr(&planner.Expr{Kind: planner.ExprField, Name: name}, ev)
 		if err != nil {
-			return nil, fmt.Errorf("filter %q: %v", p.s, err)
+			return nil, fmt.Errorf("filter %q: %v", p.String(), err)
 		}
 		f.field = x
 	}
-	p.space()
-	if p.i < len(p.s) && (p.s[p.i] == '"' || p.s[p.i] == '\'') {
-		q := p.s[p.i]
-		end := strings.IndexByte(p.s[p.i+1:], q)
-		if end < 0 {
-			return nil, fmt.Errorf("filter %q: unclosed string", p.s)
-		}
-		f.str = p.s[p.i+1 : p.i+1+end]
-		p.i += end + 2
-	} else {
-		start := p.i
-		for p.i < len(p.s) && !strings.ContainsRune(" \t)&|", rune(p.s[p.i])) {
-			p.i++
-		}
-		f.str = p.s[start:p.i]
-	}
 	if f.comm || f.field.isString() {
 		if f.op != "==" && f.op != "!=" && f.op != "~" {
-			return nil, fmt.Errorf("filter %q: %s on a string", p.s, f.op)
+			return nil, fmt.Errorf("filter %q: %s on a string", p.String(), f.op)
 		}
 		f.glob = f.op == "~"
+		f.str = p.Str
+		if !p.IsStr {
+			// A number written unquoted: the kernel reads the digits.
+			f.str = strconv.FormatUint(p.Num, 10)
+			if p.Neg {
+				f.str = "-" + f.str
+			}
+		}
 		return f, nil
 	}
-	s := f.str
-	if strings.HasPrefix(s, "-") {
-		n, err := strconv.ParseInt(s, 0, 64)
-		if err != nil {
-			return nil, fmt.Errorf("filter %q: bad number %q", p.s, s)
-		}
-		f.num, f.neg = uint64(n), true
-	} else {
-		n, err := strconv.ParseUint(s, 0, 64)
-		if err != nil {
-			return nil, fmt.Errorf("filter %q: bad number %q", p.s, s)
-		}
-		f.num = n
+	if p.IsStr {
+		return nil, fmt.Errorf("filter %q: bad number %q", p.String(), p.Str)
 	}
 	if f.op == "~" {
-		return nil, fmt.Errorf("filter %q: ~ on a number", p.s)
+		return nil, fmt.Errorf("filter %q: ~ on a number", p.String())
+	}
+	f.num, f.neg = p.Num, p.Neg
+	if p.Neg {
+		f.num = -p.Num
 	}
 	return f, nil
 }

@@ -237,7 +237,7 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 				t.tracks++
 			}
 		}
-		t.kernelFiltered = m.opt.KernelFilters && m.Filter(t.spec.System, t.spec.Event) == t.spec.Filter
+		t.kernelFiltered = m.opt.KernelFilters && m.Filter(t.spec.System, t.spec.Event) == t.spec.FilterText()
 		t.key = make([]Value, len(t.keys))
 		t.refVals = make([]uint64, len(t.refs))
 		t.newVals, t.newSet = make([]uint64, len(t.vars)), make([]bool, len(t.vars))
@@ -282,7 +282,7 @@ func (m *Machine) keyMaps() {
 func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) {
 	t := &trigger{spec: h, ev: ev}
 	var err error
-	if h.Filter != "" {
+	if h.Filter != nil {
 		if t.filter, err = compileFilter(h.Filter, ev); err != nil {
 			return nil, err
 		}
@@ -334,7 +334,7 @@ func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) 
 		}
 	}
 	for _, s := range h.Actions {
-		a, err := parseAction(s, ev)
+		a, err := compileAction(s, ev)
 		if err != nil {
 			return nil, err
 		}
@@ -398,53 +398,33 @@ func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) 
 	return t, nil
 }
 
-// parseAction reads "onmatch(sys.event).trace(synth,a,b)",
-// "onmatch(sys.event).synth(a,b)", "onmax($v).save(f,g)",
-// "onmax($v).snapshot()", "onchange($v).trace(synth,…)".
-func parseAction(s string, ev *tracefs.Event) (*action, error) {
-	open := strings.IndexByte(s, '(')
-	close := strings.IndexByte(s, ')')
-	if open < 0 || close < open || close+1 >= len(s) || s[close+1] != '.' {
-		return nil, fmt.Errorf("bad action %q", s)
-	}
-	a := &action{handler: s[:open]}
-	arg := s[open+1 : close]
-	switch a.handler {
-	case "onmatch":
-	case "onmax", "onchange":
-		if !strings.HasPrefix(arg, "$") {
-			return nil, fmt.Errorf("bad action %q: %s needs a variable", s, a.handler)
-		}
-		a.track = arg[1:]
+// compileAction compiles a handler with its action.
+func compileAction(pa *planner.Action, ev *tracefs.Event) (*action, error) {
+	a := &action{}
+	switch pa.Handler {
+	case planner.OnMatch:
+		a.handler = "onmatch"
+	case planner.OnMax:
+		a.handler, a.track = "onmax", pa.Track
+	case planner.OnChange:
+		a.handler, a.track = "onchange", pa.Track
 	default:
-		return nil, fmt.Errorf("unknown handler in %q", s)
+		return nil, fmt.Errorf("action %q: unknown handler", pa.String())
 	}
-	rest := s[close+2:]
-	po := strings.IndexByte(rest, '(')
-	if po < 0 || !strings.HasSuffix(rest, ")") {
-		return nil, fmt.Errorf("bad action %q", s)
-	}
-	name, argText := rest[:po], rest[po+1:len(rest)-1]
-	var args []string
-	if argText != "" {
-		args = strings.Split(argText, ",")
-	}
-	switch name {
-	case "trace":
-		if len(args) == 0 {
-			return nil, fmt.Errorf("bad action %q: trace needs a synthetic event", s)
-		}
-		a.what, a.synth, args = "trace", strings.TrimSpace(args[0]), args[1:]
-	case "save", "snapshot":
-		a.what = name
+	switch pa.Kind {
+	case planner.ActTrace:
+		a.what, a.synth = "trace", pa.Synth
+	case planner.ActSave:
+		a.what = "save"
+	case planner.ActSnapshot:
+		a.what = "snapshot"
 	default:
-		// The older form: onmatch(…).<synthetic event>(params).
-		a.what, a.synth = "trace", name
+		return nil, fmt.Errorf("action %q: unknown action", pa.String())
 	}
-	for _, p := range args {
-		x, err := compileExpr(strings.TrimSpace(p), ev)
+	for _, p := range pa.Params {
+		x, err := compileExpr(p, ev)
 		if err != nil {
-			return nil, fmt.Errorf("action %q: %v", s, err)
+			return nil, fmt.Errorf("action %q: %v", pa.String(), err)
 		}
 		a.params = append(a.params, x)
 	}
@@ -475,12 +455,12 @@ func (m *Machine) Filter(system, event string) string {
 	var fs []string
 	seen := map[string]bool{}
 	for _, t := range m.byEvent[system+"/"+event] {
-		if t.spec.Filter == "" {
+		if t.spec.Filter == nil {
 			return ""
 		}
-		if !seen[t.spec.Filter] {
-			seen[t.spec.Filter] = true
-			fs = append(fs, t.spec.Filter)
+		if f := t.spec.Filter.String(); !seen[f] {
+			seen[f] = true
+			fs = append(fs, f)
 		}
 	}
 	if len(fs) == 1 {

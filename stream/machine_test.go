@@ -329,8 +329,7 @@ func TestStackJoin(t *testing.T) {
 		if u.Results != nil {
 			var names []string
 			for _, k := range u.Results.Keys {
-				n, _, _ := strings.Cut(k, ".")
-				names = append(names, n)
+				names = append(names, k.Name)
 			}
 			h = r.hist(u.Results.System, u.Results.Event, strings.Join(names, ","))
 		}

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"github.com/sqlhist/sqlhist/planner"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -29,18 +31,18 @@ func (t *trigger) info() string {
 	if h.Name != "" {
 		b.WriteString("name=" + h.Name + ":")
 	}
-	b.WriteString("keys=" + strings.Join(h.Keys, ","))
+	b.WriteString("keys=" + strings.Join(planner.ExprStrings(h.Keys), ","))
 	vals := []string{"hitcount"}
 	for _, v := range h.Vals {
-		if v != "hitcount" {
-			vals = append(vals, v)
+		if v.Kind != planner.ExprHitcount || v.Mod != "" {
+			vals = append(vals, v.String())
 		}
 	}
 	b.WriteString(":vals=" + strings.Join(vals, ","))
 	if len(h.Vars) > 0 {
 		vs := make([]string, len(h.Vars))
 		for i, v := range h.Vars {
-			vs[i] = v.Name + "=" + v.Expr
+			vs[i] = v.String()
 		}
 		b.WriteString(":" + strings.Join(vs, ","))
 	}
@@ -57,10 +59,10 @@ func (t *trigger) info() string {
 		b.WriteString(":nohitcount")
 	}
 	for _, a := range h.Actions {
-		b.WriteString(":" + a)
+		b.WriteString(":" + a.String())
 	}
-	if h.Filter != "" {
-		b.WriteString(" if " + h.Filter)
+	if h.Filter != nil {
+		b.WriteString(" if " + h.Filter.String())
 	}
 	return b.String()
 }
@@ -171,10 +173,13 @@ func (m *Machine) printEntry(b *strings.Builder, t *trigger, e *entry, st *valSt
 	}
 	for _, v := range t.spec.Vals {
 		// hitcount.percent and hitcount.graph: the count as a value.
-		switch v {
-		case "hitcount.percent":
+		if v.Kind != planner.ExprHitcount {
+			continue
+		}
+		switch v.Mod {
+		case "percent":
 			printPercent(b, "hitcount", e.count, st.count)
-		case "hitcount.graph":
+		case "graph":
 			fmt.Fprintf(b, "  hitcount: %20s", bar(e.count, st.maxCount))
 		}
 	}

@@ -1,0 +1,1089 @@
+package bpf
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// ctrig is a trigger checked against its event's format.
+type ctrig struct {
+	idx  int
+	t    *Trigger
+	ev   *tracefs.Event
+	m    *mapDef
+	vals []*planner.Expr // Vals without hitcount
+	// usecs says that every common_timestamp of the trigger is in µs
+	// (one .usecs makes them all so, as the kernel's).
+	usecs bool
+	own   map[string]int // own variables by name
+	// refs are the other triggers' variables read, in reading order,
+	// each once; once says which of them are read as an operand (the
+	// read clears them).
+	refs []varRef
+	once map[string]bool
+}
+
+type varRef struct {
+	name string
+	t    *ctrig
+	idx  int
+}
+
+// compileTriggers checks the triggers and lays out their maps.
+func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Event, error)) error {
+	vars := map[string]varRef{}
+	named := map[string]*mapDef{}
+	for i, t := range e.triggers {
+		ct := &ctrig{idx: i, t: t, own: map[string]int{}, once: map[string]bool{}}
+		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
+			ct.ev = e.synths[t.Event]
+		} else {
+			ev, err := format(t.System, t.Event)
+			if err != nil {
+				return &Error{Trigger: i, Event: t.System + "/" + t.Event, Reason: err.Error()}
+			}
+			ct.ev = ev
+		}
+		if len(t.Keys) == 0 {
+			return ct.errf("", "a trigger needs a key")
+		}
+		for _, v := range t.Vals {
+			if v.Kind == planner.ExprHitcount {
+				if v.Mod != "" && v.Mod != "percent" && v.Mod != "graph" {
+					return ct.errf(v.String(), "modifier .%s on hitcount", v.Mod)
+				}
+				continue
+			}
+			ct.vals = append(ct.vals, v)
+		}
+		for j, v := range t.Vars {
+			if _, dup := vars[v.Name]; dup {
+				return ct.errf(v.Name+"="+v.Expr.String(), "variable %s defined twice", v.Name)
+			}
+			vars[v.Name] = varRef{v.Name, ct, j}
+			ct.own[v.Name] = j
+		}
+		all := append(append([]*planner.Expr{}, t.Keys...), ct.vals...)
+		for _, v := range t.Vars {
+			all = append(all, v.Expr)
+		}
+		for _, a := range t.Actions {
+			all = append(all, a.Params...)
+		}
+		for _, x := range all {
+			x.Walk(func(o *planner.Expr) {
+				if o.Kind == planner.ExprTimestamp && o.Mod == "usecs" {
+					ct.usecs = true
+				}
+				if o.Kind == planner.ExprBinary {
+					for _, s := range []*planner.Expr{o.L, o.R} {
+						if s.Kind == planner.ExprVar {
+							ct.once[s.Name] = true
+						}
+					}
+				}
+			})
+		}
+		if t.Name != "" && named[t.Name] != nil {
+			ct.m = named[t.Name]
+			if err := ct.m.sameShape(ct); err != nil {
+				return err
+			}
+		} else {
+			m, err := layoutOf(ct)
+			if err != nil {
+				return err
+			}
+			m.name = fmt.Sprintf("hist%d", len(e.maps))
+			m.stat = len(e.maps)
+			e.maps = append(e.maps, m)
+			ct.m = m
+			if t.Name != "" {
+				named[t.Name] = m
+			}
+		}
+		e.ctrigs = append(e.ctrigs, ct)
+	}
+	// The other triggers' variables each trigger reads.
+	for _, ct := range e.ctrigs {
+		var reads []string
+		for _, v := range ct.t.Vars {
+			reads = append(reads, v.Expr.Vars()...)
+		}
+		for _, a := range ct.t.Actions {
+			for _, p := range a.Params {
+				reads = append(reads, p.Vars()...)
+			}
+			if a.Handler != planner.OnMatch {
+				if _, ok := ct.own[a.Track]; !ok {
+					return ct.errf(a.String(), "$%s is not a variable of this trigger", a.Track)
+				}
+			}
+			if a.Kind == planner.ActSnapshot {
+				return ct.errf(a.String(), "a snapshot of the trace buffer is the kernel's hist triggers' own")
+			}
+			if a.Kind == planner.ActTrace && e.synths[a.Synth] == nil {
+				return ct.errf(a.String(), "no synthetic event %s", a.Synth)
+			}
+		}
+		for _, x := range append(append([]*planner.Expr{}, ct.t.Keys...), ct.vals...) {
+			if len(x.Vars()) > 0 {
+				return ct.errf(x.String(), "a variable in a key or a value is not compiled")
+			}
+		}
+		for _, n := range reads {
+			if _, ok := ct.own[n]; ok {
+				continue
+			}
+			r, ok := vars[n]
+			if !ok {
+				return ct.errf("$"+n, "variable $%s is defined by no trigger", n)
+			}
+			if slices.ContainsFunc(ct.refs, func(x varRef) bool { return x.name == n }) {
+				continue
+			}
+			if r.t.m.keySize != ct.m.keySize {
+				return ct.errf("$"+n, "$%s is read by a key of %d bytes from a map keyed by %d", n, ct.m.keySize, r.t.m.keySize)
+			}
+			ct.refs = append(ct.refs, r)
+		}
+	}
+	return nil
+}
+
+// Registers: R6 holds the context (the event's record), R7 the entry of
+// the trigger being run; R0-R5 are scratch (helpers clobber them).
+const (
+	rCtx   = asm.R6
+	rEntry = asm.R7
+)
+
+// maxFrame is the BPF stack.
+const maxFrame = 512
+
+// gen generates one program.
+type gen struct {
+	e       *Engine
+	insns   asm.Instructions
+	origins []string // by instruction: what it computes
+	origin  string
+	pending string // a label for the next instruction
+	labels  int
+	top     int // stack bytes in use
+	max     int
+	ts, pid int16 // stack offsets of the time, the pid, the CPU
+	cpu     int16
+	depth   int // synthetic events fired, nested
+}
+
+func (g *gen) ins(list ...asm.Instruction) {
+	for _, i := range list {
+		if g.pending != "" {
+			i = i.WithSymbol(g.pending)
+			g.pending = ""
+		}
+		g.insns = append(g.insns, i)
+		g.origins = append(g.origins, g.origin)
+	}
+}
+
+func (g *gen) label() string {
+	g.labels++
+	return fmt.Sprintf("l%d", g.labels)
+}
+
+// at places label l at the next instruction.
+func (g *gen) at(l string) {
+	if g.pending != "" {
+		// Two labels at one place: a no-op carries the first.
+		g.ins(asm.Mov.Reg(rCtx, rCtx))
+	}
+	g.pending = l
+}
+
+// alloc reserves n bytes (rounded up to 8) of stack: their offset from
+// R10.
+func (g *gen) alloc(n int) int16 {
+	g.top += align8(n)
+	g.max = max(g.max, g.top)
+	return int16(-g.top)
+}
+
+// storeImm stores a 32-bit constant, sign-extended, in 8 bytes (BPF_ST
+// of a double word, which cilium/ebpf's StoreImm does not make).
+func storeImm(dst asm.Register, off int16, v int32) asm.Instruction {
+	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(v)}
+}
+
+// zero clears n bytes (a multiple of 8) at off.
+func (g *gen) zero(off int16, n int) {
+	for i := 0; i < n; i += 8 {
+		g.ins(storeImm(asm.R10, off+int16(i), 0))
+	}
+}
+
+// evctx is where an event's fields are read: the record (the context)
+// or, for a synthetic event fired, its fields on the stack.
+type evctx struct {
+	ev    *tracefs.Event
+	synth map[string]int16 // by field: the stack offset of its value or bytes
+}
+
+var regs = []asm.Register{asm.R1, asm.R2, asm.R3, asm.R4, asm.R5}
+
+var sizes = map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}
+
+// loadField loads a number field into dst, sign-extended when signed;
+// R0 is scratch.
+func (g *gen) loadField(ct *ctrig, ec *evctx, f *tracefs.Field, dst asm.Register) error {
+	if ec.synth != nil {
+		if off, ok := ec.synth[f.Name]; ok {
+			g.ins(asm.LoadMem(dst, asm.R10, off, asm.DWord))
+			return nil
+		}
+	}
+	if f.Name == "common_pid" {
+		g.ins(asm.LoadMem(dst, asm.R10, g.pid, asm.DWord))
+		return nil
+	}
+	if ec.synth != nil {
+		return ct.errf(f.Name, "field %s of a synthetic event is not set by the program", f.Name)
+	}
+	if f.Kind != tracefs.KindInt && f.Kind != tracefs.KindPointer {
+		return ct.errf(f.Name, "%s is a %s, not a number", f.Name, f.Kind)
+	}
+	if f.Offset < 8 {
+		return ct.errf(f.Name, "%s is in the record's first 8 bytes, which a BPF program cannot read", f.Name)
+	}
+	if _, ok := sizes[f.Size]; !ok {
+		return ct.errf(f.Name, "%s has %d bytes: a number of 1, 2, 4 or 8 is compiled", f.Name, f.Size)
+	}
+	// Aligned loads only: an unaligned field is read in aligned pieces
+	// (little-endian: the first piece is the low bytes).
+	piece := f.Size
+	for f.Offset%piece != 0 {
+		piece /= 2
+	}
+	if piece == f.Size {
+		g.ins(asm.LoadMem(dst, rCtx, int16(f.Offset), sizes[piece]))
+	} else {
+		g.ins(asm.LoadMem(dst, rCtx, int16(f.Offset), sizes[piece]))
+		for o := piece; o < f.Size; o += piece {
+			g.ins(asm.LoadMem(asm.R0, rCtx, int16(f.Offset+o), sizes[piece]),
+				asm.LSh.Imm(asm.R0, int32(8*o)),
+				asm.Or.Reg(dst, asm.R0))
+		}
+	}
+	if f.Signed && f.Size < 8 {
+		sh := int32(64 - 8*f.Size)
+		g.ins(asm.LSh.Imm(dst, sh), asm.ArSh.Imm(dst, sh))
+	}
+	return nil
+}
+
+// tstate is one run of a trigger: where its key and the variables it
+// read are.
+type tstate struct {
+	ct      *ctrig
+	ec      *evctx
+	key     int16
+	refVals []int16
+	inEntry bool // R7 holds the trigger's entry
+}
+
+// expr evaluates x into regs[d] (R0 and the registers above it are
+// scratch), jumping to fail when a variable it reads is not set.
+func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
+	if d >= len(regs) {
+		return s.ct.errf(x.String(), "the expression is too deep")
+	}
+	dst := regs[d]
+	switch x.Kind {
+	case planner.ExprField:
+		f := s.ec.ev.Field(x.Name)
+		if f == nil {
+			return s.ct.errf(x.String(), "no field %s in %s", x.Name, s.ec.ev.FullName())
+		}
+		if f.IsString() {
+			return s.ct.errf(x.String(), "%s is a string, not a number", x.Name)
+		}
+		return g.loadField(s.ct, s.ec, f, dst)
+	case planner.ExprTimestamp:
+		g.ins(asm.LoadMem(dst, asm.R10, g.ts, asm.DWord))
+		if s.ct.usecs {
+			// ns2usecs: rounded to the nearest µs.
+			g.ins(asm.Add.Imm(dst, 500), asm.Div.Imm(dst, 1000))
+		}
+	case planner.ExprCPU:
+		g.ins(asm.LoadMem(dst, asm.R10, g.cpu, asm.DWord))
+	case planner.ExprConst:
+		g.ins(asm.LoadImm(dst, int64(x.N), asm.DWord))
+	case planner.ExprVar:
+		if i := slices.IndexFunc(s.ct.refs, func(r varRef) bool { return r.name == x.Name }); i >= 0 {
+			g.ins(asm.LoadMem(dst, asm.R10, s.refVals[i], asm.DWord))
+			return nil
+		}
+		i, ok := s.ct.own[x.Name]
+		if !ok || !s.inEntry {
+			return s.ct.errf(x.String(), "variable $%s cannot be read here", x.Name)
+		}
+		off := int16(s.ct.m.vars[i])
+		g.ins(asm.LoadMem(dst, rEntry, off+8, asm.DWord),
+			asm.JEq.Imm(dst, 0, fail),
+			asm.LoadMem(dst, rEntry, off, asm.DWord))
+	case planner.ExprBinary:
+		if d+1 >= len(regs) {
+			return s.ct.errf(x.String(), "the expression is too deep")
+		}
+		if err := g.expr(s, x.L, d, fail); err != nil {
+			return err
+		}
+		if err := g.expr(s, x.R, d+1, fail); err != nil {
+			return err
+		}
+		r := regs[d+1]
+		switch x.Op {
+		case '+':
+			g.ins(asm.Add.Reg(dst, r))
+		case '-':
+			g.ins(asm.Sub.Reg(dst, r))
+		case '*':
+			g.ins(asm.Mul.Reg(dst, r))
+		case '/':
+			// The kernel's division by zero yields -1.
+			zero, done := g.label(), g.label()
+			g.ins(asm.JEq.Imm(r, 0, zero), asm.Div.Reg(dst, r), asm.Ja.Label(done))
+			g.at(zero)
+			g.ins(asm.Mov.Imm(dst, -1))
+			g.at(done)
+		default:
+			return s.ct.errf(x.String(), "operator %c", x.Op)
+		}
+	case planner.ExprHitcount:
+		return s.ct.errf(x.String(), "hitcount in an expression")
+	case planner.ExprStack:
+		return s.ct.errf(x.String(), "stack traces are not compiled yet")
+	default:
+		return s.ct.errf(x.String(), "unknown operand")
+	}
+	return nil
+}
+
+// log2 turns R1 into the kernel's .log2 bucket, ilog2(roundup_pow_of_two(v))
+// (0 for 0 and 1): fls64(v-1), by halving. R2, R3 are scratch.
+func (g *gen) log2() {
+	small, done := g.label(), g.label()
+	g.ins(asm.JLE.Imm(asm.R1, 1, small),
+		asm.Sub.Imm(asm.R1, 1),
+		asm.Mov.Imm(asm.R2, 0))
+	for _, sh := range []int32{32, 16, 8, 4, 2, 1} {
+		skip := g.label()
+		g.ins(asm.Mov.Reg(asm.R3, asm.R1),
+			asm.RSh.Imm(asm.R3, sh),
+			asm.JEq.Imm(asm.R3, 0, skip),
+			asm.Add.Imm(asm.R2, sh),
+			asm.Mov.Reg(asm.R1, asm.R3))
+		g.at(skip)
+	}
+	// R1 is 0 or 1 now: its bit counts too.
+	g.ins(asm.Add.Reg(asm.R2, asm.R1), asm.Mov.Reg(asm.R1, asm.R2), asm.Ja.Label(done))
+	g.at(small)
+	g.ins(asm.Mov.Imm(asm.R1, 0))
+	g.at(done)
+}
+
+// mask keeps the low size bytes of R1 (size < 8).
+func (g *gen) mask(r asm.Register, size int) {
+	switch size {
+	case 1:
+		g.ins(asm.And.Imm(r, 0xff))
+	case 2:
+		g.ins(asm.And.Imm(r, 0xffff))
+	case 4:
+		g.ins(asm.Mov.Reg32(r, r))
+	}
+}
+
+// truncate keeps the bytes of a field of its size, sign-extended when
+// signed: what the kernel stores in a synthetic field and reads back.
+func (g *gen) truncate(r asm.Register, f *tracefs.Field) {
+	if f.Size >= 8 || f.Size <= 0 {
+		return
+	}
+	if f.Signed {
+		sh := int32(64 - 8*f.Size)
+		g.ins(asm.LSh.Imm(r, sh), asm.ArSh.Imm(r, sh))
+		return
+	}
+	g.mask(r, f.Size)
+}
+
+// strSrc is where a string is: a field of the record, bytes on the stack.
+type strSrc struct {
+	ctx   bool
+	off   int16 // in the record (ctx) or from R10
+	size  int   // the bytes that may hold it
+	field *tracefs.Field
+}
+
+// stringOf locates a string operand, reading what must be read first
+// (a __data_loc string, the task name) into a buffer of at least want
+// bytes.
+func (g *gen) stringOf(s *tstate, name string, want int) (strSrc, error) {
+	f := s.ec.ev.Field(name)
+	if name == "COMM" || name == "comm" && f == nil {
+		buf := g.alloc(16)
+		g.ins(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(buf)), asm.Mov.Imm(asm.R2, 16),
+			asm.FnGetCurrentComm.Call())
+		return strSrc{off: buf, size: 16}, nil
+	}
+	if f == nil {
+		return strSrc{}, s.ct.errf(name, "no field %s in %s", name, s.ec.ev.FullName())
+	}
+	if s.ec.synth != nil {
+		off, ok := s.ec.synth[name]
+		if !ok || f.Kind != tracefs.KindString {
+			return strSrc{}, s.ct.errf(name, "string field %s of a synthetic event is not compiled", name)
+		}
+		return strSrc{off: off, size: f.Size, field: f}, nil
+	}
+	switch f.Kind {
+	case tracefs.KindString:
+		if f.Offset < 8 {
+			return strSrc{}, s.ct.errf(name, "%s is in the record's first 8 bytes", name)
+		}
+		return strSrc{ctx: true, off: int16(f.Offset), size: f.Size, field: f}, nil
+	case tracefs.KindDynString:
+		if f.Offset < 8 || f.Offset%4 != 0 {
+			return strSrc{}, s.ct.errf(name, "%s's location is not readable", name)
+		}
+		n := min(maxDynString, align8(want))
+		buf := g.alloc(n)
+		g.zero(buf, n)
+		g.dynString(f, buf, n)
+		return strSrc{off: buf, size: n, field: f}, nil
+	}
+	return strSrc{}, s.ct.errf(name, "%s is not a string", name)
+}
+
+// dynString reads a __data_loc string into n bytes at buf (zeroed):
+// bpf_probe_read_kernel_str from the record's address plus loc&0xffff.
+func (g *gen) dynString(f *tracefs.Field, buf int16, n int) {
+	g.ins(asm.LoadMem(asm.R3, rCtx, int16(f.Offset), asm.Word),
+		asm.And.Imm(asm.R3, 0xffff),
+		asm.Add.Reg(asm.R3, rCtx),
+		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(buf)),
+		asm.Mov.Imm(asm.R2, int32(n)),
+		asm.FnProbeReadKernelStr.Call())
+}
+
+// copyString copies a string into n zeroed bytes at dst, stopping at
+// its NUL (the kernel's strncpy).
+func (g *gen) copyString(src strSrc, dst int16, n int) {
+	if !src.ctx {
+		for i := 0; i+8 <= min(n, align8(src.size)); i += 8 {
+			g.ins(asm.LoadMem(asm.R1, asm.R10, src.off+int16(i), asm.DWord),
+				asm.StoreMem(asm.R10, dst+int16(i), asm.R1, asm.DWord))
+		}
+		return
+	}
+	done := g.label()
+	for i := 0; i < min(n, src.size); i++ {
+		g.ins(asm.LoadMem(asm.R1, rCtx, src.off+int16(i), asm.Byte),
+			asm.JEq.Imm(asm.R1, 0, done),
+			asm.StoreMem(asm.R10, dst+int16(i), asm.R1, asm.Byte))
+	}
+	g.at(done)
+}
+
+// cond jumps to t when the filter holds, to f when not.
+func (g *gen) cond(s *tstate, fl *planner.Filter, t, f string) error {
+	switch fl.Op {
+	case planner.FilterAnd:
+		next := g.label()
+		if err := g.cond(s, fl.L, next, f); err != nil {
+			return err
+		}
+		g.at(next)
+		return g.cond(s, fl.R, t, f)
+	case planner.FilterOr:
+		next := g.label()
+		if err := g.cond(s, fl.L, t, next); err != nil {
+			return err
+		}
+		g.at(next)
+		return g.cond(s, fl.R, t, f)
+	case planner.FilterNot:
+		return g.cond(s, fl.L, f, t)
+	}
+	what := fl.String()
+	field := s.ec.ev.Field(fl.Field)
+	str := fl.IsStr || fl.Field == "COMM" || fl.Field == "comm" && field == nil || field != nil && field.IsString()
+	if str {
+		if !fl.IsStr {
+			return s.ct.errf(what, "a string compared with a number")
+		}
+		if fl.Cmp != "==" && fl.Cmp != "!=" {
+			return s.ct.errf(what, "%s on a string is not compiled (== and != are)", fl.Cmp)
+		}
+		src, err := g.stringOf(s, fl.Field, len(fl.Str)+2)
+		if err != nil {
+			return err
+		}
+		eq, ne := t, f
+		if fl.Cmp == "!=" {
+			eq, ne = f, t
+		}
+		// strncmp(field, pattern, size) == 0.
+		for i := 0; i < src.size && i <= len(fl.Str); i++ {
+			want := int32(0)
+			if i < len(fl.Str) {
+				want = int32(fl.Str[i])
+			}
+			if src.ctx {
+				g.ins(asm.LoadMem(asm.R1, rCtx, src.off+int16(i), asm.Byte))
+			} else {
+				g.ins(asm.LoadMem(asm.R1, asm.R10, src.off+int16(i), asm.Byte))
+			}
+			g.ins(asm.JNE.Imm(asm.R1, want, ne))
+		}
+		g.ins(asm.Ja.Label(eq))
+		return nil
+	}
+	if fl.IsStr {
+		return s.ct.errf(what, "a number compared with a string")
+	}
+	val := fl.Num
+	if fl.Neg {
+		val = -val
+	}
+	signed := false
+	switch {
+	case fl.Field == "CPU" || fl.Field == "cpu" && field == nil || fl.Field == "common_cpu" && field == nil:
+		g.ins(asm.LoadMem(asm.R1, asm.R10, g.cpu, asm.DWord))
+	case field == nil:
+		return s.ct.errf(what, "no field %s in %s", fl.Field, s.ec.ev.FullName())
+	default:
+		if err := g.loadField(s.ct, s.ec, field, asm.R1); err != nil {
+			return err
+		}
+		// The constant as the field's type holds it.
+		if field.Size < 8 && field.Size > 0 {
+			bits := uint(field.Size * 8)
+			val &= 1<<bits - 1
+			if field.Signed && val&(1<<(bits-1)) != 0 {
+				val |= math.MaxUint64 << bits
+			}
+		}
+		signed = field.Signed
+	}
+	g.ins(asm.LoadImm(asm.R2, int64(val), asm.DWord))
+	var op asm.JumpOp
+	switch fl.Cmp {
+	case "==":
+		op = asm.JEq
+	case "!=":
+		op = asm.JNE
+	case "<":
+		op = asm.JLT
+	case "<=":
+		op = asm.JLE
+	case ">":
+		op = asm.JGT
+	case ">=":
+		op = asm.JGE
+	case "&":
+		op = asm.JSet
+	default:
+		return s.ct.errf(what, "%s on a number", fl.Cmp)
+	}
+	if signed {
+		switch op {
+		case asm.JLT:
+			op = asm.JSLT
+		case asm.JLE:
+			op = asm.JSLE
+		case asm.JGT:
+			op = asm.JSGT
+		case asm.JGE:
+			op = asm.JSGE
+		}
+	}
+	g.ins(op.Reg(asm.R1, asm.R2, t), asm.Ja.Label(f))
+	return nil
+}
+
+// mapPtr loads a map's address into R1.
+func mapPtr(m *mapDef) asm.Instruction {
+	return asm.LoadMapPtr(asm.R1, 0).WithReference(m.name)
+}
+
+// statsMap holds the maps' drop counters, one u64 each.
+const statsMap = "stats"
+
+// trigger generates one trigger on the event of ec.
+func (g *gen) trigger(ct *ctrig, ec *evctx) error {
+	saveTop, saveOrigin := g.top, g.origin
+	defer func() { g.top, g.origin = saveTop, saveOrigin }()
+	g.origin = fmt.Sprintf("trigger %d (%s/%s)", ct.idx, ct.t.System, ct.t.Event)
+	s := &tstate{ct: ct, ec: ec}
+	end := g.label()
+	m := ct.m
+	if ct.t.Filter != nil {
+		pass := g.label()
+		g.origin = "if " + ct.t.Filter.String()
+		if err := g.cond(s, ct.t.Filter, pass, end); err != nil {
+			return err
+		}
+		g.at(pass)
+	}
+	// The key.
+	s.key = g.alloc(m.keySize)
+	g.origin = "keys=" + joinExprs(ct.t.Keys)
+	g.zero(s.key, m.keySize)
+	for i, p := range m.parts {
+		k := ct.t.Keys[i]
+		g.origin = k.String()
+		if p.kind == partStr && ec.synth == nil && p.field.Kind == tracefs.KindDynString {
+			// Read straight into the key (zeroed).
+			if p.field.Offset < 8 || p.field.Offset%4 != 0 {
+				return ct.errf(k.String(), "%s's location is not readable", k.Name)
+			}
+			g.dynString(p.field, s.key+int16(p.off), p.size)
+			continue
+		}
+		if p.kind == partStr {
+			src, err := g.stringOf(s, k.Name, p.size)
+			if err != nil {
+				return err
+			}
+			g.copyString(src, s.key+int16(p.off), p.size)
+			continue
+		}
+		if err := g.expr(s, k, 0, end); err != nil {
+			return err
+		}
+		switch k.Mod {
+		case "log2":
+			g.log2()
+		case "buckets":
+			if k.Buckets == 0 {
+				return ct.errf(k.String(), "buckets of 0")
+			}
+			g.ins(asm.LoadImm(asm.R2, int64(k.Buckets), asm.DWord), asm.Div.Reg(asm.R1, asm.R2), asm.Mul.Reg(asm.R1, asm.R2))
+		case "", "hex", "sym", "sym-offset", "execname", "syscall", "usecs":
+		default:
+			return ct.errf(k.String(), "modifier .%s on a key", k.Mod)
+		}
+		if p.field != nil && p.field.Size < 8 {
+			g.mask(asm.R1, p.field.Size)
+		}
+		g.ins(asm.StoreMem(asm.R10, s.key+int16(p.off), asm.R1, asm.DWord))
+	}
+	// The other triggers' variables, looked up by this key.
+	for i, r := range ct.refs {
+		g.origin = "$" + r.name
+		slot := g.alloc(8)
+		s.refVals = append(s.refVals, slot)
+		off := int16(r.t.m.vars[r.idx])
+		g.ins(mapPtr(r.t.m),
+			asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, end),
+			asm.LoadMem(asm.R1, asm.R0, off+8, asm.DWord),
+			asm.JEq.Imm(asm.R1, 0, end),
+			asm.LoadMem(asm.R1, asm.R0, off, asm.DWord),
+			asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
+		if ct.once[r.name] {
+			g.ins(storeImm(asm.R0, off+8, 0))
+		}
+		_ = i
+	}
+	// The entry: found, or made from a template (zero, with the task
+	// names of .execname keys); a full map drops the event.
+	g.origin = fmt.Sprintf("the map of trigger %d", ct.idx)
+	have, again, drop := g.label(), g.label(), g.label()
+	g.ins(mapPtr(m),
+		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, have))
+	tmpl := g.alloc(m.valSize)
+	g.zero(tmpl, align8(m.valSize))
+	for _, off := range m.comm {
+		if off >= 0 {
+			g.ins(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(tmpl)+int32(off)), asm.Mov.Imm(asm.R2, 16),
+				asm.FnGetCurrentComm.Call())
+		}
+	}
+	const noExist, eExist = 1, -17
+	g.ins(mapPtr(m),
+		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
+		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(tmpl)),
+		asm.Mov.Imm(asm.R4, noExist),
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, again),
+		asm.JEq.Imm(asm.R0, eExist, again))
+	g.at(drop)
+	g.ins(asm.LoadMapValue(asm.R1, 0, uint32(8*m.stat)).WithReference(statsMap),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.StoreXAdd(asm.R1, asm.R2, asm.DWord),
+		asm.Ja.Label(end))
+	g.at(again)
+	g.ins(mapPtr(m),
+		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, drop))
+	g.at(have)
+	g.ins(asm.Mov.Reg(rEntry, asm.R0),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(rEntry, asm.R1, asm.DWord))
+	s.inEntry = true
+	// The sums: a value whose variable is not set adds nothing.
+	for i, x := range ct.vals {
+		g.origin = x.String()
+		skip := g.label()
+		if err := g.expr(s, x, 0, skip); err != nil {
+			return err
+		}
+		g.ins(asm.AddAtomic.Mem(rEntry, asm.R1, asm.DWord, int16(m.sums[i])))
+		g.at(skip)
+	}
+	// The variables, all computed from the values before this event's.
+	readsOwn := false
+	for _, v := range ct.t.Vars {
+		for _, n := range v.Expr.Vars() {
+			_, own := ct.own[n]
+			readsOwn = readsOwn || own
+		}
+	}
+	if readsOwn {
+		slots := g.alloc(16 * len(ct.t.Vars))
+		for i, v := range ct.t.Vars {
+			g.origin = v.Name + "=" + v.Expr.String()
+			skip := g.label()
+			o := slots + int16(16*i)
+			g.ins(storeImm(asm.R10, o+8, 0))
+			if err := g.expr(s, v.Expr, 0, skip); err != nil {
+				return err
+			}
+			g.ins(asm.StoreMem(asm.R10, o, asm.R1, asm.DWord), storeImm(asm.R10, o+8, 1))
+			g.at(skip)
+		}
+		for i := range ct.t.Vars {
+			skip := g.label()
+			o := slots + int16(16*i)
+			g.ins(asm.LoadMem(asm.R1, asm.R10, o+8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
+				asm.LoadMem(asm.R1, asm.R10, o, asm.DWord),
+				asm.StoreMem(rEntry, int16(m.vars[i]), asm.R1, asm.DWord),
+				storeImm(rEntry, int16(m.vars[i])+8, 1))
+			g.at(skip)
+		}
+	} else {
+		for i, v := range ct.t.Vars {
+			g.origin = v.Name + "=" + v.Expr.String()
+			skip := g.label()
+			if err := g.expr(s, v.Expr, 0, skip); err != nil {
+				return err
+			}
+			g.ins(asm.StoreMem(rEntry, int16(m.vars[i]), asm.R1, asm.DWord),
+				storeImm(rEntry, int16(m.vars[i])+8, 1))
+			g.at(skip)
+		}
+	}
+	// The actions, in order.
+	track := 0
+	for _, a := range ct.t.Actions {
+		g.origin = a.String()
+		if a.Handler == planner.OnMatch {
+			if err := g.fire(s, a); err != nil {
+				return err
+			}
+			continue
+		}
+		slot := track
+		track++
+		skip := g.label()
+		off := int16(m.tracks[slot])
+		vo := int16(m.vars[ct.own[a.Track]])
+		g.ins(asm.LoadMem(asm.R1, rEntry, vo+8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
+			asm.LoadMem(asm.R1, rEntry, vo, asm.DWord),
+			asm.LoadMem(asm.R2, rEntry, off, asm.DWord))
+		if a.Handler == planner.OnMax {
+			g.ins(asm.JLE.Reg(asm.R1, asm.R2, skip))
+		} else {
+			g.ins(asm.JEq.Reg(asm.R1, asm.R2, skip))
+		}
+		g.ins(asm.StoreMem(rEntry, off, asm.R1, asm.DWord))
+		switch a.Kind {
+		case planner.ActSave:
+			for i, p := range a.Params {
+				unset := g.label()
+				stored := g.label()
+				if p.Kind == planner.ExprField {
+					if f := ec.ev.Field(p.Name); f != nil && f.IsString() {
+						return ct.errf(p.String(), "a string saved by save() is not compiled yet")
+					}
+				}
+				if err := g.expr(s, p, 0, unset); err != nil {
+					return err
+				}
+				g.ins(asm.StoreMem(rEntry, off+8+int16(8*i), asm.R1, asm.DWord), asm.Ja.Label(stored))
+				g.at(unset)
+				g.ins(storeImm(rEntry, off+8+int16(8*i), 0))
+				g.at(stored)
+			}
+		case planner.ActTrace:
+			if err := g.fire(s, a); err != nil {
+				return err
+			}
+		}
+		g.at(skip)
+	}
+	g.at(end)
+	return nil
+}
+
+// fire builds the synthetic event of a trace action on the stack and
+// runs its triggers inline, as the kernel's trace_synth runs them at
+// once.
+func (g *gen) fire(s *tstate, a *planner.Action) error {
+	def := g.e.synths[a.Synth]
+	var on []*ctrig
+	for _, ct := range g.e.ctrigs {
+		if ct.t.System == SyntheticSystem && ct.t.Event == a.Synth {
+			on = append(on, ct)
+		}
+	}
+	if len(on) == 0 {
+		return nil // nothing reads the event
+	}
+	if g.depth >= 4 {
+		return s.ct.errf(a.String(), "synthetic events fired more than 4 deep (a cycle?)")
+	}
+	first := len(def.Fields)
+	for i, f := range def.Fields {
+		if !f.IsCommon() {
+			first = i
+			break
+		}
+	}
+	rec := map[string]int16{}
+	for _, f := range def.Fields[first:] {
+		switch f.Kind {
+		case tracefs.KindInt, tracefs.KindPointer:
+			rec[f.Name] = g.alloc(8)
+			g.ins(storeImm(asm.R10, rec[f.Name], 0))
+		case tracefs.KindString:
+			rec[f.Name] = g.alloc(f.Size)
+			g.zero(rec[f.Name], align8(f.Size))
+		default:
+			return s.ct.errf(a.String(), "synthetic field %s (%s) is not compiled yet", f.Name, f.Decl)
+		}
+	}
+	skip := g.label()
+	for i, p := range a.Params {
+		j := first + i
+		if j >= len(def.Fields) {
+			break
+		}
+		f := def.Fields[j]
+		if f.Kind == tracefs.KindString {
+			if p.Kind != planner.ExprField {
+				return s.ct.errf(p.String(), "a string parameter must be a string field")
+			}
+			src, err := g.stringOf(s, p.Name, f.Size)
+			if err != nil {
+				return err
+			}
+			if src.field != nil && src.field.Kind != tracefs.KindString && src.field.Kind != tracefs.KindDynString {
+				return s.ct.errf(p.String(), "%s is not a string", p.Name)
+			}
+			g.copyString(src, rec[f.Name], f.Size)
+			continue
+		}
+		if err := g.expr(s, p, 0, skip); err != nil {
+			return err
+		}
+		g.truncate(asm.R1, f)
+		g.ins(asm.StoreMem(asm.R10, rec[f.Name], asm.R1, asm.DWord))
+	}
+	save := g.alloc(8)
+	g.ins(asm.StoreMem(asm.R10, save, rEntry, asm.DWord))
+	g.depth++
+	ec := &evctx{ev: def, synth: rec}
+	origin := g.origin
+	for _, ct := range on {
+		if err := g.trigger(ct, ec); err != nil {
+			return err
+		}
+	}
+	g.origin = origin
+	g.depth--
+	g.ins(asm.LoadMem(rEntry, asm.R10, save, asm.DWord))
+	g.at(skip)
+	return nil
+}
+
+// needs scans what the event's program reads once at its start: the
+// time, the pid, the CPU (the triggers of the synthetic events it fires
+// included).
+func (e *Engine) needs(ts []*ctrig, depth int, ts0, pid0, cpu0 *bool) {
+	if depth > 4 {
+		return
+	}
+	for _, ct := range ts {
+		var xs []*planner.Expr
+		xs = append(append(xs, ct.t.Keys...), ct.vals...)
+		for _, v := range ct.t.Vars {
+			xs = append(xs, v.Expr)
+		}
+		for _, a := range ct.t.Actions {
+			xs = append(xs, a.Params...)
+			if a.Kind == planner.ActTrace {
+				var on []*ctrig
+				for _, o := range e.ctrigs {
+					if o.t.System == SyntheticSystem && o.t.Event == a.Synth {
+						on = append(on, o)
+					}
+				}
+				e.needs(on, depth+1, ts0, pid0, cpu0)
+			}
+		}
+		synth := ct.t.System == SyntheticSystem
+		for _, x := range xs {
+			x.Walk(func(o *planner.Expr) {
+				switch {
+				case o.Kind == planner.ExprTimestamp:
+					*ts0 = true
+				case o.Kind == planner.ExprCPU:
+					*cpu0 = true
+				case o.Kind == planner.ExprField && o.Name == "common_pid":
+					*pid0 = true
+				}
+			})
+		}
+		var walk func(f *planner.Filter)
+		walk = func(f *planner.Filter) {
+			if f == nil {
+				return
+			}
+			switch f.Field {
+			case "CPU", "cpu", "common_cpu":
+				*cpu0 = true
+			case "common_pid":
+				*pid0 = true
+			}
+			walk(f.L)
+			walk(f.R)
+		}
+		walk(ct.t.Filter)
+		_ = synth
+	}
+}
+
+// program generates the program of one traced event: its triggers in
+// order.
+func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
+	g := &gen{e: e}
+	var needTS, needPID, needCPU bool
+	e.needs(ts, 0, &needTS, &needPID, &needCPU)
+	g.origin = "the program of " + system + "/" + event
+	g.ins(asm.Mov.Reg(rCtx, asm.R1))
+	g.ts, g.pid, g.cpu = g.alloc(8), g.alloc(8), g.alloc(8)
+	if needTS {
+		g.ins(asm.FnKtimeGetNs.Call(), asm.StoreMem(asm.R10, g.ts, asm.R0, asm.DWord))
+	}
+	if needPID {
+		g.ins(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0), asm.StoreMem(asm.R10, g.pid, asm.R0, asm.DWord))
+	}
+	if needCPU {
+		g.ins(asm.FnGetSmpProcessorId.Call(), asm.Mov.Reg32(asm.R0, asm.R0), asm.StoreMem(asm.R10, g.cpu, asm.R0, asm.DWord))
+	}
+	ec := &evctx{ev: ts[0].ev}
+	for _, ct := range ts {
+		if err := g.trigger(ct, ec); err != nil {
+			return nil, err
+		}
+	}
+	g.origin = "the program of " + system + "/" + event
+	g.ins(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	if g.max > maxFrame {
+		return nil, &Error{Trigger: ts[0].idx, Event: system + "/" + event,
+			Reason: fmt.Sprintf("the program needs %d bytes of stack; BPF has %d (fewer or shorter string keys)", g.max, maxFrame)}
+	}
+	insns, origins := reachable(g.insns, g.origins)
+	return &progDef{system: system, event: event, insns: insns, origins: origins, triggers: ts}, nil
+}
+
+// reachable drops the instructions no path reaches (a label no jump
+// took: a value that cannot be unset), which the verifier refuses.
+func reachable(insns asm.Instructions, origins []string) (asm.Instructions, []string) {
+	at := map[string]int{}
+	for i, ins := range insns {
+		if s := ins.Symbol(); s != "" {
+			at[s] = i
+		}
+	}
+	seen := make([]bool, len(insns))
+	work := []int{0}
+	for len(work) > 0 {
+		i := work[len(work)-1]
+		work = work[:len(work)-1]
+		if i >= len(insns) || seen[i] {
+			continue
+		}
+		seen[i] = true
+		ins := insns[i]
+		op := ins.OpCode.JumpOp()
+		cls := ins.OpCode.Class()
+		if !cls.IsJump() || op == asm.Call {
+			work = append(work, i+1)
+			continue
+		}
+		switch op {
+		case asm.Exit:
+		case asm.Ja:
+			work = append(work, at[ins.Reference()])
+		default:
+			work = append(work, at[ins.Reference()], i+1)
+		}
+	}
+	var out asm.Instructions
+	var outO []string
+	for i, ins := range insns {
+		if seen[i] {
+			out = append(out, ins)
+			outO = append(outO, origins[i])
+		}
+	}
+	return out, outO
+}
+
+// progDef is one generated program.
+type progDef struct {
+	system, event string
+	insns         asm.Instructions
+	origins       []string
+	triggers      []*ctrig
+}
+
+// originAt is what the instruction at raw offset off computes.
+func (p *progDef) originAt(off int) string {
+	raw := 0
+	for i, ins := range p.insns {
+		if raw >= off {
+			return p.origins[i]
+		}
+		raw += int(ins.Width())
+	}
+	if len(p.origins) > 0 {
+		return p.origins[len(p.origins)-1]
+	}
+	return ""
+}

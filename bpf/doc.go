@@ -1,0 +1,42 @@
+// Package bpf is the BPF engine: it compiles the typed hist-trigger plan
+// (the triggers the kernel's hist engine and the stream engine run) into
+// BPF programs and maps, built in Go with cilium/ebpf's assembler (no
+// LLVM, no BTF), loads them through the bpf() system call, attaches one
+// program to each traced event's tracepoint, and reads the maps back
+// into the histograms a hist file gives ([tracefs.Histogram]), so that
+// every reader of results works unchanged.
+//
+// A tracepoint program reads its event's record at the offsets of the
+// event's format file: the same formats every other engine reads. The
+// record's first 8 bytes are not readable (the kernel keeps a pointer
+// there): common_pid comes from bpf_get_current_pid_tgid, the time from
+// bpf_ktime_get_ns (CLOCK_MONOTONIC, where hist triggers read the ring
+// buffer's clock), the CPU from bpf_get_smp_processor_id, the task name
+// from bpf_get_current_comm; common_flags and common_preempt_count are
+// refused. Loads are aligned to their size; a __data_loc string is read
+// with bpf_probe_read_kernel_str from the record's address plus
+// loc&0xffff.
+//
+// The semantics are the kernel's hist triggers, as package stream
+// implements them: the triggers of an event run in the order written; a
+// trigger's filter, then its key, then the other triggers' variables it
+// reads (looked up by its key in their maps; all must be set, a variable
+// read as an operand is cleared by the read, and the first one missing
+// ends the trigger for that event), then its entry (a full map counts a
+// drop and ends the trigger), its count, sums and variables, then its
+// actions. onmatch(...).trace(synth, params) fires the synthetic event:
+// its triggers run inline, in the same program, on a record built on the
+// BPF stack. A map never frees an entry; its size is size= rounded up to
+// a power of two, as the kernel's tracing_map sizes it.
+//
+// Everything the engine makes lives as file descriptors of the process
+// (programs, maps, perf-event links): nothing is pinned and nothing is
+// written to tracefs, so a process killed at any point leaves nothing
+// behind. Attaching a tracepoint needs the event's id, which
+// cilium/ebpf reads from tracefs (or debugfs): it must be mounted.
+//
+// Only the instructions every kernel from 5.10 on accepts are emitted:
+// atomic adds (no compare-and-exchange, no fetch), no bpf_loop, no
+// bounded loops, no sign-extending loads (the sign is extended with
+// shifts).
+package bpf

@@ -1,0 +1,253 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// Options are what the engine needs beyond the triggers.
+type Options struct {
+	// LongSize is the bytes of an unsigned long on the target (8 when 0):
+	// the size of a synthetic event's long fields.
+	LongSize int
+	// Syscall names a system call number for a .syscall key; nil leaves
+	// the name empty.
+	Syscall func(nr uint64) string
+	// Sym names a kernel address for .sym ("func") and .sym-offset
+	// ("func+0x10/0x80") keys; nil leaves the address alone.
+	Sym func(addr uint64, offset bool) string
+}
+
+// Engine is a set of triggers compiled into BPF programs and maps.
+type Engine struct {
+	opt      Options
+	triggers []*Trigger
+	synths   map[string]*tracefs.Event
+	ctrigs   []*ctrig
+	maps     []*mapDef
+	progs    []*progDef
+
+	coll  *ebpf.Collection
+	links []link.Link
+}
+
+// New compiles the triggers (in the order the kernel would run them on
+// an event: the order written) on the events format gives, with the
+// synthetic events synths. Nothing is loaded: a trigger the engine
+// cannot compile is an *Error naming it and the expression.
+func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event string) (*tracefs.Event, error), opt Options) (*Engine, error) {
+	if opt.LongSize == 0 {
+		opt.LongSize = 8
+	}
+	e := &Engine{opt: opt, triggers: triggers, synths: map[string]*tracefs.Event{}}
+	for _, s := range synths {
+		e.synths[s.Name] = planner.SynthFormat(s, opt.LongSize)
+	}
+	if err := e.compileTriggers(format); err != nil {
+		return nil, err
+	}
+	// One program per traced event, its triggers in order; a synthetic
+	// event's triggers run inside the programs that fire it.
+	var order []string
+	by := map[string][]*ctrig{}
+	for _, ct := range e.ctrigs {
+		if ct.t.System == SyntheticSystem && e.synths[ct.t.Event] != nil {
+			continue
+		}
+		k := ct.t.System + "/" + ct.t.Event
+		if by[k] == nil {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], ct)
+	}
+	for _, k := range order {
+		sys, ev, _ := strings.Cut(k, "/")
+		p, err := e.program(sys, ev, by[k])
+		if err != nil {
+			return nil, err
+		}
+		e.progs = append(e.progs, p)
+	}
+	return e, nil
+}
+
+// Check compiles the triggers as New does, for its refusal alone.
+func Check(triggers []*Trigger, synths []*planner.Synth, format func(system, event string) (*tracefs.Event, error), opt Options) error {
+	_, err := New(triggers, synths, format, opt)
+	return err
+}
+
+// Events lists the events the programs attach to ("system/event").
+func (e *Engine) Events() []string {
+	var out []string
+	for _, p := range e.progs {
+		out = append(out, p.system+"/"+p.event)
+	}
+	return out
+}
+
+// Instructions returns the instructions of the program of an event, as
+// cilium/ebpf prints them (for tests and diagnostics).
+func (e *Engine) Instructions(system, event string) string {
+	for _, p := range e.progs {
+		if p.system == system && p.event == event {
+			return fmt.Sprintf("%v", p.insns)
+		}
+	}
+	return ""
+}
+
+// spec builds the collection: the maps and the programs.
+func (e *Engine) spec() *ebpf.CollectionSpec {
+	cs := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}
+	for _, m := range e.maps {
+		cs.Maps[m.name] = &ebpf.MapSpec{Name: m.name, Type: ebpf.Hash, KeySize: uint32(m.keySize),
+			ValueSize: uint32(m.valSize), MaxEntries: uint32(m.entries)}
+	}
+	cs.Maps[statsMap] = &ebpf.MapSpec{Name: statsMap, Type: ebpf.Array, KeySize: 4,
+		ValueSize: uint32(8 * max(1, len(e.maps))), MaxEntries: 1}
+	for i, p := range e.progs {
+		name := progName(i)
+		cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL",
+			Instructions: p.insns}
+	}
+	return cs
+}
+
+func progName(i int) string { return fmt.Sprintf("sqlhist%d", i) }
+
+// Load loads the maps and programs into the kernel without attaching
+// them: the verifier's check. A refusal is an *Error naming the trigger
+// and expression of the instruction the verifier stopped at, with the
+// verifier's last lines.
+func (e *Engine) Load() error {
+	if e.coll != nil {
+		return nil
+	}
+	cs := e.spec()
+	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{})
+	if err != nil {
+		return e.verifierError(err)
+	}
+	e.coll = coll
+	return nil
+}
+
+var insnRE = regexp.MustCompile(`^(\d+): \(`)
+
+// verifierError maps a load error to the trigger of the instruction the
+// verifier stopped at.
+func (e *Engine) verifierError(err error) error {
+	var ve *ebpf.VerifierError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("the BPF engine: loading: %w", err)
+	}
+	prog := -1
+	msg := err.Error()
+	for i := range e.progs {
+		if strings.Contains(msg, "program "+progName(i)+":") || strings.Contains(msg, progName(i)) {
+			prog = i
+			break
+		}
+	}
+	last := -1
+	for _, l := range ve.Log {
+		if m := insnRE.FindStringSubmatch(l); m != nil {
+			last, _ = strconv.Atoi(m[1])
+		}
+	}
+	tail := ve.Log
+	if len(tail) > 6 {
+		tail = tail[len(tail)-6:]
+	}
+	out := &Error{Reason: "the kernel's verifier refused the program: " + ve.Cause.Error(), Log: tail}
+	if prog >= 0 {
+		p := e.progs[prog]
+		out.Event = p.system + "/" + p.event
+		out.Trigger = p.triggers[0].idx
+		if last >= 0 {
+			out.What = p.originAt(last)
+			var n int
+			if _, err := fmt.Sscanf(out.What, "trigger %d", &n); err == nil {
+				out.Trigger = n
+			}
+		}
+	}
+	return out
+}
+
+// Start loads the programs and maps and attaches each program to its
+// event's tracepoint (through perf_event_open: the event's id is read
+// from tracefs, which must be mounted). Nothing is pinned or written.
+func (e *Engine) Start() error {
+	if err := e.Load(); err != nil {
+		return err
+	}
+	for i, p := range e.progs {
+		l, err := link.Tracepoint(p.system, p.event, e.coll.Programs[progName(i)], nil)
+		if err != nil {
+			e.Stop()
+			return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error()}
+		}
+		e.links = append(e.links, l)
+	}
+	return nil
+}
+
+// Stats are a program's runs and time (the kernel counts them while
+// kernel.bpf_stats_enabled is 1) and the runs it skipped because another
+// BPF program ran on the CPU (counted from 5.12 on kernels that count
+// them).
+type Stats struct {
+	Event           string
+	Runs            uint64
+	RunTimeNs       uint64
+	RecursionMisses uint64
+}
+
+// Stats returns each program's statistics.
+func (e *Engine) Stats() ([]Stats, error) {
+	if e.coll == nil {
+		return nil, errors.New("the BPF engine is not loaded")
+	}
+	var out []Stats
+	for i, p := range e.progs {
+		st, err := e.coll.Programs[progName(i)].Stats()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Stats{Event: p.system + "/" + p.event, Runs: st.RunCount, RunTimeNs: uint64(st.Runtime), RecursionMisses: st.RecursionMisses})
+	}
+	return out, nil
+}
+
+// Stop detaches and closes everything. lost is the program runs the
+// kernel skipped (another BPF program ran on the CPU), where it counts
+// them.
+func (e *Engine) Stop() (lost uint64, err error) {
+	for _, l := range e.links {
+		if cerr := l.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	e.links = nil
+	if e.coll != nil {
+		if st, serr := e.Stats(); serr == nil {
+			for _, s := range st {
+				lost += s.RecursionMisses
+			}
+		}
+		e.coll.Close()
+		e.coll = nil
+	}
+	return lost, err
+}

@@ -1,0 +1,251 @@
+package bpf
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+const tracefsRoot = "/sys/kernel/tracing"
+
+// inTracefs runs the calling test in a child process, where tracefs is
+// mounted (when the host has none mounted, in a private mount namespace
+// that mounts it: unshare -m, so that the host's mounts are left alone)
+// and the Go runtime sends no preemption signals (a signal wakes the
+// thread it interrupts, and restarts its system call: the workload's
+// counts would not be exact). It returns false when the caller is the
+// parent, whose child ran the test.
+func inTracefs(t *testing.T) bool {
+	t.Helper()
+	if why := canLoad(); why != "" {
+		t.Skip("cannot load BPF programs here: " + why)
+	}
+	_, err := os.Stat(tracefsRoot + "/events/sched/sched_switch/format")
+	if os.Getenv("SQLHIST_BPF_CHILD") != "" {
+		if err != nil {
+			t.Fatalf("tracefs was to be mounted at %s in this namespace, and is not", tracefsRoot)
+		}
+		return true
+	}
+	args := []string{"-test.run", "^" + t.Name() + "$", "-test.v", "-test.count=1"}
+	var cmd *exec.Cmd
+	if err == nil {
+		cmd = exec.Command(os.Args[0], args...)
+	} else {
+		if _, err := exec.LookPath("unshare"); err != nil {
+			t.Skip("tracefs is not mounted and unshare(1) is missing to mount it privately")
+		}
+		cmd = exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c",
+			`mount -t tracefs nodev ` + tracefsRoot + ` && exec "$0" "$@"`, os.Args[0]}, args...)...)
+	}
+	cmd.Env = append(os.Environ(), "SQLHIST_BPF_CHILD=1", "GODEBUG=asyncpreemptoff=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("in a child process with tracefs mounted:\n%s", out)
+	if err != nil {
+		t.Fatalf("the test in the child failed: %v", err)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatal("the test did not pass in the child")
+	}
+	return false
+}
+
+// hostFormat reads an event's format from the host's tracefs.
+func hostFormat(system, event string) (*tracefs.Event, error) {
+	data, err := os.ReadFile(tracefsRoot + "/events/" + system + "/" + event + "/format")
+	if err != nil {
+		return nil, err
+	}
+	return tracefs.ParseFormat(system, string(data))
+}
+
+// pingPong makes n+1 wakeups of one thread and n of its reads and
+// writes, all with raw system calls (the Go scheduler neither wakes nor
+// parks the thread between them). The thread, locked, first blocks
+// reading pipe c; go (after the engine attached) writes c: a wakeup
+// whose read began before. Then n rounds: the thread blocks reading pipe
+// a, the test writes a byte there (a wakeup), and the thread answers on
+// pipe b. Then the thread blocks on c again until release, so that
+// nothing wakes it before the engine is read.
+func pingPong(t *testing.T, n int) (tid int, goRun func(), release func()) {
+	t.Helper()
+	var a, b, c [2]int
+	for _, p := range []*[2]int{&a, &b, &c} {
+		if err := syscall.Pipe(p[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := func(nr, fd uintptr, buf []byte) error {
+		_, _, errno := syscall.RawSyscall(nr, fd, uintptr(unsafe.Pointer(&buf[0])), 1)
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	}
+	tids := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		buf := make([]byte, 1)
+		tids <- syscall.Gettid()
+		raw(syscall.SYS_READ, uintptr(c[0]), buf)
+		for i := 0; i < n; i++ {
+			raw(syscall.SYS_READ, uintptr(a[0]), buf)
+			raw(syscall.SYS_WRITE, uintptr(b[1]), buf)
+		}
+		raw(syscall.SYS_READ, uintptr(c[0]), buf)
+		runtime.UnlockOSThread()
+	}()
+	tid = <-tids
+	// Let the thread block in its first read.
+	time.Sleep(50 * time.Millisecond)
+	buf := []byte{'x'}
+	goRun = func() {
+		if err := raw(syscall.SYS_WRITE, uintptr(c[1]), buf); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			// Let the thread go to sleep in read first.
+			time.Sleep(100 * time.Microsecond)
+			if err := raw(syscall.SYS_WRITE, uintptr(a[1]), buf); err != nil {
+				t.Fatal(err)
+			}
+			if err := raw(syscall.SYS_READ, uintptr(b[0]), buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			raw(syscall.SYS_WRITE, uintptr(c[1]), buf)
+			for _, fd := range [][2]int{a, b, c} {
+				syscall.Close(fd[0])
+				syscall.Close(fd[1])
+			}
+		})
+	}
+	return tid, goRun, release
+}
+
+// TestHostJoin runs the wakeup JOIN of -r and a syscall count on this
+// host's kernel, attached to its sched_waking, sched_switch and
+// raw_syscalls:sys_enter, over a workload of known wakeups and calls.
+func TestHostJoin(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	if stats, err := ebpf.EnableStats(0); err == nil { // BPF_STATS_RUN_TIME
+		defer stats.Close()
+	} else {
+		t.Logf("no run-time statistics: %v", err)
+	}
+	const n = 2000
+	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	tid, run, release := pingPong(t, n)
+	defer release()
+	pidIs := pred("pid", "==", uint64(tid))
+	ts, synths := wakeupJoin("sched_waking", pidIs)
+	sc := syscount()[0]
+	sc.Filter = pred("common_pid", "==", uint64(tid))
+	ts = append(ts, sc)
+	e, err := New(ts, synths, hostFormat, Options{Syscall: func(nr uint64) string {
+		return map[uint64]string{0: "read", 1: "write"}[nr]
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	run()
+	elapsed := time.Since(start)
+	hs, err := e.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := e.Stop()
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		per := uint64(0)
+		if s.Runs > 0 {
+			per = s.RunTimeNs / s.Runs
+		}
+		t.Logf("%s: %d runs, %d ns, %d ns a run, %d skipped", s.Event, s.Runs, s.RunTimeNs, per, s.RecursionMisses)
+	}
+	t.Logf("lost %d", lost)
+	res, neg := hs[2], hs[3]
+	var count, sum, maxLat uint64
+	for _, ent := range res.Entries {
+		if ent.Keys[0].Num != uint64(tid) {
+			t.Errorf("an entry of pid %d, filtered to %d", ent.Keys[0].Num, tid)
+		}
+		c, s := ent.Values[0].Num, ent.Values[1].Num
+		count += c
+		sum += s
+		if len(ent.Tracked) != 1 || len(ent.Tracked[0].Saved) != 1 {
+			t.Fatalf("entry without its max: %+v", ent)
+		}
+		m := ent.Tracked[0].Value
+		maxLat = max(maxLat, m)
+		if m != ent.Tracked[0].Saved[0].Num {
+			t.Errorf("max %d, saved lat %d", m, ent.Tracked[0].Saved[0].Num)
+		}
+		// The bucket holds the entry's latencies: its max is at most
+		// 2^exp, its average above 2^(exp-1).
+		exp := ent.Keys[1].Num
+		if exp > 40 || m > 1<<exp || exp > 0 && s/c <= 1<<(exp-1) {
+			t.Errorf("bucket 2^%d with max %d, average %d", exp, m, s/c)
+		}
+		t.Logf("pid %d lat ~2^%d: count %d, sum %d us, max %d us", ent.Keys[0].Num, exp, c, s, m)
+	}
+	var negs uint64
+	for _, ent := range neg.Entries {
+		negs += ent.Values[0].Num
+	}
+	t.Logf("%d wakeups in %v; results hits %d, entries %d, dropped %d; negatives %d", n, elapsed, res.Totals.Hits, res.Totals.Entries, res.Totals.Dropped, negs)
+	// Each wakeup joined, but those whose sched_waking program the
+	// kernel skipped (another BPF program ran on the CPU: counted as
+	// the programs' recursion misses, lost).
+	if count+negs > n+1 || count+negs+lost < n+1 {
+		t.Errorf("%d wakeups joined (%d negative), %d program runs skipped; the workload made %d", count+negs, negs, lost, n+1)
+	}
+	if count != res.Totals.Hits {
+		t.Errorf("entries count %d, totals %d", count, res.Totals.Hits)
+	}
+	if count > 0 && (sum/count > 100_000 || maxLat > uint64(elapsed.Microseconds())) {
+		t.Errorf("average latency %d us, max %d us over a run of %v", sum/count, maxLat, elapsed)
+	}
+	// The reader's system calls: n reads and n writes, by name.
+	calls := map[string]uint64{}
+	for _, ent := range hs[4].Entries {
+		k := ent.Keys[0]
+		if k.Kind != tracefs.HistSyscall {
+			t.Errorf("key kind %v", k.Kind)
+		}
+		calls[k.Text] += ent.Values[0].Num
+	}
+	t.Logf("the reader's system calls: %v", calls)
+	// n reads and a last one that blocks until the engine is read; n
+	// writes.
+	if runtime.GOARCH == "amd64" && (calls["read"] != n+1 || calls["write"] != n || len(calls) != 2) {
+		t.Errorf("reads %d, writes %d, %d kinds of call; the workload made %d and %d", calls["read"], calls["write"], len(calls), n+1, n)
+	}
+}

@@ -1,0 +1,347 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// rawEntry is one map entry as read: its key and value bytes.
+type rawEntry struct {
+	key, val []byte
+}
+
+// Read reads every trigger's map into the histogram its hist file would
+// show, by trigger index (the triggers of one name= share one). The
+// maps are read while the programs run: an entry counts what reached it
+// before it was read.
+func (e *Engine) Read() ([]*tracefs.Histogram, error) {
+	if e.coll == nil {
+		return nil, errors.New("the BPF engine is not loaded")
+	}
+	drops, err := e.drops()
+	if err != nil {
+		return nil, err
+	}
+	raws := map[*mapDef][]rawEntry{}
+	for _, m := range e.maps {
+		mp := e.coll.Maps[m.name]
+		var out []rawEntry
+		k, v := make([]byte, m.keySize), make([]byte, m.valSize)
+		it := mp.Iterate()
+		for it.Next(&k, &v) {
+			out = append(out, rawEntry{bytes.Clone(k), bytes.Clone(v)})
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("the BPF engine: reading %s: %v", m.name, err)
+		}
+		raws[m] = out
+	}
+	hs := make([]*tracefs.Histogram, len(e.ctrigs))
+	for i, ct := range e.ctrigs {
+		hs[i] = e.histogram(ct, raws[ct.m], drops[ct.m.stat])
+	}
+	return hs, nil
+}
+
+// drops reads the maps' drop counters.
+func (e *Engine) drops() ([]uint64, error) {
+	buf := make([]byte, 8*max(1, len(e.maps)))
+	if err := e.coll.Maps[statsMap].Lookup(uint32(0), &buf); err != nil {
+		return nil, fmt.Errorf("the BPF engine: reading the drops: %v", err)
+	}
+	out := make([]uint64, len(e.maps))
+	for i := range out {
+		out[i] = binary.NativeEndian.Uint64(buf[8*i:])
+	}
+	return out, nil
+}
+
+// histogram decodes a map's entries as the trigger ct shows them.
+func (e *Engine) histogram(ct *ctrig, raws []rawEntry, drops uint64) *tracefs.Histogram {
+	h := &tracefs.Histogram{TriggerInfo: ct.t.Spec()}
+	m := ct.m
+	ne := binary.NativeEndian
+	var count, maxCount uint64
+	total := make([]uint64, len(ct.vals))
+	maxSum := make([]uint64, len(ct.vals))
+	for _, r := range raws {
+		c := ne.Uint64(r.val)
+		count += c
+		maxCount = max(maxCount, c)
+		for i, off := range m.sums {
+			v := ne.Uint64(r.val[off:])
+			total[i] += v
+			maxSum[i] = max(maxSum[i], v)
+		}
+	}
+	type sortable struct {
+		ent *tracefs.HistEntry
+		raw rawEntry
+	}
+	var ents []sortable
+	for _, r := range raws {
+		ent := &tracefs.HistEntry{}
+		for i, p := range m.parts {
+			ent.Keys = append(ent.Keys, e.keyValue(ct, i, p, r))
+		}
+		c := ne.Uint64(r.val)
+		if !ct.t.NoHitcount {
+			ent.Values = append(ent.Values, number("hitcount", c))
+		}
+		for _, v := range ct.t.Vals {
+			if v.Kind != planner.ExprHitcount {
+				continue
+			}
+			switch v.Mod {
+			case "percent":
+				ent.Values = append(ent.Values, percent("hitcount", c, count))
+			case "graph":
+				ent.Values = append(ent.Values, graph("hitcount", c, maxCount))
+			}
+		}
+		for i, x := range ct.vals {
+			s := ne.Uint64(r.val[m.sums[i]:])
+			name := exprName(x)
+			switch x.Mod {
+			case "percent":
+				ent.Values = append(ent.Values, percent(name, s, total[i]))
+			case "graph":
+				ent.Values = append(ent.Values, graph(name, s, maxSum[i]))
+			case "hex":
+				ent.Values = append(ent.Values, tracefs.HistValue{Name: name, Kind: tracefs.HistHex, Num: s, Raw: strconv.FormatUint(s, 16)})
+			default:
+				ent.Values = append(ent.Values, number(name, s))
+			}
+		}
+		slot := 0
+		for _, a := range ct.t.Actions {
+			if a.Handler == planner.OnMatch {
+				continue
+			}
+			off := m.tracks[slot]
+			slot++
+			if a.Kind == planner.ActSnapshot {
+				continue
+			}
+			tr := tracefs.HistTracked{Handler: "max", Value: ne.Uint64(r.val[off:])}
+			if a.Handler == planner.OnChange {
+				tr.Handler = "changed"
+			}
+			if a.Kind == planner.ActSave {
+				for j, p := range a.Params {
+					tr.Saved = append(tr.Saved, number(exprName(p), ne.Uint64(r.val[off+8+8*j:])))
+				}
+			}
+			ent.Tracked = append(ent.Tracked, tr)
+		}
+		ents = append(ents, sortable{ent, r})
+	}
+	// The order of sort= (hitcount by default), ties by the key's bytes.
+	spec := ct.t.Sort
+	if len(spec) == 0 {
+		spec = []string{"hitcount"}
+	}
+	sort.SliceStable(ents, func(a, b int) bool {
+		for _, s := range spec {
+			c := compareBy(ct, s, ents[a].ent, ents[b].ent)
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return bytes.Compare(ents[a].raw.key, ents[b].raw.key) < 0
+	})
+	for _, s := range ents {
+		h.Entries = append(h.Entries, s.ent)
+	}
+	h.Totals = tracefs.HistTotals{Hits: count, Entries: uint64(len(raws)), Dropped: drops}
+	return h
+}
+
+// compareBy compares two entries by one sort= field.
+func compareBy(ct *ctrig, spec string, a, b *tracefs.HistEntry) int {
+	name, desc := strings.CutSuffix(spec, ".descending")
+	name = strings.TrimSuffix(name, ".ascending")
+	base, _, _ := strings.Cut(name, ".")
+	pick := func(vs []tracefs.HistValue, i int) (uint64, string) {
+		if i < len(vs) {
+			return vs[i].Num, vs[i].Text
+		}
+		return 0, ""
+	}
+	idx, keys := -1, false
+	if base == "hitcount" {
+		idx = 0
+	} else {
+		for i, k := range ct.t.Keys {
+			if exprName(k) == base || k.String() == name {
+				idx, keys = i, true
+				break
+			}
+		}
+		if idx < 0 {
+			for i, v := range a.Values {
+				if v.Name == base {
+					idx = i
+					break
+				}
+			}
+		}
+	}
+	if idx < 0 {
+		return 0
+	}
+	var na, nb uint64
+	var sa, sb string
+	if keys {
+		na, sa = pick(a.Keys, idx)
+		nb, sb = pick(b.Keys, idx)
+	} else {
+		na, sa = pick(a.Values, idx)
+		nb, sb = pick(b.Values, idx)
+	}
+	c := 0
+	switch {
+	case na < nb:
+		c = -1
+	case na > nb:
+		c = 1
+	default:
+		c = strings.Compare(sa, sb)
+	}
+	if desc {
+		c = -c
+	}
+	return c
+}
+
+// exprName is how the kernel names a key or value: the field without its
+// modifier, an expression as written.
+func exprName(x *planner.Expr) string {
+	switch x.Kind {
+	case planner.ExprField, planner.ExprCPU, planner.ExprStack:
+		return x.Name
+	case planner.ExprVar:
+		return x.Name
+	case planner.ExprTimestamp:
+		return "common_timestamp"
+	case planner.ExprHitcount:
+		return "hitcount"
+	}
+	c := *x
+	c.Mod = ""
+	return c.String()
+}
+
+func number(name string, n uint64) tracefs.HistValue {
+	return tracefs.HistValue{Name: name, Kind: tracefs.HistNumber, Num: n, Raw: strconv.FormatUint(n, 10)}
+}
+
+// percentage is the kernel's __get_percentage: val of total in
+// hundredths of a percent; ok is false for a value over a zero total.
+func percentage(val, total uint64) (uint64, bool) {
+	if total == 0 {
+		return 0, val == 0
+	}
+	if val < ^uint64(0)/10000 {
+		return val * 10000 / total, true
+	}
+	if total /= 10000; total == 0 {
+		return 0, val == 0
+	}
+	return val / total, true
+}
+
+func percent(name string, val, total uint64) tracefs.HistValue {
+	pc, ok := percentage(val, total)
+	if !ok {
+		return tracefs.HistValue{Name: name, Kind: tracefs.HistPercent, Raw: "[ERROR]"}
+	}
+	raw := fmt.Sprintf("%d.%02d", pc/100, pc%100)
+	return tracefs.HistValue{Name: name, Kind: tracefs.HistPercent, Raw: raw, Percent: float64(pc) / 100}
+}
+
+func graph(name string, val, maxVal uint64) tracefs.HistValue {
+	pc, ok := percentage(val, maxVal)
+	bar := "[ERROR]"
+	if ok {
+		bar = strings.Repeat("#", int(min(pc*20/10000, 20)))
+	}
+	return tracefs.HistValue{Name: name, Kind: tracefs.HistGraph, Raw: bar, Text: bar}
+}
+
+// keyValue decodes key part i of an entry.
+func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistValue {
+	x := p.x
+	name := exprName(x)
+	if p.kind == partStr {
+		b := r.key[p.off : p.off+p.size]
+		if n := bytes.IndexByte(b, 0); n >= 0 {
+			b = b[:n]
+		}
+		s := string(b)
+		return tracefs.HistValue{Name: name, Kind: tracefs.HistString, Text: strings.TrimRight(s, " "), Raw: strings.TrimSpace(s)}
+	}
+	n := binary.NativeEndian.Uint64(r.key[p.off:])
+	if f := p.field; f != nil && f.Signed && f.Size < 8 && x.Mod != "log2" && x.Mod != "buckets" {
+		// A signed field keys by its bytes and prints sign-extended.
+		bits := uint(f.Size * 8)
+		if n&(1<<(bits-1)) != 0 {
+			n |= ^uint64(0) << bits
+		}
+	}
+	v := tracefs.HistValue{Name: name, Num: n}
+	switch x.Mod {
+	case "log2":
+		v.Kind, v.Raw = tracefs.HistLog2, fmt.Sprintf("~ 2^%d", n)
+	case "buckets":
+		v.Kind, v.High = tracefs.HistBuckets, n+x.Buckets-1
+		v.Raw = fmt.Sprintf("~ %d-%d", n, v.High)
+	case "hex":
+		v.Kind, v.Raw = tracefs.HistHex, strconv.FormatUint(n, 16)
+	case "sym", "sym-offset":
+		v.Kind = tracefs.HistSym
+		if x.Mod == "sym-offset" {
+			v.Kind = tracefs.HistSymOffset
+		}
+		if e.opt.Sym != nil {
+			v.Text = e.opt.Sym(n, x.Mod == "sym-offset")
+		}
+		if v.Text == "" {
+			v.Text = fmt.Sprintf("0x%x", n)
+		}
+		v.Raw = fmt.Sprintf("[%x] %s", n, v.Text)
+	case "execname":
+		v.Kind, v.Text = tracefs.HistExecname, "<...>"
+		if off := ct.m.comm[i]; off >= 0 {
+			b := r.val[off : off+16]
+			if z := bytes.IndexByte(b, 0); z >= 0 {
+				b = b[:z]
+			}
+			v.Text = string(b)
+		}
+		v.Raw = fmt.Sprintf("%-16s[%10d]", v.Text, n)
+	case "syscall":
+		v.Kind, v.Text = tracefs.HistSyscall, "unknown_syscall"
+		if e.opt.Syscall != nil {
+			if s := e.opt.Syscall(n); s != "" {
+				v.Text = s
+			}
+		}
+		v.Raw = fmt.Sprintf("%-30s[%3d]", v.Text, n)
+	default:
+		v.Kind, v.Raw = tracefs.HistNumber, strconv.FormatUint(n, 10)
+	}
+	return v
+}
+
+var _ = ebpf.Hash
