@@ -220,3 +220,25 @@ func checkReadBack(t *testing.T, name string, h *Hist) {
 		}
 	}
 }
+
+// TestHistSpec: a trigger's text puts its parts in the kernel's order,
+// and the pause attribute before the filter.
+func TestHistSpec(t *testing.T) {
+	h := &Hist{Keys: MustExprs("pid"), Vals: MustExprs("bytes"), Vars: []Var{{Name: "ts0", Expr: MustExprs("common_timestamp.usecs")[0]}},
+		Sort: []string{"bytes.descending"}, Size: 4096, Name: "u", NoHitcount: true,
+		Actions: []*Action{{Handler: OnMax, Track: "ts0", Kind: ActSave, Params: MustExprs("comm")}}}
+	want := "hist:keys=pid:vals=bytes:ts0=common_timestamp.usecs:sort=bytes.descending:size=4096:name=u:nohitcount:onmax($ts0).save(comm)"
+	if got := h.Spec(); got != want {
+		t.Errorf("Spec() = %q, want %q", got, want)
+	}
+	if got := h.PauseSpec(); got != want+":pause" {
+		t.Errorf("PauseSpec() = %q", got)
+	}
+	h.Filter = &Filter{Op: FilterPred, Field: "pid", Cmp: ">", Num: 1}
+	if got := h.PauseSpec(); got != want+":pause if pid > 1" {
+		t.Errorf("PauseSpec() with a filter = %q", got)
+	}
+	if got := h.FilterText(); got != "pid > 1" {
+		t.Errorf("FilterText() = %q", got)
+	}
+}
