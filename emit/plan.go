@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -321,18 +322,13 @@ func markerOf(k Kind, text string) string {
 		spec, _, _ := strings.Cut(text, " if ")
 		for _, seg := range strings.Split(spec, ":")[1:] {
 			name, _, ok := strings.Cut(seg, "=")
-			if ok && !triggerKeywords[name] && !strings.ContainsAny(name, "(.") {
+			if ok && !planner.IsHistKeyword(name) && !strings.ContainsAny(name, "(.") {
 				return name + "="
 			}
 		}
 	}
 	return ""
 }
-
-// triggerKeywords are the attributes of a hist trigger that are not
-// variables.
-var triggerKeywords = map[string]bool{"keys": true, "key": true, "vals": true, "values": true, "sort": true,
-	"size": true, "name": true, "clock": true}
 
 func kindOf(name string) Kind {
 	for _, k := range []Kind{KindSynth, KindTrigger, KindDir, KindEnable, KindProbe} {

@@ -174,3 +174,19 @@ func TestPlanCommandsMarkers(t *testing.T) {
 		}
 	}
 }
+
+// The marker of a replayed trigger is its first variable: no attribute
+// of the planner's one keyword list (val= and hitcount among them) is
+// taken for one.
+func TestMarkerOfTrigger(t *testing.T) {
+	for line, want := range map[string]string{
+		"hist:keys=pid:ts0=common_timestamp.usecs":                   "ts0=",
+		"hist:keys=pid:val=bytes:vals=hitcount:lat=$ts0 if pid > 1":  "lat=",
+		"hist:key=pid:values=bytes:sort=bytes:size=8:name=u:clock=x": "",
+		"hist:keys=pid:onmax($m).save(a=b)":                          "",
+	} {
+		if got := markerOf(KindTrigger, line); got != want {
+			t.Errorf("markerOf(%q) = %q, want %q", line, got, want)
+		}
+	}
+}

@@ -597,37 +597,11 @@ func nearestFunc(fn string, candidates []string) string {
 		if diff := len(c) - len(fn); diff > limit || -diff > limit {
 			continue
 		}
-		if dist := editDistance(fn, c); dist < bestD {
+		if dist := planner.EditDistance(fn, c); dist < bestD {
 			best, bestD = c, dist
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, counting a swap
-// of two neighbours as one edit (vfs_raed is one from vfs_read).
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // Compile is [Compile] for the place's target, then its probes checked

@@ -185,7 +185,8 @@ func TestMergeSymbols(t *testing.T) {
 // The hist files of the kernels' testdata, shown as a histogram query
 // shows them, print the same table and JSON once written as JSON and
 // read back: keys of every kind (hex, log2, buckets, execname, syscall,
-// sym-offset, strings, stacks), sums, maxima, last values.
+// sym-offset, strings, stacks), sums, maxima, last values; the keys read
+// back are the same typed keys.
 func TestJSONRoundTripKeys(t *testing.T) {
 	files, err := filepath.Glob("../tracefs/testdata/hist-6.1-*.txt")
 	if err != nil || len(files) < 10 {
@@ -208,6 +209,10 @@ func TestJSONRoundTripKeys(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", file, err)
 			continue
+		}
+		// The "keys" read back are the typed keys written.
+		if len(back.Results) != 1 || !planner.ExprsEqual(back.Results[0].Hist.Keys, res.Hist.Keys) {
+			t.Errorf("%s: keys %v read back as %v", file, res.Hist.Keys, back.Results)
 		}
 		var js2, table2 strings.Builder
 		renderJSON(&js2, back.Results)

@@ -331,6 +331,7 @@ func TestReadJSONForms(t *testing.T) {
 		{"{\"targets\": [], \"merged\": null}", "a fleet's document"},
 		{strings.Replace(jsonOf(t, a), `"sum"`, `"summ"`, 1), "results[0].rows[0].lat: no \"sum\""},
 		{strings.Replace(jsonOf(t, a), `"kinds"`, `"kindz"`, 1), "no \"kinds\" (written by an sqlhist older than merge"},
+		{strings.Replace(jsonOf(t, a), `"lat.log2"`, `"lat.logg"`, 1), `results[0].keys[1]: expression "lat.logg": unknown modifier "logg"`},
 	} {
 		_, _, err := live.ReadJSONReport(strings.NewReader(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

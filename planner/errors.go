@@ -67,7 +67,7 @@ func nearest(s string, candidates []string) string {
 			continue // the lengths alone put it too far away
 		}
 		// Of equally near names, the first in sorted order.
-		if d := levenshtein(ls, cmp); d < bestD || d == bestD && c < best {
+		if d := EditDistance(ls, cmp); d < bestD || d == bestD && c < best {
 			best, bestD = c, d
 		}
 	}
@@ -81,7 +81,12 @@ func nearest(s string, candidates []string) string {
 	return best
 }
 
-func levenshtein(a, b string) int {
+// EditDistance is the Levenshtein distance of a and b, counting a swap
+// of two neighbours as one edit (vfs_raed is one from vfs_read): how far
+// a misspelt name is from a known one, for the suggestions of
+// diagnostics.
+func EditDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -95,8 +100,11 @@ func levenshtein(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

@@ -148,13 +148,16 @@ func TestLevenshtein(t *testing.T) {
 		{"sched_wakeing", "sched_waking", 1},
 		{"abc", "abc", 0},
 		{"abc", "cba", 2},
+		{"vfs_raed", "vfs_read", 1},
+		{"pdi", "pid", 1},
+		{"ab", "ba", 1},
 	}
 	for _, tt := range tests {
-		if got := levenshtein(tt.a, tt.b); got != tt.want {
-			t.Errorf("levenshtein(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		if got := EditDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
-		if got := levenshtein(tt.b, tt.a); got != tt.want {
-			t.Errorf("levenshtein(%q, %q) = %d, want %d (symmetric)", tt.b, tt.a, got, tt.want)
+		if got := EditDistance(tt.b, tt.a); got != tt.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d (symmetric)", tt.b, tt.a, got, tt.want)
 		}
 	}
 }

@@ -424,5 +424,3 @@ func (p *planner) orderTarget(e compiler.Expr, items []*histItem) *histItem {
 	x.Hint = "order by a key, a SUM, COUNT(*) or an AS label"
 	return nil
 }
-
-var _ = tracefs.KindInt

@@ -172,16 +172,13 @@ func (h *Hist) HistFile() string {
 
 // PauseSpec returns the write that pauses the trigger: its spec with the
 // pause attribute, before the filter.
-func (h *Hist) PauseSpec() string {
-	head, filter, found := strings.Cut(h.Spec(), " if ")
-	if !found {
-		return head + ":pause"
-	}
-	return head + ":pause if " + filter
-}
+func (h *Hist) PauseSpec() string { return h.spec(":pause") }
 
 // Spec returns the trigger text: "hist:keys=…[:vals=…][:vars][:sort=…][:actions][ if filter]".
-func (h *Hist) Spec() string {
+func (h *Hist) Spec() string { return h.spec("") }
+
+// spec is the trigger text with attr written before the filter.
+func (h *Hist) spec(attr string) string {
 	var b strings.Builder
 	b.WriteString("hist:keys=")
 	b.WriteString(strings.Join(ExprStrings(h.Keys), ","))
@@ -210,6 +207,7 @@ func (h *Hist) Spec() string {
 	for _, a := range h.Actions {
 		b.WriteString(":" + a.String())
 	}
+	b.WriteString(attr)
 	if h.Filter != nil {
 		b.WriteString(" if " + h.Filter.String())
 	}

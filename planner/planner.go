@@ -104,11 +104,17 @@ type Options struct {
 	CatalogHint string
 }
 
-// hist keywords that a variable must never be named (the kernel matches
-// them as attribute prefixes).
+// histKeywords are the attributes of a hist trigger that are not
+// variables: a variable must never be named one (the kernel matches them
+// as attribute prefixes).
 var histKeywords = map[string]bool{"key": true, "keys": true, "val": true, "vals": true,
 	"values": true, "sort": true, "size": true, "name": true, "clock": true, "hitcount": true,
 	"pause": true, "cont": true, "continue": true, "clear": true, "nohitcount": true, "NOHC": true}
+
+// IsHistKeyword reports whether name is an attribute of a hist trigger
+// (keys, vals, sort, size, name, hitcount, nohitcount …) rather than a
+// variable.
+func IsHistKeyword(name string) bool { return histKeywords[name] }
 
 type planner struct {
 	cat    *tracefs.Catalog
