@@ -46,8 +46,10 @@ func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
 		return fmt.Errorf("--engine %s without --run prints the awk engine's script: drop -e, --teardown, --teardown-out, --plan, --plan-out and -o (its script removes what it creates)", c.Engine)
 	case EngineKernel, EngineAuto:
 		return errors.New("--engine goes with --run (-r), or (stream) when printing the awk engine's script")
+	case EngineBPF:
+		return errors.New("--engine bpf goes with --run (-r): the BPF engine loads its programs from this process; printed scripts, -e, --plan and bootconfig write tracefs (hist triggers, or with --engine stream the awk engine's script)")
 	}
-	return fmt.Errorf("--engine %q: give kernel, stream, awk or auto", c.Engine)
+	return fmt.Errorf("--engine %q: give bpf, kernel, stream, awk or auto", c.Engine)
 }
 
 // PrintAwk writes the awk engine's script of the plan of src, for the

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 
@@ -43,32 +44,39 @@ type EngineChoice struct {
 }
 
 // ChooseEngine picks the engine for a run from the choice given ("",
-// "auto", "kernel", "stream" or "awk") and the target's features: the
-// one place that decides.
-func ChooseEngine(want string, feat tracefs.Features) (EngineChoice, error) {
+// "auto", "bpf", "kernel", "stream" or "awk"), the target's features
+// and whether the BPF engine can run there (noBPF nil when it can, else
+// why not: see [BPFTarget], or the BPF engine's refusal of the query):
+// the one place that decides. Auto takes the cheapest engine that works:
+// BPF, then the kernel's hist triggers, then the stream.
+func ChooseEngine(want string, feat tracefs.Features, noBPF error) (EngineChoice, error) {
 	switch want {
 	case "", EngineAuto:
+		if noBPF == nil {
+			return EngineChoice{EngineBPF, "auto: BPF programs load here, the cheapest engine"}, nil
+		}
+		why := "; no BPF: " + noBPF.Error()
 		switch {
 		case feat.HistTriggers && feat.SyntheticEvents:
-			return EngineChoice{EngineKernel, "auto: the kernel has hist triggers and synthetic events"}, nil
+			return EngineChoice{EngineKernel, "auto: the kernel has hist triggers and synthetic events" + why}, nil
 		case !feat.HistTriggers:
-			return EngineChoice{EngineStream, "auto: this kernel has no hist triggers"}, nil
+			return EngineChoice{EngineStream, "auto: this kernel has no hist triggers" + why}, nil
 		}
-		return EngineChoice{EngineStream, "auto: this kernel has no synthetic events"}, nil
-	case EngineKernel, EngineStream:
+		return EngineChoice{EngineStream, "auto: this kernel has no synthetic events" + why}, nil
+	case EngineBPF, EngineKernel, EngineStream:
 		return EngineChoice{want, "asked for with --engine " + want}, nil
 	case EngineAwk:
 		// The stream engine's plan, computed by the target's awk
 		// where the run reaches it through a shell (RunAwkVia).
 		return EngineChoice{EngineStream, "asked for with --engine awk"}, nil
 	}
-	return EngineChoice{}, fmt.Errorf("--engine %q: give kernel, stream, awk or auto", want)
+	return EngineChoice{}, fmt.Errorf("--engine %q: give bpf, kernel, stream, awk or auto", want)
 }
 
-// PickEngine resolves an engine choice ("", "auto", "kernel", "stream"
-// or "awk") for a target with the features feat (see [ChooseEngine]).
+// PickEngine resolves an engine choice for a target with the features
+// feat where the BPF engine cannot run (see [ChooseEngine]).
 func PickEngine(want string, feat tracefs.Features) (string, error) {
-	c, err := ChooseEngine(want, feat)
+	c, err := ChooseEngine(want, feat, errors.New("not asked"))
 	return c.Engine, err
 }
 

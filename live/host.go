@@ -53,6 +53,10 @@ type Host struct {
 	Label    string
 	// Via describes the target for messages ("" on this machine).
 	Via string
+	// Local says that Dir reads this machine's own directories, so that
+	// a tracefs found there is this machine's (Target.Local): the BPF
+	// engine attaches to its events.
+	Local bool
 	// Getenv reads the environment (the kill hook of the kernel suite);
 	// nil reads nothing.
 	Getenv func(string) string
@@ -94,13 +98,14 @@ func ThisMachine() Host {
 		IsTerminal:  IsTerminal,
 		Getenv:      os.Getenv,
 		CacheDir:    CacheDir(),
+		Local:       true,
 	}
 }
 
 // Target is the tracefs at root as h reaches it.
 func (h Host) Target(root string) *Target {
 	fsys, _ := h.Dir(root)
-	t := &Target{Root: root, FS: fsys, W: h.Writer(root), OpenPipe: h.Pipe, Beat: h.Beat, Uptime: h.Uptime}
+	t := &Target{Root: root, FS: fsys, W: h.Writer(root), OpenPipe: h.Pipe, Beat: h.Beat, Uptime: h.Uptime, Local: h.Local}
 	if read := h.ReadRaw; read != nil {
 		t.ReadRaw = func(dirs []string, pageSize int) ([][]byte, error) { return read(root, dirs, pageSize) }
 	}
@@ -128,6 +133,7 @@ func (v *Via) Host(h Host) Host {
 	re.Shell = v.RunFor
 	re.AwkRan = new(string)
 	re.Uname, re.Beat, re.Uptime = v.Uname, true, v.Uptime
+	re.Local = false
 	re.PID, re.Via = RemoteRunID(), v.Command
 	re.CatalogDir = v.CatalogDir(h.CacheDir)
 	return re

@@ -23,3 +23,14 @@ func cstring[T int8 | uint8](b []T) string {
 	}
 	return string(out)
 }
+
+// isTracefs says whether dir is a mounted tracefs (or debugfs's tracing
+// directory, where older systems mount it).
+func isTracefs(dir string) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return false
+	}
+	const tracefsMagic, debugfsMagic = 0x74726163, 0x64626720
+	return st.Type == tracefsMagic || st.Type == debugfsMagic
+}

@@ -278,7 +278,7 @@ func mergeResults(rs []*Result) *Result {
 }
 
 // mergeEngine names the engines of merged results: the one engine they
-// share, or those they have in the order kernel, stream, awk
+// share, or those they have in the order bpf, kernel, stream, awk
 // ("kernel+awk").
 func mergeEngine(so, e string, first bool) string {
 	if e == "" {
@@ -292,7 +292,7 @@ func mergeEngine(so, e string, first bool) string {
 		has[x] = true
 	}
 	var out []string
-	for _, x := range []string{EngineKernel, EngineStream, EngineAwk} {
+	for _, x := range []string{EngineBPF, EngineKernel, EngineStream, EngineAwk} {
 		if has[x] {
 			out = append(out, x)
 			delete(has, x)

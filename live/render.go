@@ -74,10 +74,13 @@ func WriteError(w io.Writer, src *source.Source, err error) {
 	}
 	var d source.Diags
 	var ae *ApplyError
+	var eu *EngineUnavailable
 	switch {
 	case err == nil:
 	case errors.As(err, &d):
 		io.WriteString(w, d.Render(src))
+	case errors.As(err, &eu) && eu.Diag != nil:
+		io.WriteString(w, source.Diags{eu.Diag}.Render(src))
 	case errors.As(err, &ae):
 		io.WriteString(w, source.Diags{ae.Diag()}.Render(src))
 		for _, u := range ae.Undo {
@@ -158,6 +161,8 @@ func renderTables(w io.Writer, results []*Result) error {
 		case "", EngineKernel:
 		case EngineStream:
 			fmt.Fprintf(w, "engine: stream (sqlhist computed the triggers from the events%s), %d events lost\n", reasonSuffix(res), res.Lost)
+		case EngineBPF:
+			fmt.Fprintf(w, "engine: bpf (BPF programs computed the triggers in the kernel%s), %d events lost\n", reasonSuffix(res), res.Lost)
 		case EngineAwk:
 			fmt.Fprintf(w, "engine: awk (the target's awk computed the triggers from trace_pipe), %d events lost\n", res.Lost)
 		default:

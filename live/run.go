@@ -150,6 +150,9 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 	if t.FS == nil || r.instance == "" {
 		return nil, errors.New("live.Run needs a Target with an FS and a plan made with Prepare's options")
 	}
+	if opt.Engine == EngineBPF {
+		return runBPF(ctx, t, plan, opt, r)
+	}
 	created := !t.HasInstance(r.instance)
 	cat := tracefs.Open(t.FS)
 	if created && !cat.HasFile("instances") {
@@ -240,6 +243,9 @@ type runState struct {
 	cmds     []emit.Command
 	eng      engine // what computes the answer
 	lost     int    // events the engine's sources lost
+	// bpfOnly says that the run writes nothing to tracefs (the BPF
+	// engine): no lease, no instance to watch.
+	bpfOnly bool
 }
 
 func (r *runState) instanceDir() string { return "instances/" + r.instance }
@@ -275,7 +281,7 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 			errs = append(errs, terrs...)
 			// The lease goes last, and only when everything else went:
 			// what stays is then --cleanup's to remove.
-			if errors.Join(terrs...) == nil {
+			if errors.Join(terrs...) == nil && !r.bpfOnly {
 				if err := r.t.W.Rmdir("instances/" + r.lease); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					errs = append(errs, fmt.Errorf("removing the run's lease, instance %s: %v", r.lease, errnoText(err)))
 				}
@@ -298,7 +304,11 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 		}
 		timeout = after(d)
 	}
-	fmt.Fprintf(r.log, "sqlhist: collecting %s in instance %s; Ctrl-C to stop\n", until, r.instance)
+	if r.bpfOnly {
+		fmt.Fprintf(r.log, "sqlhist: collecting %s with BPF programs on %s; Ctrl-C to stop\n", until, describeEvents(r.eng))
+	} else {
+		fmt.Fprintf(r.log, "sqlhist: collecting %s in instance %s; Ctrl-C to stop\n", until, r.instance)
+	}
 
 	var st *streamer
 	se, streams := r.eng.(*streamEngine)
@@ -590,6 +600,9 @@ func findHist(hs []*tracefs.Histogram, h *planner.Hist) *tracefs.Histogram {
 // changed says what of the run is gone, when someone else removed its
 // instance, its lease or one of its triggers while it collected.
 func (r *runState) changed() error {
+	if r.bpfOnly {
+		return nil // nothing of the run is in tracefs
+	}
 	for _, inst := range []string{r.instance, r.lease} {
 		if !r.t.HasInstance(inst) {
 			return fmt.Errorf("the instance %s was removed while the run collected, by another process", inst)

@@ -39,12 +39,15 @@ type Target struct {
 	// Symbols names kernel addresses from the target's /proc/kallsyms;
 	// nil reads this machine's.
 	Symbols func(addrs []uint64) (map[uint64]Sym, error)
+	// Local says that Root is a directory of this machine (see [Dir]):
+	// the BPF engine may attach this process's programs to its events.
+	Local bool
 }
 
 // Dir returns the tracefs mounted at root on this machine. It does not
 // check that one is there: see [Find].
 func Dir(root string) *Target {
-	return &Target{Root: root, FS: os.DirFS(root), W: tracefs.DirWriter{Root: root}}
+	return &Target{Root: root, FS: os.DirFS(root), W: tracefs.DirWriter{Root: root}, Local: true}
 }
 
 // ErrNoTracefs is returned by Find when there is no tracefs to use: none

@@ -13,7 +13,8 @@ import (
 // → emit, tracefs and source (positions and diagnostics) are leaves (emit
 // reads tracefs's feature table), emit reaches no further back than the
 // planner, the stream engine (stream) computes the planner's triggers from
-// events beside emit, live (apply, run, results)
+// events beside emit, and the BPF engine (bpf) compiles them into
+// programs, live (apply, run, results)
 // sits on top of the pipeline and reaches other machines through its
 // transport (live/remote), nothing in the pipeline imports live, the
 // command (cmd/sqlhist, tests aside) imports only live and source, and
@@ -27,7 +28,8 @@ func TestImportGraph(t *testing.T) {
 		"planner":     {"compiler", "tracefs", "source"},
 		"emit":        {"planner", "source", "tracefs"},
 		"stream":      {"planner", "tracefs"},
-		"live":        {"compiler", "planner", "emit", "stream", "source", "tracefs", "live/remote"},
+		"bpf":         {"planner", "tracefs"},
+		"live":        {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "live/remote"},
 		"live/remote": {"emit", "tracefs"},
 		"cmd/sqlhist": {"live", "source"},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -131,16 +132,47 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		popt = live.AwkPrepare(popt)
 	}
 	if o.run {
-		eng, err := live.ChooseEngine(o.live.Engine, cat.Features())
+		noBPF := live.BPFTarget(e.Target(o.Root))
+		if o.live.Events {
+			noBPF = errors.New("it does not stream the synthetic events' lines (--events)")
+		}
+		eng, err := live.ChooseEngine(o.live.Engine, cat.Features(), noBPF)
 		if err != nil {
 			return usageError(e, "%v", err)
 		}
+		if eng.Engine == live.EngineBPF && o.live.Engine == live.EngineBPF && noBPF != nil {
+			return refuse(e, fmt.Errorf("--engine bpf: %v", noBPF))
+		}
 		o.live.Used, o.live.UsedReason, o.live.Catalog = eng.Engine, eng.Reason, cat
-		popt.Stream = eng.Engine == live.EngineStream
+		popt.Stream = eng.Engine == live.EngineStream || eng.Engine == live.EngineBPF
 	}
 	plan, code := o.compile(e, src, cat, popt, e.Stderr)
 	if code != exitOK {
 		return code
+	}
+	if o.run && o.live.Used == live.EngineBPF {
+		// The BPF engine compiles the plan and its programs go through
+		// the verifier before anything runs; where it cannot, auto
+		// takes the next engine (the query planned again for it), and a
+		// forced --engine bpf says why at the SQL.
+		err := live.CheckBPF(e.Target(o.Root), plan)
+		if err != nil && o.live.Engine == live.EngineBPF {
+			return report(e, src, err)
+		}
+		if err != nil {
+			eng, _ := live.ChooseEngine(o.live.Engine, cat.Features(), err)
+			o.live.Used, o.live.UsedReason = eng.Engine, eng.Reason
+			popt.Stream = eng.Engine == live.EngineStream
+			// Planned again for the engine that answers: its warnings
+			// were said by the first planning.
+			var diags bytes.Buffer
+			quiet := e
+			quiet.Stderr = &diags
+			if plan, code = o.compile(quiet, src, cat, popt, &diags); code != exitOK {
+				e.Stderr.Write(diags.Bytes())
+				return code
+			}
+		}
 	}
 	if awk {
 		return report(e, src, o.live.PrintAwk(e.Stdout, src, plan, cat, o.CatalogName(), o.Root))

@@ -1,0 +1,232 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/sqlhist/sqlhist/bpf"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// EngineBPF compiles the plan's triggers (the stream engine's plan) into
+// BPF programs and maps (package bpf), attached to the events'
+// tracepoints of this machine: nothing is written to tracefs, and a run
+// killed at any point leaves nothing (its programs, maps and links are
+// file descriptors of the process).
+const EngineBPF = "bpf"
+
+// EngineUnavailable says that an engine cannot answer a plan on a
+// target, before anything was written or attached: the caller may choose
+// another (ChooseEngine with the reason).
+type EngineUnavailable struct {
+	Engine string
+	Reason string
+	// Diag is where in the SQL the engine stopped (the trigger a BPF
+	// program of which the verifier refused), with the verifier's lines;
+	// nil when the reason is the target's.
+	Diag *source.Diag
+}
+
+func (e *EngineUnavailable) Error() string {
+	return "the " + e.Engine + " engine cannot run this here: " + e.Reason
+}
+
+// unavailable wraps an error of package bpf: a *bpf.Error is placed at
+// the trigger it names.
+func unavailable(err error, hists []*planner.Hist) *EngineUnavailable {
+	u := &EngineUnavailable{Engine: EngineBPF, Reason: err.Error()}
+	var be *bpf.Error
+	if errors.As(err, &be) {
+		u.Reason = strings.TrimPrefix(be.Reason, "the BPF engine: ")
+		if be.What != "" {
+			u.Reason = be.What + ": " + u.Reason
+		}
+		if be.Trigger >= 0 && be.Trigger < len(hists) {
+			h := hists[be.Trigger]
+			d := &source.Diag{Pos: h.Pos, End: h.End, Msg: "the BPF engine cannot run this: " + u.Reason}
+			if len(be.Log) > 0 {
+				d.Hint = "the verifier said: " + strings.Join(be.Log, " | ")
+			}
+			u.Diag = d
+		}
+	}
+	return u
+}
+
+// BPFTarget says whether the BPF engine can run on the target: nil when
+// it is this machine's own tracefs (the programs are loaded and attached
+// by this process), else why not.
+func BPFTarget(t *Target) error {
+	switch {
+	case t == nil || t.FS == nil:
+		return errors.New("no target")
+	case t.Beat || t.ReadRaw != nil || t.OpenPipe != nil:
+		return errors.New("the target is reached through a shell (--via): it has no sqlhist to load programs")
+	case !t.Local || !isTracefs(t.Root):
+		return fmt.Errorf("%s is not this machine's tracefs", t.Root)
+	}
+	return bpf.Supported()
+}
+
+// bpfEngine is the BPF engine's part of a run.
+type bpfEngine struct {
+	e     *bpf.Engine
+	hists []*planner.Hist // by the engine's trigger index
+	// cur is the reading of the maps that histograms answers from, until
+	// the next sync (one reading a snapshot), and the last one once
+	// stopped.
+	cur     []*tracefs.Histogram
+	stopped bool
+	total   int
+}
+
+func (b *bpfEngine) name() string { return EngineBPF }
+func (b *bpfEngine) start() error { return nil } // attached before the run began
+func (b *bpfEngine) sync()        { b.cur = nil }
+
+func (b *bpfEngine) lost() int {
+	if b.stopped {
+		return b.total
+	}
+	return int(min(b.e.Skipped(), 1<<31))
+}
+
+func (b *bpfEngine) histograms(file string) ([]*tracefs.Histogram, error) {
+	if b.cur == nil {
+		if b.stopped {
+			return nil, errors.New("the BPF engine's maps are closed")
+		}
+		hs, err := b.e.Read()
+		if err != nil {
+			return nil, err
+		}
+		b.cur = hs
+	}
+	var out []*tracefs.Histogram
+	for i, h := range b.hists {
+		if h.HistFile() == file && i < len(b.cur) {
+			out = append(out, b.cur[i])
+		}
+	}
+	return out, nil
+}
+
+// stop detaches the programs, reads the maps a last time and closes
+// everything: what is read next is that reading.
+func (b *bpfEngine) stop() (int, error) {
+	if b.stopped {
+		return 0, nil
+	}
+	derr := b.e.Detach()
+	hs, rerr := b.e.Read()
+	lost, serr := b.e.Stop()
+	b.stopped, b.cur, b.total = true, hs, int(min(lost, 1<<31))
+	return b.total, errors.Join(derr, rerr, serr)
+}
+
+// CheckBPF compiles the plan for the BPF engine on the target t and
+// loads its programs through the kernel's verifier, then unloads them:
+// nil when the BPF engine can run it, else an *EngineUnavailable.
+func CheckBPF(t *Target, plan *planner.Plan) error {
+	e, hists, err := compileBPF(t, plan, nil)
+	if err != nil {
+		return err
+	}
+	lerr := e.Load()
+	e.Stop()
+	if lerr != nil {
+		return unavailable(lerr, hists)
+	}
+	return nil
+}
+
+// newBPFEngine compiles the plan for the BPF engine against the target's
+// event formats, loads its programs through the verifier and attaches
+// them. A plan the engine cannot compile, a refusal of the verifier or a
+// failed attach is an *EngineUnavailable, and nothing is left loaded.
+func newBPFEngine(t *Target, plan *planner.Plan, arch *tracefs.Arch) (*bpfEngine, error) {
+	e, hists, err := compileBPF(t, plan, arch)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Start(); err != nil {
+		return nil, unavailable(err, hists)
+	}
+	return &bpfEngine{e: e, hists: hists}, nil
+}
+
+// compileBPF compiles the plan's triggers for the BPF engine against the
+// formats of t's events.
+func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch) (*bpf.Engine, []*planner.Hist, error) {
+	if err := BPFTarget(t); err != nil {
+		return nil, nil, &EngineUnavailable{Engine: EngineBPF, Reason: err.Error()}
+	}
+	hists, synths := planHists(plan)
+	for _, u := range plan.Units {
+		if len(u.Probes) > 0 {
+			p := u.Probes[0]
+			return nil, nil, &EngineUnavailable{Engine: EngineBPF, Reason: "it does not attach probes (kprobes, uprobes) yet",
+				Diag: &source.Diag{Pos: p.Pos, End: p.End, Msg: "the BPF engine does not attach probes (kprobes, uprobes) yet"}}
+		}
+	}
+	if arch == nil {
+		arch, _ = tracefs.Open(t.FS).Arch()
+	}
+	format := func(system, name string) (*tracefs.Event, error) {
+		data, err := fs.ReadFile(t.FS, "events/"+system+"/"+name+"/format")
+		if err != nil {
+			return nil, fmt.Errorf("reading the format of %s/%s: %v", system, name, err)
+		}
+		return tracefs.ParseFormat(system, string(data))
+	}
+	longSize := 8
+	if data, err := fs.ReadFile(t.FS, "events/header_page"); err == nil {
+		if hp, err := tracefs.ParseHeaderPage(string(data)); err == nil {
+			longSize = hp.LongSize()
+		}
+	}
+	syms := newSymCache(t)
+	opt := bpf.Options{LongSize: longSize, Syscall: syscallNames(t, arch), Sym: syms.name}
+	e, err := bpf.New(bpf.FromHists(hists), synths, format, opt)
+	if err != nil {
+		return nil, nil, unavailable(err, hists)
+	}
+	return e, hists, nil
+}
+
+// runBPF is Run for the BPF engine: no tracefs writes, no instance and no
+// lease; the collection, the intervals and the reading are a run's.
+func runBPF(ctx context.Context, t *Target, plan *planner.Plan, opt Options, r *runState) (*Report, error) {
+	if opt.Events != nil {
+		return nil, &EngineUnavailable{Engine: EngineBPF, Reason: "it does not stream the synthetic events' lines (--events)"}
+	}
+	cat := tracefs.Open(t.FS)
+	if opt.Catalog != nil {
+		cat = opt.Catalog
+	}
+	arch, _ := cat.Arch()
+	eng, err := newBPFEngine(t, plan, arch)
+	if err != nil {
+		return nil, err
+	}
+	r.eng, r.bpfOnly = eng, true
+	if r.log == nil {
+		r.log = io.Discard
+	}
+	return r.run(ctx)
+}
+
+// describeEvents names the events an engine's programs are attached to.
+func describeEvents(e engine) string {
+	b, ok := e.(*bpfEngine)
+	if !ok {
+		return "its events"
+	}
+	return strings.Join(b.e.Events(), ", ")
+}
