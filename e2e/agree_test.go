@@ -127,10 +127,10 @@ S='SELECT id, COUNT(*) AS n FROM sys_exit'
 W='SELECT CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_wakeup AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY lat'
 R='SELECT CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_switch AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid WHERE start.prev_state == 0 OR start.prev_state == 256 GROUP BY lat'
 F='SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS lat, COUNT(*) AS n FROM kprobe(schedule_hrtimeout_range) AS start JOIN kretprobe(schedule_hrtimeout_range) AS end ON start.common_pid = end.common_pid GROUP BY lat'
-/work/sqlhist -r -o json -p $WL "$S" > /tmp/agree-s.json 2> /tmp/agree-s.err & P1=$!
-/work/sqlhist -r -o json -p $WL "$W" > /tmp/agree-w.json 2> /tmp/agree-w.err & P2=$!
-/work/sqlhist -r -o json -p $WL "$R" > /tmp/agree-r.json 2> /tmp/agree-r.err & P3=$!
-/work/sqlhist -r -o json -p $WL "$F" > /tmp/agree-f.json 2> /tmp/agree-f.err & P4=$!
+/work/sqlhist -r --engine kernel -o json -p $WL "$S" > /tmp/agree-s.json 2> /tmp/agree-s.err & P1=$!
+/work/sqlhist -r --engine kernel -o json -p $WL "$W" > /tmp/agree-w.json 2> /tmp/agree-w.err & P2=$!
+/work/sqlhist -r --engine kernel -o json -p $WL "$R" > /tmp/agree-r.json 2> /tmp/agree-r.err & P3=$!
+/work/sqlhist -r --engine kernel -o json -p $WL "$F" > /tmp/agree-f.json 2> /tmp/agree-f.err & P4=$!
 /usr/sbin/syscount -p $WL -T 1000 > /tmp/agree-s.bpf 2>&1 & B1=$!
 /usr/sbin/runqlat -p $WL > /tmp/agree-w.bpf 2>&1 & B2=$!
 /usr/sbin/funclatency -p $WL schedule_hrtimeout_range > /tmp/agree-f.bpf 2>&1 & B3=$!

@@ -32,18 +32,18 @@ U="SELECT n, COUNT(*) AS c FROM uprobe('/work/bin/demo', main.work, n=$DEMO_ARG)
 ` + gstateShell + `gstate > /tmp/g0
 ( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; /work/bin/demo; done ) > /dev/null 2>&1 &
 W=$!
-/work/sqlhist -r -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
 echo "@@join-json"; cat /tmp/out
 echo "@@join-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2s "$J" > /tmp/out 2> /tmp/err; echo "@@table-exit $?"
+/work/sqlhist -r --engine kernel -d 2s "$J" > /tmp/out 2> /tmp/err; echo "@@table-exit $?"
 echo "@@table"; cat /tmp/out
-/work/sqlhist -r -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@hist-exit $?"
+/work/sqlhist -r --engine kernel -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@hist-exit $?"
 echo "@@hist-json"; cat /tmp/out
 echo "@@hist-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
 echo "@@probe-json"; cat /tmp/out
 echo "@@probe-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 -o json "$U" > /tmp/out 2> /tmp/err; echo "@@uprobe-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json "$U" > /tmp/out 2> /tmp/err; echo "@@uprobe-exit $?"
 echo "@@uprobe-json"; cat /tmp/out
 echo "@@uprobe-stderr"; cat /tmp/err
 echo > $T/error_log

@@ -64,13 +64,13 @@ kclean() {
 kp() {
 	name=$1; shift
 	bad=0
-	SQLHIST_TEST_KILL_AFTER_WRITE=0 /work/sqlhist -r -d 0.2 "$@" > /dev/null 2> /tmp/kw || { kfail "$name whole run exit $?"; tail -5 /tmp/kw; }
+	SQLHIST_TEST_KILL_AFTER_WRITE=0 /work/sqlhist -r --engine kernel -d 0.2 "$@" > /dev/null 2> /tmp/kw || { kfail "$name whole run exit $?"; tail -5 /tmp/kw; }
 	total=$(grep -c '^sqlhist: test: write' /tmp/kw)
 	n=$KFIRST
 	points=0
 	while [ $n -le $total ]; do
 		points=$((points + 1))
-		SQLHIST_TEST_KILL_AFTER_WRITE=$n /work/sqlhist -r -d 0.2 "$@" > /dev/null 2> /tmp/kw
+		SQLHIST_TEST_KILL_AFTER_WRITE=$n /work/sqlhist -r --engine kernel -d 0.2 "$@" > /dev/null 2> /tmp/kw
 		rc=$?
 		[ $rc = 137 ] || { kfail "$name $n exit $rc"; tail -3 /tmp/kw; }
 		kclean "$name $n"
@@ -79,14 +79,14 @@ kp() {
 	# Each poll's file is emptied first: the run before left "collecting"
 	# in it (or a new file is not there yet when the poll starts).
 	: > /tmp/kw
-	/work/sqlhist -r "$@" > /dev/null 2> /tmp/kw &
+	/work/sqlhist -r --engine kernel "$@" > /dev/null 2> /tmp/kw &
 	P=$!
 	i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/kw; do sleep 0.05; i=$((i + 1)); done
 	[ $i -lt 600 ] || echo "@@timeout waiting 30 s for $name to collect"
 	sleep 0.3
 	kill -KILL $P; wait $P
 	kclean "$name collecting"
-	/work/sqlhist -r -d 0.2 "$@" > /dev/null 2> /tmp/kw || { kfail "$name again exit $?"; tail -3 /tmp/kw; }
+	/work/sqlhist -r --engine kernel -d 0.2 "$@" > /dev/null 2> /tmp/kw || { kfail "$name again exit $?"; tail -3 /tmp/kw; }
 	kstateall > /tmp/k1
 	cmp -s /tmp/kall0 /tmp/k1 || { kfail "$name every trigger"; diff /tmp/kall0 /tmp/k1 | sed "s/^@@/ @@/"; }
 	echo "@@kp $name $((points + 1)) bad=$bad $(cut -d' ' -f1 /proc/uptime) of $total writes"
@@ -106,11 +106,11 @@ echo "@@kp-seconds $k0 $k1"
 # write, the first answers. The first collects until the second is done
 # and it is sent SIGINT (with -d 4 a slow second run found it gone).
 : > /tmp/s1e
-/work/sqlhist -r -o json -n same "$J" > /tmp/s1 2> /tmp/s1e &
+/work/sqlhist -r --engine kernel -o json -n same "$J" > /tmp/s1 2> /tmp/s1e &
 P=$!
 i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/s1e; do sleep 0.05; i=$((i + 1)); done
 [ $i -lt 600 ] || echo "@@timeout waiting 30 s for the first same -n run to collect"
-SQLHIST_TEST_KILL_AFTER_WRITE=0 /work/sqlhist -r -d 1 -n same "$J" > /dev/null 2> /tmp/s2e; echo "@@same2-exit $?"
+SQLHIST_TEST_KILL_AFTER_WRITE=0 /work/sqlhist -r --engine kernel -d 1 -n same "$J" > /dev/null 2> /tmp/s2e; echo "@@same2-exit $?"
 echo "@@same2-writes $(grep -c '^sqlhist: test: write' /tmp/s2e)"
 echo "@@same2-stderr"; grep -v '^sqlhist: test: write' /tmp/s2e
 kill -INT $P
@@ -120,7 +120,7 @@ kstate > /tmp/k1; cmp -s /tmp/k0 /tmp/k1 || { echo "@@same-state"; diff /tmp/k0 
 # Someone removes a trigger of a run that collects until Ctrl-C: the run
 # says so, ends by itself with exit 1, and removes the rest.
 : > /tmp/c1e
-/work/sqlhist -r "$J" > /dev/null 2> /tmp/c1e &
+/work/sqlhist -r --engine kernel "$J" > /dev/null 2> /tmp/c1e &
 P=$!
 i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/c1e; do sleep 0.05; i=$((i + 1)); done
 [ $i -lt 600 ] || echo "@@timeout waiting 30 s for the run whose trigger is removed to collect"

@@ -14,7 +14,7 @@ import (
 // Ctrl-C.
 const metricsScript = `# Issue 35 (metrics_guest_test.go): --metrics on the guest's loopback.
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
-/work/sqlhist -r --metrics 127.0.0.1:9101 -i 1 -o csv "$H" > /tmp/mout 2> /tmp/merr &
+/work/sqlhist -r --engine kernel --metrics 127.0.0.1:9101 -i 1 -o csv "$H" > /tmp/mout 2> /tmp/merr &
 P=$!
 i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/merr; do sleep 0.05; i=$((i + 1)); done
 [ $i -lt 600 ] || echo "@@timeout waiting 30 s for collecting"

@@ -33,7 +33,7 @@ hrun() { # name, then sqlhist's arguments; dd runs once collection started
 	name=$1; shift
 	: > /tmp/h.err
 	read u0 idle < /proc/uptime
-	/work/sqlhist -r -o json "$@" > /tmp/h.out 2> /tmp/h.err &
+	/work/sqlhist -r --engine kernel -o json "$@" > /tmp/h.out 2> /tmp/h.err &
 	P=$!
 	i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/h.err; do sleep 0.05; i=$((i + 1)); done
 	[ $i -lt 600 ] || echo "@@timeout $name: waiting 30 s for collecting"
@@ -59,7 +59,7 @@ echo 'SELECT common_pid, SUM(16-8-4-2) AS two, COUNT(*) AS n FROM sys_enter' >> 
 hrun expr -d 2 -f /tmp/expr.sql
 # Issue 33: a misspelled kprobe function is refused before anything is
 # written, from the kernel's own available_filter_functions.
-/work/sqlhist -r -d 1 'SELECT common_pid, COUNT(*) FROM kprobe(vfs_raed)' > /tmp/h.out 2> /tmp/h.err; echo "@@h-typo-exit $?"
+/work/sqlhist -r --engine kernel -d 1 'SELECT common_pid, COUNT(*) FROM kprobe(vfs_raed)' > /tmp/h.out 2> /tmp/h.err; echo "@@h-typo-exit $?"
 echo "@@h-typo-stderr"; cat /tmp/h.err
 read up idle < /proc/uptime; echo "@@h-end $up"
 `

@@ -27,22 +27,22 @@ gstate > /tmp/g0
 # Resetting a private buffer puts the writer in D state (see FINDINGS.md).
 ( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; echo > $T/instances/sqlhist_dstate/trace; done ) > /dev/null 2>&1 &
 W=$!
-/work/sqlhist -r -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
 echo "@@join-json"; cat /tmp/out
 echo "@@join-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2s "$J" > /tmp/out 2> /tmp/err; echo "@@table-exit $?"
+/work/sqlhist -r --engine kernel -d 2s "$J" > /tmp/out 2> /tmp/err; echo "@@table-exit $?"
 echo "@@table"; cat /tmp/out
-/work/sqlhist -r -d 2 --events -o json "$J" > /tmp/out 2> /tmp/err; echo "@@events-exit $?"
+/work/sqlhist -r --engine kernel -d 2 --events -o json "$J" > /tmp/out 2> /tmp/err; echo "@@events-exit $?"
 echo "@@events-count $(wc -l < /tmp/out)"
 echo "@@events-stderr"; cat /tmp/err
 echo "@@events-head"; head -3 /tmp/out
-/work/sqlhist -r -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@hist-exit $?"
+/work/sqlhist -r --engine kernel -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@hist-exit $?"
 echo "@@hist-json"; cat /tmp/out
 echo "@@hist-stderr"; cat /tmp/err
-/work/sqlhist -r -d 1 -o csv "$H LIMIT 3" > /tmp/out 2> /tmp/err; echo "@@limit-exit $?"
+/work/sqlhist -r --engine kernel -d 1 -o csv "$H LIMIT 3" > /tmp/out 2> /tmp/err; echo "@@limit-exit $?"
 echo "@@limit-csv"; cat /tmp/out
 : > /tmp/err
-/work/sqlhist -r -o json "$J" > /tmp/out 2> /tmp/err &
+/work/sqlhist -r --engine kernel -o json "$J" > /tmp/out 2> /tmp/err &
 P=$!
 # SIGINT 1 s after the collection started (the apply takes a while under TCG).
 i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/err; do sleep 0.05; i=$((i + 1)); done
@@ -62,35 +62,35 @@ CREATE VIEW offcpu AS
   FROM sysname AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid;
 SELECT CAST(id AS SYSCALL) AS call, comm, COUNT(*) AS n, SUM(lat) FROM offcpu;
 EOF
-/work/sqlhist -r -d 2 -o json -f /tmp/chain.sql > /tmp/out 2> /tmp/err; echo "@@chain-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json -f /tmp/chain.sql > /tmp/out 2> /tmp/err; echo "@@chain-exit $?"
 echo "@@chain-json"; cat /tmp/out
 echo "@@chain-stderr"; cat /tmp/err
 K='SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid'
-/work/sqlhist -r -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
 echo "@@probe-json"; cat /tmp/out
 echo "@@probe-stderr"; cat /tmp/err
 A='SELECT end.next_comm AS comm, CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY comm, lat ORDER BY n DESC'
-/work/sqlhist -r -d 2 -o json "$A" > /tmp/out 2> /tmp/err; echo "@@agg-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json "$A" > /tmp/out 2> /tmp/err; echo "@@agg-exit $?"
 echo "@@agg-json"; cat /tmp/out
 echo "@@agg-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 --events -o json "$A" > /tmp/out 2> /tmp/err; echo "@@aggev-exit $?"
+/work/sqlhist -r --engine kernel -d 2 --events -o json "$A" > /tmp/out 2> /tmp/err; echo "@@aggev-exit $?"
 echo "@@aggev-count $(wc -l < /tmp/out)"
 echo "@@aggev-stderr"; cat /tmp/err
 C3='SELECT sw.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid'
-/work/sqlhist -r -d 2 -o json "$C3" > /tmp/out 2> /tmp/err; echo "@@chain3-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json "$C3" > /tmp/out 2> /tmp/err; echo "@@chain3-exit $?"
 echo "@@chain3-json"; cat /tmp/out
 echo "@@chain3-stderr"; cat /tmp/err
 C3S='SELECT w.pid, wk.TIMESTAMP - w.TIMESTAMP AS wake, sw.TIMESTAMP - wk.TIMESTAMP AS queue, TIMESTAMP_DELTA AS total FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid'
-/work/sqlhist -r -d 2 --events -o json "$C3S" > /tmp/chainev 2> /tmp/err; echo "@@chainev-exit $?"
+/work/sqlhist -r --engine kernel -d 2 --events -o json "$C3S" > /tmp/chainev 2> /tmp/err; echo "@@chainev-exit $?"
 echo "@@chainev-stderr"; cat /tmp/err
 echo "@@chainev"; cat /tmp/chainev
 # Intervals: -i 2 -d 7 gives three whole intervals, a partial one and the
 # total, as JSON lines.
-/work/sqlhist -r -i 2 -d 7 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@iv-exit $?"
+/work/sqlhist -r --engine kernel -i 2 -d 7 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@iv-exit $?"
 echo "@@iv"; cat /tmp/out
 echo "@@iv-stderr"; cat /tmp/err
 # A histogram that names no aggregate shows its count, most first.
-/work/sqlhist -r -d 1 'SELECT CAST(id AS SYSCALL) AS call FROM sys_enter' > /tmp/out 2> /tmp/err; echo "@@count-exit $?"
+/work/sqlhist -r --engine kernel -d 1 'SELECT CAST(id AS SYSCALL) AS call FROM sys_enter' > /tmp/out 2> /tmp/err; echo "@@count-exit $?"
 echo "@@count"; cat /tmp/out
 # Syscall latency keyed by pid over hundreds of short-lived processes (a
 # new process is not woken by sched_waking, but it makes system calls),
@@ -99,7 +99,7 @@ echo "@@count"; cat /tmp/out
 # the run by 20 s of guest time: a fork is about 19 ms under TCG.)
 ( while :; do /bin/busybox true; done ) &
 F=$!
-/work/sqlhist -r -d 6 --size 128 -o json 'SELECT start.common_pid AS pid, TIMESTAMP_DELTA_USECS AS lat FROM sys_enter AS start JOIN sys_exit AS end ON start.common_pid = end.common_pid' > /tmp/out 2> /tmp/err; echo "@@pids-exit $?"
+/work/sqlhist -r --engine kernel -d 6 --size 128 -o json 'SELECT start.common_pid AS pid, TIMESTAMP_DELTA_USECS AS lat FROM sys_enter AS start JOIN sys_exit AS end ON start.common_pid = end.common_pid' > /tmp/out 2> /tmp/err; echo "@@pids-exit $?"
 kill $F; wait $F
 echo "@@pids"; cat /tmp/out
 echo "@@pids-stderr"; cat /tmp/err
@@ -109,7 +109,7 @@ echo "@@pids-stderr"; cat /tmp/err
 heavy() { while :; do /bin/busybox true; dd if=/dev/zero bs=512 count=200 2>/dev/null | cat > /dev/null; sleep 0.001; done; }
 heavy > /dev/null 2>&1 & H1=$!
 heavy > /dev/null 2>&1 & H2=$!
-/work/sqlhist -r -d LONG -o json "$J" > /tmp/out 2> /tmp/err; echo "@@long-exit $?"
+/work/sqlhist -r --engine kernel -d LONG -o json "$J" > /tmp/out 2> /tmp/err; echo "@@long-exit $?"
 kill $H1 $H2; wait $H1 $H2 2>/dev/null
 echo "@@long"; cat /tmp/out
 echo "@@long-stderr"; cat /tmp/err
@@ -126,28 +126,28 @@ for q in "$D1" "$D2" "$D3"; do
 	/work/sqlhist --teardown -e -n dropin "$q" >> /tmp/dropin 2>&1; echo "@@dropout-exit $?"
 done
 echo "@@dropin"; cat /tmp/dropin
-/work/sqlhist -r -d 2 -o json "$J" > /tmp/c1 2> /tmp/c1err &
+/work/sqlhist -r --engine kernel -d 2 -o json "$J" > /tmp/c1 2> /tmp/c1err &
 A=$!
-/work/sqlhist -r -d 2 -o json "$J" > /tmp/c2 2> /tmp/c2err &
+/work/sqlhist -r --engine kernel -d 2 -o json "$J" > /tmp/c2 2> /tmp/c2err &
 B=$!
 wait $A; echo "@@conc1-exit $?"
 wait $B; echo "@@conc2-exit $?"
 echo "@@conc1-json"; cat /tmp/c1
 echo "@@conc2-json"; cat /tmp/c2
 echo "@@conc-stderr"; cat /tmp/c1err /tmp/c2err
-/work/sqlhist -r -d 1 -B sqlhist_named -o csv "$H LIMIT 3" > /dev/null 2>&1; echo "@@named-exit $?"
+/work/sqlhist -r --engine kernel -d 1 -B sqlhist_named -o csv "$H LIMIT 3" > /dev/null 2>&1; echo "@@named-exit $?"
 mkdir $T/instances/sqlhist_keep
-/work/sqlhist -r -d 1 -B sqlhist_keep -o csv "$H LIMIT 3" > /dev/null 2>&1; echo "@@keep-exit $?"
+/work/sqlhist -r --engine kernel -d 1 -B sqlhist_keep -o csv "$H LIMIT 3" > /dev/null 2>&1; echo "@@keep-exit $?"
 echo "@@instances"; ls $T/instances
 rmdir $T/instances/sqlhist_keep
 # Two runs killed with SIGKILL mid-collection (a JOIN, a kprobe JOIN) beside
 # a live one; --cleanup removes what the dead left and not the live run's.
 : > /tmp/liveerr; : > /tmp/k1err; : > /tmp/k2err
-/work/sqlhist -r -d 12 -o json "$J" > /tmp/live 2> /tmp/liveerr &
+/work/sqlhist -r --engine kernel -d 12 -o json "$J" > /tmp/live 2> /tmp/liveerr &
 L=$!
-/work/sqlhist -r -o json "$K" > /dev/null 2> /tmp/k1err &
+/work/sqlhist -r --engine kernel -o json "$K" > /dev/null 2> /tmp/k1err &
 K1=$!
-/work/sqlhist -r -o json "$J" > /dev/null 2> /tmp/k2err &
+/work/sqlhist -r --engine kernel -o json "$J" > /dev/null 2> /tmp/k2err &
 K2=$!
 i=0; while [ $i -lt 600 ] && ! { grep -q collecting /tmp/k1err && grep -q collecting /tmp/k2err && grep -q collecting /tmp/liveerr; }; do sleep 0.05; i=$((i + 1)); done
 [ $i -lt 600 ] || echo "@@timeout waiting 30 s for the runs to be killed and the live one to collect"
@@ -155,7 +155,7 @@ sleep 1
 kill -KILL $K1 $K2
 wait $K1; wait $K2
 echo "@@killed"; ls $T/instances; cat $T/dynamic_events
-/work/sqlhist -r -d 0.5 -o csv "$H LIMIT 1" > /dev/null 2> /tmp/err; echo "@@notice"; cat /tmp/err
+/work/sqlhist -r --engine kernel -d 0.5 -o csv "$H LIMIT 1" > /dev/null 2> /tmp/err; echo "@@notice"; cat /tmp/err
 /work/sqlhist --cleanup --dry-run > /tmp/out 2>&1; echo "@@dry-exit $?"
 echo "@@dry"; cat /tmp/out
 /work/sqlhist --cleanup > /tmp/out 2> /tmp/err; echo "@@cleanup-exit $?"
@@ -192,7 +192,7 @@ var withoutStrings = strings.NewReplacer(
 
 // stringJoinRefusal is --run of a JOIN with a task name, which such a
 // kernel must refuse.
-const stringJoinRefusal = `/work/sqlhist -r -d 1 -o json 'SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid' > /tmp/out 2> /tmp/err; echo "@@strjoin-exit $?"
+const stringJoinRefusal = `/work/sqlhist -r --engine kernel -d 1 -o json 'SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid' > /tmp/out 2> /tmp/err; echo "@@strjoin-exit $?"
 echo "@@strjoin-stderr"; cat /tmp/err
 `
 

@@ -97,7 +97,7 @@ W=$!
 cat > /tmp/q.sql <<'EOF'
 ` + soakSQL + `
 EOF
-/work/sqlhist -r --metrics 127.0.0.1:9101 -d ` + strconv.Itoa(secs) + ` -o json -f /tmp/q.sql > /tmp/out 2> /tmp/err &
+/work/sqlhist -r --engine kernel --metrics 127.0.0.1:9101 -d ` + strconv.Itoa(secs) + ` -o json -f /tmp/q.sql > /tmp/out 2> /tmp/err &
 P=$!
 i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/err; do sleep 0.1; i=$((i + 1)); done
 s=0

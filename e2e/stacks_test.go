@@ -31,10 +31,10 @@ const offCPUSQL = `SELECT start.STACKTRACE AS stack, TIMESTAMP_DELTA_USECS AS of
 // markers carry the guest's uptime, to time what the stacks add.
 const stackCountScript = `echo "@@stk-start"; cut -d' ' -f1 /proc/uptime
 S='` + stackCountSQL + `'
-/work/sqlhist -r -d 2 -o json "$S" > /tmp/out 2> /tmp/err; echo "@@stk-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o json "$S" > /tmp/out 2> /tmp/err; echo "@@stk-exit $?"
 echo "@@stk-json"; cat /tmp/out
 echo "@@stk-stderr"; cat /tmp/err
-/work/sqlhist -r -i 1 -d 2.5 -o folded "$S" > /tmp/out 2> /tmp/err; echo "@@fold-exit $?"
+/work/sqlhist -r --engine kernel -i 1 -d 2.5 -o folded "$S" > /tmp/out 2> /tmp/err; echo "@@fold-exit $?"
 echo "@@fold"; cat /tmp/out
 echo "@@fold-stderr"; cat /tmp/err
 `
@@ -43,11 +43,11 @@ echo "@@fold-stderr"; cat /tmp/err
 // once per interval) and as folded stacks; the profiles come back as
 // base64.
 const offCPUScript = `O='` + offCPUSQL + `'
-/work/sqlhist -r -d 2 -o pprof --out /tmp/offcpu.pb.gz "$O" > /tmp/out 2> /tmp/err; echo "@@pprof-exit $?"
+/work/sqlhist -r --engine kernel -d 2 -o pprof --out /tmp/offcpu.pb.gz "$O" > /tmp/out 2> /tmp/err; echo "@@pprof-exit $?"
 echo "@@pprof-stdout"; cat /tmp/out
 echo "@@pprof-stderr"; cat /tmp/err
 echo "@@pprof"; base64 /tmp/offcpu.pb.gz
-/work/sqlhist -r -i 1 -d 2.5 -o pprof --out /tmp/iv.pb.gz "$O" 2> /tmp/err; echo "@@ivpprof-exit $?"
+/work/sqlhist -r --engine kernel -i 1 -d 2.5 -o pprof --out /tmp/iv.pb.gz "$O" 2> /tmp/err; echo "@@ivpprof-exit $?"
 echo "@@ivpprof-stderr"; cat /tmp/err
 for f in /tmp/iv.[0-9]*.pb.gz; do n=${f#/tmp/iv.}; echo "@@ivpprof-${n%.pb.gz}"; base64 $f; done
 echo "@@ivpprof-total"; base64 /tmp/iv.pb.gz

@@ -36,25 +36,25 @@ snap() {
 snap > /tmp/before
 ( while :; do sleep 0.01; dd if=/proc/version of=/dev/null bs=32 2>/dev/null; cat /proc/cpuinfo; ls /proc; done ) > /dev/null 2>&1 &
 W=$!
-/work/sqlhist -r -d 3 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
+/work/sqlhist -r --engine stream -d 3 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
 echo "@@join-json"; cat /tmp/out; echo "@@join-stderr"; cat /tmp/err
 /work/sqlhist -r -d 2 --engine stream "$J" > /tmp/out 2> /tmp/err; echo "@@table-exit $?"
 echo "@@table"; cat /tmp/out; echo "@@table-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@hist-exit $?"
+/work/sqlhist -r --engine stream -d 2 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@hist-exit $?"
 echo "@@hist-json"; cat /tmp/out; echo "@@hist-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 -o json "$A" > /tmp/out 2> /tmp/err; echo "@@agg-exit $?"
+/work/sqlhist -r --engine stream -d 2 -o json "$A" > /tmp/out 2> /tmp/err; echo "@@agg-exit $?"
 echo "@@agg-json"; cat /tmp/out; echo "@@agg-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 -o json "$C3" > /tmp/out 2> /tmp/err; echo "@@chain3-exit $?"
+/work/sqlhist -r --engine stream -d 2 -o json "$C3" > /tmp/out 2> /tmp/err; echo "@@chain3-exit $?"
 echo "@@chain3-json"; cat /tmp/out; echo "@@chain3-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 --events -o json "$A" > /tmp/out 2> /tmp/err; echo "@@aggev-exit $?"
+/work/sqlhist -r --engine stream -d 2 --events -o json "$A" > /tmp/out 2> /tmp/err; echo "@@aggev-exit $?"
 echo "@@aggev-count $(grep -c '"event"' /tmp/out)"; echo "@@aggev-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
+/work/sqlhist -r --engine stream -d 2 -o json "$K" > /tmp/out 2> /tmp/err; echo "@@probe-exit $?"
 echo "@@probe-json"; cat /tmp/out; echo "@@probe-stderr"; cat /tmp/err
-/work/sqlhist -r -i 1 -d 3.5 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@iv-exit $?"
+/work/sqlhist -r --engine stream -i 1 -d 3.5 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@iv-exit $?"
 echo "@@iv"; cat /tmp/out; echo "@@iv-stderr"; cat /tmp/err
-/work/sqlhist -r -d 2 -o folded 'SELECT STACKTRACE, COUNT(*) FROM sched_switch WHERE prev_state == 1' > /tmp/out 2> /tmp/err; echo "@@fold-exit $?"
+/work/sqlhist -r --engine stream -d 2 -o folded 'SELECT STACKTRACE, COUNT(*) FROM sched_switch WHERE prev_state == 1' > /tmp/out 2> /tmp/err; echo "@@fold-exit $?"
 echo "@@fold"; head -5 /tmp/out; echo "@@fold-lines $(grep -c ';' /tmp/out)"; echo "@@fold-stderr"; cat /tmp/err
-/work/sqlhist -r "$J" > /dev/null 2> /tmp/kerr &
+/work/sqlhist -r --engine stream "$J" > /dev/null 2> /tmp/kerr &
 K1=$!
 i=0; while [ $i -lt 300 ] && ! grep -q collecting /tmp/kerr; do sleep 0.1; i=$((i+1)); done
 [ $i -lt 300 ] || echo "@@timeout waiting 30 s for the stream run to be killed to collect"
