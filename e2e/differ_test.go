@@ -73,6 +73,10 @@ echo "@@differ-O-check"; cat /tmp/d-O-check.err
 echo 'p:differ/hrt schedule_hrtimeout_range' >> $T/dynamic_events
 echo 'r:differ/hrt_ret schedule_hrtimeout_range' >> $T/dynamic_events
 PIDS=
+# The BPF engine's runs (no instance: its programs read the events as
+# they happen, stamped with bpf_ktime_get_ns) of the queries it answers.
+QB="S W J"
+echo "@@differ-bpf $QB"
 for q in $QL; do
   mkdir $T/instances/differ_$q
   echo global > $T/instances/differ_$q/trace_clock
@@ -83,13 +87,21 @@ for q in $QL; do
     PIDS="$PIDS $!"
   done
 done
+for q in $QB; do
+  eval "Q=\$Q$q"
+  /work/sqlhist -r -o json --engine bpf -p $WL "$Q" > /tmp/d-$q-bpf.json 2> /tmp/d-$q-bpf.err &
+  PIDS="$PIDS $!"
+done
 i=0
 while [ $i -lt 600 ]; do
   n=0; late=
   for q in $QL; do for e in kernel stream; do
     if grep -q collecting /tmp/d-$q-$e.err; then n=$((n+1)); else late="$late $q-$e"; fi
   done; done
-  [ $n -eq $(( $(echo $QL | wc -w) * 2 )) ] && break
+  for q in $QB; do
+    if grep -q collecting /tmp/d-$q-bpf.err; then n=$((n+1)); else late="$late $q-bpf"; fi
+  done
+  [ $n -eq $(( $(echo $QL | wc -w) * 2 + $(echo $QB | wc -w) )) ] && break
   sleep 0.1; i=$((i+1))
 done
 echo "@@differ-ready $n"
@@ -104,6 +116,9 @@ echo '-:differ/hrt_ret' >> $T/dynamic_events
 for q in $QL; do for e in kernel stream; do
   echo "@@differ-$q-$e-json"; cat /tmp/d-$q-$e.json; echo "@@differ-$q-$e-err"; cat /tmp/d-$q-$e.err
 done; done
+for q in $QB; do
+  echo "@@differ-$q-bpf-json"; cat /tmp/d-$q-bpf.json; echo "@@differ-$q-bpf-err"; cat /tmp/d-$q-bpf.err
+done
 echo "@@differ-end"
 `
 
@@ -138,7 +153,8 @@ func checkDiffer(t checker, kname, out string) string {
 		// The kernel refuses the off-CPU JOIN: for that reason alone.
 		t.Errorf("the off-CPU stack JOIN is refused for another reason than stack traces in variables:\n%s", sec["differ-O-check"])
 	}
-	if ready, want := firstLine(out, "@@differ-ready "), fmt.Sprintf("@@differ-ready %d", 2*len(queries)); ready != want {
+	bpfQueries := strings.Fields(strings.TrimPrefix(firstLine(out, "@@differ-bpf "), "@@differ-bpf "))
+	if ready, want := firstLine(out, "@@differ-ready "), fmt.Sprintf("@@differ-ready %d", 2*len(queries)+len(bpfQueries)); ready != want {
 		t.Errorf("not every run was collecting before the go (want %s): %q, %s", want, ready, firstLine(out, "@@differ-late"))
 	}
 	for _, want := range []string{"@@differ-workload-exit 0", "@@differ-end"} {
@@ -168,9 +184,23 @@ func checkDiffer(t checker, kname, out string) string {
 	for _, e := range errs {
 		t.Errorf("%s", e)
 	}
-	detail := fmt.Sprintf("syscalls %d/%d, wakeups %d/%d, stacks %d/%d",
-		runs["S-kernel"].Results[0].Totals.Hits, runs["S-stream"].Results[0].Totals.Hits,
-		runs["J-kernel"].Results[0].Totals.Hits, runs["J-stream"].Results[0].Totals.Hits,
+	for _, q := range bpfQueries {
+		var r differRun
+		k := "differ-" + q + "-bpf"
+		if err := json.Unmarshal([]byte(sec[k+"-json"]), &r); err != nil || len(r.Results) != 1 {
+			t.Errorf("%s: %v; output:\n%s\nstderr:\n%s", k, err, sec[k+"-json"], sec[k+"-err"])
+			return ""
+		}
+		runs[q+"-bpf"] = &r
+	}
+	breport, berrs := compareBPF(runs, bpfQueries)
+	t.Logf("%s: the BPF engine against the kernel's hist triggers over the same window:\n%s", kname, breport)
+	for _, e := range berrs {
+		t.Errorf("%s", e)
+	}
+	detail := fmt.Sprintf("syscalls %d/%d/%d, wakeups %d/%d/%d (kernel/stream/bpf), stacks %d/%d",
+		runs["S-kernel"].Results[0].Totals.Hits, runs["S-stream"].Results[0].Totals.Hits, runs["S-bpf"].Results[0].Totals.Hits,
+		runs["J-kernel"].Results[0].Totals.Hits, runs["J-stream"].Results[0].Totals.Hits, runs["J-bpf"].Results[0].Totals.Hits,
 		runs["T-kernel"].Results[0].Totals.Hits, runs["T-stream"].Results[0].Totals.Hits)
 	if offcpu {
 		detail += fmt.Sprintf(", off-CPU stacks %d/%d", runs["O-kernel"].Results[0].Totals.Hits, runs["O-stream"].Results[0].Totals.Hits)
@@ -258,6 +288,125 @@ func compareEngines(runs map[string]*differRun) (string, []string) {
 		errs = append(errs, "the workload made no system calls or wakeups the kernel counted")
 	}
 	return b.String(), errs
+}
+
+// compareBPF compares the BPF engine's runs with the kernel's. The same
+// events reach both, so the counts are equal but for the program runs the
+// kernel skipped (another BPF program on the CPU), which the BPF engine
+// reports as lost; the latencies are two reads of two clocks
+// (bpf_ktime_get_ns when each program runs, the ring buffer's global
+// clock when each record was reserved), so a latency near a log2 bucket's
+// edge may fall on its other side: the distributions may differ by
+// events moved to a neighbouring bucket, and the sums and maxima by the
+// clocks' difference.
+func compareBPF(runs map[string]*differRun, queries []string) (string, []string) {
+	var b strings.Builder
+	var errs []string
+	has := func(q string) bool { return slices.Contains(queries, q) }
+	for _, q := range queries {
+		r := runs[q+"-bpf"]
+		if r.Engine != "bpf" {
+			errs = append(errs, fmt.Sprintf("%s: engine %q, want bpf", q, r.Engine))
+		}
+	}
+	if has("S") {
+		k, p := runs["S-kernel"], runs["S-bpf"]
+		ks, kerr := rowCounts(k.Results[0], "call")
+		ps, perr := rowCounts(p.Results[0], "call")
+		if kerr != nil || perr != nil {
+			errs = append(errs, fmt.Sprintf("system calls: %v %v", kerr, perr))
+		} else {
+			fmt.Fprintf(&b, "system calls: %d kinds, %d calls (kernel) and %d kinds, %d calls (bpf, %d skipped)\n", len(ks), total(ks), len(ps), total(ps), p.Lost)
+			for _, name := range unionKeys(ks, ps) {
+				if d := absDiff(ks[name], ps[name]); d > uint64(p.Lost) {
+					errs = append(errs, fmt.Sprintf("system call %s: kernel %d, bpf %d (%d runs skipped)", name, ks[name], ps[name], p.Lost))
+				}
+			}
+			if total(ps) == 0 {
+				errs = append(errs, "system calls: the BPF engine counted none")
+			}
+		}
+	}
+	if has("W") {
+		kd, kerr := sqlhistLog2(jsonOf(runs["W-kernel"]))
+		pd, perr := sqlhistLog2(jsonOf(runs["W-bpf"]))
+		if kerr != nil || perr != nil {
+			errs = append(errs, fmt.Sprintf("wakeup latency: %v %v", kerr, perr))
+		} else {
+			lost := uint64(runs["W-bpf"].Lost)
+			moved := movedAcrossEdges(kd, pd)
+			fmt.Fprintf(&b, "wakeup latency (µs): kernel %d %s; bpf %d %s; %d moved to a neighbouring bucket\n", sum(kd), kernBuckets(kd), sum(pd), kernBuckets(pd), moved)
+			if absDiff(sum(kd), sum(pd)) > lost {
+				errs = append(errs, fmt.Sprintf("wakeup latency: kernel %d events, bpf %d (%d runs skipped)", sum(kd), sum(pd), lost))
+			}
+			if moved < 0 {
+				errs = append(errs, fmt.Sprintf("wakeup latency: the distributions differ by more than events moved to a neighbouring bucket: kernel %s, bpf %s", kernBuckets(kd), kernBuckets(pd)))
+			} else if uint64(moved)*10 > sum(kd) {
+				errs = append(errs, fmt.Sprintf("wakeup latency: %d of %d events in another bucket than the kernel's (over 10%%): kernel %s, bpf %s", moved, sum(kd), kernBuckets(kd), kernBuckets(pd)))
+			}
+		}
+	}
+	if has("J") {
+		kj, pj := runs["J-kernel"].Results[0], runs["J-bpf"].Results[0]
+		lost := uint64(runs["J-bpf"].Lost)
+		fmt.Fprintf(&b, "wakeup JOIN: kernel %d events in %d rows, bpf %d in %d\n", kj.Totals.Hits, len(kj.Rows), pj.Totals.Hits, len(pj.Rows))
+		kr, pr := joinRows(kj), joinRows(pj)
+		for _, comm := range unionRowKeys(kr, pr) {
+			a, c := kr[comm], pr[comm]
+			fmt.Fprintf(&b, "  %s: %d/%d events, sum %d/%d µs, max %d/%d µs\n", comm, a.n, c.n, a.sum, c.sum, a.max, c.max)
+			if absDiff(a.n, c.n) > lost {
+				errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: kernel %d events, bpf %d (%d runs skipped)", comm, a.n, c.n, lost))
+			}
+			// Each latency is read on two clocks: the sums may differ by
+			// a few µs an event under emulation, not more.
+			if a.n > 0 && absDiff(a.sum, c.sum) > 10*a.n+a.sum/10 {
+				errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: latency sum kernel %d µs, bpf %d µs over %d events", comm, a.sum, c.sum, a.n))
+			}
+		}
+		if pj.Totals.Hits == 0 {
+			errs = append(errs, "wakeup JOIN: the BPF engine joined no wakeup")
+		}
+	}
+	return b.String(), errs
+}
+
+// movedAcrossEdges is how many events of distribution b lie in another
+// log2 bucket than in a, when each moved only to a neighbouring bucket
+// (the counts of both equal, or b's short of a's); -1 when that cannot
+// explain the difference. Walking the buckets upwards, the surplus of one
+// side so far must be made good in the next bucket.
+func movedAcrossEdges(a, b map[int]uint64) int {
+	keys := unionIntKeys(a, b)
+	if len(keys) == 0 {
+		return 0
+	}
+	moved := 0
+	carry := int64(0) // a's count so far less b's
+	prev := keys[0] - 1
+	for _, e := range keys {
+		if e != prev+1 && carry != 0 {
+			return -1 // a surplus cannot skip a bucket
+		}
+		prev = e
+		carry += int64(a[e]) - int64(b[e])
+		if carry < 0 {
+			moved += int(-carry)
+		} else {
+			moved += int(carry)
+		}
+		// What is still owed must be settled by the next bucket.
+		if carry != 0 && absI(carry) > int64(a[e]+b[e]) {
+			return -1
+		}
+	}
+	return moved
+}
+
+func absI(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // sameDistribution holds two log2 distributions of the same events to be
@@ -421,4 +570,25 @@ func unionIntKeys(a, b map[int]uint64) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// TestMovedAcrossEdges: events of one distribution that lie in a
+// neighbouring bucket of the other's count as moved; a move of two
+// buckets, or counts no move explains, does not pass.
+func TestMovedAcrossEdges(t *testing.T) {
+	for _, c := range []struct {
+		a, b map[int]uint64
+		want int
+	}{
+		{map[int]uint64{3: 10, 4: 5}, map[int]uint64{3: 10, 4: 5}, 0},
+		{map[int]uint64{3: 10, 4: 5}, map[int]uint64{3: 8, 4: 7}, 2},
+		{map[int]uint64{3: 10}, map[int]uint64{4: 10}, 10},
+		{map[int]uint64{3: 10}, map[int]uint64{5: 10}, -1},
+		{map[int]uint64{3: 10, 4: 0}, map[int]uint64{5: 10}, -1},
+		{map[int]uint64{2: 4, 3: 10, 4: 5}, map[int]uint64{2: 5, 3: 9, 4: 5}, 1},
+	} {
+		if got := movedAcrossEdges(c.a, c.b); got != c.want {
+			t.Errorf("movedAcrossEdges(%v, %v) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
 }

@@ -158,7 +158,11 @@ func (rep *Report) Write(w, errw io.Writer, format string) error {
 		res.WriteWarnings(errw)
 	}
 	if len(rep.Results) > 0 && rep.Results[0].Lost > 0 && rep.Streamed == nil {
-		fmt.Fprintf(errw, "sqlhist: warning: the stream engine lost %d events (its ring buffers filled before they were read): the answer is not whole\n", rep.Results[0].Lost)
+		if rep.Results[0].Engine == EngineBPF {
+			fmt.Fprintf(errw, "sqlhist: warning: the kernel skipped the BPF engine's programs %d times (another BPF program ran on the CPU, as when an interrupt's wakeup comes during one): those events are not counted, the answer is not whole\n", rep.Results[0].Lost)
+		} else {
+			fmt.Fprintf(errw, "sqlhist: warning: the stream engine lost %d events (its ring buffers filled before they were read): the answer is not whole\n", rep.Results[0].Lost)
+		}
 	}
 	if rep.Streamed != nil {
 		rep.WriteStreamSummary(errw)
