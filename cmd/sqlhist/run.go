@@ -48,6 +48,7 @@ type options struct {
 	viaJobs                             int           // --via-jobs N
 	viaTrace                            string        // --via-trace FILE
 	viaTimeout                          time.Duration // --via-timeout DURATION
+	heatmap                             string        // --heatmap FILE
 }
 
 func run(args []string, e env) int {
@@ -55,6 +56,8 @@ func run(args []string, e env) int {
 		switch args[0] {
 		case "merge":
 			return runMerge(args[1:], e)
+		case "heatmap":
+			return runHeatmap(args[1:], e)
 		case "man", "completion":
 			return runDocs(args, e)
 		}
@@ -94,6 +97,9 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	code = o.checkLive(e, fl.Changed)
+	if code == exitOK {
+		code = o.checkHeatmap(e)
+	}
 	if code != exitOK {
 		return code
 	}
@@ -151,6 +157,11 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 				return refuse(e, err)
 			}
 		}
+		if o.heatmap != "" {
+			if err := live.CheckHeatmap(plan); err != nil {
+				return refuse(e, err)
+			}
+		}
 		return o.runLive(e, src, plan)
 	}
 	return o.output(e, src, cat, plan)
@@ -194,6 +205,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 			}
 		}
 	}
+	opt.OnInterval = o.heatmapHook(e, src, opt.OnInterval)
 	done, err := e.ServeMetrics(ctx, &o.live, &opt)
 	if err != nil {
 		return refuse(e, err)
