@@ -49,6 +49,7 @@ type options struct {
 	viaTrace                            string        // --via-trace FILE
 	viaTimeout                          time.Duration // --via-timeout DURATION
 	heatmap                             string        // --heatmap FILE
+	dashboard                           string        // --metrics-dashboard FILE
 }
 
 func run(args []string, e env) int {
@@ -99,6 +100,9 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	code = o.checkLive(e, fl.Changed)
 	if code == exitOK {
 		code = o.checkHeatmap(e)
+	}
+	if code == exitOK {
+		code = o.checkDashboard(e)
 	}
 	if code != exitOK {
 		return code
@@ -161,6 +165,9 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 			if err := live.CheckHeatmap(plan); err != nil {
 				return refuse(e, err)
 			}
+		}
+		if err := o.writeDashboard(e, src, plan); err != nil {
+			return refuse(e, fmt.Errorf("--metrics-dashboard: %v", err))
 		}
 		return o.runLive(e, src, plan)
 	}
