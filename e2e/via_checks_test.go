@@ -395,6 +395,7 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 		t.Errorf("-i: exit %d:\n%s", code, errs)
 	}
 	checkViaIntervals(t, out)
+	viaHeatmapChecks(t, kname, via, bin, q.join, out)
 
 	lap("-i")
 	// -p: the target's process (the workload's shell), not this machine's.

@@ -35,8 +35,8 @@ type HeatmapOptions struct {
 }
 
 // HeatInterval is one interval of a run, with the label of the target
-// it is from ("" for a lone run): a fleet's targets are panels of their
-// own.
+// it is from ("" for a lone run): when the intervals are of several
+// targets, each target's rows are panels of their own ("LABEL: KEY").
 type HeatInterval struct {
 	Label string
 	*Interval
@@ -98,6 +98,11 @@ func NewHeatmap(ivs []HeatInterval, opt HeatmapOptions) (*Heatmap, error) {
 	var stmts []*gather // by result index
 	spans := map[int]HeatSpan{}
 	last := 0
+	// The targets' labels name panels only when there are several.
+	labels := map[string]bool{}
+	for _, iv := range ivs {
+		labels[iv.Label] = true
+	}
 	for _, iv := range ivs {
 		if iv.Interval == nil || iv.N < 1 {
 			continue
@@ -123,7 +128,7 @@ func NewHeatmap(ivs []HeatInterval, opt HeatmapOptions) (*Heatmap, error) {
 			for ri := range res.Rows {
 				r := &res.Rows[ri]
 				key := heatKey(res.Hist, r, axis.col)
-				if iv.Label != "" {
+				if iv.Label != "" && len(labels) > 1 {
 					key = strings.TrimSuffix(iv.Label+": "+key, ": ")
 				}
 				p := g.panels[key]

@@ -76,6 +76,32 @@ func TestHeatmapGolden(t *testing.T) {
 	}
 }
 
+// TestHeatmapDocsSample: docs/heatmap.svg is what sqlhist heatmap draws
+// from docs/heatmap-6.1.json (a 6.1 guest's -r -i 1 -d 20 -o json),
+// byte for byte (-update-heatmap redraws it; docs/heatmap.png is its
+// screenshot, see docs/run.md).
+func TestHeatmapDocsSample(t *testing.T) {
+	hm, err := live.HeatmapFile("../docs/heatmap-6.1.json", os.ReadFile, live.HeatmapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := svgOf(t, hm, false)
+	if *updateHeatmap {
+		if err := os.WriteFile("../docs/heatmap.svg", []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile("../docs/heatmap.svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != got {
+		t.Errorf("docs/heatmap.svg is not what docs/heatmap-6.1.json draws (-update-heatmap redraws it):\n%s", cmp.Diff(string(want), got))
+	}
+	xmlTexts(t, got)
+}
+
 // xmlTexts parses a document strictly with encoding/xml and returns the
 // text of each <text> and <title> element, in order.
 func xmlTexts(t *testing.T, doc string) []string {
@@ -289,5 +315,46 @@ func TestHeatmapCells(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cells (-fixture +drawn):\n%s", diff)
+	}
+}
+
+// TestHeatmapTargets: the intervals of several targets (a fleet's
+// labels) are panels of their own, "LABEL: KEY"; one target's label is
+// left out.
+func TestHeatmapTargets(t *testing.T) {
+	data, err := os.ReadFile(heatFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ivs, err := live.ReadJSONIntervals(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := append([]live.HeatInterval(nil), ivs...)
+	for i := range one {
+		one[i].Label = "board1"
+	}
+	two := append(append([]live.HeatInterval(nil), one...), ivs...)
+	for i := len(one); i < len(two); i++ {
+		two[i].Label = "board2"
+	}
+	for _, c := range []struct {
+		ivs  []live.HeatInterval
+		want []string
+	}{
+		{one, []string{"comm=cat", "comm=sh", "comm=<b>&\"x'"}},
+		{two, []string{"board1: comm=cat", "board2: comm=cat", "board1: comm=sh", "board2: comm=sh", "board1: comm=<b>&\"x'", "board2: comm=<b>&\"x'"}},
+	} {
+		hm, err := live.NewHeatmap(c.ivs, live.HeatmapOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range hm.Maps[0].Panels {
+			got = append(got, p.Key)
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("panels (-want +got):\n%s", diff)
+		}
 	}
 }

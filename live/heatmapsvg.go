@@ -19,8 +19,9 @@ const (
 	heatMinCol   = 3
 	heatWidth    = 720 // what the columns aim to fill
 	heatMinWidth = 960
-	heatGap      = 16 // between panels side by side
-	heatSwatch   = 44 // a legend colour's width
+	heatGap      = 16   // between panels side by side
+	heatTwoWidth = 1280 // the widest picture made wider for two panels a row
+	heatSwatch   = 44   // a legend colour's width
 )
 
 // HeatCell is where one cell of a panel is drawn.
@@ -91,7 +92,11 @@ func (hm *Heatmap) Layout() *HeatLayout {
 	if n := len(xs); n > 0 {
 		plotW = xs[n-1] + ws[n-1]
 	}
-	lay := &HeatLayout{Width: max(heatMinWidth, heatMargin+heatYLabels+plotW+heatMargin)}
+	panelW := heatYLabels + plotW
+	lay := &HeatLayout{Width: max(heatMinWidth, 2*heatMargin+panelW)}
+	if two := 2*heatMargin + 2*panelW + heatGap; two <= heatTwoWidth {
+		lay.Width = max(lay.Width, two) // two panels side by side at least
+	}
 	x0 := heatMargin + heatYLabels
 	chars := (lay.Width - 2*heatMargin) / 7 // of the 12-pixel title
 	y := heatMargin
@@ -125,7 +130,7 @@ func (hm *Heatmap) Layout() *HeatLayout {
 		y += 30
 		// The panels, in rows of as many as the width holds.
 		rows := st.MaxExp - st.MinExp + 1
-		panelW, panelH := heatYLabels+plotW, 14+4+rows*heatRow+11+8
+		panelH := 14 + 4 + rows*heatRow + 11 + 8
 		perRow := max(1, (lay.Width-2*heatMargin+heatGap)/(panelW+heatGap))
 		for pi, p := range st.Panels {
 			px := heatMargin + heatYLabels + (pi%perRow)*(panelW+heatGap)
@@ -205,7 +210,7 @@ func (hm *Heatmap) subtitle(st *HeatStatement) string {
 	if st.Title == st.Event {
 		what = ""
 	}
-	return fmt.Sprintf("%s%s by log2 bucket (up) per interval (across: %d%s); colour: the events of the cell", what, st.Measure, len(hm.Spans), every)
+	return fmt.Sprintf("%s%s by log2 bucket (up), per interval%s (across: %d intervals); colour: the events of the cell", what, st.Measure, every, len(hm.Spans))
 }
 
 // countText writes a count short: 999, 1.2k, 35k, 1.5M.
