@@ -104,7 +104,7 @@ func NewHeatmap(ivs []HeatInterval, opt HeatmapOptions) (*Heatmap, error) {
 		labels[iv.Label] = true
 	}
 	for _, iv := range ivs {
-		if iv.Interval == nil || iv.N < 1 {
+		if iv.Interval == nil || iv.N < 1 || iv.N > MaxHeatIntervals {
 			continue
 		}
 		col := iv.N - 1

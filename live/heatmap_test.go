@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sqlhist/sqlhist/internal/fuzzguard"
 	"github.com/sqlhist/sqlhist/live"
 )
 
@@ -357,4 +358,41 @@ func TestHeatmapTargets(t *testing.T) {
 			t.Errorf("panels (-want +got):\n%s", diff)
 		}
 	}
+}
+
+// FuzzHeatmap: whatever a file holds, sqlhist heatmap either refuses it
+// or draws well-formed XML; never a panic or a hang.
+func FuzzHeatmap(f *testing.F) {
+	data, err := os.ReadFile(heatFixture)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(data))
+	lines := strings.SplitN(string(data), "\n", 2)
+	f.Add(lines[0])
+	f.Add(`{"interval": 3, "start": 2, "end": 3, "results": []}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		fuzzguard.Run(fuzzguard.Limit, in, func() {
+			ivs, err := live.ReadJSONIntervals(strings.NewReader(in))
+			if err != nil {
+				return
+			}
+			hm, err := live.NewHeatmap(ivs, live.HeatmapOptions{Keys: 3})
+			if err != nil {
+				return
+			}
+			var b bytes.Buffer
+			if err := hm.WriteSVG(&b); err != nil {
+				t.Fatal(err)
+			}
+			dec := xml.NewDecoder(&b)
+			for {
+				if _, err := dec.Token(); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatalf("not well-formed: %v", err)
+				}
+			}
+		})
+	})
 }

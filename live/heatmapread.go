@@ -9,6 +9,9 @@ import (
 	"time"
 )
 
+// MaxHeatIntervals is the most intervals a heatmap draws: a day of -i 1.
+const MaxHeatIntervals = 86400
+
 // ReadJSONIntervals reads back the intervals of what sqlhist -r -i N -o
 // json printed: its lines {"interval": N, "start": s, "end": s,
 // "partial": …, "results": […]} (a fleet's with their "label"); the total
@@ -47,6 +50,8 @@ func ReadJSONIntervals(r io.Reader) ([]HeatInterval, error) {
 		switch {
 		case *d.Interval < 1:
 			return nil, posError(data, start, "interval %d: intervals are numbered from 1", *d.Interval)
+		case *d.Interval > MaxHeatIntervals:
+			return nil, posError(data, start, "interval %d: a heatmap draws at most %d intervals", *d.Interval, MaxHeatIntervals)
 		case d.Start == nil || d.End == nil || *d.End < *d.Start || *d.Start < 0:
 			return nil, posError(data, start, "interval %d: no \"start\" and \"end\" (seconds, the end after the start)", *d.Interval)
 		case d.Results == nil:
