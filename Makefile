@@ -12,8 +12,8 @@ test: unit kernels
 # The fast part: the shells of emit's script tests (installed when
 # missing), vet, every unit and golden test once in random order, and
 # short fuzz runs of the parser, the whole command, shell quoting and
-# the readers of hist and trace output, of saved -o json results and of
-# what the awk engine's program prints on a target: 15 s for the two
+# the readers of hist and trace output, of saved -o json results (and
+# their heatmaps) and of what the awk engine's program prints on a target: 15 s for the two
 # query targets, 5-6 s for each reader (their corpora run whole first;
 # `make fuzz` is the long run). Each
 # fuzz run goes through tools/fuzzcheck, which fails it when its execs counter stops for 6 s or
@@ -35,10 +35,13 @@ unit: test-shells
 	$(FUZZCHECK) -time 5s ./live/remote FuzzParseOD
 	$(FUZZCHECK) -time 6s ./live FuzzReadJSONReport
 	$(FUZZCHECK) -time 6s ./live FuzzReadAwkOutput
+	$(FUZZCHECK) -time 5s ./live FuzzHeatmap
 
 # The shells printed scripts are run under by emit's unit tests (dash,
-# mksh, busybox, bash --posix): installed with apt-get when missing (as
-# root or with passwordless sudo; under CI=true a failure stops make).
+# mksh, busybox, bash --posix), the awks of the awk engine's tests, and
+# chromium and prometheus (the heatmap's and the dashboard's tests):
+# installed with apt-get when missing (as root or with passwordless sudo;
+# under CI=true a failure stops make).
 .PHONY: test-shells
 test-shells:
 	$(GO) run ./tools/test-shells

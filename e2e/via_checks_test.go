@@ -395,8 +395,13 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 		t.Errorf("-i: exit %d:\n%s", code, errs)
 	}
 	checkViaIntervals(t, out)
+	viaHeatmapChecks(t, kname, via, bin, q.join, out)
 
 	lap("-i")
+	if kname == "6.1" {
+		viaDashboardChecks(t, via, bin)
+		lap("--metrics-dashboard")
+	}
 	// -p: the target's process (the workload's shell), not this machine's.
 	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-d", "1", "-o", "json", "-p", wpid,
 		"SELECT common_pid, COUNT(*) AS n FROM sys_enter GROUP BY common_pid")

@@ -80,12 +80,17 @@ func readResultsFile(file string, read func(string) ([]byte, error)) ([]Labelled
 	if err == nil {
 		return targets, nil
 	}
+	return nil, placeFileError(file, data, err)
+}
+
+// placeFileError places an error of reading file (data): "line:col: …"
+// as file:line:col, the message, the line and a caret, as the compiler's
+// diagnostics are; another error after the file's name.
+func placeFileError(file string, data []byte, err error) error {
 	m := linePlace.FindStringSubmatch(err.Error())
 	if m == nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
+		return fmt.Errorf("%s: %v", file, err)
 	}
-	// file:line:col: message, the line and a caret, as the compiler's
-	// diagnostics are.
 	line, _ := strconv.Atoi(m[1])
 	col, _ := strconv.Atoi(m[2])
 	src := source.NewSource(file, string(data))
@@ -99,7 +104,7 @@ func readResultsFile(file string, read func(string) ([]byte, error)) ([]Labelled
 	}
 	var d source.Diags
 	d.Add(source.PosOf(min(off+col-1, len(data))), source.NoPos, "%s", m[3])
-	return nil, placedError{text: d.Render(src)}
+	return placedError{text: d.Render(src)}
 }
 
 // placedError is a rendered diagnostic of a file: file:line:col, the

@@ -30,7 +30,9 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.BoolVar(&o.live.Events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
 	fl.StringVarP(&o.live.Output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
 	fl.StringVar(&o.live.Metrics, "metrics", "", "with -r: serve the results as Prometheus metrics on `ADDR` (127.0.0.1:9101, :9101) at /metrics, read every -i or 5s, until Ctrl-C or -d")
+	fl.StringVar(&o.dashboard, "metrics-dashboard", "", "with --metrics: write a Grafana dashboard of the run's metrics to `FILE` (JSON, before anything is applied): heatmaps, quantiles and rates, the data source and job as variables")
 	fl.IntVar(&o.live.Series, "metrics-series", live.DefaultMetricSeries, "with --metrics: label sets a query keeps; the rest are counted as "+live.OtherLabel)
+	fl.StringVar(&o.heatmap, "heatmap", "", "with -r and -i: draw the intervals as latency heatmaps (time across, log2 buckets up, events as colour) to `FILE`, rewritten every interval: an SVG picture, or a page of its own for a name ending in .html")
 	fl.StringVar(&o.live.Engine, "engine", "auto", "with -r: `ENGINE` that answers: kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (kernel where it can); when printing, stream (or awk) prints a script whose awk computes the query on the target (the default for a --kernel or --formats catalog without hist triggers), with -d its run time")
 	fl.StringVar(&o.live.Out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
 	fl.StringVar(&o.initrd, "initrd", "", "with -o bootconfig: add the bootconfig to the initrd `FILE` (after the sqlhist bootconfigs it has), instead of printing it")
@@ -64,6 +66,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 
 const usageHead = `usage: sqlhist [flags] [SQL ...]
        sqlhist merge [-o table|json|csv] FILE.json ...
+       sqlhist heatmap [-o svg|html] [--keys N] FILE.json
        sqlhist man | completion bash|zsh|fish
 
 sqlhist compiles SQL over trace events into the tracefs commands that
@@ -82,6 +85,7 @@ flags:
 const usageTail = `
 commands:
   merge       merge what sqlhist -r -o json printed on several machines
+  heatmap     draw what sqlhist -r -i N -o json printed as latency heatmaps
   man         print the man page sqlhist(1) (roff)
   completion  print the completion script of bash, zsh or fish
 
@@ -127,7 +131,7 @@ func runDocs(args []string, e env) int {
 		if len(args) != 2 {
 			return usageError(e, "completion takes one shell: bash, zsh or fish")
 		}
-		if err := live.Completion(e.Stdout, args[1], "sqlhist", flagDocs(fl), []string{"merge", "man", "completion"}); err != nil {
+		if err := live.Completion(e.Stdout, args[1], "sqlhist", flagDocs(fl), []string{"merge", "heatmap", "man", "completion"}); err != nil {
 			return usageError(e, "%v", err)
 		}
 		return exitOK
@@ -136,7 +140,7 @@ func runDocs(args []string, e env) int {
 		return usageError(e, "man takes no arguments")
 	}
 	if err := live.Manual(e.Stdout, "sqlhist", "SQL over Linux trace events, as ftrace hist triggers", []string{
-		"[flags] [SQL ...]", "merge [-o table|json|csv] FILE.json ...", "man | completion bash|zsh|fish",
+		"[flags] [SQL ...]", "merge [-o table|json|csv] FILE.json ...", "heatmap [-o svg|html] [--keys N] FILE.json", "man | completion bash|zsh|fish",
 	}, manual, flagDocs(fl)); err != nil {
 		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 		return exitQuery

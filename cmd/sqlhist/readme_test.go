@@ -66,7 +66,7 @@ func needsTarget(cmd string) bool {
 	for _, w := range f {
 		switch {
 		case w == "sudo", w == "-e", w == "--execute", w == "-r", w == "--run", w == "--cleanup", w == "-p",
-			w == "--via", w == "--via-file", w == "--plan", w == "--initrd", w == "-f", w == "merge", strings.HasPrefix(w, "-r"), w == "-B":
+			w == "--via", w == "--via-file", w == "--plan", w == "--initrd", w == "-f", w == "merge", w == "heatmap", strings.HasPrefix(w, "-r"), w == "-B":
 			return true
 		}
 	}
@@ -121,7 +121,7 @@ exec `+bin+` $k "$@"
 	for _, c := range cmds {
 		path := dir
 		if needsTarget(c.text) {
-			if regexp.MustCompile(`--cleanup|\bmerge\b| -f |--plan|--via-file| -p |--initrd`).MatchString(c.text) {
+			if regexp.MustCompile(`--cleanup|\bmerge\b|\bheatmap\b| -f |--plan|--via-file| -p |--initrd`).MatchString(c.text) {
 				skipped++ // no query to print, or a file of the reader's
 				continue
 			}
@@ -138,7 +138,7 @@ exec `+bin+` $k "$@"
 			t.Errorf("%s:%d: %s\n%v:\n%s", c.file, c.line, c.text, err, out)
 		}
 	}
-	t.Logf("%d commands run as shown; %d that need a target compiled as printed; %d not run (files of the reader's, --cleanup, merge)", ran, printed, skipped)
+	t.Logf("%d commands run as shown; %d that need a target compiled as printed; %d not run (files of the reader's, --cleanup, merge, heatmap)", ran, printed, skipped)
 	if skipped > printed {
 		t.Errorf("%d commands not run at all, more than the %d compiled", skipped, printed)
 	}

@@ -49,6 +49,8 @@ type options struct {
 	viaJobs                             int           // --via-jobs N
 	viaTrace                            string        // --via-trace FILE
 	viaTimeout                          time.Duration // --via-timeout DURATION
+	heatmap                             string        // --heatmap FILE
+	dashboard                           string        // --metrics-dashboard FILE
 }
 
 func run(args []string, e env) int {
@@ -56,6 +58,8 @@ func run(args []string, e env) int {
 		switch args[0] {
 		case "merge":
 			return runMerge(args[1:], e)
+		case "heatmap":
+			return runHeatmap(args[1:], e)
 		case "man", "completion":
 			return runDocs(args, e)
 		}
@@ -95,6 +99,12 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	code = o.checkLive(e, fl.Changed)
+	if code == exitOK {
+		code = o.checkHeatmap(e)
+	}
+	if code == exitOK {
+		code = o.checkDashboard(e)
+	}
 	if code != exitOK {
 		return code
 	}
@@ -183,6 +193,14 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 				return refuse(e, err)
 			}
 		}
+		if o.heatmap != "" {
+			if err := live.CheckHeatmap(plan); err != nil {
+				return refuse(e, err)
+			}
+		}
+		if err := o.writeDashboard(e, src, plan); err != nil {
+			return refuse(e, fmt.Errorf("--metrics-dashboard: %v", err))
+		}
 		return o.runLive(e, src, plan)
 	}
 	return o.output(e, src, cat, plan)
@@ -226,6 +244,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 			}
 		}
 	}
+	opt.OnInterval = o.heatmapHook(e, src, opt.OnInterval)
 	done, err := e.ServeMetrics(ctx, &o.live, &opt)
 	if err != nil {
 		return refuse(e, err)

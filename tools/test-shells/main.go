@@ -1,5 +1,6 @@
 // Command test-shells installs the shells emit's unit tests run printed
-// scripts under (dash, mksh, busybox-static, bash) when one is missing,
+// scripts under (dash, mksh, busybox-static, bash), and the other programs
+// of vm.TestShells (awks, chromium, prometheus), when one is missing,
 // with apt-get as root or through passwordless sudo. make unit runs it
 // first. When it cannot install them it fails under CI=true (where the
 // tests would fail on the missing shell anyway) and otherwise only warns:
