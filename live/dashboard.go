@@ -64,13 +64,13 @@ func DashboardPanels(plan *Plan, suffix string, src *source.Source) []DashPanel 
 		for j, c := range h.Columns {
 			switch c.Kind {
 			case planner.ColKey:
-				spec := ""
+				mod := ""
 				if c.Index < len(h.Keys) {
-					spec = h.Keys[c.Index]
+					mod = h.Keys[c.Index].Mod
 				}
-				if res.Latency == nil && histKey < 0 && (strings.HasSuffix(spec, ".log2") || strings.Contains(spec, ".buckets=")) {
+				if res.Latency == nil && histKey < 0 && (mod == "log2" || mod == "buckets") {
 					histKey, histKind = j, "native"
-					if !strings.HasSuffix(spec, ".log2") {
+					if mod != "log2" {
 						histKind = "classic"
 					}
 					continue
