@@ -219,6 +219,14 @@ func checkReadBack(t *testing.T, name string, h *Hist) {
 			t.Errorf("%s: filter %s reads back otherwise (%v)", name, h.Filter, err)
 		}
 	}
+	back, err := ParseHist(h.Spec())
+	switch {
+	case err != nil:
+		t.Errorf("%s: ParseHist(%s): %v", name, h.Spec(), err)
+	case back.Spec() != h.Spec() || !ExprsEqual(back.Keys, h.Keys) || !ExprsEqual(back.Vals, h.Vals) || !back.Filter.Equal(h.Filter) ||
+		len(back.Vars) != len(h.Vars) || len(back.Actions) != len(h.Actions):
+		t.Errorf("%s: %s reads back as %s", name, h.Spec(), back.Spec())
+	}
 }
 
 // TestHistSpec: a trigger's text puts its parts in the kernel's order,
@@ -240,5 +248,15 @@ func TestHistSpec(t *testing.T) {
 	}
 	if got := h.FilterText(); got != "pid > 1" {
 		t.Errorf("FilterText() = %q", got)
+	}
+}
+
+// TestParseHistErrors: text that is no trigger sqlhist writes is an error.
+func TestParseHistErrors(t *testing.T) {
+	for _, s := range []string{"", "keys=pid", "hist:keys=pid:size=x", "hist:keys=pid:bogus", "hist:keys=pid.nosuch",
+		"hist:keys=pid:onmax(v).save(x)", "hist:keys=pid if pid ==", "hist:keys=pid:=x"} {
+		if h, err := ParseHist(s); err == nil {
+			t.Errorf("ParseHist(%q) = %s, want an error", s, h.Spec())
+		}
 	}
 }
