@@ -9,8 +9,10 @@ import (
 )
 
 // Needs returns the IDs of the kernel features (tracefs.FeatureTable) the
-// command needs, in the table's order. It reads the text sqlhist wrote, so
-// it knows every construct the planner emits.
+// command needs, in the table's order. It reads a trigger's values (its
+// Hist, or its text read into one) and the text sqlhist wrote for
+// probes and synthetic events, so it knows every construct the planner
+// emits.
 func Needs(c Command) []string {
 	set := map[string]bool{}
 	switch c.Kind {
