@@ -72,6 +72,92 @@ type ProbeArg struct {
 	// Regs are the registers the argument reads (%NAME, without the %):
 	// the planner checks them against the target's architecture.
 	Regs []*Ident
+	// Loc is Fetch as a value: where the argument reads.
+	Loc *Fetch
+}
+
+// FetchKind says where a probe's fetch argument reads.
+type FetchKind int
+
+// The kinds of [Fetch].
+const (
+	FetchReg       FetchKind = iota // %Name: a register
+	FetchArg                        // $argN: the function's Nth argument
+	FetchRetval                     // $retval: the return value
+	FetchComm                       // $comm (Name "comm" or "COMM" as written): the task's name
+	FetchStack                      // $stack: the stack pointer
+	FetchStackN                     // $stackN: the Nth entry of the stack
+	FetchField                      // $Name: a field of an eprobe's event
+	FetchImm                        // \Text: an immediate value
+	FetchImmString                  // \"Name": an immediate string
+	FetchAddr                       // @Text: the memory at an address
+	FetchSym                        // @Name, @Name+Text, @Name-Text: the memory at a symbol
+	FetchFileOff                    // @+Text: the memory at a file offset of a uprobe's binary
+	FetchDeref                      // +Text(X), -Text(X), +uText(X): the memory at X plus an offset
+)
+
+// Fetch is a probe's fetch argument as a value, with the numbers as
+// written (decimal, 0x…) so that String gives the text back.
+type Fetch struct {
+	Kind FetchKind
+	// Name is the register, the variable as written after $ (comm or
+	// COMM), the eprobe field, the symbol, or the immediate string.
+	Name string
+	// N is the number: of $argN and $stackN, the address, the file
+	// offset, the symbol's or the dereference's offset, the immediate
+	// value (as a 64-bit pattern); Text is it as written.
+	N    uint64
+	Text string
+	// Neg is a negative offset (-8(%sp), @sym-4); User a user-space
+	// dereference (+u0(…)).
+	Neg, User bool
+	X         *Fetch // FetchDeref: what holds the address
+}
+
+// String renders the fetch argument as the kernel reads it.
+func (f *Fetch) String() string {
+	switch f.Kind {
+	case FetchReg:
+		return "%" + f.Name
+	case FetchArg:
+		return "$arg" + f.Text
+	case FetchRetval:
+		return "$retval"
+	case FetchComm:
+		return "$" + f.Name
+	case FetchStack:
+		return "$stack"
+	case FetchStackN:
+		return "$stack" + f.Text
+	case FetchField:
+		return "$" + f.Name
+	case FetchImm:
+		return "\\" + f.Text
+	case FetchImmString:
+		return "\\\"" + f.Name + "\""
+	case FetchAddr:
+		return "@" + f.Text
+	case FetchSym:
+		switch {
+		case f.Text == "":
+			return "@" + f.Name
+		case f.Neg:
+			return "@" + f.Name + "-" + f.Text
+		}
+		return "@" + f.Name + "+" + f.Text
+	case FetchFileOff:
+		return "@+" + f.Text
+	case FetchDeref:
+		sign := "+"
+		if f.Neg {
+			sign = "-"
+		}
+		if f.User {
+			sign += "u"
+		}
+		return sign + f.Text + "(" + f.X.String() + ")"
+	}
+	return ""
 }
 
 // Body returns FETCHARG[:TYPE], the text the kernel limits to
@@ -422,6 +508,7 @@ func (pp *probeParser) arg(a rawArg, names map[string]bool) *ProbeArg {
 	if kind == fetchBad {
 		return nil
 	}
+	x.Loc = f.last
 	if !pp.checkType(x, kind, bodyOff+typeOff, a.end) {
 		return nil
 	}
@@ -476,6 +563,7 @@ type fetchParser struct {
 	s    string
 	base int // source offset of s
 	arg  *ProbeArg
+	last *Fetch // what the last at() read
 }
 
 func (f *fetchParser) errorf(i, j int, format string, args ...any) fetchKind {
@@ -504,6 +592,7 @@ func (f *fetchParser) at(i, j int) fetchKind {
 			return f.errorf(i, j, "bad register %q: write %%NAME (%%di on x86_64, %%x0 on arm64, %%r0 on arm)", s)
 		}
 		f.arg.Regs = append(f.arg.Regs, &Ident{Name: s[1:], Pos: source.PosOf(f.base + i), End: source.PosOf(f.base + j)})
+		f.last = &Fetch{Kind: FetchReg, Name: s[1:]}
 		return fetchValue
 	case '@':
 		return f.memory(i, j)
@@ -512,13 +601,18 @@ func (f *fetchParser) at(i, j int) fetchKind {
 			if len(s) < 3 || s[len(s)-1] != '"' {
 				return f.errorf(i, j, "immediate string %s is not closed", s)
 			}
+			f.last = &Fetch{Kind: FetchImmString, Name: s[2 : len(s)-1]}
 			return fetchString
 		}
-		if _, err := strconv.ParseInt(s[1:], 0, 64); err != nil {
-			if _, err := strconv.ParseUint(s[1:], 0, 64); err != nil {
+		n, err := strconv.ParseInt(s[1:], 0, 64)
+		if err != nil {
+			u, err := strconv.ParseUint(s[1:], 0, 64)
+			if err != nil {
 				return f.errorf(i, j, "bad immediate value %q", s)
 			}
+			n = int64(u)
 		}
+		f.last = &Fetch{Kind: FetchImm, N: uint64(n), Text: s[1:]}
 		return fetchValue
 	case '+', '-':
 		return f.deref(i, j)
@@ -538,26 +632,35 @@ func (f *fetchParser) memory(i, j int) fetchKind {
 	case s == "":
 		return f.errorf(i, j, "@ needs an address or a symbol")
 	case user && s[0] == '+':
-		if _, err := strconv.ParseUint(s[1:], 0, 64); err != nil {
+		n, err := strconv.ParseUint(s[1:], 0, 64)
+		if err != nil {
 			return f.errorf(i, j, "bad file offset in %q", "@"+s)
 		}
+		f.last = &Fetch{Kind: FetchFileOff, N: n, Text: s[1:]}
 	case isDigit(s[0]):
-		if _, err := strconv.ParseUint(s, 0, 64); err != nil {
+		n, err := strconv.ParseUint(s, 0, 64)
+		if err != nil {
 			return f.errorf(i, j, "bad address in %q", "@"+s)
 		}
+		f.last = &Fetch{Kind: FetchAddr, N: n, Text: s}
 	case user:
 		return f.errorf(i, j, "a uprobe cannot read a symbol (%q): use @ADDR or @+FILE_OFFSET", "@"+s)
 	default:
 		sym := s
+		loc := &Fetch{Kind: FetchSym}
 		if k := strings.IndexAny(s, "+-"); k > 0 {
 			sym = s[:k]
-			if _, err := strconv.ParseUint(s[k+1:], 0, 64); err != nil {
+			n, err := strconv.ParseUint(s[k+1:], 0, 64)
+			if err != nil {
 				return f.errorf(i, j, "bad offset in %q", "@"+s)
 			}
+			loc.N, loc.Text, loc.Neg = n, s[k+1:], s[k] == '-'
 		}
 		if !isSymbol(sym) {
 			return f.errorf(i, j, "bad symbol in %q", "@"+s)
 		}
+		loc.Name = sym
+		f.last = loc
 	}
 	return fetchMemory
 }
@@ -570,8 +673,10 @@ func (f *fetchParser) deref(i, j int) fetchKind {
 		return f.errorf(i, j, "a dereference is +|-OFFSET(FETCHARG): %q", s)
 	}
 	off := s[1:open]
-	off = strings.TrimPrefix(off, "u") // +u: a user-space dereference (5.3)
-	if _, err := strconv.ParseUint(off, 0, 64); err != nil || off == "" {
+	user := strings.HasPrefix(off, "u") // +u: a user-space dereference (5.3)
+	off = strings.TrimPrefix(off, "u")
+	n, err := strconv.ParseUint(off, 0, 64)
+	if err != nil || off == "" {
 		return f.errorf(i, i+open, "bad dereference offset %q", s[:open])
 	}
 	inner := f.at(i+open+1, j-1)
@@ -581,6 +686,7 @@ func (f *fetchParser) deref(i, j int) fetchKind {
 	case fetchComm, fetchString:
 		return f.errorf(i, j, "$comm and immediate strings cannot be dereferenced")
 	}
+	f.last = &Fetch{Kind: FetchDeref, N: n, Text: off, Neg: s[0] == '-', User: user, X: f.last}
 	return fetchMemory
 }
 
@@ -590,12 +696,14 @@ func (f *fetchParser) variable(i, j int, entry bool) fetchKind {
 	v := f.s[i+1 : j]
 	switch {
 	case v == "comm" || v == "COMM":
+		f.last = &Fetch{Kind: FetchComm, Name: v}
 		return fetchComm
 	case p.Kind == EProbe:
 		if !tracefsIdent(v) {
 			return f.errorf(i, j, "%q is not a field reference: write $FIELD", "$"+v)
 		}
 		f.arg.Fields = append(f.arg.Fields, &Ident{Name: v, Pos: source.PosOf(f.base + i + 1), End: source.PosOf(f.base + j)})
+		f.last = &Fetch{Kind: FetchField, Name: v}
 		return fetchValue
 	case v == "retval":
 		if !p.Return {
@@ -604,19 +712,24 @@ func (f *fetchParser) variable(i, j int, entry bool) fetchKind {
 			return fetchBad
 		}
 		f.arg.Retval = true
+		f.last = &Fetch{Kind: FetchRetval}
 		return fetchValue
 	case v == "stack":
+		f.last = &Fetch{Kind: FetchStack}
 		return fetchValue
 	case strings.HasPrefix(v, "stack"):
-		if _, err := strconv.ParseUint(v[5:], 10, 32); err != nil {
+		n, err := strconv.ParseUint(v[5:], 10, 32)
+		if err != nil {
 			return f.errorf(i, j, "bad stack slot %q: write $stackN", "$"+v)
 		}
+		f.last = &Fetch{Kind: FetchStackN, N: n, Text: v[5:]}
 		return fetchValue
 	case strings.HasPrefix(v, "arg"):
 		n, err := strconv.ParseUint(v[3:], 10, 32)
 		if err != nil || n == 0 {
 			return f.errorf(i, j, "bad argument number %q: write $arg1, $arg2, …", "$"+v)
 		}
+		f.last = &Fetch{Kind: FetchArg, N: n, Text: v[3:]}
 		if p.Kind == UProbe || p.Kind == URetProbe {
 			x := f.pp.errorf(f.base+i, f.base+j, "a uprobe cannot read %q: read the register the calling convention passes it in", "$"+v)
 			x.Hint = "the first arguments are in %di %si %dx %cx on x86_64, %x0 %x1 %x2 %x3 on arm64, %r0 %r1 %r2 %r3 on arm"

@@ -4,12 +4,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Needs returns the IDs of the kernel features (tracefs.FeatureTable) the
-// command needs, in the table's order. It reads the text sqlhist wrote, so
-// it knows every construct the planner emits.
+// command needs, in the table's order. It reads a trigger's values (its
+// Hist, or its text read into one) and the text sqlhist wrote for
+// probes and synthetic events, so it knows every construct the planner
+// emits.
 func Needs(c Command) []string {
 	set := map[string]bool{}
 	switch c.Kind {
@@ -20,7 +23,7 @@ func Needs(c Command) []string {
 	case KindProbe:
 		probeNeeds(c.Line, set)
 	case KindTrigger:
-		triggerNeeds(c.Line, set)
+		triggerNeeds(c, set)
 	}
 	if strings.HasPrefix(c.File, "instances/") {
 		set["instances"] = true
@@ -90,141 +93,101 @@ func probeNeeds(line string, set map[string]bool) {
 	}
 }
 
-func triggerNeeds(line string, set map[string]bool) {
-	if !strings.HasPrefix(line, "hist:") {
-		return
+// triggerNeeds records what a hist trigger needs. A command made from a
+// plan carries its trigger as values (c.Hist); one read back from a JSON
+// plan only as text, which is read into values first.
+func triggerNeeds(c Command, set map[string]bool) {
+	h := c.Hist
+	if h == nil {
+		var err error
+		if h, err = planner.ParseHist(c.Line); err != nil {
+			return
+		}
 	}
 	set["hist-triggers"] = true
-	head, filter, hasFilter := strings.Cut(line, " if ")
-	if hasFilter && strings.TrimSpace(filter) != "" {
+	if h.Filter != nil {
 		set["event-filters"] = true
 	}
-	has := func(s string) bool { return strings.Contains(head, s) }
-	for _, m := range []string{".execname", ".syscall", ".log2", ".sym", ".hex"} {
-		if has(m) {
-			set["hist-modifiers"] = true
-		}
+	if len(h.Keys) > 2 {
+		set["hist-keys-3"] = true
 	}
-	for _, part := range strings.Split(strings.TrimPrefix(head, "hist:"), ":") {
-		name, val, ok := strings.Cut(part, "=")
+	if h.NoHitcount {
+		set["nohitcount"] = true
+	}
+	// Every expression of the trigger before its filter.
+	var all []*planner.Expr
+	all = append(append(all, h.Keys...), h.Vals...)
+	for _, v := range h.Vars {
+		all = append(all, v.Expr)
+	}
+	for _, a := range h.Actions {
+		all = append(all, a.Params...)
+		switch a.Handler {
+		case planner.OnMatch:
+			set["onmatch"] = true
+			set["synthetic-events"] = true
+		case planner.OnMax:
+			set["onmax"] = true
+		case planner.OnChange:
+			set["onchange"] = true
+		}
+		if a.Handler != planner.OnMatch {
+			set["hist-variables"] = true // the $variable tracked
+		}
 		switch {
-		case !ok:
-			if part == "nohitcount" || part == "NOHC" {
-				set["nohitcount"] = true
-			}
-			handlerNeeds(part, set)
-		case name == "keys":
-			if len(strings.Split(val, ",")) > 2 {
-				set["hist-keys-3"] = true
-			}
-			exprNeeds(val, set)
-		case name == "vals" || name == "values":
-			exprNeeds(val, set)
-		case name == "sort" || name == "size" || name == "name":
-		default:
-			// name=expr: one or more variables (comma-separated).
-			set["hist-variables"] = true
-			for _, v := range strings.Split(part, ",") {
-				_, expr, _ := strings.Cut(v, "=")
-				if strings.ContainsAny(expr, "*/") || hasConstant(expr) {
-					set["expressions"] = true
-				}
-				if strings.HasSuffix(expr, ".execname") {
-					set["execname-variables"] = true
-				}
-				if strings.Contains(expr, "stacktrace") {
-					set["stacktrace-variables"] = true
-				}
-			}
+		case a.Kind == planner.ActTrace && !a.OldForm:
+			set["trace-action"] = true
+		case a.Kind == planner.ActSnapshot:
+			set["snapshot-action"] = true
 		}
 	}
-	if has("common_timestamp") || has("$") {
+	if len(h.Vars) > 0 {
 		set["hist-variables"] = true
 	}
-	if has("common_cpu") {
-		set["common-cpu"] = true
+	for _, v := range h.Vars {
+		if v.Expr.Mod == "execname" {
+			set["execname-variables"] = true
+		}
+		v.Expr.Walk(func(x *planner.Expr) {
+			if x.Kind == planner.ExprStack || x.Mod == "stacktrace" || strings.Contains(x.Name, "stacktrace") {
+				set["stacktrace-variables"] = true
+			}
+		})
 	}
-	if has(".buckets") {
-		set["buckets"] = true
-	}
-	if has("hitcount.percent") || has("hitcount.graph") {
-		set["hist-display"] = true
-	}
-	if strings.Count(head, ".percent") > strings.Count(head, "hitcount.percent") || strings.Count(head, ".graph") > strings.Count(head, "hitcount.graph") {
-		set["value-display"] = true
-	}
-	if has("common_stacktrace") {
-		set["common-stacktrace"] = true
-	}
-	if has("common_comm") || hasWord(head, "COMM") {
-		set["common-comm"] = true
-	}
-}
-
-// exprNeeds records what the keys or values of a trigger need when they
-// are expressions: + and - of fields are hist variables' (4.17), * / and
-// constants 5.16's expressions.
-func exprNeeds(list string, set map[string]bool) {
-	for _, f := range strings.Split(list, ",") {
-		f = strings.ReplaceAll(f, ".sym-offset", "")
-		if strings.ContainsAny(f, "+-*/") {
+	for _, x := range all {
+		// + and - of fields are hist variables' (4.17), * / and
+		// constants 5.16's expressions.
+		if x.Kind == planner.ExprBinary {
 			set["hist-variables"] = true
 		}
-		if strings.ContainsAny(f, "*/") || hasConstant(f) {
-			set["expressions"] = true
-		}
+		x.Walk(func(o *planner.Expr) {
+			if o.Kind == planner.ExprConst || o.Kind == planner.ExprBinary && (o.Op == '*' || o.Op == '/') {
+				set["expressions"] = true
+			}
+			switch o.Mod {
+			case "execname", "syscall", "log2", "sym", "sym-offset", "hex":
+				set["hist-modifiers"] = true
+			case "buckets":
+				set["buckets"] = true
+			case "percent", "graph":
+				if o.Kind == planner.ExprHitcount {
+					set["hist-display"] = true
+				} else {
+					set["value-display"] = true
+				}
+			}
+			switch {
+			case o.Kind == planner.ExprTimestamp || o.Kind == planner.ExprVar:
+				set["hist-variables"] = true
+			case o.Kind == planner.ExprCPU && o.Name == "common_cpu":
+				set["common-cpu"] = true
+			case o.Kind == planner.ExprStack && o.Name == "common_stacktrace":
+				set["common-stacktrace"] = true
+			case o.Name == "common_comm" || o.Name == "COMM":
+				set["common-comm"] = true
+			}
+		})
 	}
-}
-
-func handlerNeeds(part string, set map[string]bool) {
-	switch {
-	case strings.HasPrefix(part, "onmatch("):
-		set["onmatch"] = true
-		set["synthetic-events"] = true
-	case strings.HasPrefix(part, "onmax("):
-		set["onmax"] = true
-	case strings.HasPrefix(part, "onchange("):
-		set["onchange"] = true
-	}
-	if strings.Contains(part, ").trace(") {
-		set["trace-action"] = true
-	}
-	if strings.Contains(part, ").snapshot(") {
-		set["snapshot-action"] = true
-	}
-}
-
-// hasConstant reports whether a hist expression holds a numeric operand
-// (a word starting with a digit).
-func hasConstant(expr string) bool {
-	start := true
-	for i := 0; i < len(expr); i++ {
-		c := expr[i]
-		if start && c >= '0' && c <= '9' {
-			return true
-		}
-		start = strings.IndexByte("+-*/(", c) >= 0
-	}
-	return false
-}
-
-// hasWord reports whether w occurs in s between non-identifier characters.
-func hasWord(s, w string) bool {
-	for i := 0; ; {
-		j := strings.Index(s[i:], w)
-		if j < 0 {
-			return false
-		}
-		a, b := i+j, i+j+len(w)
-		if (a == 0 || !identByte(s[a-1])) && (b == len(s) || !identByte(s[b])) {
-			return true
-		}
-		i = b
-	}
-}
-
-func identByte(c byte) bool {
-	return c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // MinKernel is the newest first release among the features cmds need: the

@@ -110,6 +110,20 @@ func TestNeeds(t *testing.T) {
 		if diff := cmp.Diff(want, Needs(tt.c)); diff != "" {
 			t.Errorf("Needs(%s) (-want +got):\n%s", tt.c.Line, diff)
 		}
+		if tt.c.Kind != KindTrigger {
+			continue
+		}
+		// A plan's command carries the trigger as values, and needs
+		// the same as its text says.
+		h, err := planner.ParseHist(tt.c.Line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed := tt.c
+		typed.Line, typed.Hist = "", h
+		if diff := cmp.Diff(want, Needs(typed)); diff != "" {
+			t.Errorf("Needs of the values of %s (-want +got):\n%s", tt.c.Line, diff)
+		}
 	}
 	if got := MinKernel([]Command{tests[0].c, tests[5].c}); got != "5.10" {
 		t.Errorf("MinKernel = %s, want 5.10", got)

@@ -403,9 +403,9 @@ func numberCell(h *planner.Hist, c planner.Column, x json.Number) (Cell, error) 
 			return Cell{}, fmt.Errorf("%d: not the top of a log2 bucket", n)
 		}
 		cl.Text = bucketText(lo, hi)
-	case strings.HasPrefix(mod, "buckets="):
-		size, err := strconv.ParseUint(strings.TrimPrefix(mod, "buckets="), 10, 64)
-		if err != nil || size == 0 {
+	case mod == "buckets":
+		size := h.Keys[c.Index].Buckets
+		if size == 0 {
 			return Cell{}, fmt.Errorf("key %q: no bucket size", h.Keys[c.Index])
 		}
 		cl.Text = fmt.Sprintf("%d-%d", n, n+size-1)

@@ -150,7 +150,9 @@ func shape(res *Result) string {
 	var parts []string
 	for _, c := range res.Hist.Columns {
 		s := c.Label + " (" + kindNames[c.Kind]
-		if m := keyModifier(res.Hist, c); m != "" {
+		if m := keyModifier(res.Hist, c); m == "buckets" {
+			s += " .buckets=" + strconv.FormatUint(res.Hist.Keys[c.Index].Buckets, 10)
+		} else if m != "" {
 			s += " ." + m
 		}
 		if c.Unit != "" {
@@ -162,7 +164,7 @@ func shape(res *Result) string {
 }
 
 // keyModifier is the modifier of a key column's field (log2, hex,
-// buckets=64, stacktrace), which says what its values are.
+// buckets, stacktrace), which says what its values are.
 func keyModifier(h *planner.Hist, c planner.Column) string {
 	if c.Kind != planner.ColKey || c.Index >= len(h.Keys) {
 		return ""
@@ -173,8 +175,6 @@ func keyModifier(h *planner.Hist, c planner.Column) string {
 		return "stacktrace"
 	case k.Kind == planner.ExprBinary:
 		return ""
-	case k.Mod == "buckets":
-		return "buckets=" + strconv.FormatUint(k.Buckets, 10)
 	}
 	return k.Mod
 }

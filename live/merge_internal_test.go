@@ -337,3 +337,14 @@ func TestMergeEngine(t *testing.T) {
 		}
 	}
 }
+
+// A result's shape names each key's modifier, a bucket's size with it.
+func TestShapeModifiers(t *testing.T) {
+	h := &planner.Hist{Keys: planner.MustExprs("bytes.buckets=64", "call_site.sym-offset", "common_stacktrace", "common_timestamp/1000"), Columns: []planner.Column{
+		{Label: "b", Kind: planner.ColKey, Index: 0}, {Label: "s", Kind: planner.ColKey, Index: 1},
+		{Label: "st", Kind: planner.ColKey, Index: 2}, {Label: "t", Kind: planner.ColKey, Index: 3}, {Label: "count", Kind: planner.ColCount}}}
+	want := "b (key .buckets=64), s (key .sym-offset), st (key .stacktrace), t (key), count (count)"
+	if got := shape(&Result{Hist: h}); got != want {
+		t.Errorf("shape = %q, want %q", got, want)
+	}
+}

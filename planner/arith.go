@@ -221,9 +221,14 @@ func (js *joinState) sumOf(e compiler.Expr, ctx arithCtx) ([]term, bool) {
 			return nil, false
 		}
 		if js.info(x).constant {
-			v, neg, _, ok := js.fold(x)
+			v, _, ok := constValue(p.diags, x)
 			if !ok {
 				return nil, false
+			}
+			// A value at or above 2^63 is a negative one.
+			neg := v >= 1<<63
+			if neg {
+				v = -v
 			}
 			return []term{{neg: neg, factors: []factor{constFactor(v)}}}, true
 		}
@@ -375,51 +380,6 @@ func (js *joinState) leaf(x *compiler.Field, ctx arithCtx) (factor, bool) {
 
 func constFactor(v uint64) factor {
 	return factor{x: &Expr{Kind: ExprConst, N: v}, typ: vtype{Kernel: "u64", Size: 8, Kind: tracefs.KindInt}, side: -1}
-}
-
-// fold evaluates a constant-only expression with the kernel's wrapping
-// 64-bit arithmetic. isConst is false when e names a field.
-func (js *joinState) fold(e compiler.Expr) (v uint64, neg, isConst, ok bool) {
-	var eval func(compiler.Expr) (uint64, bool, bool)
-	eval = func(e compiler.Expr) (uint64, bool, bool) {
-		switch x := compiler.Unparen(e).(type) {
-		case *compiler.Number:
-			if x.Neg {
-				return -x.Value, true, true
-			}
-			return x.Value, true, true
-		case *compiler.Binary:
-			a, c1, ok1 := eval(x.X)
-			b, c2, ok2 := eval(x.Y)
-			if !c1 || !c2 {
-				return 0, false, true
-			}
-			if !ok1 || !ok2 {
-				return 0, true, false
-			}
-			switch x.Op {
-			case compiler.OpAdd:
-				return a + b, true, true
-			case compiler.OpSub:
-				return a - b, true, true
-			case compiler.OpMul:
-				return a * b, true, true
-			case compiler.OpDiv:
-				if b == 0 {
-					pos, end := x.Y.Span()
-					errDivisionByZero(js.p.diags, pos, end)
-					return 0, true, false
-				}
-				return a / b, true, true
-			}
-		}
-		return 0, false, true
-	}
-	v, isConst, ok = eval(e)
-	if isConst && ok && v >= 1<<63 {
-		return -v, true, true, true
-	}
-	return v, false, isConst, ok
 }
 
 // exprInfo summarizes a subexpression: whether it reads start fields,

@@ -132,12 +132,14 @@ func derefProbe(ev *tracefs.Event, fields []*tracefs.Field, pos, end source.Pos)
 			Fields: []*compiler.Ident{{Name: f.Name, Pos: pos, End: end}}}
 		switch {
 		case isCharPointer(ev, f):
-			a.Fetch, a.Type = "+0($"+f.Name+")", "string"
+			a.Loc = &compiler.Fetch{Kind: compiler.FetchDeref, Text: "0", X: &compiler.Fetch{Kind: compiler.FetchField, Name: f.Name}}
+			a.Fetch, a.Type = a.Loc.String(), "string"
 			if ev.System == "syscalls" {
 				a.Type = "ustring"
 			}
 		case (f.Kind == tracefs.KindInt || f.Kind == tracefs.KindPointer) && (f.Size == 1 || f.Size == 2 || f.Size == 4 || f.Size == 8):
-			a.Fetch = "$" + f.Name
+			a.Loc = &compiler.Fetch{Kind: compiler.FetchField, Name: f.Name}
+			a.Fetch = a.Loc.String()
 			a.Type = fmt.Sprintf("u%d", f.Size*8)
 			if f.Signed {
 				a.Type = fmt.Sprintf("s%d", f.Size*8)

@@ -26,8 +26,10 @@ func zeroDivisor(d *source.Diags, x *compiler.Binary) bool {
 }
 
 // constValue evaluates e when it is made of numbers only, with the
-// kernel's wrapping 64-bit arithmetic. ok is false after a division by
-// zero inside e, which it reports.
+// kernel's wrapping 64-bit arithmetic: the one constant folding of a
+// JOIN's arithmetic (sumOf folds constant parts with it; zeroDivisor
+// checks divisors with it). ok is false after a division by zero inside
+// e, which it reports (errDivisionByZero, the one diagnostic of it).
 func constValue(d *source.Diags, e compiler.Expr) (v uint64, isConst, ok bool) {
 	switch x := compiler.Unparen(e).(type) {
 	case *compiler.Number:

@@ -368,3 +368,75 @@ func ParseAction(s string) (*Action, error) {
 	}
 	return a, nil
 }
+
+// ParseHist reads a hist trigger's text ("hist:keys=…[:vals=…][:vars]
+// [:sort=…][:size=N][:name=…][:nohitcount][:actions][ if filter]"), as
+// Spec writes it, into a Hist without System, Event, Role or Columns.
+func ParseHist(s string) (*Hist, error) {
+	head, filter, hasFilter := strings.Cut(s, " if ")
+	rest, ok := strings.CutPrefix(head, "hist:")
+	if !ok {
+		return nil, fmt.Errorf("%q is not a hist trigger", s)
+	}
+	h := &Hist{}
+	if hasFilter {
+		f, err := ParseFilter(filter)
+		if err != nil {
+			return nil, err
+		}
+		h.Filter = f
+	}
+	for _, part := range strings.Split(rest, ":") {
+		name, val, isAttr := strings.Cut(part, "=")
+		var err error
+		switch {
+		case strings.ContainsRune(part, '('):
+			var a *Action
+			if a, err = ParseAction(part); err == nil {
+				h.Actions = append(h.Actions, a)
+			}
+		case part == "nohitcount" || part == "NOHC":
+			h.NoHitcount = true
+		case part == "pause" || part == "paused" || part == "cont" || part == "continue" || part == "clear":
+		case !isAttr:
+			err = fmt.Errorf("unknown attribute %q", part)
+		case name == "keys" || name == "key":
+			h.Keys, err = parseExprList(val)
+		case name == "vals" || name == "values" || name == "val":
+			h.Vals, err = parseExprList(val)
+		case name == "sort":
+			h.Sort = strings.Split(val, ",")
+		case name == "size":
+			h.Size, err = strconv.Atoi(val)
+		case name == "name":
+			h.Name = val
+		case name == "clock":
+		default:
+			for _, def := range strings.Split(part, ",") {
+				vn, ve, _ := strings.Cut(def, "=")
+				x, perr := ParseExpr(ve)
+				if perr != nil || vn == "" {
+					err = fmt.Errorf("bad variable %q: %v", def, perr)
+					break
+				}
+				h.Vars = append(h.Vars, Var{Name: vn, Expr: x})
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("trigger %q: %v", s, err)
+		}
+	}
+	return h, nil
+}
+
+func parseExprList(s string) ([]*Expr, error) {
+	var out []*Expr
+	for _, t := range strings.Split(s, ",") {
+		x, err := ParseExpr(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}

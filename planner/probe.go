@@ -38,7 +38,7 @@ type Probe struct {
 	Kind     compiler.ProbeKind
 	Group    string // the event group: ProbeGroup, or ProbeGroup_<Suffix> for a --run
 	Name     string // the event name in Group
-	Line     string // the dynamic_events definition: "p:sqlhist/NAME PLACE ARGS"
+	Line     string // the dynamic_events definition: "p:sqlhist/NAME PLACE ARGS" (Definition)
 	Pos, End source.Pos
 	// Module and Symbol are a kprobe's function as written (Module ""
 	// when none); Path and Symbol a uprobe's binary and function (Symbol
@@ -48,6 +48,64 @@ type Probe struct {
 	Module, Symbol, Path string
 	SymPos, SymEnd       source.Pos
 	TargetPos, TargetEnd source.Pos
+	// The definition as values, which Line writes as text: Return is
+	// set on a return probe (kretprobe, uretprobe, SYMBOL%return);
+	// Offset is a kprobe's SYMBOL+OFFSET or a uprobe's offset in the
+	// file Path; Event an eprobe's event, "system.event"; Args the
+	// fields the probe records.
+	Return bool
+	Offset uint64
+	Event  string
+	Args   []ProbeArg
+}
+
+// ProbeArg is one field a probe records: NAME=FETCHARG[:TYPE].
+type ProbeArg struct {
+	Name  string
+	Type  string // "" for the kernel's default (the word)
+	Fetch *compiler.Fetch
+}
+
+// String renders the argument as the probe's definition writes it.
+func (a ProbeArg) String() string {
+	s := a.Name + "=" + a.Fetch.String()
+	if a.Type != "" {
+		s += ":" + a.Type
+	}
+	return s
+}
+
+// Definition renders the probe's definition from its values: Line.
+func (pr *Probe) Definition() string {
+	var letter, place string
+	switch pr.Kind {
+	case compiler.KProbe, compiler.KRetProbe:
+		letter, place = "p", pr.Symbol
+		if pr.Module != "" {
+			place = pr.Module + ":" + place
+		}
+		if pr.Offset != 0 {
+			place += "+" + strconv.FormatUint(pr.Offset, 10)
+		}
+		switch {
+		case pr.Kind == compiler.KRetProbe:
+			letter = "r"
+		case pr.Return:
+			place += "%return"
+		}
+	case compiler.UProbe, compiler.URetProbe:
+		letter, place = "p", fmt.Sprintf("%s:0x%x", pr.Path, pr.Offset)
+		if pr.Kind == compiler.URetProbe {
+			letter = "r"
+		}
+	case compiler.EProbe:
+		letter, place = "e", pr.Event
+	}
+	parts := []string{letter + ":" + pr.Group + "/" + pr.Name, place}
+	for _, a := range pr.Args {
+		parts = append(parts, a.String())
+	}
+	return strings.Join(parts, " ")
 }
 
 // binary is a uprobe binary as read for this compile: once per path,
@@ -92,7 +150,8 @@ type probeState struct {
 func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
 	pr := t.Probe
 	before := len(p.diags.Errors())
-	var place, base, letter string
+	var place, base, letter, event string
+	var offset uint64
 	var src *tracefs.Event
 	switch pr.Kind {
 	case compiler.KProbe, compiler.KRetProbe:
@@ -102,12 +161,14 @@ func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
 			return false
 		}
 		place, base, letter = p.kprobePlace(pr)
+		offset = pr.Offset
 	case compiler.UProbe, compiler.URetProbe:
-		place, base, letter = p.uprobePlace(pr)
+		place, base, letter, offset = p.uprobePlace(pr)
 	case compiler.EProbe:
 		src = p.eprobeSource(pr)
 		if src != nil {
-			place, base, letter = src.System+"."+src.Name, src.Name, "e"
+			event = src.System + "." + src.Name
+			place, base, letter = event, src.Name, "e"
 		}
 	}
 	p.checkArgs(pr)
@@ -129,9 +190,13 @@ func (p *planner) probeSource(t *compiler.TableRef, out *[]*Probe) bool {
 		}
 		name = p.uniqueProbeName(name)
 		probe = &Probe{Kind: pr.Kind, Group: p.probeGroup(), Name: name, Pos: pr.Pos, End: pr.End,
-			Line:   letter + ":" + p.probeGroup() + "/" + name + " " + where,
 			Module: pr.Module, Symbol: pr.Symbol, Path: pr.Path,
-			SymPos: pr.SymPos, SymEnd: pr.SymEnd, TargetPos: pr.TargetPos, TargetEnd: pr.TargetEnd}
+			SymPos: pr.SymPos, SymEnd: pr.SymEnd, TargetPos: pr.TargetPos, TargetEnd: pr.TargetEnd,
+			Return: pr.Return, Offset: offset, Event: event}
+		for _, a := range pr.Args {
+			probe.Args = append(probe.Args, ProbeArg{Name: a.Name, Type: a.Type, Fetch: a.Loc})
+		}
+		probe.Line = probe.Definition()
 		p.probes.byDef[def] = probe
 		p.probes.byName[name] = probe
 		*out = append(*out, probe)
@@ -194,27 +259,27 @@ func (p *planner) kprobePlace(pr *compiler.Probe) (place, base, letter string) {
 }
 
 // uprobePlace resolves a uprobe's symbol to a file offset in its binary.
-func (p *planner) uprobePlace(pr *compiler.Probe) (place, base, letter string) {
-	off := pr.Address
+func (p *planner) uprobePlace(pr *compiler.Probe) (place, base, letter string, off uint64) {
+	off = pr.Address
 	base = path.Base(pr.Path) + "_" + pr.Symbol
 	if pr.HasAddress {
 		base = path.Base(pr.Path) + fmt.Sprintf("_0x%x", pr.Address)
 		if arch, _ := p.cat.Arch(); thumbOnArm(arch, fmt.Sprintf("0x%x", pr.Address), pr.Address) != nil {
 			p.diags.Add(pr.SymPos, pr.SymEnd, "%s: offset 0x%x is not 4-byte aligned: uprobes on 32-bit arm probe ARM-mode instructions only", pr.Path, pr.Address)
-			return "", "", ""
+			return "", "", "", 0
 		}
 	} else {
 		bin := p.binary(pr.Path)
 		if bin.readErr != nil {
 			p.diags.Add(pr.TargetPos, pr.TargetEnd, "cannot read the binary: %v", bin.readErr)
-			return "", "", ""
+			return "", "", "", 0
 		}
 		arch, how := p.cat.Arch()
 		if bin.parseErr == nil {
 			if err := bin.funcs.checkArch(arch); err != nil {
 				x := p.diags.Add(pr.TargetPos, pr.TargetEnd, "%s is %v", pr.Path, err)
 				x.Hint = archHint(arch, how)
-				return "", "", ""
+				return "", "", "", 0
 			}
 		}
 		err := bin.parseErr
@@ -226,7 +291,7 @@ func (p *planner) uprobePlace(pr *compiler.Probe) (place, base, letter string) {
 		}
 		if err != nil {
 			p.diags.Add(pr.SymPos, pr.SymEnd, "%s: %v", pr.Path, err)
-			return "", "", ""
+			return "", "", "", 0
 		}
 		p.note("uprobe: %s in %s is at file offset 0x%x", pr.Symbol, pr.Path, off)
 	}
@@ -235,7 +300,7 @@ func (p *planner) uprobePlace(pr *compiler.Probe) (place, base, letter string) {
 		letter = "r"
 		base += "__return"
 	}
-	return fmt.Sprintf("%s:0x%x", pr.Path, off), base, letter
+	return fmt.Sprintf("%s:0x%x", pr.Path, off), base, letter, off
 }
 
 // eprobeSource resolves the event an eprobe attaches to.

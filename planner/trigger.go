@@ -10,7 +10,10 @@ import (
 // planner builds once. Every engine consumes these: emit renders them as
 // the kernel's hist-trigger text (String), the stream machine and the awk
 // program evaluate them, the BPF engine compiles them. Nothing reads back
-// the text the planner made.
+// the text the planner made (ParseExpr, ParseFilter, ParseAction and
+// ParseHist read text from outside a plan: a results JSON, tests).
+// A planned value may be shared (a key and the variable that saves it
+// are one Expr): engines read the values and never change them.
 
 // ExprKind says what an [Expr] is.
 type ExprKind int

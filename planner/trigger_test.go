@@ -136,7 +136,8 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// TestGoldenPlansReadBack: every trigger the golden queries plan (on the
+// TestGoldenPlansReadBack: every probe the golden queries plan renders
+// its text from its values, and every trigger they plan (on the
 // embedded 6.1 and 5.10 catalogs, as scripts, for --run and for the
 // stream engine) holds values that its text reads back to exactly: the
 // planner builds the trees the kernel reads from the text, so an engine
@@ -151,7 +152,7 @@ func TestGoldenPlansReadBack(t *testing.T) {
 	for _, k := range []string{"6.1", "5.10"} {
 		cats[k] = embedded(t, k)
 	}
-	hists := 0
+	hists, probes := 0, 0
 	for _, path := range paths {
 		a, err := txtar.ParseFile(path)
 		if err != nil {
@@ -175,6 +176,20 @@ func TestGoldenPlansReadBack(t *testing.T) {
 					continue // a query for other kernels or flags, or one that fails on purpose
 				}
 				for _, u := range plan.Units {
+					for _, pr := range u.Probes {
+						probes++
+						// Line is written from the values (the golden
+						// scripts check its bytes); each argument has
+						// its place as a value.
+						if got := pr.Definition(); got != pr.Line {
+							t.Errorf("%s on %s: probe %s renders from its values as %s", filepath.Base(path), k, pr.Line, got)
+						}
+						for _, a := range pr.Args {
+							if a.Fetch == nil || a.Name == "" {
+								t.Errorf("%s on %s: probe %s: argument %+v", filepath.Base(path), k, pr.Line, a)
+							}
+						}
+					}
 					for _, h := range []*Hist{u.Start, u.End, u.Results, u.Negatives} {
 						if h == nil {
 							continue
@@ -191,7 +206,10 @@ func TestGoldenPlansReadBack(t *testing.T) {
 	if hists < 250 {
 		t.Errorf("only %d triggers checked", hists)
 	}
-	t.Logf("%d triggers read back", hists)
+	if probes < 20 {
+		t.Errorf("only %d probes checked", probes)
+	}
+	t.Logf("%d triggers read back, %d probes rendered", hists, probes)
 }
 
 func checkReadBack(t *testing.T, name string, h *Hist) {
@@ -219,6 +237,14 @@ func checkReadBack(t *testing.T, name string, h *Hist) {
 			t.Errorf("%s: filter %s reads back otherwise (%v)", name, h.Filter, err)
 		}
 	}
+	back, err := ParseHist(h.Spec())
+	switch {
+	case err != nil:
+		t.Errorf("%s: ParseHist(%s): %v", name, h.Spec(), err)
+	case back.Spec() != h.Spec() || !ExprsEqual(back.Keys, h.Keys) || !ExprsEqual(back.Vals, h.Vals) || !back.Filter.Equal(h.Filter) ||
+		len(back.Vars) != len(h.Vars) || len(back.Actions) != len(h.Actions):
+		t.Errorf("%s: %s reads back as %s", name, h.Spec(), back.Spec())
+	}
 }
 
 // TestHistSpec: a trigger's text puts its parts in the kernel's order,
@@ -240,5 +266,15 @@ func TestHistSpec(t *testing.T) {
 	}
 	if got := h.FilterText(); got != "pid > 1" {
 		t.Errorf("FilterText() = %q", got)
+	}
+}
+
+// TestParseHistErrors: text that is no trigger sqlhist writes is an error.
+func TestParseHistErrors(t *testing.T) {
+	for _, s := range []string{"", "keys=pid", "hist:keys=pid:size=x", "hist:keys=pid:bogus", "hist:keys=pid.nosuch",
+		"hist:keys=pid:onmax(v).save(x)", "hist:keys=pid if pid ==", "hist:keys=pid:=x"} {
+		if h, err := ParseHist(s); err == nil {
+			t.Errorf("ParseHist(%q) = %s, want an error", s, h.Spec())
+		}
 	}
 }
