@@ -48,6 +48,9 @@ func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Eve
 			if err != nil {
 				return &Error{Trigger: i, Event: t.System + "/" + t.Event, Reason: err.Error()}
 			}
+			if ev.ID == 0 {
+				return ct.errf("", "%s/%s is not an event of the kernel yet (a probe the run would create): the BPF engine attaches to tracepoints, not yet to kprobes, uprobes or eprobes", t.System, t.Event)
+			}
 			ct.ev = ev
 		}
 		if len(t.Keys) == 0 {

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cilium/ebpf"
-
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -51,6 +49,21 @@ func (e *Engine) Read() ([]*tracefs.Histogram, error) {
 		hs[i] = e.histogram(ct, raws[ct.m], drops[ct.m.stat])
 	}
 	return hs, nil
+}
+
+// ReadFiles is Read keyed by each trigger's hist file (Trigger.File):
+// the histograms of the triggers on one event in the order written, as
+// the kernel's hist file lists them.
+func (e *Engine) ReadFiles() (map[string][]*tracefs.Histogram, error) {
+	hs, err := e.Read()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]*tracefs.Histogram{}
+	for i, t := range e.triggers {
+		out[t.File] = append(out[t.File], hs[i])
+	}
+	return out, nil
 }
 
 // drops reads the maps' drop counters.
@@ -344,4 +357,3 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 	return v
 }
 
-var _ = ebpf.Hash

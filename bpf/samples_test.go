@@ -44,13 +44,13 @@ func wakeupJoin(start string, pidFilter *planner.Filter) ([]*Trigger, []*planner
 	}
 	ts := []*Trigger{
 		{System: "sched", Event: start, Keys: []*planner.Expr{field("pid")},
-			Vars: []Var{{"ts0", tsUsecs()}}},
+			Vars: []Var{{Name: "ts0", Expr: tsUsecs()}}},
 		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
-			Vars: []Var{{"lat0", bin(tsUsecs(), '-', ref("ts0"))}},
+			Vars: []Var{{Name: "lat0", Expr: bin(tsUsecs(), '-', ref("ts0"))}},
 			Actions: []*planner.Action{{Handler: planner.OnMatch, Match: "sched." + start, Kind: planner.ActTrace,
 				Synth: "wl", Params: []*planner.Expr{field("next_pid"), ref("lat0")}}}},
 		{System: "synthetic", Event: "wl", Keys: []*planner.Expr{field("pid"), fieldMod("lat", "log2")},
-			Vals: []*planner.Expr{field("lat")}, Vars: []Var{{"wl_max", field("lat")}},
+			Vals: []*planner.Expr{field("lat")}, Vars: []Var{{Name: "wl_max", Expr: field("lat")}},
 			Actions: []*planner.Action{{Handler: planner.OnMax, Track: "wl_max", Kind: planner.ActSave,
 				Params: []*planner.Expr{field("lat")}}},
 			Filter: results, Size: 8192},

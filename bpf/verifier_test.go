@@ -91,11 +91,11 @@ func TestRefusals(t *testing.T) {
 		{"glob", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
 			Filter: strPred("next_comm", "~", "ba*")}, `next_comm ~ "ba*"`, "not compiled"},
 		{"snapshot", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
-			Vars:    []Var{{"p", field("prev_prio")}},
+			Vars:    []Var{{Name: "p", Expr: field("prev_prio")}},
 			Actions: []*planner.Action{{Handler: planner.OnMax, Track: "p", Kind: planner.ActSnapshot}}},
 			"onmax($p).snapshot()", "snapshot"},
 		{"undefined", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
-			Vars: []Var{{"l", bin(tsUsecs(), '-', ref("nope"))}}}, "$nope", "defined by no trigger"},
+			Vars: []Var{{Name: "l", Expr: bin(tsUsecs(), '-', ref("nope"))}}}, "$nope", "defined by no trigger"},
 		{"string-value", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
 			Vals: []*planner.Expr{field("next_comm")}}, "next_comm", "not a number"},
 	}
