@@ -356,4 +356,3 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 	}
 	return v
 }
-
