@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -132,6 +133,12 @@ func progName(i int) string { return fmt.Sprintf("sqlhist%d", i) }
 func (e *Engine) Load() error {
 	if e.coll != nil {
 		return nil
+	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK (busybox's
+	// default is 64 KiB): lift it there; a no-op where memory cgroups
+	// account for it.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("the BPF engine: lifting RLIMIT_MEMLOCK: %v", err)
 	}
 	cs := e.spec()
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{})

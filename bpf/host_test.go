@@ -258,12 +258,14 @@ func TestHostJoin(t *testing.T) {
 	// Each wakeup joined, but those whose sched_waking program the
 	// kernel skipped (another BPF program ran on the CPU: counted as
 	// the programs' recursion misses, lost). The thread's wakeups are its
-	// voluntary switches: the n+1 the workload made, and those the Go
-	// scheduler adds when it preempts the goroutine at a call (it parks
-	// the locked thread until it may run on).
-	t.Logf("the thread's voluntary switches: %d; the workload's wakeups %d", made, n+1)
-	if made < n+1 {
-		t.Errorf("%d voluntary switches, the workload made %d wakeups", made, n+1)
+	// voluntary switches, as the kernel counts them: up to the n+1 the
+	// workload made (fewer when a byte came before the thread slept: a
+	// slow guest), and those the Go scheduler adds when it preempts the
+	// goroutine at a call (it parks the locked thread until it may run
+	// on).
+	t.Logf("the thread's voluntary switches: %d; the workload's wakeups at most %d", made, n+1)
+	if made < n/2 {
+		t.Errorf("%d voluntary switches: the workload (%d rounds) hardly slept", made, n)
 	}
 	if count+negs > made || count+negs+lost < made {
 		t.Errorf("%d wakeups joined (%d negative), %d program runs skipped; the thread was woken %d times", count+negs, negs, lost, made)

@@ -57,7 +57,7 @@ func loadable() string {
 
 // TestQueries compiles every query of testdata/queries that the planner
 // takes on the 6.1 catalog into BPF: each is compiled or refused with an
-// *bpf.Error, and every compiled one is taken by this host's verifier.
+// *bpf.Error, and every compiled one is taken by the running kernel's verifier.
 // -v lists what is refused and why.
 func TestQueries(t *testing.T) {
 	fsys, err := tracefs.Embedded("6.1")
@@ -126,7 +126,7 @@ func TestQueries(t *testing.T) {
 	for _, r := range reasons {
 		t.Logf("refused (%d): %s: %s", len(refused[r]), r, strings.Join(refused[r], ", "))
 	}
-	t.Logf("%d queries compiled, %d loaded into this host's verifier", compiled, loaded)
+	t.Logf("%d queries compiled, %d loaded into this kernel's verifier", compiled, loaded)
 	if compiled == 0 {
 		t.Error("no query compiled")
 	}
