@@ -174,8 +174,9 @@ const maxFrame = 512
 type gen struct {
 	e       *Engine
 	insns   asm.Instructions
-	origins []string // by instruction: what it computes
+	origins []origin // by instruction: what it computes
 	origin  string
+	trig    int // the trigger being generated
 	pending string // a label for the next instruction
 	labels  int
 	top     int // stack bytes in use
@@ -192,7 +193,7 @@ func (g *gen) ins(list ...asm.Instruction) {
 			g.pending = ""
 		}
 		g.insns = append(g.insns, i)
-		g.origins = append(g.origins, g.origin)
+		g.origins = append(g.origins, origin{g.trig, g.origin})
 	}
 }
 
@@ -632,9 +633,10 @@ const statsMap = "stats"
 
 // trigger generates one trigger on the event of ec.
 func (g *gen) trigger(ct *ctrig, ec *evctx) error {
-	saveTop, saveOrigin := g.top, g.origin
-	defer func() { g.top, g.origin = saveTop, saveOrigin }()
-	g.origin = fmt.Sprintf("trigger %d (%s/%s)", ct.idx, ct.t.System, ct.t.Event)
+	saveTop, saveOrigin, saveTrig := g.top, g.origin, g.trig
+	defer func() { g.top, g.origin, g.trig = saveTop, saveOrigin, saveTrig }()
+	g.trig = ct.idx
+	g.origin = ""
 	s := &tstate{ct: ct, ec: ec}
 	end := g.label()
 	m := ct.m
@@ -710,7 +712,7 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 	}
 	// The entry: found, or made from a template (zero, with the task
 	// names of .execname keys); a full map drops the event.
-	g.origin = fmt.Sprintf("the map of trigger %d", ct.idx)
+	g.origin = ""
 	have, again, drop := g.label(), g.label(), g.label()
 	g.ins(mapPtr(m),
 		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
@@ -993,10 +995,10 @@ func (e *Engine) needs(ts []*ctrig, depth int, ts0, pid0, cpu0 *bool) {
 // program generates the program of one traced event: its triggers in
 // order.
 func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
-	g := &gen{e: e}
+	g := &gen{e: e, trig: ts[0].idx}
 	var needTS, needPID, needCPU bool
 	e.needs(ts, 0, &needTS, &needPID, &needCPU)
-	g.origin = "the program of " + system + "/" + event
+	g.origin = ""
 	g.ins(asm.Mov.Reg(rCtx, asm.R1))
 	g.ts, g.pid, g.cpu = g.alloc(8), g.alloc(8), g.alloc(8)
 	if needTS {
@@ -1014,7 +1016,7 @@ func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
 			return nil, err
 		}
 	}
-	g.origin = "the program of " + system + "/" + event
+	g.origin = ""
 	g.ins(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	if g.max > maxFrame {
 		return nil, &Error{Trigger: ts[0].idx, Event: system + "/" + event,
@@ -1026,7 +1028,7 @@ func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
 
 // reachable drops the instructions no path reaches (a label no jump
 // took: a value that cannot be unset), which the verifier refuses.
-func reachable(insns asm.Instructions, origins []string) (asm.Instructions, []string) {
+func reachable(insns asm.Instructions, origins []origin) (asm.Instructions, []origin) {
 	at := map[string]int{}
 	for i, ins := range insns {
 		if s := ins.Symbol(); s != "" {
@@ -1058,7 +1060,7 @@ func reachable(insns asm.Instructions, origins []string) (asm.Instructions, []st
 		}
 	}
 	var out asm.Instructions
-	var outO []string
+	var outO []origin
 	for i, ins := range insns {
 		if seen[i] {
 			out = append(out, ins)
@@ -1072,12 +1074,19 @@ func reachable(insns asm.Instructions, origins []string) (asm.Instructions, []st
 type progDef struct {
 	system, event string
 	insns         asm.Instructions
-	origins       []string
+	origins       []origin
 	triggers      []*ctrig
 }
 
+// origin is what an instruction computes: for which trigger (its index)
+// and what of it (an expression, a filter, an action, "keys=…").
+type origin struct {
+	trig int
+	what string
+}
+
 // originAt is what the instruction at raw offset off computes.
-func (p *progDef) originAt(off int) string {
+func (p *progDef) originAt(off int) origin {
 	raw := 0
 	for i, ins := range p.insns {
 		if raw >= off {
@@ -1088,5 +1097,5 @@ func (p *progDef) originAt(off int) string {
 	if len(p.origins) > 0 {
 		return p.origins[len(p.origins)-1]
 	}
-	return ""
+	return origin{p.triggers[0].idx, ""}
 }

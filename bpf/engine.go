@@ -182,11 +182,10 @@ func (e *Engine) verifierError(err error) error {
 		out.Event = p.system + "/" + p.event
 		out.Trigger = p.triggers[0].idx
 		if last >= 0 {
-			out.What = p.originAt(last)
-			var n int
-			if _, err := fmt.Sscanf(out.What, "trigger %d", &n); err == nil {
-				out.Trigger = n
-			}
+			o := p.originAt(last)
+			out.Trigger, out.What = o.trig, o.what
+			t := e.triggers[o.trig]
+			out.Event = t.System + "/" + t.Event
 		}
 	}
 	return out
