@@ -176,7 +176,7 @@ type gen struct {
 	insns   asm.Instructions
 	origins []origin // by instruction: what it computes
 	origin  string
-	trig    int // the trigger being generated
+	trig    int    // the trigger being generated
 	pending string // a label for the next instruction
 	labels  int
 	top     int // stack bytes in use
