@@ -35,6 +35,7 @@ unit: test-shells
 	$(FUZZCHECK) -time 5s ./live/remote FuzzParseOD
 	$(FUZZCHECK) -time 6s ./live FuzzReadJSONReport
 	$(FUZZCHECK) -time 6s ./live FuzzReadAwkOutput
+	$(FUZZCHECK) -time 6s ./bpf FuzzReadMaps
 
 # The shells printed scripts are run under by emit's unit tests (dash,
 # mksh, busybox, bash --posix): installed with apt-get when missing (as
