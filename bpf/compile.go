@@ -402,6 +402,21 @@ func (g *gen) log2() {
 	g.at(done)
 }
 
+// add adds R1 (one, with one) to the u64 at off in the entry: an atomic
+// add, or a plain one in a per-CPU map.
+func (g *gen) add(m *mapDef, off int, one bool) {
+	if one {
+		g.ins(asm.Mov.Imm(asm.R1, 1))
+	}
+	if m.perCPU {
+		g.ins(asm.LoadMem(asm.R2, rEntry, int16(off), asm.DWord),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.StoreMem(rEntry, int16(off), asm.R2, asm.DWord))
+		return
+	}
+	g.ins(asm.AddAtomic.Mem(rEntry, asm.R1, asm.DWord, int16(off)))
+}
+
 // mask keeps the low size bytes of R1 (size < 8).
 func (g *gen) mask(r asm.Register, size int) {
 	switch size {
@@ -745,9 +760,8 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, drop))
 	g.at(have)
-	g.ins(asm.Mov.Reg(rEntry, asm.R0),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(rEntry, asm.R1, asm.DWord))
+	g.ins(asm.Mov.Reg(rEntry, asm.R0))
+	g.add(m, 0, true)
 	s.inEntry = true
 	// The sums: a value whose variable is not set adds nothing.
 	for i, x := range ct.vals {
@@ -756,7 +770,7 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		if err := g.expr(s, x, 0, skip); err != nil {
 			return err
 		}
-		g.ins(asm.AddAtomic.Mem(rEntry, asm.R1, asm.DWord, int16(m.sums[i])))
+		g.add(m, m.sums[i], false)
 		g.at(skip)
 	}
 	// The variables, all computed from the values before this event's.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,10 @@ type Options struct {
 	// Sym names a kernel address for .sym ("func") and .sym-offset
 	// ("func+0x10/0x80") keys; nil leaves the address alone.
 	Sym func(addr uint64, offset bool) string
+	// PerCPU makes the maps that only count and sum (no variables, no
+	// onmax or onchange, no .execname) per-CPU hashes, added to without
+	// atomics: what costs less is measured by TestCostPerCPU.
+	PerCPU bool
 }
 
 // Engine is a set of triggers compiled into BPF programs and maps.
@@ -55,6 +60,11 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 	}
 	if err := e.compileTriggers(format); err != nil {
 		return nil, err
+	}
+	if opt.PerCPU {
+		for _, m := range e.maps {
+			m.perCPU = len(m.vars) == 0 && len(m.tracks) == 0 && !slices.ContainsFunc(m.comm, func(o int) bool { return o >= 0 })
+		}
 	}
 	// One program per traced event, its triggers in order; a synthetic
 	// event's triggers run inside the programs that fire it.
@@ -111,7 +121,11 @@ func (e *Engine) Instructions(system, event string) string {
 func (e *Engine) spec() *ebpf.CollectionSpec {
 	cs := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}
 	for _, m := range e.maps {
-		cs.Maps[m.name] = &ebpf.MapSpec{Name: m.name, Type: ebpf.Hash, KeySize: uint32(m.keySize),
+		typ := ebpf.Hash
+		if m.perCPU {
+			typ = ebpf.PerCPUHash
+		}
+		cs.Maps[m.name] = &ebpf.MapSpec{Name: m.name, Type: typ, KeySize: uint32(m.keySize),
 			ValueSize: uint32(m.valSize), MaxEntries: uint32(m.entries)}
 	}
 	cs.Maps[statsMap] = &ebpf.MapSpec{Name: statsMap, Type: ebpf.Array, KeySize: 4,

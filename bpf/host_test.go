@@ -292,3 +292,71 @@ func TestHostJoin(t *testing.T) {
 		t.Errorf("reads %d, writes %d; the workload made %d and %d", calls["read"], calls["write"], n+1, n)
 	}
 }
+
+// TestCostPerCPU counts every system call of the host by number, with
+// atomic adds to one hash and with plain adds to a per-CPU hash, while
+// two threads make getppid calls: both count every call the threads
+// made, and the log gives each program's ns a run (kernel.bpf_stats):
+// which costs less.
+func TestCostPerCPU(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the workload's getppid number is x86-64's")
+	}
+	if !inTracefs(t) {
+		return
+	}
+	stats, err := ebpf.EnableStats(0) // BPF_STATS_RUN_TIME
+	if err != nil {
+		t.Skipf("no run-time statistics: %v", err)
+	}
+	defer stats.Close()
+	const calls, threads = 200000, 2
+	for _, perCPU := range []bool{false, true} {
+		sc := syscount()
+		sc[0].Keys[0].Mod = ""
+		e, err := New(sc, nil, hostFormat, Options{PerCPU: perCPU})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.maps[0].perCPU != perCPU {
+			t.Fatalf("per-CPU %v, asked %v", e.maps[0].perCPU, perCPU)
+		}
+		if err := e.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				for range calls {
+					syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0)
+				}
+			}()
+		}
+		wg.Wait()
+		hs, err := e.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		var got uint64
+		for _, ent := range hs[0].Entries {
+			if ent.Keys[0].Num == syscall.SYS_GETPPID {
+				got = ent.Values[0].Num
+			}
+		}
+		t.Logf("per-CPU %v: %d runs, %d ns a run; getppid counted %d", perCPU, st[0].Runs, st[0].RunTimeNs/max(1, st[0].Runs), got)
+		if got < calls*threads {
+			t.Errorf("per-CPU %v: %d getppid counted; the threads made %d", perCPU, got, calls*threads)
+		}
+	}
+}

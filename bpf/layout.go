@@ -51,6 +51,10 @@ type mapDef struct {
 	comm    []int // by key: the offset of the saved task name, -1 when none
 	stat    int   // the index of the map's drop counter
 	first   *ctrig
+	// perCPU says the map is a per-CPU hash: counts and sums added
+	// without atomics, one value a CPU, summed when read (Options.PerCPU,
+	// for a map without variables, handlers or task names).
+	perCPU bool
 }
 
 func align8(n int) int { return (n + 7) &^ 7 }

@@ -35,9 +35,24 @@ func (e *Engine) Read() ([]*tracefs.Histogram, error) {
 		mp := e.coll.Maps[m.name]
 		var out []rawEntry
 		k, v := make([]byte, m.keySize), make([]byte, m.valSize)
+		var vs [][]byte
 		it := mp.Iterate()
-		for it.Next(&k, &v) {
-			out = append(out, rawEntry{bytes.Clone(k), bytes.Clone(v)})
+		if m.perCPU {
+			// Counts and sums, one value a CPU: their sums.
+			for it.Next(&k, &vs) {
+				sum := make([]byte, m.valSize)
+				for _, c := range vs {
+					for o := 0; o+8 <= m.valSize && o+8 <= len(c); o += 8 {
+						ne := binary.NativeEndian
+						ne.PutUint64(sum[o:], ne.Uint64(sum[o:])+ne.Uint64(c[o:]))
+					}
+				}
+				out = append(out, rawEntry{bytes.Clone(k), sum})
+			}
+		} else {
+			for it.Next(&k, &v) {
+				out = append(out, rawEntry{bytes.Clone(k), bytes.Clone(v)})
+			}
 		}
 		if err := it.Err(); err != nil {
 			return nil, fmt.Errorf("the BPF engine: reading %s: %v", m.name, err)
