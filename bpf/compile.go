@@ -27,6 +27,10 @@ type ctrig struct {
 	// read clears them).
 	refs []varRef
 	once map[string]bool
+	// strVars are the variables that hold a string, by index: the field
+	// they copy.
+	strVars map[int]*tracefs.Field
+	e       *Engine
 }
 
 type varRef struct {
@@ -40,7 +44,7 @@ func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Eve
 	vars := map[string]varRef{}
 	named := map[string]*mapDef{}
 	for i, t := range e.triggers {
-		ct := &ctrig{idx: i, t: t, own: map[string]int{}, once: map[string]bool{}}
+		ct := &ctrig{idx: i, t: t, own: map[string]int{}, once: map[string]bool{}, strVars: map[int]*tracefs.Field{}, e: e}
 		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
 			ct.ev = e.synths[t.Event]
 		} else {
@@ -66,6 +70,11 @@ func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Eve
 			ct.vals = append(ct.vals, v)
 		}
 		for j, v := range t.Vars {
+			if v.Expr.Kind == planner.ExprField {
+				if f := ct.ev.Field(v.Expr.Name); f != nil && f.IsString() {
+					ct.strVars[j] = f
+				}
+			}
 			if _, dup := vars[v.Name]; dup {
 				return ct.errf(v.Name+"="+v.Expr.String(), "variable %s defined twice", v.Name)
 			}
@@ -330,6 +339,9 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 		g.ins(asm.LoadImm(dst, int64(x.N), asm.DWord))
 	case planner.ExprVar:
 		if i := slices.IndexFunc(s.ct.refs, func(r varRef) bool { return r.name == x.Name }); i >= 0 {
+			if r := s.ct.refs[i]; r.t.strVars[r.idx] != nil {
+				return s.ct.errf(x.String(), "$%s is a string, not a number", x.Name)
+			}
 			g.ins(asm.LoadMem(dst, asm.R10, s.refVals[i], asm.DWord))
 			return nil
 		}
@@ -337,8 +349,11 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 		if !ok || !s.inEntry {
 			return s.ct.errf(x.String(), "variable $%s cannot be read here", x.Name)
 		}
+		if s.ct.strVars[i] != nil {
+			return s.ct.errf(x.String(), "$%s is a string, not a number", x.Name)
+		}
 		off := int16(s.ct.m.vars[i])
-		g.ins(asm.LoadMem(dst, rEntry, off+8, asm.DWord),
+		g.ins(asm.LoadMem(dst, rEntry, off-8, asm.DWord),
 			asm.JEq.Imm(dst, 0, fail),
 			asm.LoadMem(dst, rEntry, off, asm.DWord))
 	case planner.ExprBinary:
@@ -446,6 +461,7 @@ func (g *gen) truncate(r asm.Register, f *tracefs.Field) {
 // strSrc is where a string is: a field of the record, bytes on the stack.
 type strSrc struct {
 	ctx   bool
+	ptr   bool  // off is a stack slot holding the string's address (a string variable read)
 	off   int16 // in the record (ctx) or from R10
 	size  int   // the bytes that may hold it
 	field *tracefs.Field
@@ -467,10 +483,10 @@ func (g *gen) stringOf(s *tstate, name string, want int) (strSrc, error) {
 	}
 	if s.ec.synth != nil {
 		off, ok := s.ec.synth[name]
-		if !ok || f.Kind != tracefs.KindString {
+		if !ok || !f.IsString() {
 			return strSrc{}, s.ct.errf(name, "string field %s of a synthetic event is not compiled", name)
 		}
-		return strSrc{off: off, size: f.Size, field: f}, nil
+		return strSrc{off: off, size: g.e.fieldBytes(s.ec.ev, f), field: f}, nil
 	}
 	switch f.Kind {
 	case tracefs.KindString:
@@ -505,10 +521,23 @@ func (g *gen) dynString(f *tracefs.Field, buf int16, n int) {
 // copyString copies a string into n zeroed bytes at dst, stopping at
 // its NUL (the kernel's strncpy).
 func (g *gen) copyString(src strSrc, dst int16, n int) {
+	g.copyStringTo(src, asm.R10, dst, n)
+}
+
+// copyStringTo is copyString to n zeroed bytes at base+dst (the stack,
+// or an entry). A source that is not the record (a stack buffer, or a
+// string variable's bytes in another entry, through the pointer in ptr)
+// is zero after its NUL already: it is copied by 8 bytes.
+func (g *gen) copyStringTo(src strSrc, base asm.Register, dst int16, n int) {
 	if !src.ctx {
+		from, off := asm.R10, src.off
+		if src.ptr {
+			g.ins(asm.LoadMem(asm.R3, asm.R10, src.off, asm.DWord))
+			from, off = asm.R3, 0
+		}
 		for i := 0; i+8 <= min(n, align8(src.size)); i += 8 {
-			g.ins(asm.LoadMem(asm.R1, asm.R10, src.off+int16(i), asm.DWord),
-				asm.StoreMem(asm.R10, dst+int16(i), asm.R1, asm.DWord))
+			g.ins(asm.LoadMem(asm.R1, from, off+int16(i), asm.DWord),
+				asm.StoreMem(base, dst+int16(i), asm.R1, asm.DWord))
 		}
 		return
 	}
@@ -516,9 +545,39 @@ func (g *gen) copyString(src strSrc, dst int16, n int) {
 	for i := 0; i < min(n, src.size); i++ {
 		g.ins(asm.LoadMem(asm.R1, rCtx, src.off+int16(i), asm.Byte),
 			asm.JEq.Imm(asm.R1, 0, done),
-			asm.StoreMem(asm.R10, dst+int16(i), asm.R1, asm.Byte))
+			asm.StoreMem(base, dst+int16(i), asm.R1, asm.Byte))
 	}
 	g.at(done)
+}
+
+// stringVar sets string variable i of the entry from its field: zeroed,
+// then copied to its NUL (a __data_loc string read straight into the
+// entry).
+func (g *gen) stringVar(s *tstate, i int, f *tracefs.Field) error {
+	m := s.ct.m
+	off, n := int16(m.vars[i]), m.varBytes(i)
+	for o := 0; o < n; o += 8 {
+		g.ins(storeImm(rEntry, off+int16(o), 0))
+	}
+	if s.ec.synth == nil && f.Kind == tracefs.KindDynString {
+		if f.Offset < 8 || f.Offset%4 != 0 {
+			return s.ct.errf(f.Name, "%s's location is not readable", f.Name)
+		}
+		g.ins(asm.LoadMem(asm.R3, rCtx, int16(f.Offset), asm.Word),
+			asm.And.Imm(asm.R3, 0xffff),
+			asm.Add.Reg(asm.R3, rCtx),
+			asm.Mov.Reg(asm.R1, rEntry), asm.Add.Imm(asm.R1, int32(off)),
+			asm.Mov.Imm(asm.R2, int32(n)),
+			asm.FnProbeReadKernelStr.Call())
+	} else {
+		src, err := g.stringOf(s, f.Name, n)
+		if err != nil {
+			return err
+		}
+		g.copyStringTo(src, rEntry, off, n)
+	}
+	g.ins(storeImm(rEntry, off-8, 1))
+	return nil
 }
 
 // cond jumps to t when the filter holds, to f when not.
@@ -716,12 +775,18 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
 			asm.FnMapLookupElem.Call(),
 			asm.JEq.Imm(asm.R0, 0, end),
-			asm.LoadMem(asm.R1, asm.R0, off+8, asm.DWord),
-			asm.JEq.Imm(asm.R1, 0, end),
-			asm.LoadMem(asm.R1, asm.R0, off, asm.DWord),
-			asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
+			asm.LoadMem(asm.R1, asm.R0, off-8, asm.DWord),
+			asm.JEq.Imm(asm.R1, 0, end))
+		if r.t.strVars[r.idx] != nil {
+			// A string: its address in the other entry (the program
+			// runs under RCU and a map never frees an entry).
+			g.ins(asm.Mov.Reg(asm.R1, asm.R0), asm.Add.Imm(asm.R1, int32(off)))
+		} else {
+			g.ins(asm.LoadMem(asm.R1, asm.R0, off, asm.DWord))
+		}
+		g.ins(asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
 		if ct.once[r.name] {
-			g.ins(storeImm(asm.R0, off+8, 0))
+			g.ins(storeImm(asm.R0, off-8, 0))
 		}
 		_ = i
 	}
@@ -781,6 +846,9 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			readsOwn = readsOwn || own
 		}
 	}
+	if readsOwn && len(ct.strVars) > 0 {
+		return ct.errf("", "string variables beside variables that read the trigger's own are not compiled")
+	}
 	if readsOwn {
 		slots := g.alloc(16 * len(ct.t.Vars))
 		for i, v := range ct.t.Vars {
@@ -800,18 +868,24 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			g.ins(asm.LoadMem(asm.R1, asm.R10, o+8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
 				asm.LoadMem(asm.R1, asm.R10, o, asm.DWord),
 				asm.StoreMem(rEntry, int16(m.vars[i]), asm.R1, asm.DWord),
-				storeImm(rEntry, int16(m.vars[i])+8, 1))
+				storeImm(rEntry, int16(m.vars[i])-8, 1))
 			g.at(skip)
 		}
 	} else {
 		for i, v := range ct.t.Vars {
 			g.origin = v.Name + "=" + v.Expr.String()
+			if f := ct.strVars[i]; f != nil {
+				if err := g.stringVar(s, i, f); err != nil {
+					return err
+				}
+				continue
+			}
 			skip := g.label()
 			if err := g.expr(s, v.Expr, 0, skip); err != nil {
 				return err
 			}
 			g.ins(asm.StoreMem(rEntry, int16(m.vars[i]), asm.R1, asm.DWord),
-				storeImm(rEntry, int16(m.vars[i])+8, 1))
+				storeImm(rEntry, int16(m.vars[i])-8, 1))
 			g.at(skip)
 		}
 	}
@@ -829,8 +903,11 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		track++
 		skip := g.label()
 		off := int16(m.tracks[slot])
+		if ct.strVars[ct.own[a.Track]] != nil {
+			return ct.errf(a.String(), "$%s is a string", a.Track)
+		}
 		vo := int16(m.vars[ct.own[a.Track]])
-		g.ins(asm.LoadMem(asm.R1, rEntry, vo+8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
+		g.ins(asm.LoadMem(asm.R1, rEntry, vo-8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
 			asm.LoadMem(asm.R1, rEntry, vo, asm.DWord),
 			asm.LoadMem(asm.R2, rEntry, off, asm.DWord))
 		if a.Handler == planner.OnMax {
@@ -898,9 +975,10 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 		case tracefs.KindInt, tracefs.KindPointer:
 			rec[f.Name] = g.alloc(8)
 			g.ins(storeImm(asm.R10, rec[f.Name], 0))
-		case tracefs.KindString:
-			rec[f.Name] = g.alloc(f.Size)
-			g.zero(rec[f.Name], align8(f.Size))
+		case tracefs.KindString, tracefs.KindDynString:
+			n := g.e.fieldBytes(def, f)
+			rec[f.Name] = g.alloc(n)
+			g.zero(rec[f.Name], n)
 		default:
 			return s.ct.errf(a.String(), "synthetic field %s (%s) is not compiled yet", f.Name, f.Decl)
 		}
@@ -912,9 +990,19 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			break
 		}
 		f := def.Fields[j]
-		if f.Kind == tracefs.KindString {
+		if f.IsString() {
+			n := g.e.fieldBytes(def, f)
+			if p.Kind == planner.ExprVar {
+				i := slices.IndexFunc(s.ct.refs, func(r varRef) bool { return r.name == p.Name })
+				if i < 0 || s.ct.refs[i].t.strVars[s.ct.refs[i].idx] == nil {
+					return s.ct.errf(p.String(), "%s is not a string variable of another trigger", p.String())
+				}
+				r := s.ct.refs[i]
+				g.copyString(strSrc{ptr: true, off: s.refVals[i], size: r.t.m.varBytes(r.idx)}, rec[f.Name], n)
+				continue
+			}
 			if p.Kind != planner.ExprField {
-				return s.ct.errf(p.String(), "a string parameter must be a string field")
+				return s.ct.errf(p.String(), "a string parameter must be a string field or variable")
 			}
 			src, err := g.stringOf(s, p.Name, f.Size)
 			if err != nil {
@@ -923,7 +1011,7 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			if src.field != nil && src.field.Kind != tracefs.KindString && src.field.Kind != tracefs.KindDynString {
 				return s.ct.errf(p.String(), "%s is not a string", p.Name)
 			}
-			g.copyString(src, rec[f.Name], f.Size)
+			g.copyString(src, rec[f.Name], n)
 			continue
 		}
 		if err := g.expr(s, p, 0, skip); err != nil {

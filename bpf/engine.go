@@ -41,6 +41,9 @@ type Engine struct {
 	ctrigs   []*ctrig
 	maps     []*mapDef
 	progs    []*progDef
+	// caps are the bytes of each synthetic char[] field ("synth/field"):
+	// the most a parameter fired into it brings.
+	caps map[string]int
 
 	coll  *ebpf.Collection
 	links []link.Link
@@ -58,6 +61,7 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 	for _, s := range synths {
 		e.synths[s.Name] = planner.SynthFormat(s, opt.LongSize)
 	}
+	e.computeCaps(format)
 	if err := e.compileTriggers(format); err != nil {
 		return nil, err
 	}
@@ -89,6 +93,81 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 		e.progs = append(e.progs, p)
 	}
 	return e, nil
+}
+
+// computeCaps sizes the synthetic events' char[] fields by what the
+// trace actions bring them: a char[N] field N bytes, a __data_loc string
+// 256, a string variable what its field brings.
+func (e *Engine) computeCaps(format func(system, event string) (*tracefs.Event, error)) {
+	e.caps = map[string]int{}
+	evOf := func(t *Trigger) *tracefs.Event {
+		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
+			return e.synths[t.Event]
+		}
+		ev, err := format(t.System, t.Event)
+		if err != nil {
+			return nil
+		}
+		return ev
+	}
+	size := func(ev *tracefs.Event, name string) int {
+		if ev == nil {
+			return 0
+		}
+		f := ev.Field(name)
+		if f == nil || !f.IsString() {
+			return 0
+		}
+		if f.Kind == tracefs.KindString {
+			return align8(f.Size)
+		}
+		if ev.System == SyntheticSystem {
+			return e.caps[ev.Name+"/"+f.Name]
+		}
+		return maxDynString
+	}
+	// Twice: a synthetic event's field read by another's parameters.
+	for range 2 {
+		vars := map[string]int{}
+		for _, t := range e.triggers {
+			ev := evOf(t)
+			for _, v := range t.Vars {
+				if v.Expr.Kind == planner.ExprField {
+					vars[v.Name] = size(ev, v.Expr.Name)
+				}
+			}
+		}
+		for _, t := range e.triggers {
+			ev := evOf(t)
+			for _, a := range t.Actions {
+				def := e.synths[a.Synth]
+				if a.Kind != planner.ActTrace || def == nil {
+					continue
+				}
+				first := len(def.Fields)
+				for i, f := range def.Fields {
+					if !f.IsCommon() {
+						first = i
+						break
+					}
+				}
+				for i, p := range a.Params {
+					if first+i >= len(def.Fields) || def.Fields[first+i].Kind != tracefs.KindDynString {
+						continue
+					}
+					n := 0
+					switch p.Kind {
+					case planner.ExprField:
+						n = size(ev, p.Name)
+					case planner.ExprVar:
+						n = vars[p.Name]
+					}
+					k := a.Synth + "/" + def.Fields[first+i].Name
+					e.caps[k] = max(e.caps[k], n)
+				}
+			}
+		}
+	}
 }
 
 // Check compiles the triggers as New does, for its refusal alone.

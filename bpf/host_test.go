@@ -186,6 +186,10 @@ func TestHostJoin(t *testing.T) {
 	sc := syscount()[0]
 	sc.Filter = pred("common_pid", "==", uint64(tid))
 	ts = append(ts, sc)
+	// The same JOIN carrying the task names: the start's in a string
+	// variable.
+	cj, cs := commJoin(pidIs)
+	ts, synths = append(ts, cj...), append(synths, cs...)
 	e, err := New(ts, synths, hostFormat, Options{Syscall: func(nr uint64) string {
 		return map[uint64]string{0: "read", 1: "write", 202: "futex", 24: "sched_yield", 15: "rt_sigreturn", 14: "rt_sigprocmask", 186: "gettid", 234: "tgkill", 35: "nanosleep", 230: "clock_nanosleep", 281: "epoll_pwait", 13: "rt_sigaction"}[nr]
 	}})
@@ -286,6 +290,23 @@ func TestHostJoin(t *testing.T) {
 		calls[k.Text] += ent.Values[0].Num
 	}
 	t.Logf("the reader's system calls: %v", calls)
+	// The task names: the reader's (the wakee's comm at sched_waking and
+	// next_comm at sched_switch), each wakeup as the first JOIN counted.
+	comm, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named uint64
+	for _, ent := range hs[7].Entries {
+		t.Logf("comm %q, next_comm %q, pid %d: %d", ent.Keys[0].Text, ent.Keys[1].Text, ent.Keys[2].Num, ent.Values[0].Num)
+		if ent.Keys[0].Text != strings.TrimSpace(string(comm)) || ent.Keys[1].Text != ent.Keys[0].Text || ent.Keys[2].Num != uint64(tid) {
+			t.Errorf("an entry of %q, %q, pid %d; the reader is %q, pid %d", ent.Keys[0].Text, ent.Keys[1].Text, ent.Keys[2].Num, comm, tid)
+		}
+		named += ent.Values[0].Num
+	}
+	if named+lost < count+negs || named > count+negs+lost {
+		t.Errorf("%d wakeups with names, %d without (%d program runs skipped)", named, count+negs, lost)
+	}
 	// n reads and a last one that blocks until the engine is read; n
 	// writes (the Go scheduler's own calls, futex, besides).
 	if runtime.GOARCH == "amd64" && (calls["read"] != n+1 || calls["write"] != n) {

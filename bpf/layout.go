@@ -45,7 +45,8 @@ type mapDef struct {
 	entries int
 	parts   []keyPart
 	sums    []int // offsets
-	vars    []int // offsets of the values; the set words follow
+	vars    []int // offsets of the values; the set words precede them
+	varSize []int // their bytes
 	tracks  []int // offsets, by tracking action (the tracked value; the saved fields follow)
 	saved   []int // the saved fields' count, by tracking action
 	comm    []int // by key: the offset of the saved task name, -1 when none
@@ -58,6 +59,25 @@ type mapDef struct {
 }
 
 func align8(n int) int { return (n + 7) &^ 7 }
+
+// varBytes is the bytes of variable i's value.
+func (m *mapDef) varBytes(i int) int { return m.varSize[i] }
+
+// fieldBytes is the bytes a string field takes in a key, a variable or a
+// synthetic event's record: a char[N]'s N rounded up to 8; a __data_loc
+// string's 256 (the kernel's MAX_FILTER_STR_VAL), but a synthetic
+// event's char[] field's is the most its parameters bring.
+func (e *Engine) fieldBytes(ev *tracefs.Event, f *tracefs.Field) int {
+	if f.Kind == tracefs.KindString {
+		return align8(f.Size)
+	}
+	if ev.System == SyntheticSystem && e.synths[ev.Name] == ev {
+		if n := e.caps[ev.Name+"/"+f.Name]; n > 0 {
+			return n
+		}
+	}
+	return maxDynString
+}
 
 // layoutOf lays out the map of the trigger t.
 func layoutOf(t *ctrig) (*mapDef, error) {
@@ -74,7 +94,7 @@ func layoutOf(t *ctrig) (*mapDef, error) {
 			case tracefs.KindString:
 				p.kind, p.size = partStr, align8(p.field.Size)
 			case tracefs.KindDynString:
-				p.kind, p.size = partStr, maxDynString
+				p.kind, p.size = partStr, t.e.fieldBytes(t.ev, p.field)
 			case tracefs.KindArray, tracefs.KindDynArray:
 				return nil, t.errf(k.String(), "an array key (a stack trace) is not compiled yet")
 			}
@@ -95,9 +115,16 @@ func layoutOf(t *ctrig) (*mapDef, error) {
 		v += 8
 		_ = x
 	}
-	for range t.t.Vars {
+	for i := range t.t.Vars {
+		// The set word, then the value: 8 bytes, or a string's.
+		v += 8
 		m.vars = append(m.vars, v)
-		v += 16
+		n := 8
+		if f := t.strVars[i]; f != nil {
+			n = t.e.fieldBytes(t.ev, f)
+		}
+		m.varSize = append(m.varSize, n)
+		v += n
 	}
 	for _, a := range t.t.Actions {
 		if a.Handler == planner.OnMatch {

@@ -60,6 +60,26 @@ func wakeupJoin(start string, pidFilter *planner.Filter) ([]*Trigger, []*planner
 	return ts, []*planner.Synth{synth}
 }
 
+// commJoin is a JOIN that carries the start's comm in a string variable
+// and the end's next_comm, both into char[16] fields (one written
+// char[], as CAST(… AS char[]) does): SELECT start.comm, end.next_comm
+// AS comm2, start.pid, TIMESTAMP_DELTA_USECS AS lat.
+func commJoin(filter *planner.Filter) ([]*Trigger, []*planner.Synth) {
+	synth := &planner.Synth{Name: "wlc", Fields: []*planner.SynthField{
+		{Name: "comm", Type: "char", Array: "[16]"}, {Name: "comm2", Type: "char", Array: "[]"},
+		{Name: "pid", Type: "pid_t"}, {Name: "lat", Type: "u64", Unit: "us"}}}
+	return []*Trigger{
+		{System: "sched", Event: "sched_waking", Keys: []*planner.Expr{field("pid")},
+			Vars: []Var{{Name: "c_ts", Expr: tsUsecs()}, {Name: "c_comm", Expr: field("comm")}}},
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
+			Vars: []Var{{Name: "c_lat", Expr: bin(tsUsecs(), '-', ref("c_ts"))}},
+			Actions: []*planner.Action{{Handler: planner.OnMatch, Match: "sched.sched_waking", Kind: planner.ActTrace,
+				Synth: "wlc", Params: []*planner.Expr{ref("c_comm"), field("next_comm"), field("next_pid"), ref("c_lat")}}}},
+		{System: "synthetic", Event: "wlc", Keys: []*planner.Expr{field("comm"), field("comm2"), field("pid")},
+			Vals: []*planner.Expr{field("lat")}, Filter: filter},
+	}, []*planner.Synth{synth}
+}
+
 // syscount counts system calls by number: SELECT id, COUNT(*) FROM
 // raw_syscalls.sys_enter.
 func syscount() []*Trigger {
@@ -73,6 +93,7 @@ func samples() map[string]func() ([]*Trigger, []*planner.Synth) {
 		"wakeup-join-waking": func() ([]*Trigger, []*planner.Synth) { return wakeupJoin("sched_waking", nil) },
 		"wakeup-join-wakeup": func() ([]*Trigger, []*planner.Synth) { return wakeupJoin("sched_wakeup", nil) },
 		"syscount":           func() ([]*Trigger, []*planner.Synth) { return syscount(), nil },
+		"comm-join":          func() ([]*Trigger, []*planner.Synth) { return commJoin(nil) },
 		"comm-keys": func() ([]*Trigger, []*planner.Synth) {
 			// SELECT prev_comm, next_comm, COUNT(*) FROM sched_switch
 			// WHERE prev_comm != "swapper/0" AND prev_prio >= -5
