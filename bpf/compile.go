@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -607,10 +608,21 @@ func (g *gen) cond(s *tstate, fl *planner.Filter, t, f string) error {
 		if !fl.IsStr {
 			return s.ct.errf(what, "a string compared with a number")
 		}
-		if fl.Cmp != "==" && fl.Cmp != "!=" {
-			return s.ct.errf(what, "%s on a string is not compiled (== and != are)", fl.Cmp)
+		pat, prefix := fl.Str, false
+		switch fl.Cmp {
+		case "==", "!=":
+		case "~":
+			// The kernel's glob: a pattern without metacharacters is
+			// a full match, one whose only star ends it a prefix; the
+			// others (*x, *x*, ?, [...]) are not compiled yet.
+			if strings.ContainsAny(strings.TrimSuffix(pat, "*"), "*?[\\") {
+				return s.ct.errf(what, "a glob other than a prefix (text*) is not compiled yet")
+			}
+			pat, prefix = strings.TrimSuffix(pat, "*"), strings.HasSuffix(pat, "*")
+		default:
+			return s.ct.errf(what, "%s on a string is not compiled (==, != and ~ are)", fl.Cmp)
 		}
-		src, err := g.stringOf(s, fl.Field, len(fl.Str)+2)
+		src, err := g.stringOf(s, fl.Field, len(pat)+2)
 		if err != nil {
 			return err
 		}
@@ -618,11 +630,16 @@ func (g *gen) cond(s *tstate, fl *planner.Filter, t, f string) error {
 		if fl.Cmp == "!=" {
 			eq, ne = f, t
 		}
-		// strncmp(field, pattern, size) == 0.
-		for i := 0; i < src.size && i <= len(fl.Str); i++ {
+		// strncmp(field, pattern, size) == 0; a prefix's NUL is not
+		// compared.
+		n := len(pat)
+		if prefix {
+			n--
+		}
+		for i := 0; i < src.size && i <= n; i++ {
 			want := int32(0)
-			if i < len(fl.Str) {
-				want = int32(fl.Str[i])
+			if i < len(pat) {
+				want = int32(pat[i])
 			}
 			if src.ctx {
 				g.ins(asm.LoadMem(asm.R1, rCtx, src.off+int16(i), asm.Byte))

@@ -16,6 +16,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/sqlhist/sqlhist/planner"
+
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -186,6 +188,22 @@ func TestHostJoin(t *testing.T) {
 	sc := syscount()[0]
 	sc.Filter = pred("common_pid", "==", uint64(tid))
 	ts = append(ts, sc)
+	// Switches to the reader counted three ways: all, those whose
+	// next_comm starts with the reader's first 4 letters (a glob), and
+	// those whose next_comm starts with something else.
+	comm, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimSpace(string(comm))
+	nextIs := pred("next_pid", "==", uint64(tid))
+	for _, glob := range []string{"", name[:4] + "*", name[:3] + "\x01*"} {
+		ft := nextIs
+		if glob != "" {
+			ft = &planner.Filter{Op: planner.FilterAnd, L: nextIs, R: strPred("next_comm", "~", glob)}
+		}
+		ts = append(ts, &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")}, Filter: ft})
+	}
 	// The same JOIN carrying the task names: the start's in a string
 	// variable.
 	cj, cs := commJoin(pidIs)
@@ -292,12 +310,13 @@ func TestHostJoin(t *testing.T) {
 	t.Logf("the reader's system calls: %v", calls)
 	// The task names: the reader's (the wakee's comm at sched_waking and
 	// next_comm at sched_switch), each wakeup as the first JOIN counted.
-	comm, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/comm")
-	if err != nil {
-		t.Fatal(err)
+	all, glob, other := hs[5].Totals.Hits, hs[6].Totals.Hits, hs[7].Totals.Hits
+	t.Logf("switches to the reader: %d, %d by the glob %q, %d by %q", all, glob, name[:4]+"*", other, name[:3]+"\x01*")
+	if all == 0 || glob != all || other != 0 {
+		t.Errorf("switches to the reader: %d, %d with next_comm ~ %q, %d with next_comm ~ %q", all, glob, name[:4]+"*", other, name[:3]+"\x01*")
 	}
 	var named uint64
-	for _, ent := range hs[7].Entries {
+	for _, ent := range hs[10].Entries {
 		t.Logf("comm %q, next_comm %q, pid %d: %d", ent.Keys[0].Text, ent.Keys[1].Text, ent.Keys[2].Num, ent.Values[0].Num)
 		if ent.Keys[0].Text != strings.TrimSpace(string(comm)) || ent.Keys[1].Text != ent.Keys[0].Text || ent.Keys[2].Num != uint64(tid) {
 			t.Errorf("an entry of %q, %q, pid %d; the reader is %q, pid %d", ent.Keys[0].Text, ent.Keys[1].Text, ent.Keys[2].Num, comm, tid)

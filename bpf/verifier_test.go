@@ -89,7 +89,7 @@ func TestRefusals(t *testing.T) {
 		{"stack", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{{Kind: planner.ExprStack, Name: "common_stacktrace", Mod: "stacktrace"}}},
 			"common_stacktrace.stacktrace", "stack trace"},
 		{"glob", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
-			Filter: strPred("next_comm", "~", "ba*")}, `next_comm ~ "ba*"`, "not compiled"},
+			Filter: strPred("next_comm", "~", "*ba")}, `next_comm ~ "*ba"`, "not compiled"},
 		{"snapshot", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
 			Vars:    []Var{{Name: "p", Expr: field("prev_prio")}},
 			Actions: []*planner.Action{{Handler: planner.OnMax, Track: "p", Kind: planner.ActSnapshot}}},
