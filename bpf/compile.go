@@ -31,8 +31,14 @@ type ctrig struct {
 	// strVars are the variables that hold a string, by index: the field
 	// they copy.
 	strVars map[int]*tracefs.Field
-	e       *Engine
+	// stackVars are the variables that hold a stack trace, by index.
+	stackVars map[int]bool
+	e         *Engine
 }
+
+// blob says whether variable i holds bytes (a string or a stack trace):
+// another trigger reads it through its address.
+func (ct *ctrig) blob(i int) bool { return ct.strVars[i] != nil || ct.stackVars[i] }
 
 type varRef struct {
 	name string
@@ -45,7 +51,7 @@ func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Eve
 	vars := map[string]varRef{}
 	named := map[string]*mapDef{}
 	for i, t := range e.triggers {
-		ct := &ctrig{idx: i, t: t, own: map[string]int{}, once: map[string]bool{}, strVars: map[int]*tracefs.Field{}, e: e}
+		ct := &ctrig{idx: i, t: t, own: map[string]int{}, once: map[string]bool{}, strVars: map[int]*tracefs.Field{}, stackVars: map[int]bool{}, e: e}
 		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
 			ct.ev = e.synths[t.Event]
 		} else {
@@ -75,6 +81,9 @@ func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Eve
 				if f := ct.ev.Field(v.Expr.Name); f != nil && f.IsString() {
 					ct.strVars[j] = f
 				}
+			}
+			if v.Expr.Kind == planner.ExprStack {
+				ct.stackVars[j] = true
 			}
 			if _, dup := vars[v.Name]; dup {
 				return ct.errf(v.Name+"="+v.Expr.String(), "variable %s defined twice", v.Name)
@@ -340,8 +349,8 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 		g.ins(asm.LoadImm(dst, int64(x.N), asm.DWord))
 	case planner.ExprVar:
 		if i := slices.IndexFunc(s.ct.refs, func(r varRef) bool { return r.name == x.Name }); i >= 0 {
-			if r := s.ct.refs[i]; r.t.strVars[r.idx] != nil {
-				return s.ct.errf(x.String(), "$%s is a string, not a number", x.Name)
+			if r := s.ct.refs[i]; r.t.blob(r.idx) {
+				return s.ct.errf(x.String(), "$%s is a string or a stack trace, not a number", x.Name)
 			}
 			g.ins(asm.LoadMem(dst, asm.R10, s.refVals[i], asm.DWord))
 			return nil
@@ -350,8 +359,8 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 		if !ok || !s.inEntry {
 			return s.ct.errf(x.String(), "variable $%s cannot be read here", x.Name)
 		}
-		if s.ct.strVars[i] != nil {
-			return s.ct.errf(x.String(), "$%s is a string, not a number", x.Name)
+		if s.ct.blob(i) {
+			return s.ct.errf(x.String(), "$%s is a string or a stack trace, not a number", x.Name)
 		}
 		off := int16(s.ct.m.vars[i])
 		g.ins(asm.LoadMem(dst, rEntry, off-8, asm.DWord),
@@ -388,7 +397,7 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 	case planner.ExprHitcount:
 		return s.ct.errf(x.String(), "hitcount in an expression")
 	case planner.ExprStack:
-		return s.ct.errf(x.String(), "stack traces are not compiled yet")
+		return s.ct.errf(x.String(), "a stack trace is not a number")
 	default:
 		return s.ct.errf(x.String(), "unknown operand")
 	}
@@ -549,6 +558,17 @@ func (g *gen) copyStringTo(src strSrc, base asm.Register, dst int16, n int) {
 			asm.StoreMem(base, dst+int16(i), asm.R1, asm.Byte))
 	}
 	g.at(done)
+}
+
+// stack writes the kernel stack of the event (its first 16 return
+// addresses, zero after the last) at base+off: bpf_get_stack, which
+// zeroes what it does not fill.
+func (g *gen) stack(base asm.Register, off int16) {
+	g.ins(asm.Mov.Reg(asm.R1, rCtx),
+		asm.Mov.Reg(asm.R2, base), asm.Add.Imm(asm.R2, int32(off)),
+		asm.Mov.Imm(asm.R3, stackBytes),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnGetStack.Call())
 }
 
 // stringVar sets string variable i of the entry from its field: zeroed,
@@ -746,6 +766,18 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 	for i, p := range m.parts {
 		k := ct.t.Keys[i]
 		g.origin = k.String()
+		if p.kind == partStack {
+			if k.Kind == planner.ExprStack {
+				g.stack(asm.R10, s.key+int16(p.off))
+				continue
+			}
+			off, ok := ec.synth[k.Name]
+			if !ok {
+				return ct.errf(k.String(), "stack field %s is not set by the program", k.Name)
+			}
+			g.copyString(strSrc{off: off, size: stackBytes}, s.key+int16(p.off), stackBytes)
+			continue
+		}
 		if p.kind == partStr && ec.synth == nil && p.field.Kind == tracefs.KindDynString {
 			// Read straight into the key (zeroed).
 			if p.field.Offset < 8 || p.field.Offset%4 != 0 {
@@ -794,8 +826,8 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			asm.JEq.Imm(asm.R0, 0, end),
 			asm.LoadMem(asm.R1, asm.R0, off-8, asm.DWord),
 			asm.JEq.Imm(asm.R1, 0, end))
-		if r.t.strVars[r.idx] != nil {
-			// A string: its address in the other entry (the program
+		if r.t.blob(r.idx) {
+			// A string or a stack trace: its address in the other entry (the program
 			// runs under RCU and a map never frees an entry).
 			g.ins(asm.Mov.Reg(asm.R1, asm.R0), asm.Add.Imm(asm.R1, int32(off)))
 		} else {
@@ -863,8 +895,8 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			readsOwn = readsOwn || own
 		}
 	}
-	if readsOwn && len(ct.strVars) > 0 {
-		return ct.errf("", "string variables beside variables that read the trigger's own are not compiled")
+	if readsOwn && len(ct.strVars)+len(ct.stackVars) > 0 {
+		return ct.errf("", "string or stack variables beside variables that read the trigger's own are not compiled")
 	}
 	if readsOwn {
 		slots := g.alloc(16 * len(ct.t.Vars))
@@ -897,6 +929,12 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 				}
 				continue
 			}
+			if ct.stackVars[i] {
+				off := int16(m.vars[i])
+				g.stack(rEntry, off)
+				g.ins(storeImm(rEntry, off-8, 1))
+				continue
+			}
 			skip := g.label()
 			if err := g.expr(s, v.Expr, 0, skip); err != nil {
 				return err
@@ -920,8 +958,8 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		track++
 		skip := g.label()
 		off := int16(m.tracks[slot])
-		if ct.strVars[ct.own[a.Track]] != nil {
-			return ct.errf(a.String(), "$%s is a string", a.Track)
+		if ct.blob(ct.own[a.Track]) {
+			return ct.errf(a.String(), "$%s is not a number", a.Track)
 		}
 		vo := int16(m.vars[ct.own[a.Track]])
 		g.ins(asm.LoadMem(asm.R1, rEntry, vo-8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
@@ -992,7 +1030,7 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 		case tracefs.KindInt, tracefs.KindPointer:
 			rec[f.Name] = g.alloc(8)
 			g.ins(storeImm(asm.R10, rec[f.Name], 0))
-		case tracefs.KindString, tracefs.KindDynString:
+		case tracefs.KindString, tracefs.KindDynString, tracefs.KindDynArray:
 			n := g.e.fieldBytes(def, f)
 			rec[f.Name] = g.alloc(n)
 			g.zero(rec[f.Name], n)
@@ -1007,19 +1045,23 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			break
 		}
 		f := def.Fields[j]
-		if f.IsString() {
+		if f.Kind == tracefs.KindDynArray && p.Kind == planner.ExprStack {
+			g.stack(asm.R10, rec[f.Name])
+			continue
+		}
+		if f.IsString() || f.Kind == tracefs.KindDynArray {
 			n := g.e.fieldBytes(def, f)
 			if p.Kind == planner.ExprVar {
 				i := slices.IndexFunc(s.ct.refs, func(r varRef) bool { return r.name == p.Name })
-				if i < 0 || s.ct.refs[i].t.strVars[s.ct.refs[i].idx] == nil {
-					return s.ct.errf(p.String(), "%s is not a string variable of another trigger", p.String())
+				if i < 0 || !s.ct.refs[i].t.blob(s.ct.refs[i].idx) || s.ct.refs[i].t.stackVars[s.ct.refs[i].idx] != (f.Kind == tracefs.KindDynArray) {
+					return s.ct.errf(p.String(), "%s is not a %s variable of another trigger", p.String(), map[bool]string{true: "stack trace", false: "string"}[f.Kind == tracefs.KindDynArray])
 				}
 				r := s.ct.refs[i]
 				g.copyString(strSrc{ptr: true, off: s.refVals[i], size: r.t.m.varBytes(r.idx)}, rec[f.Name], n)
 				continue
 			}
-			if p.Kind != planner.ExprField {
-				return s.ct.errf(p.String(), "a string parameter must be a string field or variable")
+			if p.Kind != planner.ExprField || f.Kind == tracefs.KindDynArray {
+				return s.ct.errf(p.String(), "a string parameter must be a string field or variable, a stack trace's the stack or a variable")
 			}
 			src, err := g.stringOf(s, p.Name, f.Size)
 			if err != nil {

@@ -2,10 +2,12 @@ package bpf
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,21 +72,38 @@ func inTracefs(t *testing.T) bool {
 // switches reads a thread's voluntary context switches.
 func switches(t *testing.T, tid int) uint64 {
 	t.Helper()
+	v, _ := switchCounts(t, tid)
+	return v
+}
+
+// switchCounts reads a thread's voluntary and involuntary context
+// switches.
+func switchCounts(t *testing.T, tid int) (vol, invol uint64) {
+	t.Helper()
 	data, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
+	found := 0
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				t.Fatal(err)
+		for _, c := range []struct {
+			name string
+			n    *uint64
+		}{{"voluntary_ctxt_switches:", &vol}, {"nonvoluntary_ctxt_switches:", &invol}} {
+			if v, ok := strings.CutPrefix(l, c.name); ok {
+				n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				*c.n = n
+				found++
 			}
-			return n
 		}
 	}
-	t.Fatal("no voluntary_ctxt_switches in the thread's status")
-	return 0
+	if found != 2 {
+		t.Fatal("no context switch counts in the thread's status")
+	}
+	return vol, invol
 }
 
 // hostFormat reads an event's format from the host's tracefs.
@@ -397,6 +416,135 @@ func TestCostPerCPU(t *testing.T) {
 		t.Logf("per-CPU %v: %d runs, %d ns a run; getppid counted %d", perCPU, st[0].Runs, st[0].RunTimeNs/max(1, st[0].Runs), got)
 		if got < calls*threads {
 			t.Errorf("per-CPU %v: %d getppid counted; the threads made %d", perCPU, got, calls*threads)
+		}
+	}
+}
+
+// kallsyms names kernel addresses as the kernel's stack traces print
+// them ("func+0x1f/0x80"), from /proc/kallsyms.
+func kallsyms(t *testing.T) func(addr uint64, offset bool) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sym struct {
+		addr uint64
+		name string
+	}
+	var syms []sym
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || (f[1] != "t" && f[1] != "T") {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil || a == 0 {
+			continue
+		}
+		syms = append(syms, sym{a, f[2]})
+	}
+	if len(syms) == 0 {
+		t.Skip("/proc/kallsyms gives no addresses")
+	}
+	sort.Slice(syms, func(i, j int) bool { return syms[i].addr < syms[j].addr })
+	return func(addr uint64, offset bool) string {
+		i := sort.Search(len(syms), func(i int) bool { return syms[i].addr > addr }) - 1
+		if i < 0 {
+			return ""
+		}
+		size := uint64(0)
+		if i+1 < len(syms) {
+			size = syms[i+1].addr - syms[i].addr
+		}
+		if !offset {
+			return syms[i].name
+		}
+		return fmt.Sprintf("%s+0x%x/0x%x", syms[i].name, addr-syms[i].addr, size)
+	}
+}
+
+// TestHostStacks keys by the kernel stack: the stacks the reader of the
+// ping-pong blocked in (sched_switch with prev_pid the reader), and the
+// off-CPU JOIN that carries the switch-out's stack in a variable and a
+// synthetic event's stack field to the switch-in: both show the reader
+// blocked in pipe_read, as often as it blocked.
+func TestHostStacks(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const n = 500
+	tid, run, release := pingPong(t, n)
+	defer release()
+	stackKey := &planner.Expr{Kind: planner.ExprStack, Name: "common_stacktrace"}
+	synth := &planner.Synth{Name: "offcpu", Fields: []*planner.SynthField{
+		{Name: "stack", Type: "unsigned long", Array: "[]"}, {Name: "lat", Type: "u64", Unit: "us"}}}
+	// A block: a switch out in S or D state.
+	blocked := &planner.Filter{Op: planner.FilterOr, L: pred("prev_state", "==", 1), R: pred("prev_state", "==", 2), Paren: true}
+	ts := []*Trigger{
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{stackKey},
+			Filter: &planner.Filter{Op: planner.FilterAnd, L: pred("prev_pid", "==", uint64(tid)), R: blocked}},
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("prev_pid")},
+			Vars:   []Var{{Name: "o_ts", Expr: tsUsecs()}, {Name: "o_stack", Expr: stackKey}},
+			Filter: blocked},
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
+			Vars: []Var{{Name: "o_lat", Expr: bin(tsUsecs(), '-', ref("o_ts"))}},
+			Actions: []*planner.Action{{Handler: planner.OnMatch, Match: "sched.sched_switch", Kind: planner.ActTrace,
+				Synth: "offcpu", Params: []*planner.Expr{ref("o_stack"), ref("o_lat")}}},
+			Filter: pred("next_pid", "==", uint64(tid))},
+		{System: "synthetic", Event: "offcpu", Keys: []*planner.Expr{fieldMod("stack", "stacktrace")}, Vals: []*planner.Expr{field("lat")}},
+	}
+	e, err := New(ts, []*planner.Synth{synth}, hostFormat, Options{Sym: kallsyms(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	vol0, invol0 := switchCounts(t, tid)
+	run()
+	time.Sleep(50 * time.Millisecond)
+	vol1, invol1 := switchCounts(t, tid)
+	made, preempted := vol1-vol0, invol1-invol0
+	hs, err := e.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := e.Stop()
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outAll, outPipe uint64
+	for i, h := range []int{0, 3} {
+		var inPipe, all uint64
+		for _, ent := range hs[h].Entries {
+			k := ent.Keys[0]
+			if k.Kind != tracefs.HistStacktrace || len(k.Frames) == 0 {
+				t.Fatalf("a key without frames: %+v", k)
+			}
+			all += ent.Values[0].Num
+			if strings.Contains(k.Raw, "pipe_read+") {
+				inPipe += ent.Values[0].Num
+			}
+			t.Logf("%s: %d\n\t%s", k.Name, ent.Values[0].Num, strings.Join(k.Frames, "\n\t"))
+		}
+		t.Logf("histogram %d: %d stacks, %d in pipe_read; the reader blocked %d times, was preempted %d times; %d runs skipped", i, all, inPipe, made, preempted, lost)
+		if i == 0 {
+			// The reader's blocks: each a voluntary switch; most in a
+			// read of a pipe (the Go scheduler's in futex besides).
+			outAll, outPipe = all, inPipe
+			if all > made || all+lost < made/2 || inPipe == 0 {
+				t.Errorf("%d blocks, %d in pipe_read; the reader switched out voluntarily %d times", all, inPipe, made)
+			}
+			continue
+		}
+		// The JOIN: each block but the last (not woken in the run), its
+		// stack carried to the switch in: the same stacks.
+		if all+1 > outAll || all+1+lost < outAll || inPipe+1 > outPipe || inPipe+1+lost < outPipe {
+			t.Errorf("%d blocks joined, %d of them in pipe_read; the reader blocked %d times, %d in pipe_read", all, inPipe, outAll, outPipe)
 		}
 	}
 }

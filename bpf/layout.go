@@ -26,7 +26,12 @@ import (
 const (
 	partNum = iota
 	partStr
+	partStack
 )
+
+// stackBytes are the bytes of a stack trace: the kernel's hist keys hold
+// HIST_STACKTRACE_DEPTH (16) return addresses, zero after the last.
+const stackBytes = 16 * 8
 
 // maxDynString is the bytes a __data_loc string key or buffer takes.
 const maxDynString = 256
@@ -68,8 +73,11 @@ func (m *mapDef) varBytes(i int) int { return m.varSize[i] }
 // string's 256 (the kernel's MAX_FILTER_STR_VAL), but a synthetic
 // event's char[] field's is the most its parameters bring.
 func (e *Engine) fieldBytes(ev *tracefs.Event, f *tracefs.Field) int {
-	if f.Kind == tracefs.KindString {
+	switch f.Kind {
+	case tracefs.KindString:
 		return align8(f.Size)
+	case tracefs.KindDynArray:
+		return stackBytes
 	}
 	if ev.System == SyntheticSystem && e.synths[ev.Name] == ev {
 		if n := e.caps[ev.Name+"/"+f.Name]; n > 0 {
@@ -95,15 +103,24 @@ func layoutOf(t *ctrig) (*mapDef, error) {
 				p.kind, p.size = partStr, align8(p.field.Size)
 			case tracefs.KindDynString:
 				p.kind, p.size = partStr, t.e.fieldBytes(t.ev, p.field)
-			case tracefs.KindArray, tracefs.KindDynArray:
-				return nil, t.errf(k.String(), "an array key (a stack trace) is not compiled yet")
+			case tracefs.KindDynArray:
+				if t.ev.System != SyntheticSystem || t.e.synths[t.ev.Name] != t.ev {
+					return nil, t.errf(k.String(), "an array key is not compiled")
+				}
+				// A synthetic event's stack trace field.
+				p.kind, p.size = partStack, stackBytes
+			case tracefs.KindArray:
+				return nil, t.errf(k.String(), "an array key is not compiled")
 			}
 			if p.kind == partStr && k.Mod != "" {
 				return nil, t.errf(k.String(), "modifier .%s on a string key", k.Mod)
 			}
 		}
-		if k.Kind == planner.ExprStack || k.Mod == "stacktrace" {
-			return nil, t.errf(k.String(), "stack trace keys are not compiled yet")
+		if k.Kind == planner.ExprStack {
+			p.kind, p.size = partStack, stackBytes
+		}
+		if k.Mod == "stacktrace" && p.kind != partStack {
+			return nil, t.errf(k.String(), ".stacktrace on a field that is not a stack trace")
 		}
 		m.parts = append(m.parts, p)
 		off += p.size
@@ -122,6 +139,9 @@ func layoutOf(t *ctrig) (*mapDef, error) {
 		n := 8
 		if f := t.strVars[i]; f != nil {
 			n = t.e.fieldBytes(t.ev, f)
+		}
+		if t.stackVars[i] {
+			n = stackBytes
 		}
 		m.varSize = append(m.varSize, n)
 		v += n

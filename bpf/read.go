@@ -319,6 +319,28 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 		s := string(b)
 		return tracefs.HistValue{Name: name, Kind: tracefs.HistString, Text: strings.TrimRight(s, " "), Raw: strings.TrimSpace(s)}
 	}
+	if p.kind == partStack {
+		v := tracefs.HistValue{Name: name, Kind: tracefs.HistStacktrace}
+		if x.Kind != planner.ExprStack {
+			v.Name = x.Name + ".stacktrace"
+		}
+		for o := p.off; o+8 <= p.off+p.size; o += 8 {
+			a := binary.NativeEndian.Uint64(r.key[o:])
+			if a == 0 {
+				break
+			}
+			f := ""
+			if e.opt.Sym != nil {
+				f = e.opt.Sym(a, true)
+			}
+			if f == "" {
+				f = fmt.Sprintf("0x%x", a)
+			}
+			v.Frames = append(v.Frames, f)
+		}
+		v.Raw = strings.Join(v.Frames, "\n")
+		return v
+	}
 	n := binary.NativeEndian.Uint64(r.key[p.off:])
 	if f := p.field; f != nil && f.Signed && f.Size < 8 && x.Mod != "log2" && x.Mod != "buckets" {
 		// A signed field keys by its bytes and prints sign-extended.

@@ -86,8 +86,8 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"flags", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("common_flags")}},
 			"common_flags", "first 8 bytes"},
-		{"stack", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{{Kind: planner.ExprStack, Name: "common_stacktrace", Mod: "stacktrace"}}},
-			"common_stacktrace.stacktrace", "stack trace"},
+		{"var-key", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{ref("x")},
+			Vars: []Var{{Name: "x", Expr: field("prev_prio")}}}, "$x", "variable in a key"},
 		{"glob", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
 			Filter: strPred("next_comm", "~", "*ba")}, `next_comm ~ "*ba"`, "not compiled"},
 		{"snapshot", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
