@@ -63,6 +63,9 @@ func inTracefs(t *testing.T) bool {
 	if err != nil {
 		t.Fatalf("the test in the child failed: %v", err)
 	}
+	if strings.Contains(string(out), "--- SKIP: "+t.Name()) {
+		t.Skip("skipped in the child (its output above says why)")
+	}
 	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatal("the test did not pass in the child")
 	}
@@ -546,5 +549,93 @@ func TestHostStacks(t *testing.T) {
 		if all+1 > outAll || all+1+lost < outAll || inPipe+1 > outPipe || inPipe+1+lost < outPipe {
 			t.Errorf("%d blocks joined, %d of them in pipe_read; the reader blocked %d times, %d in pipe_read", all, inPipe, outAll, outPipe)
 		}
+	}
+}
+
+// TestStacksAgainstHist compares the engine's stack keys with the
+// kernel's own hist trigger keyed by stacktrace on the same switches
+// (the reader's blocks), where the kernel has hist triggers (the 6.1
+// guest of e2e's TestBPFEngineGuest; this host has none): the same
+// frames, from the traced function on.
+func TestStacksAgainstHist(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	trigger := tracefsRoot + "/events/sched/sched_switch/trigger"
+	readme, _ := os.ReadFile(tracefsRoot + "/README")
+	if _, err := os.Stat(trigger); err != nil || !strings.Contains(string(readme), "hist:keys=") {
+		t.Skip("the kernel has no hist triggers to compare stacks with")
+	}
+	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const n = 200
+	tid, run, release := pingPong(t, n)
+	defer release()
+	name := "common_stacktrace"
+	if !strings.Contains(string(readme), "common_stacktrace") {
+		name = "stacktrace" // 6.1
+	}
+	filter := fmt.Sprintf("prev_pid == %d && (prev_state == 1 || prev_state == 2)", tid)
+	spec := "hist:keys=" + name + " if " + filter
+	if err := os.WriteFile(trigger, []byte(spec), 0); err != nil {
+		t.Fatalf("writing %q: %v", spec, err)
+	}
+	defer os.WriteFile(trigger, []byte("!"+spec), 0)
+	f, err := planner.ParseFilter(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := []*Trigger{{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{{Kind: planner.ExprStack, Name: name}}, Filter: f}}
+	e, err := New(ts, nil, hostFormat, Options{Sym: kallsyms(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	time.Sleep(50 * time.Millisecond)
+	hs, err := e.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kernel's, before the reader is released (its thread blocks
+	// again as it ends).
+	text, err := os.ReadFile(tracefsRoot + "/events/sched/sched_switch/hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := e.Stop()
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh, err := tracefs.ParseHist(string(text))
+	if err != nil || len(kh) != 1 {
+		t.Fatalf("the kernel's hist: %v (%d histograms)\n%s", err, len(kh), text)
+	}
+	top := func(h *tracefs.Histogram) *tracefs.HistEntry {
+		var best *tracefs.HistEntry
+		for _, ent := range h.Entries {
+			if best == nil || ent.Values[0].Num > best.Values[0].Num {
+				best = ent
+			}
+		}
+		return best
+	}
+	b, k := top(hs[0]), top(kh[0])
+	if b == nil || k == nil {
+		t.Fatalf("no entries: BPF %d, kernel %d", len(hs[0].Entries), len(kh[0].Entries))
+	}
+	t.Logf("BPF: %d hits, most %d:\n\t%s", hs[0].Totals.Hits, b.Values[0].Num, strings.Join(b.Keys[0].Frames, "\n\t"))
+	t.Logf("kernel: %d hits, most %d:\n\t%s", kh[0].Totals.Hits, k.Values[0].Num, strings.Join(k.Keys[0].Frames, "\n\t"))
+	if hs[0].Totals.Hits+lost < kh[0].Totals.Hits || hs[0].Totals.Hits > kh[0].Totals.Hits {
+		t.Errorf("BPF counted %d blocks, the kernel %d (%d runs skipped)", hs[0].Totals.Hits, kh[0].Totals.Hits, lost)
+	}
+	// The same frames; where the engine dropped the tracepoint's own,
+	// it has as many fewer at the bottom of a deep stack.
+	bf, kf := b.Keys[0].Frames, k.Keys[0].Frames
+	if len(bf) > len(kf) || strings.Join(bf, "\n") != strings.Join(kf[:len(bf)], "\n") || len(kf) < 16 && len(bf) != len(kf) {
+		t.Errorf("the frames differ")
 	}
 }

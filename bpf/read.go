@@ -324,6 +324,7 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 		if x.Kind != planner.ExprStack {
 			v.Name = x.Name + ".stacktrace"
 		}
+		top := true
 		for o := p.off; o+8 <= p.off+p.size; o += 8 {
 			a := binary.NativeEndian.Uint64(r.key[o:])
 			if a == 0 {
@@ -333,6 +334,14 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 			if e.opt.Sym != nil {
 				f = e.opt.Sym(a, true)
 			}
+			// The tracepoint's own frames, which bpf_get_stack gives
+			// on some kernels (6.1: __traceiter_sched_switch) and the
+			// kernel's hist stacks skip: the stack starts at the
+			// traced function, as theirs.
+			if top && tracepointFrame(f) {
+				continue
+			}
+			top = false
 			if f == "" {
 				f = fmt.Sprintf("0x%x", a)
 			}
@@ -392,4 +401,15 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 		v.Kind, v.Raw = tracefs.HistNumber, strconv.FormatUint(n, 10)
 	}
 	return v
+}
+
+// tracepointFrame says whether a frame ("func+0x1/0x2") is the tracing
+// machinery's, between the traced function and the BPF program.
+func tracepointFrame(f string) bool {
+	for _, p := range []string{"__traceiter_", "__bpf_trace_", "bpf_trace_run", "perf_trace_", "trace_event_raw_event_", "trace_call_bpf"} {
+		if strings.HasPrefix(f, p) {
+			return true
+		}
+	}
+	return false
 }
