@@ -36,6 +36,7 @@ unit: test-shells
 	$(FUZZCHECK) -time 6s ./live FuzzReadJSONReport
 	$(FUZZCHECK) -time 6s ./live FuzzReadAwkOutput
 	$(FUZZCHECK) -time 5s ./live FuzzHeatmap
+	$(FUZZCHECK) -time 5s ./bpf FuzzReadMaps
 
 # The shells printed scripts are run under by emit's unit tests (dash,
 # mksh, busybox, bash --posix), the awks of the awk engine's tests, and

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -27,7 +28,17 @@ type ctrig struct {
 	// read clears them).
 	refs []varRef
 	once map[string]bool
+	// strVars are the variables that hold a string, by index: the field
+	// they copy.
+	strVars map[int]*tracefs.Field
+	// stackVars are the variables that hold a stack trace, by index.
+	stackVars map[int]bool
+	e         *Engine
 }
+
+// blob says whether variable i holds bytes (a string or a stack trace):
+// another trigger reads it through its address.
+func (ct *ctrig) blob(i int) bool { return ct.strVars[i] != nil || ct.stackVars[i] }
 
 type varRef struct {
 	name string
@@ -40,13 +51,16 @@ func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Eve
 	vars := map[string]varRef{}
 	named := map[string]*mapDef{}
 	for i, t := range e.triggers {
-		ct := &ctrig{idx: i, t: t, own: map[string]int{}, once: map[string]bool{}}
+		ct := &ctrig{idx: i, t: t, own: map[string]int{}, once: map[string]bool{}, strVars: map[int]*tracefs.Field{}, stackVars: map[int]bool{}, e: e}
 		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
 			ct.ev = e.synths[t.Event]
 		} else {
 			ev, err := format(t.System, t.Event)
 			if err != nil {
 				return &Error{Trigger: i, Event: t.System + "/" + t.Event, Reason: err.Error()}
+			}
+			if ev.ID == 0 {
+				return ct.errf("", "%s/%s is not an event of the kernel yet (a probe the run would create): the BPF engine attaches to tracepoints, not yet to kprobes, uprobes or eprobes", t.System, t.Event)
 			}
 			ct.ev = ev
 		}
@@ -63,6 +77,14 @@ func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Eve
 			ct.vals = append(ct.vals, v)
 		}
 		for j, v := range t.Vars {
+			if v.Expr.Kind == planner.ExprField {
+				if f := ct.ev.Field(v.Expr.Name); f != nil && f.IsString() {
+					ct.strVars[j] = f
+				}
+			}
+			if v.Expr.Kind == planner.ExprStack {
+				ct.stackVars[j] = true
+			}
 			if _, dup := vars[v.Name]; dup {
 				return ct.errf(v.Name+"="+v.Expr.String(), "variable %s defined twice", v.Name)
 			}
@@ -171,8 +193,9 @@ const maxFrame = 512
 type gen struct {
 	e       *Engine
 	insns   asm.Instructions
-	origins []string // by instruction: what it computes
+	origins []origin // by instruction: what it computes
 	origin  string
+	trig    int    // the trigger being generated
 	pending string // a label for the next instruction
 	labels  int
 	top     int // stack bytes in use
@@ -189,7 +212,7 @@ func (g *gen) ins(list ...asm.Instruction) {
 			g.pending = ""
 		}
 		g.insns = append(g.insns, i)
-		g.origins = append(g.origins, g.origin)
+		g.origins = append(g.origins, origin{g.trig, g.origin})
 	}
 }
 
@@ -326,6 +349,9 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 		g.ins(asm.LoadImm(dst, int64(x.N), asm.DWord))
 	case planner.ExprVar:
 		if i := slices.IndexFunc(s.ct.refs, func(r varRef) bool { return r.name == x.Name }); i >= 0 {
+			if r := s.ct.refs[i]; r.t.blob(r.idx) {
+				return s.ct.errf(x.String(), "$%s is a string or a stack trace, not a number", x.Name)
+			}
 			g.ins(asm.LoadMem(dst, asm.R10, s.refVals[i], asm.DWord))
 			return nil
 		}
@@ -333,8 +359,11 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 		if !ok || !s.inEntry {
 			return s.ct.errf(x.String(), "variable $%s cannot be read here", x.Name)
 		}
+		if s.ct.blob(i) {
+			return s.ct.errf(x.String(), "$%s is a string or a stack trace, not a number", x.Name)
+		}
 		off := int16(s.ct.m.vars[i])
-		g.ins(asm.LoadMem(dst, rEntry, off+8, asm.DWord),
+		g.ins(asm.LoadMem(dst, rEntry, off-8, asm.DWord),
 			asm.JEq.Imm(dst, 0, fail),
 			asm.LoadMem(dst, rEntry, off, asm.DWord))
 	case planner.ExprBinary:
@@ -368,7 +397,7 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 	case planner.ExprHitcount:
 		return s.ct.errf(x.String(), "hitcount in an expression")
 	case planner.ExprStack:
-		return s.ct.errf(x.String(), "stack traces are not compiled yet")
+		return s.ct.errf(x.String(), "a stack trace is not a number")
 	default:
 		return s.ct.errf(x.String(), "unknown operand")
 	}
@@ -396,6 +425,21 @@ func (g *gen) log2() {
 	g.at(small)
 	g.ins(asm.Mov.Imm(asm.R1, 0))
 	g.at(done)
+}
+
+// add adds R1 (one, with one) to the u64 at off in the entry: an atomic
+// add, or a plain one in a per-CPU map.
+func (g *gen) add(m *mapDef, off int, one bool) {
+	if one {
+		g.ins(asm.Mov.Imm(asm.R1, 1))
+	}
+	if m.perCPU {
+		g.ins(asm.LoadMem(asm.R2, rEntry, int16(off), asm.DWord),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.StoreMem(rEntry, int16(off), asm.R2, asm.DWord))
+		return
+	}
+	g.ins(asm.AddAtomic.Mem(rEntry, asm.R1, asm.DWord, int16(off)))
 }
 
 // mask keeps the low size bytes of R1 (size < 8).
@@ -427,6 +471,7 @@ func (g *gen) truncate(r asm.Register, f *tracefs.Field) {
 // strSrc is where a string is: a field of the record, bytes on the stack.
 type strSrc struct {
 	ctx   bool
+	ptr   bool  // off is a stack slot holding the string's address (a string variable read)
 	off   int16 // in the record (ctx) or from R10
 	size  int   // the bytes that may hold it
 	field *tracefs.Field
@@ -448,10 +493,10 @@ func (g *gen) stringOf(s *tstate, name string, want int) (strSrc, error) {
 	}
 	if s.ec.synth != nil {
 		off, ok := s.ec.synth[name]
-		if !ok || f.Kind != tracefs.KindString {
+		if !ok || !f.IsString() {
 			return strSrc{}, s.ct.errf(name, "string field %s of a synthetic event is not compiled", name)
 		}
-		return strSrc{off: off, size: f.Size, field: f}, nil
+		return strSrc{off: off, size: g.e.fieldBytes(s.ec.ev, f), field: f}, nil
 	}
 	switch f.Kind {
 	case tracefs.KindString:
@@ -486,10 +531,23 @@ func (g *gen) dynString(f *tracefs.Field, buf int16, n int) {
 // copyString copies a string into n zeroed bytes at dst, stopping at
 // its NUL (the kernel's strncpy).
 func (g *gen) copyString(src strSrc, dst int16, n int) {
+	g.copyStringTo(src, asm.R10, dst, n)
+}
+
+// copyStringTo is copyString to n zeroed bytes at base+dst (the stack,
+// or an entry). A source that is not the record (a stack buffer, or a
+// string variable's bytes in another entry, through the pointer in ptr)
+// is zero after its NUL already: it is copied by 8 bytes.
+func (g *gen) copyStringTo(src strSrc, base asm.Register, dst int16, n int) {
 	if !src.ctx {
+		from, off := asm.R10, src.off
+		if src.ptr {
+			g.ins(asm.LoadMem(asm.R3, asm.R10, src.off, asm.DWord))
+			from, off = asm.R3, 0
+		}
 		for i := 0; i+8 <= min(n, align8(src.size)); i += 8 {
-			g.ins(asm.LoadMem(asm.R1, asm.R10, src.off+int16(i), asm.DWord),
-				asm.StoreMem(asm.R10, dst+int16(i), asm.R1, asm.DWord))
+			g.ins(asm.LoadMem(asm.R1, from, off+int16(i), asm.DWord),
+				asm.StoreMem(base, dst+int16(i), asm.R1, asm.DWord))
 		}
 		return
 	}
@@ -497,9 +555,50 @@ func (g *gen) copyString(src strSrc, dst int16, n int) {
 	for i := 0; i < min(n, src.size); i++ {
 		g.ins(asm.LoadMem(asm.R1, rCtx, src.off+int16(i), asm.Byte),
 			asm.JEq.Imm(asm.R1, 0, done),
-			asm.StoreMem(asm.R10, dst+int16(i), asm.R1, asm.Byte))
+			asm.StoreMem(base, dst+int16(i), asm.R1, asm.Byte))
 	}
 	g.at(done)
+}
+
+// stack writes the kernel stack of the event (its first 16 return
+// addresses, zero after the last) at base+off: bpf_get_stack, which
+// zeroes what it does not fill.
+func (g *gen) stack(base asm.Register, off int16) {
+	g.ins(asm.Mov.Reg(asm.R1, rCtx),
+		asm.Mov.Reg(asm.R2, base), asm.Add.Imm(asm.R2, int32(off)),
+		asm.Mov.Imm(asm.R3, stackBytes),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnGetStack.Call())
+}
+
+// stringVar sets string variable i of the entry from its field: zeroed,
+// then copied to its NUL (a __data_loc string read straight into the
+// entry).
+func (g *gen) stringVar(s *tstate, i int, f *tracefs.Field) error {
+	m := s.ct.m
+	off, n := int16(m.vars[i]), m.varBytes(i)
+	for o := 0; o < n; o += 8 {
+		g.ins(storeImm(rEntry, off+int16(o), 0))
+	}
+	if s.ec.synth == nil && f.Kind == tracefs.KindDynString {
+		if f.Offset < 8 || f.Offset%4 != 0 {
+			return s.ct.errf(f.Name, "%s's location is not readable", f.Name)
+		}
+		g.ins(asm.LoadMem(asm.R3, rCtx, int16(f.Offset), asm.Word),
+			asm.And.Imm(asm.R3, 0xffff),
+			asm.Add.Reg(asm.R3, rCtx),
+			asm.Mov.Reg(asm.R1, rEntry), asm.Add.Imm(asm.R1, int32(off)),
+			asm.Mov.Imm(asm.R2, int32(n)),
+			asm.FnProbeReadKernelStr.Call())
+	} else {
+		src, err := g.stringOf(s, f.Name, n)
+		if err != nil {
+			return err
+		}
+		g.copyStringTo(src, rEntry, off, n)
+	}
+	g.ins(storeImm(rEntry, off-8, 1))
+	return nil
 }
 
 // cond jumps to t when the filter holds, to f when not.
@@ -529,10 +628,21 @@ func (g *gen) cond(s *tstate, fl *planner.Filter, t, f string) error {
 		if !fl.IsStr {
 			return s.ct.errf(what, "a string compared with a number")
 		}
-		if fl.Cmp != "==" && fl.Cmp != "!=" {
-			return s.ct.errf(what, "%s on a string is not compiled (== and != are)", fl.Cmp)
+		pat, prefix := fl.Str, false
+		switch fl.Cmp {
+		case "==", "!=":
+		case "~":
+			// The kernel's glob: a pattern without metacharacters is
+			// a full match, one whose only star ends it a prefix; the
+			// others (*x, *x*, ?, [...]) are not compiled yet.
+			if strings.ContainsAny(strings.TrimSuffix(pat, "*"), "*?[\\") {
+				return s.ct.errf(what, "a glob other than a prefix (text*) is not compiled yet")
+			}
+			pat, prefix = strings.TrimSuffix(pat, "*"), strings.HasSuffix(pat, "*")
+		default:
+			return s.ct.errf(what, "%s on a string is not compiled (==, != and ~ are)", fl.Cmp)
 		}
-		src, err := g.stringOf(s, fl.Field, len(fl.Str)+2)
+		src, err := g.stringOf(s, fl.Field, len(pat)+2)
 		if err != nil {
 			return err
 		}
@@ -540,11 +650,16 @@ func (g *gen) cond(s *tstate, fl *planner.Filter, t, f string) error {
 		if fl.Cmp == "!=" {
 			eq, ne = f, t
 		}
-		// strncmp(field, pattern, size) == 0.
-		for i := 0; i < src.size && i <= len(fl.Str); i++ {
+		// strncmp(field, pattern, size) == 0; a prefix's NUL is not
+		// compared.
+		n := len(pat)
+		if prefix {
+			n--
+		}
+		for i := 0; i < src.size && i <= n; i++ {
 			want := int32(0)
-			if i < len(fl.Str) {
-				want = int32(fl.Str[i])
+			if i < len(pat) {
+				want = int32(pat[i])
 			}
 			if src.ctx {
 				g.ins(asm.LoadMem(asm.R1, rCtx, src.off+int16(i), asm.Byte))
@@ -629,9 +744,10 @@ const statsMap = "stats"
 
 // trigger generates one trigger on the event of ec.
 func (g *gen) trigger(ct *ctrig, ec *evctx) error {
-	saveTop, saveOrigin := g.top, g.origin
-	defer func() { g.top, g.origin = saveTop, saveOrigin }()
-	g.origin = fmt.Sprintf("trigger %d (%s/%s)", ct.idx, ct.t.System, ct.t.Event)
+	saveTop, saveOrigin, saveTrig := g.top, g.origin, g.trig
+	defer func() { g.top, g.origin, g.trig = saveTop, saveOrigin, saveTrig }()
+	g.trig = ct.idx
+	g.origin = ""
 	s := &tstate{ct: ct, ec: ec}
 	end := g.label()
 	m := ct.m
@@ -650,6 +766,18 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 	for i, p := range m.parts {
 		k := ct.t.Keys[i]
 		g.origin = k.String()
+		if p.kind == partStack {
+			if k.Kind == planner.ExprStack {
+				g.stack(asm.R10, s.key+int16(p.off))
+				continue
+			}
+			off, ok := ec.synth[k.Name]
+			if !ok {
+				return ct.errf(k.String(), "stack field %s is not set by the program", k.Name)
+			}
+			g.copyString(strSrc{off: off, size: stackBytes}, s.key+int16(p.off), stackBytes)
+			continue
+		}
 		if p.kind == partStr && ec.synth == nil && p.field.Kind == tracefs.KindDynString {
 			// Read straight into the key (zeroed).
 			if p.field.Offset < 8 || p.field.Offset%4 != 0 {
@@ -696,18 +824,24 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
 			asm.FnMapLookupElem.Call(),
 			asm.JEq.Imm(asm.R0, 0, end),
-			asm.LoadMem(asm.R1, asm.R0, off+8, asm.DWord),
-			asm.JEq.Imm(asm.R1, 0, end),
-			asm.LoadMem(asm.R1, asm.R0, off, asm.DWord),
-			asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
+			asm.LoadMem(asm.R1, asm.R0, off-8, asm.DWord),
+			asm.JEq.Imm(asm.R1, 0, end))
+		if r.t.blob(r.idx) {
+			// A string or a stack trace: its address in the other entry (the program
+			// runs under RCU and a map never frees an entry).
+			g.ins(asm.Mov.Reg(asm.R1, asm.R0), asm.Add.Imm(asm.R1, int32(off)))
+		} else {
+			g.ins(asm.LoadMem(asm.R1, asm.R0, off, asm.DWord))
+		}
+		g.ins(asm.StoreMem(asm.R10, slot, asm.R1, asm.DWord))
 		if ct.once[r.name] {
-			g.ins(storeImm(asm.R0, off+8, 0))
+			g.ins(storeImm(asm.R0, off-8, 0))
 		}
 		_ = i
 	}
 	// The entry: found, or made from a template (zero, with the task
 	// names of .execname keys); a full map drops the event.
-	g.origin = fmt.Sprintf("the map of trigger %d", ct.idx)
+	g.origin = ""
 	have, again, drop := g.label(), g.label(), g.label()
 	g.ins(mapPtr(m),
 		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
@@ -740,9 +874,8 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, drop))
 	g.at(have)
-	g.ins(asm.Mov.Reg(rEntry, asm.R0),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(rEntry, asm.R1, asm.DWord))
+	g.ins(asm.Mov.Reg(rEntry, asm.R0))
+	g.add(m, 0, true)
 	s.inEntry = true
 	// The sums: a value whose variable is not set adds nothing.
 	for i, x := range ct.vals {
@@ -751,7 +884,7 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		if err := g.expr(s, x, 0, skip); err != nil {
 			return err
 		}
-		g.ins(asm.AddAtomic.Mem(rEntry, asm.R1, asm.DWord, int16(m.sums[i])))
+		g.add(m, m.sums[i], false)
 		g.at(skip)
 	}
 	// The variables, all computed from the values before this event's.
@@ -761,6 +894,9 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			_, own := ct.own[n]
 			readsOwn = readsOwn || own
 		}
+	}
+	if readsOwn && len(ct.strVars)+len(ct.stackVars) > 0 {
+		return ct.errf("", "string or stack variables beside variables that read the trigger's own are not compiled")
 	}
 	if readsOwn {
 		slots := g.alloc(16 * len(ct.t.Vars))
@@ -781,18 +917,30 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			g.ins(asm.LoadMem(asm.R1, asm.R10, o+8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
 				asm.LoadMem(asm.R1, asm.R10, o, asm.DWord),
 				asm.StoreMem(rEntry, int16(m.vars[i]), asm.R1, asm.DWord),
-				storeImm(rEntry, int16(m.vars[i])+8, 1))
+				storeImm(rEntry, int16(m.vars[i])-8, 1))
 			g.at(skip)
 		}
 	} else {
 		for i, v := range ct.t.Vars {
 			g.origin = v.Name + "=" + v.Expr.String()
+			if f := ct.strVars[i]; f != nil {
+				if err := g.stringVar(s, i, f); err != nil {
+					return err
+				}
+				continue
+			}
+			if ct.stackVars[i] {
+				off := int16(m.vars[i])
+				g.stack(rEntry, off)
+				g.ins(storeImm(rEntry, off-8, 1))
+				continue
+			}
 			skip := g.label()
 			if err := g.expr(s, v.Expr, 0, skip); err != nil {
 				return err
 			}
 			g.ins(asm.StoreMem(rEntry, int16(m.vars[i]), asm.R1, asm.DWord),
-				storeImm(rEntry, int16(m.vars[i])+8, 1))
+				storeImm(rEntry, int16(m.vars[i])-8, 1))
 			g.at(skip)
 		}
 	}
@@ -810,8 +958,11 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		track++
 		skip := g.label()
 		off := int16(m.tracks[slot])
+		if ct.blob(ct.own[a.Track]) {
+			return ct.errf(a.String(), "$%s is not a number", a.Track)
+		}
 		vo := int16(m.vars[ct.own[a.Track]])
-		g.ins(asm.LoadMem(asm.R1, rEntry, vo+8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
+		g.ins(asm.LoadMem(asm.R1, rEntry, vo-8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
 			asm.LoadMem(asm.R1, rEntry, vo, asm.DWord),
 			asm.LoadMem(asm.R2, rEntry, off, asm.DWord))
 		if a.Handler == planner.OnMax {
@@ -879,9 +1030,10 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 		case tracefs.KindInt, tracefs.KindPointer:
 			rec[f.Name] = g.alloc(8)
 			g.ins(storeImm(asm.R10, rec[f.Name], 0))
-		case tracefs.KindString:
-			rec[f.Name] = g.alloc(f.Size)
-			g.zero(rec[f.Name], align8(f.Size))
+		case tracefs.KindString, tracefs.KindDynString, tracefs.KindDynArray:
+			n := g.e.fieldBytes(def, f)
+			rec[f.Name] = g.alloc(n)
+			g.zero(rec[f.Name], n)
 		default:
 			return s.ct.errf(a.String(), "synthetic field %s (%s) is not compiled yet", f.Name, f.Decl)
 		}
@@ -893,9 +1045,23 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			break
 		}
 		f := def.Fields[j]
-		if f.Kind == tracefs.KindString {
-			if p.Kind != planner.ExprField {
-				return s.ct.errf(p.String(), "a string parameter must be a string field")
+		if f.Kind == tracefs.KindDynArray && p.Kind == planner.ExprStack {
+			g.stack(asm.R10, rec[f.Name])
+			continue
+		}
+		if f.IsString() || f.Kind == tracefs.KindDynArray {
+			n := g.e.fieldBytes(def, f)
+			if p.Kind == planner.ExprVar {
+				i := slices.IndexFunc(s.ct.refs, func(r varRef) bool { return r.name == p.Name })
+				if i < 0 || !s.ct.refs[i].t.blob(s.ct.refs[i].idx) || s.ct.refs[i].t.stackVars[s.ct.refs[i].idx] != (f.Kind == tracefs.KindDynArray) {
+					return s.ct.errf(p.String(), "%s is not a %s variable of another trigger", p.String(), map[bool]string{true: "stack trace", false: "string"}[f.Kind == tracefs.KindDynArray])
+				}
+				r := s.ct.refs[i]
+				g.copyString(strSrc{ptr: true, off: s.refVals[i], size: r.t.m.varBytes(r.idx)}, rec[f.Name], n)
+				continue
+			}
+			if p.Kind != planner.ExprField || f.Kind == tracefs.KindDynArray {
+				return s.ct.errf(p.String(), "a string parameter must be a string field or variable, a stack trace's the stack or a variable")
 			}
 			src, err := g.stringOf(s, p.Name, f.Size)
 			if err != nil {
@@ -904,7 +1070,7 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			if src.field != nil && src.field.Kind != tracefs.KindString && src.field.Kind != tracefs.KindDynString {
 				return s.ct.errf(p.String(), "%s is not a string", p.Name)
 			}
-			g.copyString(src, rec[f.Name], f.Size)
+			g.copyString(src, rec[f.Name], n)
 			continue
 		}
 		if err := g.expr(s, p, 0, skip); err != nil {
@@ -990,10 +1156,10 @@ func (e *Engine) needs(ts []*ctrig, depth int, ts0, pid0, cpu0 *bool) {
 // program generates the program of one traced event: its triggers in
 // order.
 func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
-	g := &gen{e: e}
+	g := &gen{e: e, trig: ts[0].idx}
 	var needTS, needPID, needCPU bool
 	e.needs(ts, 0, &needTS, &needPID, &needCPU)
-	g.origin = "the program of " + system + "/" + event
+	g.origin = ""
 	g.ins(asm.Mov.Reg(rCtx, asm.R1))
 	g.ts, g.pid, g.cpu = g.alloc(8), g.alloc(8), g.alloc(8)
 	if needTS {
@@ -1011,7 +1177,7 @@ func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
 			return nil, err
 		}
 	}
-	g.origin = "the program of " + system + "/" + event
+	g.origin = ""
 	g.ins(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	if g.max > maxFrame {
 		return nil, &Error{Trigger: ts[0].idx, Event: system + "/" + event,
@@ -1023,7 +1189,7 @@ func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
 
 // reachable drops the instructions no path reaches (a label no jump
 // took: a value that cannot be unset), which the verifier refuses.
-func reachable(insns asm.Instructions, origins []string) (asm.Instructions, []string) {
+func reachable(insns asm.Instructions, origins []origin) (asm.Instructions, []origin) {
 	at := map[string]int{}
 	for i, ins := range insns {
 		if s := ins.Symbol(); s != "" {
@@ -1055,7 +1221,7 @@ func reachable(insns asm.Instructions, origins []string) (asm.Instructions, []st
 		}
 	}
 	var out asm.Instructions
-	var outO []string
+	var outO []origin
 	for i, ins := range insns {
 		if seen[i] {
 			out = append(out, ins)
@@ -1069,12 +1235,19 @@ func reachable(insns asm.Instructions, origins []string) (asm.Instructions, []st
 type progDef struct {
 	system, event string
 	insns         asm.Instructions
-	origins       []string
+	origins       []origin
 	triggers      []*ctrig
 }
 
+// origin is what an instruction computes: for which trigger (its index)
+// and what of it (an expression, a filter, an action, "keys=…").
+type origin struct {
+	trig int
+	what string
+}
+
 // originAt is what the instruction at raw offset off computes.
-func (p *progDef) originAt(off int) string {
+func (p *progDef) originAt(off int) origin {
 	raw := 0
 	for i, ins := range p.insns {
 		if raw >= off {
@@ -1085,5 +1258,5 @@ func (p *progDef) originAt(off int) string {
 	if len(p.origins) > 0 {
 		return p.origins[len(p.origins)-1]
 	}
-	return ""
+	return origin{p.triggers[0].idx, ""}
 }

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -25,6 +27,10 @@ type Options struct {
 	// Sym names a kernel address for .sym ("func") and .sym-offset
 	// ("func+0x10/0x80") keys; nil leaves the address alone.
 	Sym func(addr uint64, offset bool) string
+	// PerCPU makes the maps that only count and sum (no variables, no
+	// onmax or onchange, no .execname) per-CPU hashes, added to without
+	// atomics: what costs less is measured by TestCostPerCPU.
+	PerCPU bool
 }
 
 // Engine is a set of triggers compiled into BPF programs and maps.
@@ -35,6 +41,9 @@ type Engine struct {
 	ctrigs   []*ctrig
 	maps     []*mapDef
 	progs    []*progDef
+	// caps are the bytes of each synthetic char[] field ("synth/field"):
+	// the most a parameter fired into it brings.
+	caps map[string]int
 
 	coll  *ebpf.Collection
 	links []link.Link
@@ -52,8 +61,14 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 	for _, s := range synths {
 		e.synths[s.Name] = planner.SynthFormat(s, opt.LongSize)
 	}
+	e.computeCaps(format)
 	if err := e.compileTriggers(format); err != nil {
 		return nil, err
+	}
+	if opt.PerCPU {
+		for _, m := range e.maps {
+			m.perCPU = len(m.vars) == 0 && len(m.tracks) == 0 && !slices.ContainsFunc(m.comm, func(o int) bool { return o >= 0 })
+		}
 	}
 	// One program per traced event, its triggers in order; a synthetic
 	// event's triggers run inside the programs that fire it.
@@ -78,6 +93,81 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 		e.progs = append(e.progs, p)
 	}
 	return e, nil
+}
+
+// computeCaps sizes the synthetic events' char[] fields by what the
+// trace actions bring them: a char[N] field N bytes, a __data_loc string
+// 256, a string variable what its field brings.
+func (e *Engine) computeCaps(format func(system, event string) (*tracefs.Event, error)) {
+	e.caps = map[string]int{}
+	evOf := func(t *Trigger) *tracefs.Event {
+		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
+			return e.synths[t.Event]
+		}
+		ev, err := format(t.System, t.Event)
+		if err != nil {
+			return nil
+		}
+		return ev
+	}
+	size := func(ev *tracefs.Event, name string) int {
+		if ev == nil {
+			return 0
+		}
+		f := ev.Field(name)
+		if f == nil || !f.IsString() {
+			return 0
+		}
+		if f.Kind == tracefs.KindString {
+			return align8(f.Size)
+		}
+		if ev.System == SyntheticSystem {
+			return e.caps[ev.Name+"/"+f.Name]
+		}
+		return maxDynString
+	}
+	// Twice: a synthetic event's field read by another's parameters.
+	for range 2 {
+		vars := map[string]int{}
+		for _, t := range e.triggers {
+			ev := evOf(t)
+			for _, v := range t.Vars {
+				if v.Expr.Kind == planner.ExprField {
+					vars[v.Name] = size(ev, v.Expr.Name)
+				}
+			}
+		}
+		for _, t := range e.triggers {
+			ev := evOf(t)
+			for _, a := range t.Actions {
+				def := e.synths[a.Synth]
+				if a.Kind != planner.ActTrace || def == nil {
+					continue
+				}
+				first := len(def.Fields)
+				for i, f := range def.Fields {
+					if !f.IsCommon() {
+						first = i
+						break
+					}
+				}
+				for i, p := range a.Params {
+					if first+i >= len(def.Fields) || def.Fields[first+i].Kind != tracefs.KindDynString {
+						continue
+					}
+					n := 0
+					switch p.Kind {
+					case planner.ExprField:
+						n = size(ev, p.Name)
+					case planner.ExprVar:
+						n = vars[p.Name]
+					}
+					k := a.Synth + "/" + def.Fields[first+i].Name
+					e.caps[k] = max(e.caps[k], n)
+				}
+			}
+		}
+	}
 }
 
 // Check compiles the triggers as New does, for its refusal alone.
@@ -110,7 +200,11 @@ func (e *Engine) Instructions(system, event string) string {
 func (e *Engine) spec() *ebpf.CollectionSpec {
 	cs := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}
 	for _, m := range e.maps {
-		cs.Maps[m.name] = &ebpf.MapSpec{Name: m.name, Type: ebpf.Hash, KeySize: uint32(m.keySize),
+		typ := ebpf.Hash
+		if m.perCPU {
+			typ = ebpf.PerCPUHash
+		}
+		cs.Maps[m.name] = &ebpf.MapSpec{Name: m.name, Type: typ, KeySize: uint32(m.keySize),
 			ValueSize: uint32(m.valSize), MaxEntries: uint32(m.entries)}
 	}
 	cs.Maps[statsMap] = &ebpf.MapSpec{Name: statsMap, Type: ebpf.Array, KeySize: 4,
@@ -132,6 +226,12 @@ func progName(i int) string { return fmt.Sprintf("sqlhist%d", i) }
 func (e *Engine) Load() error {
 	if e.coll != nil {
 		return nil
+	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK (busybox's
+	// default is 64 KiB): lift it there; a no-op where memory cgroups
+	// account for it.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("the BPF engine: lifting RLIMIT_MEMLOCK: %v", err)
 	}
 	cs := e.spec()
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{})
@@ -175,11 +275,10 @@ func (e *Engine) verifierError(err error) error {
 		out.Event = p.system + "/" + p.event
 		out.Trigger = p.triggers[0].idx
 		if last >= 0 {
-			out.What = p.originAt(last)
-			var n int
-			if _, err := fmt.Sscanf(out.What, "trigger %d", &n); err == nil {
-				out.Trigger = n
-			}
+			o := p.originAt(last)
+			out.Trigger, out.What = o.trig, o.what
+			t := e.triggers[o.trig]
+			out.Event = t.System + "/" + t.Event
 		}
 	}
 	return out

@@ -1,9 +1,14 @@
 package bpf
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -12,6 +17,8 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/sqlhist/sqlhist/planner"
 
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -38,14 +45,16 @@ func inTracefs(t *testing.T) bool {
 		return true
 	}
 	args := []string{"-test.run", "^" + t.Name() + "$", "-test.v", "-test.count=1"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	var cmd *exec.Cmd
 	if err == nil {
-		cmd = exec.Command(os.Args[0], args...)
+		cmd = exec.CommandContext(ctx, os.Args[0], args...)
 	} else {
 		if _, err := exec.LookPath("unshare"); err != nil {
 			t.Skip("tracefs is not mounted and unshare(1) is missing to mount it privately")
 		}
-		cmd = exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c",
+		cmd = exec.CommandContext(ctx, "unshare", append([]string{"-m", "--propagation", "private", "sh", "-c",
 			`mount -t tracefs nodev ` + tracefsRoot + ` && exec "$0" "$@"`, os.Args[0]}, args...)...)
 	}
 	cmd.Env = append(os.Environ(), "SQLHIST_BPF_CHILD=1", "GODEBUG=asyncpreemptoff=1")
@@ -54,10 +63,50 @@ func inTracefs(t *testing.T) bool {
 	if err != nil {
 		t.Fatalf("the test in the child failed: %v", err)
 	}
+	if strings.Contains(string(out), "--- SKIP: "+t.Name()) {
+		t.Skip("skipped in the child (its output above says why)")
+	}
 	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatal("the test did not pass in the child")
 	}
 	return false
+}
+
+// switches reads a thread's voluntary context switches.
+func switches(t *testing.T, tid int) uint64 {
+	t.Helper()
+	v, _ := switchCounts(t, tid)
+	return v
+}
+
+// switchCounts reads a thread's voluntary and involuntary context
+// switches.
+func switchCounts(t *testing.T, tid int) (vol, invol uint64) {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, l := range strings.Split(string(data), "\n") {
+		for _, c := range []struct {
+			name string
+			n    *uint64
+		}{{"voluntary_ctxt_switches:", &vol}, {"nonvoluntary_ctxt_switches:", &invol}} {
+			if v, ok := strings.CutPrefix(l, c.name); ok {
+				n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				*c.n = n
+				found++
+			}
+		}
+	}
+	if found != 2 {
+		t.Fatal("no context switch counts in the thread's status")
+	}
+	return vol, invol
 }
 
 // hostFormat reads an event's format from the host's tracefs.
@@ -70,8 +119,10 @@ func hostFormat(system, event string) (*tracefs.Event, error) {
 }
 
 // pingPong makes n+1 wakeups of one thread and n of its reads and
-// writes, all with raw system calls (the Go scheduler neither wakes nor
-// parks the thread between them). The thread, locked, first blocks
+// writes, with no other system call between them: raw system calls,
+// which the Go scheduler does not see (the garbage collector is off: a
+// stop of the world would wait for the thread blocked in one), but the
+// last read, which blocks in the scheduler's sight. The thread, locked, first blocks
 // reading pipe c; go (after the engine attached) writes c: a wakeup
 // whose read began before. Then n rounds: the thread blocks reading pipe
 // a, the test writes a byte there (a wakeup), and the thread answers on
@@ -102,7 +153,7 @@ func pingPong(t *testing.T, n int) (tid int, goRun func(), release func()) {
 			raw(syscall.SYS_READ, uintptr(a[0]), buf)
 			raw(syscall.SYS_WRITE, uintptr(b[1]), buf)
 		}
-		raw(syscall.SYS_READ, uintptr(c[0]), buf)
+		syscall.Read(c[0], buf)
 		runtime.UnlockOSThread()
 	}()
 	tid = <-tids
@@ -151,6 +202,7 @@ func TestHostJoin(t *testing.T) {
 	}
 	const n = 2000
 	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	tid, run, release := pingPong(t, n)
 	defer release()
 	pidIs := pred("pid", "==", uint64(tid))
@@ -158,8 +210,28 @@ func TestHostJoin(t *testing.T) {
 	sc := syscount()[0]
 	sc.Filter = pred("common_pid", "==", uint64(tid))
 	ts = append(ts, sc)
+	// Switches to the reader counted three ways: all, those whose
+	// next_comm starts with the reader's first 4 letters (a glob), and
+	// those whose next_comm starts with something else.
+	comm, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimSpace(string(comm))
+	nextIs := pred("next_pid", "==", uint64(tid))
+	for _, glob := range []string{"", name[:4] + "*", name[:3] + "\x01*"} {
+		ft := nextIs
+		if glob != "" {
+			ft = &planner.Filter{Op: planner.FilterAnd, L: nextIs, R: strPred("next_comm", "~", glob)}
+		}
+		ts = append(ts, &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")}, Filter: ft})
+	}
+	// The same JOIN carrying the task names: the start's in a string
+	// variable.
+	cj, cs := commJoin(pidIs)
+	ts, synths = append(ts, cj...), append(synths, cs...)
 	e, err := New(ts, synths, hostFormat, Options{Syscall: func(nr uint64) string {
-		return map[uint64]string{0: "read", 1: "write"}[nr]
+		return map[uint64]string{0: "read", 1: "write", 202: "futex", 24: "sched_yield", 15: "rt_sigreturn", 14: "rt_sigprocmask", 186: "gettid", 234: "tgkill", 35: "nanosleep", 230: "clock_nanosleep", 281: "epoll_pwait", 13: "rt_sigaction"}[nr]
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,9 +239,15 @@ func TestHostJoin(t *testing.T) {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
+	before := switches(t, tid)
 	start := time.Now()
 	run()
 	elapsed := time.Since(start)
+	// The thread blocks in its last read: its switches out are all
+	// counted, and each but that last one was followed by a wakeup and
+	// a switch in, as was the one it was blocked in at the start.
+	time.Sleep(50 * time.Millisecond)
+	made := switches(t, tid) - before
 	hs, err := e.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -223,9 +301,18 @@ func TestHostJoin(t *testing.T) {
 	t.Logf("%d wakeups in %v; results hits %d, entries %d, dropped %d; negatives %d", n, elapsed, res.Totals.Hits, res.Totals.Entries, res.Totals.Dropped, negs)
 	// Each wakeup joined, but those whose sched_waking program the
 	// kernel skipped (another BPF program ran on the CPU: counted as
-	// the programs' recursion misses, lost).
-	if count+negs > n+1 || count+negs+lost < n+1 {
-		t.Errorf("%d wakeups joined (%d negative), %d program runs skipped; the workload made %d", count+negs, negs, lost, n+1)
+	// the programs' recursion misses, lost). The thread's wakeups are its
+	// voluntary switches, as the kernel counts them: up to the n+1 the
+	// workload made (fewer when a byte came before the thread slept: a
+	// slow guest), and those the Go scheduler adds when it preempts the
+	// goroutine at a call (it parks the locked thread until it may run
+	// on).
+	t.Logf("the thread's voluntary switches: %d; the workload's wakeups at most %d", made, n+1)
+	if made < n/2 {
+		t.Errorf("%d voluntary switches: the workload (%d rounds) hardly slept", made, n)
+	}
+	if count+negs > made || count+negs+lost < made {
+		t.Errorf("%d wakeups joined (%d negative), %d program runs skipped; the thread was woken %d times", count+negs, negs, lost, made)
 	}
 	if count != res.Totals.Hits {
 		t.Errorf("entries count %d, totals %d", count, res.Totals.Hits)
@@ -243,9 +330,312 @@ func TestHostJoin(t *testing.T) {
 		calls[k.Text] += ent.Values[0].Num
 	}
 	t.Logf("the reader's system calls: %v", calls)
+	// The task names: the reader's (the wakee's comm at sched_waking and
+	// next_comm at sched_switch), each wakeup as the first JOIN counted.
+	all, glob, other := hs[5].Totals.Hits, hs[6].Totals.Hits, hs[7].Totals.Hits
+	t.Logf("switches to the reader: %d, %d by the glob %q, %d by %q", all, glob, name[:4]+"*", other, name[:3]+"\x01*")
+	if all == 0 || glob != all || other != 0 {
+		t.Errorf("switches to the reader: %d, %d with next_comm ~ %q, %d with next_comm ~ %q", all, glob, name[:4]+"*", other, name[:3]+"\x01*")
+	}
+	var named uint64
+	for _, ent := range hs[10].Entries {
+		t.Logf("comm %q, next_comm %q, pid %d: %d", ent.Keys[0].Text, ent.Keys[1].Text, ent.Keys[2].Num, ent.Values[0].Num)
+		if ent.Keys[0].Text != strings.TrimSpace(string(comm)) || ent.Keys[1].Text != ent.Keys[0].Text || ent.Keys[2].Num != uint64(tid) {
+			t.Errorf("an entry of %q, %q, pid %d; the reader is %q, pid %d", ent.Keys[0].Text, ent.Keys[1].Text, ent.Keys[2].Num, comm, tid)
+		}
+		named += ent.Values[0].Num
+	}
+	if named+lost < count+negs || named > count+negs+lost {
+		t.Errorf("%d wakeups with names, %d without (%d program runs skipped)", named, count+negs, lost)
+	}
 	// n reads and a last one that blocks until the engine is read; n
-	// writes.
-	if runtime.GOARCH == "amd64" && (calls["read"] != n+1 || calls["write"] != n || len(calls) != 2) {
-		t.Errorf("reads %d, writes %d, %d kinds of call; the workload made %d and %d", calls["read"], calls["write"], len(calls), n+1, n)
+	// writes (the Go scheduler's own calls, futex, besides).
+	if runtime.GOARCH == "amd64" && (calls["read"] != n+1 || calls["write"] != n) {
+		t.Errorf("reads %d, writes %d; the workload made %d and %d", calls["read"], calls["write"], n+1, n)
+	}
+}
+
+// TestCostPerCPU counts every system call of the host by number, with
+// atomic adds to one hash and with plain adds to a per-CPU hash, while
+// two threads make getppid calls: both count every call the threads
+// made, and the log gives each program's ns a run (kernel.bpf_stats):
+// which costs less.
+func TestCostPerCPU(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the workload's getppid number is x86-64's")
+	}
+	if !inTracefs(t) {
+		return
+	}
+	stats, err := ebpf.EnableStats(0) // BPF_STATS_RUN_TIME
+	if err != nil {
+		t.Skipf("no run-time statistics: %v", err)
+	}
+	defer stats.Close()
+	const calls, threads = 200000, 2
+	for _, perCPU := range []bool{false, true} {
+		sc := syscount()
+		sc[0].Keys[0].Mod = ""
+		e, err := New(sc, nil, hostFormat, Options{PerCPU: perCPU})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.maps[0].perCPU != perCPU {
+			t.Fatalf("per-CPU %v, asked %v", e.maps[0].perCPU, perCPU)
+		}
+		if err := e.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				for range calls {
+					syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0)
+				}
+			}()
+		}
+		wg.Wait()
+		hs, err := e.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		var got uint64
+		for _, ent := range hs[0].Entries {
+			if ent.Keys[0].Num == syscall.SYS_GETPPID {
+				got = ent.Values[0].Num
+			}
+		}
+		t.Logf("per-CPU %v: %d runs, %d ns a run; getppid counted %d", perCPU, st[0].Runs, st[0].RunTimeNs/max(1, st[0].Runs), got)
+		if got < calls*threads {
+			t.Errorf("per-CPU %v: %d getppid counted; the threads made %d", perCPU, got, calls*threads)
+		}
+	}
+}
+
+// kallsyms names kernel addresses as the kernel's stack traces print
+// them ("func+0x1f/0x80"), from /proc/kallsyms.
+func kallsyms(t *testing.T) func(addr uint64, offset bool) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sym struct {
+		addr uint64
+		name string
+	}
+	var syms []sym
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || (f[1] != "t" && f[1] != "T") {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil || a == 0 {
+			continue
+		}
+		syms = append(syms, sym{a, f[2]})
+	}
+	if len(syms) == 0 {
+		t.Skip("/proc/kallsyms gives no addresses")
+	}
+	sort.Slice(syms, func(i, j int) bool { return syms[i].addr < syms[j].addr })
+	return func(addr uint64, offset bool) string {
+		i := sort.Search(len(syms), func(i int) bool { return syms[i].addr > addr }) - 1
+		if i < 0 {
+			return ""
+		}
+		size := uint64(0)
+		if i+1 < len(syms) {
+			size = syms[i+1].addr - syms[i].addr
+		}
+		if !offset {
+			return syms[i].name
+		}
+		return fmt.Sprintf("%s+0x%x/0x%x", syms[i].name, addr-syms[i].addr, size)
+	}
+}
+
+// TestHostStacks keys by the kernel stack: the stacks the reader of the
+// ping-pong blocked in (sched_switch with prev_pid the reader), and the
+// off-CPU JOIN that carries the switch-out's stack in a variable and a
+// synthetic event's stack field to the switch-in: both show the reader
+// blocked in pipe_read, as often as it blocked.
+func TestHostStacks(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const n = 500
+	tid, run, release := pingPong(t, n)
+	defer release()
+	stackKey := &planner.Expr{Kind: planner.ExprStack, Name: "common_stacktrace"}
+	synth := &planner.Synth{Name: "offcpu", Fields: []*planner.SynthField{
+		{Name: "stack", Type: "unsigned long", Array: "[]"}, {Name: "lat", Type: "u64", Unit: "us"}}}
+	// A block: a switch out in S or D state.
+	blocked := &planner.Filter{Op: planner.FilterOr, L: pred("prev_state", "==", 1), R: pred("prev_state", "==", 2), Paren: true}
+	ts := []*Trigger{
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{stackKey},
+			Filter: &planner.Filter{Op: planner.FilterAnd, L: pred("prev_pid", "==", uint64(tid)), R: blocked}},
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("prev_pid")},
+			Vars:   []Var{{Name: "o_ts", Expr: tsUsecs()}, {Name: "o_stack", Expr: stackKey}},
+			Filter: blocked},
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
+			Vars: []Var{{Name: "o_lat", Expr: bin(tsUsecs(), '-', ref("o_ts"))}},
+			Actions: []*planner.Action{{Handler: planner.OnMatch, Match: "sched.sched_switch", Kind: planner.ActTrace,
+				Synth: "offcpu", Params: []*planner.Expr{ref("o_stack"), ref("o_lat")}}},
+			Filter: pred("next_pid", "==", uint64(tid))},
+		{System: "synthetic", Event: "offcpu", Keys: []*planner.Expr{fieldMod("stack", "stacktrace")}, Vals: []*planner.Expr{field("lat")}},
+	}
+	e, err := New(ts, []*planner.Synth{synth}, hostFormat, Options{Sym: kallsyms(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	vol0, invol0 := switchCounts(t, tid)
+	run()
+	time.Sleep(50 * time.Millisecond)
+	vol1, invol1 := switchCounts(t, tid)
+	made, preempted := vol1-vol0, invol1-invol0
+	hs, err := e.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := e.Stop()
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outAll, outPipe uint64
+	for i, h := range []int{0, 3} {
+		var inPipe, all uint64
+		for _, ent := range hs[h].Entries {
+			k := ent.Keys[0]
+			if k.Kind != tracefs.HistStacktrace || len(k.Frames) == 0 {
+				t.Fatalf("a key without frames: %+v", k)
+			}
+			all += ent.Values[0].Num
+			if strings.Contains(k.Raw, "pipe_read+") {
+				inPipe += ent.Values[0].Num
+			}
+			t.Logf("%s: %d\n\t%s", k.Name, ent.Values[0].Num, strings.Join(k.Frames, "\n\t"))
+		}
+		t.Logf("histogram %d: %d stacks, %d in pipe_read; the reader blocked %d times, was preempted %d times; %d runs skipped", i, all, inPipe, made, preempted, lost)
+		if i == 0 {
+			// The reader's blocks: each a voluntary switch; most in a
+			// read of a pipe (the Go scheduler's in futex besides).
+			outAll, outPipe = all, inPipe
+			if all > made || all+lost < made/2 || inPipe == 0 {
+				t.Errorf("%d blocks, %d in pipe_read; the reader switched out voluntarily %d times", all, inPipe, made)
+			}
+			continue
+		}
+		// The JOIN: each block but the last (not woken in the run), its
+		// stack carried to the switch in: the same stacks.
+		if all+1 > outAll || all+1+lost < outAll || inPipe+1 > outPipe || inPipe+1+lost < outPipe {
+			t.Errorf("%d blocks joined, %d of them in pipe_read; the reader blocked %d times, %d in pipe_read", all, inPipe, outAll, outPipe)
+		}
+	}
+}
+
+// TestStacksAgainstHist compares the engine's stack keys with the
+// kernel's own hist trigger keyed by stacktrace on the same switches
+// (the reader's blocks), where the kernel has hist triggers (the 6.1
+// guest of e2e's TestBPFEngineGuest; this host has none): the same
+// frames, from the traced function on.
+func TestStacksAgainstHist(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	trigger := tracefsRoot + "/events/sched/sched_switch/trigger"
+	readme, _ := os.ReadFile(tracefsRoot + "/README")
+	if _, err := os.Stat(trigger); err != nil || !strings.Contains(string(readme), "hist:keys=") {
+		t.Skip("the kernel has no hist triggers to compare stacks with")
+	}
+	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const n = 200
+	tid, run, release := pingPong(t, n)
+	defer release()
+	name := "common_stacktrace"
+	if !strings.Contains(string(readme), "common_stacktrace") {
+		name = "stacktrace" // 6.1
+	}
+	filter := fmt.Sprintf("prev_pid == %d && (prev_state == 1 || prev_state == 2)", tid)
+	spec := "hist:keys=" + name + " if " + filter
+	if err := os.WriteFile(trigger, []byte(spec), 0); err != nil {
+		t.Fatalf("writing %q: %v", spec, err)
+	}
+	defer os.WriteFile(trigger, []byte("!"+spec), 0)
+	f, err := planner.ParseFilter(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := []*Trigger{{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{{Kind: planner.ExprStack, Name: name}}, Filter: f}}
+	e, err := New(ts, nil, hostFormat, Options{Sym: kallsyms(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	time.Sleep(50 * time.Millisecond)
+	hs, err := e.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kernel's, before the reader is released (its thread blocks
+	// again as it ends).
+	text, err := os.ReadFile(tracefsRoot + "/events/sched/sched_switch/hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := e.Stop()
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh, err := tracefs.ParseHist(string(text))
+	if err != nil || len(kh) != 1 {
+		t.Fatalf("the kernel's hist: %v (%d histograms)\n%s", err, len(kh), text)
+	}
+	top := func(h *tracefs.Histogram) *tracefs.HistEntry {
+		var best *tracefs.HistEntry
+		for _, ent := range h.Entries {
+			if best == nil || ent.Values[0].Num > best.Values[0].Num {
+				best = ent
+			}
+		}
+		return best
+	}
+	b, k := top(hs[0]), top(kh[0])
+	if b == nil || k == nil {
+		t.Fatalf("no entries: BPF %d, kernel %d", len(hs[0].Entries), len(kh[0].Entries))
+	}
+	t.Logf("BPF: %d hits, most %d:\n\t%s", hs[0].Totals.Hits, b.Values[0].Num, strings.Join(b.Keys[0].Frames, "\n\t"))
+	t.Logf("kernel: %d hits, most %d:\n\t%s", kh[0].Totals.Hits, k.Values[0].Num, strings.Join(k.Keys[0].Frames, "\n\t"))
+	if hs[0].Totals.Hits+lost < kh[0].Totals.Hits || hs[0].Totals.Hits > kh[0].Totals.Hits {
+		t.Errorf("BPF counted %d blocks, the kernel %d (%d runs skipped)", hs[0].Totals.Hits, kh[0].Totals.Hits, lost)
+	}
+	// The same frames; where the engine dropped the tracepoint's own,
+	// it has as many fewer at the bottom of a deep stack.
+	bf, kf := b.Keys[0].Frames, k.Keys[0].Frames
+	if len(bf) > len(kf) || strings.Join(bf, "\n") != strings.Join(kf[:len(bf)], "\n") || len(kf) < 16 && len(bf) != len(kf) {
+		t.Errorf("the frames differ")
 	}
 }

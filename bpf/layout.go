@@ -26,7 +26,12 @@ import (
 const (
 	partNum = iota
 	partStr
+	partStack
 )
+
+// stackBytes are the bytes of a stack trace: the kernel's hist keys hold
+// HIST_STACKTRACE_DEPTH (16) return addresses, zero after the last.
+const stackBytes = 16 * 8
 
 // maxDynString is the bytes a __data_loc string key or buffer takes.
 const maxDynString = 256
@@ -45,15 +50,42 @@ type mapDef struct {
 	entries int
 	parts   []keyPart
 	sums    []int // offsets
-	vars    []int // offsets of the values; the set words follow
+	vars    []int // offsets of the values; the set words precede them
+	varSize []int // their bytes
 	tracks  []int // offsets, by tracking action (the tracked value; the saved fields follow)
 	saved   []int // the saved fields' count, by tracking action
 	comm    []int // by key: the offset of the saved task name, -1 when none
 	stat    int   // the index of the map's drop counter
 	first   *ctrig
+	// perCPU says the map is a per-CPU hash: counts and sums added
+	// without atomics, one value a CPU, summed when read (Options.PerCPU,
+	// for a map without variables, handlers or task names).
+	perCPU bool
 }
 
 func align8(n int) int { return (n + 7) &^ 7 }
+
+// varBytes is the bytes of variable i's value.
+func (m *mapDef) varBytes(i int) int { return m.varSize[i] }
+
+// fieldBytes is the bytes a string field takes in a key, a variable or a
+// synthetic event's record: a char[N]'s N rounded up to 8; a __data_loc
+// string's 256 (the kernel's MAX_FILTER_STR_VAL), but a synthetic
+// event's char[] field's is the most its parameters bring.
+func (e *Engine) fieldBytes(ev *tracefs.Event, f *tracefs.Field) int {
+	switch f.Kind {
+	case tracefs.KindString:
+		return align8(f.Size)
+	case tracefs.KindDynArray:
+		return stackBytes
+	}
+	if ev.System == SyntheticSystem && e.synths[ev.Name] == ev {
+		if n := e.caps[ev.Name+"/"+f.Name]; n > 0 {
+			return n
+		}
+	}
+	return maxDynString
+}
 
 // layoutOf lays out the map of the trigger t.
 func layoutOf(t *ctrig) (*mapDef, error) {
@@ -70,16 +102,25 @@ func layoutOf(t *ctrig) (*mapDef, error) {
 			case tracefs.KindString:
 				p.kind, p.size = partStr, align8(p.field.Size)
 			case tracefs.KindDynString:
-				p.kind, p.size = partStr, maxDynString
-			case tracefs.KindArray, tracefs.KindDynArray:
-				return nil, t.errf(k.String(), "an array key (a stack trace) is not compiled yet")
+				p.kind, p.size = partStr, t.e.fieldBytes(t.ev, p.field)
+			case tracefs.KindDynArray:
+				if t.ev.System != SyntheticSystem || t.e.synths[t.ev.Name] != t.ev {
+					return nil, t.errf(k.String(), "an array key is not compiled")
+				}
+				// A synthetic event's stack trace field.
+				p.kind, p.size = partStack, stackBytes
+			case tracefs.KindArray:
+				return nil, t.errf(k.String(), "an array key is not compiled")
 			}
 			if p.kind == partStr && k.Mod != "" {
 				return nil, t.errf(k.String(), "modifier .%s on a string key", k.Mod)
 			}
 		}
-		if k.Kind == planner.ExprStack || k.Mod == "stacktrace" {
-			return nil, t.errf(k.String(), "stack trace keys are not compiled yet")
+		if k.Kind == planner.ExprStack {
+			p.kind, p.size = partStack, stackBytes
+		}
+		if k.Mod == "stacktrace" && p.kind != partStack {
+			return nil, t.errf(k.String(), ".stacktrace on a field that is not a stack trace")
 		}
 		m.parts = append(m.parts, p)
 		off += p.size
@@ -91,9 +132,19 @@ func layoutOf(t *ctrig) (*mapDef, error) {
 		v += 8
 		_ = x
 	}
-	for range t.t.Vars {
+	for i := range t.t.Vars {
+		// The set word, then the value: 8 bytes, or a string's.
+		v += 8
 		m.vars = append(m.vars, v)
-		v += 16
+		n := 8
+		if f := t.strVars[i]; f != nil {
+			n = t.e.fieldBytes(t.ev, f)
+		}
+		if t.stackVars[i] {
+			n = stackBytes
+		}
+		m.varSize = append(m.varSize, n)
+		v += n
 	}
 	for _, a := range t.t.Actions {
 		if a.Handler == planner.OnMatch {

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cilium/ebpf"
-
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -37,9 +35,24 @@ func (e *Engine) Read() ([]*tracefs.Histogram, error) {
 		mp := e.coll.Maps[m.name]
 		var out []rawEntry
 		k, v := make([]byte, m.keySize), make([]byte, m.valSize)
+		var vs [][]byte
 		it := mp.Iterate()
-		for it.Next(&k, &v) {
-			out = append(out, rawEntry{bytes.Clone(k), bytes.Clone(v)})
+		if m.perCPU {
+			// Counts and sums, one value a CPU: their sums.
+			for it.Next(&k, &vs) {
+				sum := make([]byte, m.valSize)
+				for _, c := range vs {
+					for o := 0; o+8 <= m.valSize && o+8 <= len(c); o += 8 {
+						ne := binary.NativeEndian
+						ne.PutUint64(sum[o:], ne.Uint64(sum[o:])+ne.Uint64(c[o:]))
+					}
+				}
+				out = append(out, rawEntry{bytes.Clone(k), sum})
+			}
+		} else {
+			for it.Next(&k, &v) {
+				out = append(out, rawEntry{bytes.Clone(k), bytes.Clone(v)})
+			}
 		}
 		if err := it.Err(); err != nil {
 			return nil, fmt.Errorf("the BPF engine: reading %s: %v", m.name, err)
@@ -51,6 +64,21 @@ func (e *Engine) Read() ([]*tracefs.Histogram, error) {
 		hs[i] = e.histogram(ct, raws[ct.m], drops[ct.m.stat])
 	}
 	return hs, nil
+}
+
+// ReadFiles is Read keyed by each trigger's hist file (Trigger.File):
+// the histograms of the triggers on one event in the order written, as
+// the kernel's hist file lists them.
+func (e *Engine) ReadFiles() (map[string][]*tracefs.Histogram, error) {
+	hs, err := e.Read()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]*tracefs.Histogram{}
+	for i, t := range e.triggers {
+		out[t.File] = append(out[t.File], hs[i])
+	}
+	return out, nil
 }
 
 // drops reads the maps' drop counters.
@@ -291,6 +319,37 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 		s := string(b)
 		return tracefs.HistValue{Name: name, Kind: tracefs.HistString, Text: strings.TrimRight(s, " "), Raw: strings.TrimSpace(s)}
 	}
+	if p.kind == partStack {
+		v := tracefs.HistValue{Name: name, Kind: tracefs.HistStacktrace}
+		if x.Kind != planner.ExprStack {
+			v.Name = x.Name + ".stacktrace"
+		}
+		top := true
+		for o := p.off; o+8 <= p.off+p.size; o += 8 {
+			a := binary.NativeEndian.Uint64(r.key[o:])
+			if a == 0 {
+				break
+			}
+			f := ""
+			if e.opt.Sym != nil {
+				f = e.opt.Sym(a, true)
+			}
+			// The tracepoint's own frames, which bpf_get_stack gives
+			// on some kernels (6.1: __traceiter_sched_switch) and the
+			// kernel's hist stacks skip: the stack starts at the
+			// traced function, as theirs.
+			if top && tracepointFrame(f) {
+				continue
+			}
+			top = false
+			if f == "" {
+				f = fmt.Sprintf("0x%x", a)
+			}
+			v.Frames = append(v.Frames, f)
+		}
+		v.Raw = strings.Join(v.Frames, "\n")
+		return v
+	}
 	n := binary.NativeEndian.Uint64(r.key[p.off:])
 	if f := p.field; f != nil && f.Signed && f.Size < 8 && x.Mod != "log2" && x.Mod != "buckets" {
 		// A signed field keys by its bytes and prints sign-extended.
@@ -344,4 +403,13 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 	return v
 }
 
-var _ = ebpf.Hash
+// tracepointFrame says whether a frame ("func+0x1/0x2") is the tracing
+// machinery's, between the traced function and the BPF program.
+func tracepointFrame(f string) bool {
+	for _, p := range []string{"__traceiter_", "__bpf_trace_", "bpf_trace_run", "perf_trace_", "trace_event_raw_event_", "trace_call_bpf"} {
+		if strings.HasPrefix(f, p) {
+			return true
+		}
+	}
+	return false
+}

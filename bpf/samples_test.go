@@ -44,13 +44,13 @@ func wakeupJoin(start string, pidFilter *planner.Filter) ([]*Trigger, []*planner
 	}
 	ts := []*Trigger{
 		{System: "sched", Event: start, Keys: []*planner.Expr{field("pid")},
-			Vars: []Var{{"ts0", tsUsecs()}}},
+			Vars: []Var{{Name: "ts0", Expr: tsUsecs()}}},
 		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
-			Vars: []Var{{"lat0", bin(tsUsecs(), '-', ref("ts0"))}},
+			Vars: []Var{{Name: "lat0", Expr: bin(tsUsecs(), '-', ref("ts0"))}},
 			Actions: []*planner.Action{{Handler: planner.OnMatch, Match: "sched." + start, Kind: planner.ActTrace,
 				Synth: "wl", Params: []*planner.Expr{field("next_pid"), ref("lat0")}}}},
 		{System: "synthetic", Event: "wl", Keys: []*planner.Expr{field("pid"), fieldMod("lat", "log2")},
-			Vals: []*planner.Expr{field("lat")}, Vars: []Var{{"wl_max", field("lat")}},
+			Vals: []*planner.Expr{field("lat")}, Vars: []Var{{Name: "wl_max", Expr: field("lat")}},
 			Actions: []*planner.Action{{Handler: planner.OnMax, Track: "wl_max", Kind: planner.ActSave,
 				Params: []*planner.Expr{field("lat")}}},
 			Filter: results, Size: 8192},
@@ -58,6 +58,26 @@ func wakeupJoin(start string, pidFilter *planner.Filter) ([]*Trigger, []*planner
 			Filter: &planner.Filter{Op: planner.FilterPred, Field: "lat", Cmp: ">=", Num: 1 << 63}},
 	}
 	return ts, []*planner.Synth{synth}
+}
+
+// commJoin is a JOIN that carries the start's comm in a string variable
+// and the end's next_comm, both into char[16] fields (one written
+// char[], as CAST(… AS char[]) does): SELECT start.comm, end.next_comm
+// AS comm2, start.pid, TIMESTAMP_DELTA_USECS AS lat.
+func commJoin(filter *planner.Filter) ([]*Trigger, []*planner.Synth) {
+	synth := &planner.Synth{Name: "wlc", Fields: []*planner.SynthField{
+		{Name: "comm", Type: "char", Array: "[16]"}, {Name: "comm2", Type: "char", Array: "[]"},
+		{Name: "pid", Type: "pid_t"}, {Name: "lat", Type: "u64", Unit: "us"}}}
+	return []*Trigger{
+		{System: "sched", Event: "sched_waking", Keys: []*planner.Expr{field("pid")},
+			Vars: []Var{{Name: "c_ts", Expr: tsUsecs()}, {Name: "c_comm", Expr: field("comm")}}},
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
+			Vars: []Var{{Name: "c_lat", Expr: bin(tsUsecs(), '-', ref("c_ts"))}},
+			Actions: []*planner.Action{{Handler: planner.OnMatch, Match: "sched.sched_waking", Kind: planner.ActTrace,
+				Synth: "wlc", Params: []*planner.Expr{ref("c_comm"), field("next_comm"), field("next_pid"), ref("c_lat")}}}},
+		{System: "synthetic", Event: "wlc", Keys: []*planner.Expr{field("comm"), field("comm2"), field("pid")},
+			Vals: []*planner.Expr{field("lat")}, Filter: filter},
+	}, []*planner.Synth{synth}
 }
 
 // syscount counts system calls by number: SELECT id, COUNT(*) FROM
@@ -73,6 +93,7 @@ func samples() map[string]func() ([]*Trigger, []*planner.Synth) {
 		"wakeup-join-waking": func() ([]*Trigger, []*planner.Synth) { return wakeupJoin("sched_waking", nil) },
 		"wakeup-join-wakeup": func() ([]*Trigger, []*planner.Synth) { return wakeupJoin("sched_wakeup", nil) },
 		"syscount":           func() ([]*Trigger, []*planner.Synth) { return syscount(), nil },
+		"comm-join":          func() ([]*Trigger, []*planner.Synth) { return commJoin(nil) },
 		"comm-keys": func() ([]*Trigger, []*planner.Synth) {
 			// SELECT prev_comm, next_comm, COUNT(*) FROM sched_switch
 			// WHERE prev_comm != "swapper/0" AND prev_prio >= -5

@@ -14,10 +14,7 @@ const SyntheticSystem = "synthetic"
 const DefaultSize = 2048
 
 // Var is a hist variable: Name=Expr.
-type Var struct {
-	Name string
-	Expr *planner.Expr
-}
+type Var = planner.Var
 
 // Trigger is one hist trigger of the typed plan, the engine's input: the
 // fields of planner.Hist the engine reads.
@@ -36,6 +33,25 @@ type Trigger struct {
 	// empty), NoHitcount nohitcount: both only shape what Read returns.
 	Sort       []string
 	NoHitcount bool
+	// File is the hist file that shows the trigger's histogram (relative
+	// to the tracefs root, planner.Hist.HistFile): ReadFiles's key.
+	File string
+}
+
+// FromHist is the trigger of a planned hist trigger.
+func FromHist(h *planner.Hist) *Trigger {
+	return &Trigger{System: h.System, Event: h.Event, Keys: h.Keys, Vals: h.Vals, Vars: h.Vars,
+		Actions: h.Actions, Filter: h.Filter, Size: h.Size, Name: h.Name, Sort: h.Sort,
+		NoHitcount: h.NoHitcount, File: h.HistFile()}
+}
+
+// FromHists is FromHist of each, in order.
+func FromHists(hs []*planner.Hist) []*Trigger {
+	out := make([]*Trigger, len(hs))
+	for i, h := range hs {
+		out[i] = FromHist(h)
+	}
+	return out
 }
 
 // Spec renders the trigger as the kernel lists it on "# trigger info:".

@@ -86,16 +86,16 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"flags", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("common_flags")}},
 			"common_flags", "first 8 bytes"},
-		{"stack", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{{Kind: planner.ExprStack, Name: "common_stacktrace", Mod: "stacktrace"}}},
-			"common_stacktrace.stacktrace", "stack trace"},
+		{"var-key", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{ref("x")},
+			Vars: []Var{{Name: "x", Expr: field("prev_prio")}}}, "$x", "variable in a key"},
 		{"glob", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
-			Filter: strPred("next_comm", "~", "ba*")}, `next_comm ~ "ba*"`, "not compiled"},
+			Filter: strPred("next_comm", "~", "*ba")}, `next_comm ~ "*ba"`, "not compiled"},
 		{"snapshot", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
-			Vars:    []Var{{"p", field("prev_prio")}},
+			Vars:    []Var{{Name: "p", Expr: field("prev_prio")}},
 			Actions: []*planner.Action{{Handler: planner.OnMax, Track: "p", Kind: planner.ActSnapshot}}},
 			"onmax($p).snapshot()", "snapshot"},
 		{"undefined", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
-			Vars: []Var{{"l", bin(tsUsecs(), '-', ref("nope"))}}}, "$nope", "defined by no trigger"},
+			Vars: []Var{{Name: "l", Expr: bin(tsUsecs(), '-', ref("nope"))}}}, "$nope", "defined by no trigger"},
 		{"string-value", &Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
 			Vals: []*planner.Expr{field("next_comm")}}, "next_comm", "not a number"},
 	}
@@ -111,4 +111,47 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVerifierRefusal loads a program the verifier refuses (a field the
+// format puts beyond the bytes a tracepoint's record may have (PERF_MAX_TRACE_SIZE, 8192)) and
+// checks that the refusal names the trigger and the expression, with the
+// verifier's own lines.
+func TestVerifierRefusal(t *testing.T) {
+	if why := canLoad(); why != "" {
+		t.Skip("cannot load BPF programs here: " + why)
+	}
+	ev, err := tracefs.ParseFormat("test", `name: far
+ID: 1
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+	field:int near;	offset:8;	size:4;	signed:1;
+	field:u64 far;	offset:16384;	size:8;	signed:0;
+
+print fmt: "%d", REC->near
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	format := func(system, event string) (*tracefs.Event, error) { return ev, nil }
+	ts := []*Trigger{
+		{System: "test", Event: "far", Keys: []*planner.Expr{field("near")}},
+		{System: "test", Event: "far", Keys: []*planner.Expr{field("near")}, Vals: []*planner.Expr{field("far")}},
+	}
+	e, err := New(ts, nil, format, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Load()
+	var be *Error
+	if !errors.As(err, &be) {
+		t.Fatalf("got %v, want the verifier's refusal as an *Error", err)
+	}
+	if be.Trigger != 1 || be.What != "far" || be.Event != "test/far" || len(be.Log) == 0 {
+		t.Errorf("refusal names trigger %d, %q on %s, log %q; want trigger 1, \"far\" on test/far and the log", be.Trigger, be.What, be.Event, be.Log)
+	}
+	t.Logf("%v", err)
 }
