@@ -37,7 +37,8 @@ unit: test-shells
 	$(FUZZCHECK) -time 6s ./live FuzzReadAwkOutput
 
 # The shells printed scripts are run under by emit's unit tests (dash,
-# mksh, busybox, bash --posix): installed with apt-get when missing (as
+# mksh, busybox, bash --posix), the awks of live's, and the tmux that
+# --live's test draws in: installed with apt-get when missing (as
 # root or with passwordless sudo; under CI=true a failure stops make).
 .PHONY: test-shells
 test-shells:

@@ -99,7 +99,7 @@ func TestDocCommands(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "go"), []byte("#!/bin/sh\nshift 2\nexec "+bin+" \"$@\"\n"), 0o755)
 	// A command that needs a target is compiled as printing would: an
 	// sqlhist that drops a run's flags (-r, -d, -i, -o, --out,
-	// --metrics, --engine, --events) and --via, for Debian's newest
+	// --metrics, --engine, --events, --live) and --via, for Debian's newest
 	// embedded kernel unless it names one; sudo runs it as it is.
 	pdir := t.TempDir()
 	os.WriteFile(filepath.Join(pdir, "sudo"), []byte("#!/bin/sh\nexec \"$@\"\n"), 0o755)
@@ -109,7 +109,7 @@ n=$#
 while [ $n -gt 0 ]; do
 	a=$1; shift; n=$((n-1))
 	case $a in
-	-r|--run|--events) ;;
+	-r|--run|--events|--live) ;;
 	-d|-i|-o|--out|--metrics|--engine|--via) shift; n=$((n-1)) ;;
 	--kernel|--formats) k=; set -- "$@" "$a" ;;
 	*) set -- "$@" "$a" ;;

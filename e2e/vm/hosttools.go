@@ -126,10 +126,12 @@ func aptInstall(pkgs []string) error {
 // TestShells are the shells emit's unit tests run printed scripts under
 // (TestScriptsUnderShells), and the awks the awk engine's scripts are run
 // with (live's TestAwkScript: busybox's, mawk, gawk and original-awk), by binary, with
-// the Debian package of each.
+// the Debian package of each; and tmux, the terminal cmd/sqlhist's
+// TestLiveViewTmux draws --live in.
 var TestShells = []struct{ Bin, Package string }{
 	{"dash", "dash"}, {"mksh", "mksh"}, {"busybox", "busybox-static"}, {"bash", "bash"},
 	{"mawk", "mawk"}, {"gawk", "gawk"}, {"original-awk", "original-awk"},
+	{"tmux", "tmux"},
 }
 
 // MissingTestShells returns the packages of the TestShells that are not
