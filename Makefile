@@ -55,6 +55,13 @@ dist:
 golden:
 	$(GO) test ./cmd/sqlhist -run 'TestGolden|TestPaperKernels' -update
 
+# Rewrite the flag blocks of the README and docs/ (between the markers
+# "<!-- sqlhist flags: … -->" and "<!-- end of sqlhist flags -->") from
+# the flag set, as --help prints it; TestDocFlagBlocks fails until then.
+.PHONY: docs-flags
+docs-flags:
+	$(GO) test ./cmd/sqlhist -run TestDocFlagBlocks -update
+
 # Five minutes of each of the two query fuzz targets, two workers each.
 fuzz:
 	$(FUZZCHECK) -time 5m -parallel 2 ./compiler FuzzParse
