@@ -39,7 +39,8 @@ type LiveFrame struct {
 // screen cleared below it, a header line (elapsed time, engine, events
 // lost, the totals of every statement), then the results as -r's tables
 // show them (most first unless ORDER BY says otherwise) with the
-// latency's distribution. The events are every statement's (in rows,
+// latency's distribution, without the note on what is exact (-r's
+// last table says it). The events are every statement's (in rows,
 // dropped for a full map, negative latencies); lost are those the stream
 // engine's ring buffers lost before they were read. The screen is cut to the terminal's size, the
 // last line saying how many lines did not fit. Its bytes depend only on
@@ -74,7 +75,7 @@ func WriteLiveFrame(w io.Writer, f LiveFrame, results []*Result) error {
 		head.WriteString("; Ctrl-C ends")
 	}
 	var body strings.Builder
-	if err := renderTables(&body, shown); err != nil {
+	if err := renderTablesNoted(&body, shown, false); err != nil {
 		return err
 	}
 	lines := append([]string{head.String(), ""}, strings.Split(strings.TrimRight(body.String(), "\n"), "\n")...)
@@ -120,9 +121,10 @@ type LiveView struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	began  time.Time
-	reads  int
-	hidden bool
+	began   time.Time // Start, then the collection's start (a tick before the first reading)
+	updated time.Time // the last reading
+	reads   int
+	hidden  bool
 }
 
 func (v *LiveView) now() time.Time {
@@ -144,13 +146,25 @@ func (v *LiveView) Start() {
 // -i counts its intervals.
 func (v *LiveView) Update(results []*Result) {
 	v.reads++
+	v.updated = v.now()
+	if v.reads == 1 {
+		// The collection began a tick before its first reading (the
+		// apply before it is not collecting).
+		v.began = v.updated.Add(-v.Every)
+	}
 	v.draw(LiveFrame{Elapsed: time.Duration(v.reads) * v.Every}, results)
 }
 
 // End draws the last screen from the run's final results and shows the
-// cursor below it.
+// cursor below it. Its elapsed time is the collection's, to its last
+// reading (the run's final one, before the teardown), or without a
+// reading since Start.
 func (v *LiveView) End(results []*Result) {
-	elapsed := max(v.now().Sub(v.began), time.Duration(v.reads)*v.Every).Round(100 * time.Millisecond)
+	end := v.updated
+	if end.IsZero() {
+		end = v.now()
+	}
+	elapsed := end.Sub(v.began).Round(100 * time.Millisecond)
 	v.draw(LiveFrame{Elapsed: elapsed, Done: true}, results)
 	v.Close()
 }
