@@ -17,8 +17,9 @@ type Flag struct {
 	Usage string
 	// Values are the argument's values when it has a fixed set (the
 	// completions offer them); RunValues, when not nil, those it takes
-	// with -r (--run) on the command line instead.
-	Values, RunValues []string
+	// with -r (--run) on the command line instead, and MergeValues those
+	// it takes after the merge command.
+	Values, RunValues, MergeValues []string
 }
 
 // manSection is a titled section of the man page.
@@ -109,7 +110,7 @@ func roff(s string) string {
 // Completion writes the completion script of shell (bash, zsh or fish)
 // for the command name: its flags, the subcommands words, and for the
 // flags with a fixed set of values (Flag.Values, RunValues with -r on
-// the line) those values, and for the flags that take an event
+// the line, MergeValues after merge) those values, and for the flags that take an event
 // (--describe, and the arguments of --list-events) the events of the catalog the command line chooses, as
 // "name --list-events" lists them with its --kernel, --formats, --arch
 // and --via words.
@@ -136,8 +137,12 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 			if len(f.Values) > 0 {
 				fw := strings.Join(flagWords(f), "|")
 				if f.RunValues != nil {
-					fmt.Fprintf(&b, "\t%s) if _%s_run; then COMPREPLY=($(compgen -W %q -- \"$cur\")); else COMPREPLY=($(compgen -W %q -- \"$cur\")); fi; return;;\n",
-						fw, name, strings.Join(f.RunValues, " "), strings.Join(f.Values, " "))
+					merge := ""
+					if f.MergeValues != nil {
+						merge = fmt.Sprintf("if [[ ${COMP_WORDS[1]} == merge ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); el", strings.Join(f.MergeValues, " "))
+					}
+					fmt.Fprintf(&b, "\t%s) %sif _%s_run; then COMPREPLY=($(compgen -W %q -- \"$cur\")); else COMPREPLY=($(compgen -W %q -- \"$cur\")); fi; return;;\n",
+						fw, merge, name, strings.Join(f.RunValues, " "), strings.Join(f.Values, " "))
 				} else {
 					fmt.Fprintf(&b, "\t%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return;;\n", fw, strings.Join(f.Values, " "))
 				}
@@ -177,7 +182,11 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 			case f.Name == "describe":
 				action = ":event:_" + name + "_events"
 			case f.RunValues != nil:
-				action = ":" + strings.ToLower(f.Arg) + ":{if (( ${words[(I)(-r|--run)]} )); then compadd - " +
+				merge := ""
+				if f.MergeValues != nil {
+					merge = "if (( ${words[(I)merge]} )); then compadd - " + strings.Join(f.MergeValues, " ") + "; el"
+				}
+				action = ":" + strings.ToLower(f.Arg) + ":{" + merge + "if (( ${words[(I)(-r|--run)]} )); then compadd - " +
 					strings.Join(f.RunValues, " ") + "; else compadd - " + strings.Join(f.Values, " ") + "; fi}"
 			case len(f.Values) > 0:
 				action = ":" + strings.ToLower(f.Arg) + ":(" + strings.Join(f.Values, " ") + ")"
@@ -205,8 +214,12 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 		}
 		for _, f := range flags {
 			if f.RunValues != nil {
-				fmt.Fprintf(&b, "function __%s_%s_values\n\tif __fish_contains_opt -s r run\n\t\tprintf '%%s\\n' %s\n\telse\n\t\tprintf '%%s\\n' %s\n\tend\nend\n",
-					name, metricPart(f.Name), strings.Join(f.RunValues, " "), strings.Join(f.Values, " "))
+				fmt.Fprintf(&b, "function __%s_%s_values\n\t", name, metricPart(f.Name))
+				if f.MergeValues != nil {
+					fmt.Fprintf(&b, "if __fish_seen_subcommand_from merge\n\t\tprintf '%%s\\n' %s\n\telse ", strings.Join(f.MergeValues, " "))
+				}
+				fmt.Fprintf(&b, "if __fish_contains_opt -s r run\n\t\tprintf '%%s\\n' %s\n\telse\n\t\tprintf '%%s\\n' %s\n\tend\nend\n",
+					strings.Join(f.RunValues, " "), strings.Join(f.Values, " "))
 			}
 		}
 		for _, f := range flags {

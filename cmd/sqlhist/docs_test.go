@@ -202,6 +202,7 @@ func TestCompletion(t *testing.T) {
 			{[]string{"sqlhist", "-r", "-d", "5", "-o", "''"}, "table\njson\ncsv\nfolded\npprof"},
 			{[]string{"sqlhist", "--run", "--output", "f"}, "folded"},
 			{[]string{"sqlhist", "completion", "''"}, "bash\nzsh\nfish"},
+			{[]string{"sqlhist", "merge", "-o", "''"}, "table\njson\ncsv"},
 		} {
 			if got := complete(c.words...); got != c.want+"\n" {
 				t.Errorf("%q completes to %q, want %q", c.words, got, c.want)
@@ -252,9 +253,11 @@ func TestCompletionValues(t *testing.T) {
 		if f.RunValues != nil {
 			rs := strings.Join(f.RunValues, " ")
 			want = map[string][]string{
-				"bash": {`if _sqlhist_run; then COMPREPLY=($(compgen -W "` + rs + `" -- "$cur")); else COMPREPLY=($(compgen -W "` + vs + `" -- "$cur")); fi`},
-				"zsh":  {"then compadd - " + rs + "; else compadd - " + vs + "; fi}"},
-				"fish": {"\t\tprintf '%s\\n' " + rs + "\n\telse\n\t\tprintf '%s\\n' " + vs + "\n", "complete -c sqlhist -l " + name + " -s o -x -a '(__sqlhist_" + name + "_values)'"},
+				"bash": {`if _sqlhist_run; then COMPREPLY=($(compgen -W "` + rs + `" -- "$cur")); else COMPREPLY=($(compgen -W "` + vs + `" -- "$cur")); fi`,
+					`if [[ ${COMP_WORDS[1]} == merge ]]; then COMPREPLY=($(compgen -W "table json csv" -- "$cur")); elif _sqlhist_run`},
+				"zsh": {"then compadd - " + rs + "; else compadd - " + vs + "; fi}", "{if (( ${words[(I)merge]} )); then compadd - table json csv; elif "},
+				"fish": {"\t\tprintf '%s\\n' " + rs + "\n\telse\n\t\tprintf '%s\\n' " + vs + "\n", "complete -c sqlhist -l " + name + " -s o -x -a '(__sqlhist_" + name + "_values)'",
+					"if __fish_seen_subcommand_from merge\n\t\tprintf '%s\\n' table json csv\n\telse if"},
 			}
 		}
 		for sh, ws := range want {
@@ -280,6 +283,12 @@ func TestCompletionValues(t *testing.T) {
 	for _, v := range with["engine"].Values {
 		if _, err := live.PickEngine(v, tracefs.Features{}); err != nil {
 			t.Errorf("--engine %s: %v", v, err)
+		}
+	}
+	for _, v := range with["output"].MergeValues {
+		e, _, stderr := testEnv(nil, "")
+		if code := run([]string{"merge", "-o", v, "missing.json"}, e); code == exitUsage || strings.Contains(stderr.String(), "-o") {
+			t.Errorf("merge -o %s: exit %d: %s", v, code, stderr)
 		}
 	}
 	given := func(string) bool { return false }

@@ -66,6 +66,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	values("engine", "values", live.Engines)
 	values("output", "values", live.PrintFormats)
 	values("output", "run-values", live.RunFormats)
+	values("output", "merge-values", live.Formats) // sqlhist merge -o
 	fl.Usage = func() { writeHelp(stderr, fl) }
 	return fl
 }
@@ -117,7 +118,7 @@ func flagDocs(fl *pflag.FlagSet) []live.Flag {
 			arg = "VALUE"
 		}
 		fs = append(fs, live.Flag{Name: f.Name, Short: f.Shorthand, Arg: arg, Usage: usage,
-			Values: f.Annotations["values"], RunValues: f.Annotations["run-values"]})
+			Values: f.Annotations["values"], RunValues: f.Annotations["run-values"], MergeValues: f.Annotations["merge-values"]})
 	})
 	return fs
 }
