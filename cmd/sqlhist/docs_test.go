@@ -160,6 +160,34 @@ func TestCompletion(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "sched_switch\t") {
 				t.Errorf("fish: --describe sched_swi on 6.1 completes to %q (%v), want sched_switch", out, err)
 			}
+			// The values of the flags with a fixed set, -o's by the
+			// command line (fish sorts them).
+			for line, want := range map[string]string{
+				"sqlhist --kernel 6.": "6.1 6.12", "sqlhist --arch ar": "arm arm64", "sqlhist -o ": "bootconfig json script",
+				"sqlhist -r -o ": "csv folded json pprof table", "sqlhist merge -o ": "csv json table", "sqlhist completion ": "bash fish zsh",
+			} {
+				out, err := exec.Command("fish", "-c", "source "+script+"; complete -C '"+line+"'").CombinedOutput()
+				var got []string
+				for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+					v, _, _ := strings.Cut(l, "\t")
+					got = append(got, v)
+				}
+				if err != nil || strings.Join(got, " ") != want {
+					t.Errorf("fish: %q completes to %q (%v), want %s", line, out, err, want)
+				}
+			}
+		}
+		if sh == "zsh" {
+			// -o's action, run with the words of a command line and a
+			// compadd that prints what it is given.
+			_, action, _ := strings.Cut(stdout.String(), ":format:{")
+			action, _, _ = strings.Cut(action, "}' \\\n")
+			for words, want := range map[string]string{"sqlhist -o": "script json bootconfig", "sqlhist -r -d 1 -o": "table json csv folded pprof", "sqlhist merge -o": "table json csv"} {
+				out, err := exec.Command("zsh", "-fc", "compadd() { shift; print -r -- \"$*\" }; words=("+words+" ''); "+action).CombinedOutput()
+				if err != nil || strings.TrimSpace(string(out)) != want {
+					t.Errorf("zsh: -o after %q offers %q (%v), want %s", words, out, err, want)
+				}
+			}
 		}
 		if sh != "bash" {
 			continue
