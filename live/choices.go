@@ -131,7 +131,7 @@ func (c *Choices) checkLive() error {
 	case c.Out != "":
 		return fmt.Errorf("--live draws the results on the terminal: drop --out (or --live, to write them to %s)", c.Out)
 	case c.Output != "table":
-		return fmt.Errorf("--live draws tables: drop -o %s (or --live; -i %s prints each interval in it)", c.Output, c.Output)
+		return fmt.Errorf("--live draws tables: drop -o %s (or --live: -i prints each interval as %s)", c.Output, c.Output)
 	}
 	if c.Every == 0 {
 		c.Every = DefaultLiveEvery

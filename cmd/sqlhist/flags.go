@@ -27,7 +27,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.BoolVarP(&o.run, "run", "r", false, "apply, collect, print the results, then remove everything (in a private instance unless -B)")
 	fl.StringVarP(&o.live.Duration, "duration", "d", "", "with -r: collect for `D` seconds (10, 0.5) or a duration (1m30s); default until Ctrl-C")
 	fl.StringVarP(&o.live.Interval, "interval", "i", "", "with -r: print the results of each `I` seconds (or a duration) alone, then the total")
-	fl.BoolVar(&o.live.Live, "live", false, "with -r on a terminal: redraw the results in place every -i (default 1s), most first, under a line with the elapsed time, the engine, the events lost and the totals; Ctrl-C leaves the last screen; to a pipe or file, as -i (default 1)")
+	fl.BoolVar(&o.live.Live, "live", false, "with -r on a terminal: redraw the results in place every -i (default 1s), most first, under a line with the elapsed time, the engine, the events lost and the totals; Ctrl-C leaves the last screen; to a pipe or a file it prints as -i does")
 	fl.BoolVar(&o.live.Events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
 	fl.StringVarP(&o.live.Output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
 	fl.StringVar(&o.live.Metrics, "metrics", "", "with -r: serve the results as Prometheus metrics on `ADDR` (127.0.0.1:9101, :9101) at /metrics, read every -i or 5s, until Ctrl-C or -d")
