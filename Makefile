@@ -39,10 +39,11 @@ unit: test-shells
 	$(FUZZCHECK) -time 5s ./bpf FuzzReadMaps
 
 # The shells printed scripts are run under by emit's unit tests (dash,
-# mksh, busybox, bash --posix), the awks of the awk engine's tests, and
-# chromium and prometheus (the heatmap's and the dashboard's tests):
-# installed with apt-get when missing (as root or with passwordless sudo;
-# under CI=true a failure stops make).
+# mksh, busybox, bash --posix), the awks of the awk engine's tests,
+# chromium and prometheus (the heatmap's and the dashboard's tests) and
+# the tmux that --live's test draws in: installed with apt-get when
+# missing (as root or with passwordless sudo; under CI=true a failure
+# stops make).
 .PHONY: test-shells
 test-shells:
 	$(GO) run ./tools/test-shells
@@ -57,6 +58,13 @@ dist:
 # Rewrite the want/ sections of testdata/queries/*.txtar.
 golden:
 	$(GO) test ./cmd/sqlhist -run 'TestGolden|TestPaperKernels' -update
+
+# Rewrite the flag blocks of the README and docs/ (between the markers
+# "<!-- sqlhist flags: … -->" and "<!-- end of sqlhist flags -->") from
+# the flag set, as --help prints it; TestDocFlagBlocks fails until then.
+.PHONY: docs-flags
+docs-flags:
+	$(GO) test ./cmd/sqlhist -run TestDocFlagBlocks -update
 
 # Five minutes of each of the two query fuzz targets, two workers each.
 fuzz:

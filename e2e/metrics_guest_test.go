@@ -36,7 +36,7 @@ echo "@@metrics-csv"; grep '^total,' /tmp/mout
 echo "@@metrics-stderr"; cat /tmp/merr
 `
 
-var metricsCallRE = regexp.MustCompile(`^sqlhist_sys_enter_events_total\{call="([^"]+)",target=""\} (\d+)$`)
+var metricsCallRE = regexp.MustCompile(`^sqlhist_sys_enter_events_total\{call="([^"]+)"\} (\d+)$`)
 
 // checkMetricsGuest: the page served in the guest has every call's count
 // (at most the final total's, which was read later), sqlhist_up 1, two
@@ -70,10 +70,10 @@ func checkMetricsGuest(t *testing.T, kname string, sec map[string]string, out st
 		}
 	}
 	reads := 0
-	if m := regexp.MustCompile(`(?m)^sqlhist_reads_total\{target=""\} (\d+)$`).FindStringSubmatch(page); m != nil {
+	if m := regexp.MustCompile(`(?m)^sqlhist_reads_total (\d+)$`).FindStringSubmatch(page); m != nil {
 		reads, _ = strconv.Atoi(m[1])
 	}
-	if calls == 0 || served == 0 || !strings.Contains(page, `sqlhist_up{target=""} 1`) || reads < 2 ||
+	if calls == 0 || served == 0 || !strings.Contains(page, `sqlhist_up 1`) || reads < 2 ||
 		!strings.Contains(page, "process_resident_memory_bytes") {
 		t.Errorf("%s: the page served in the guest (%d calls, %d events, reads %v):\n%s\nstderr:\n%s", kname, calls, served, reads, page, sec["metrics-stderr"])
 		return

@@ -265,7 +265,7 @@ func viaStreamChecks(t *testing.T, kname, via, bin string) string {
 	if code != 0 {
 		t.Errorf("-i through --via: exit %d:\n%s%s", code, out, errs)
 	}
-	if page := <-pages; !strings.Contains(page, `sqlhist_events_lost_total{engine="stream",target=""} 0`) || !strings.Contains(page, `sqlhist_up{target=""} 1`) {
+	if page := <-pages; !strings.Contains(page, `sqlhist_events_lost_total{engine="stream"} 0`) || !strings.Contains(page, `sqlhist_up 1`) {
 		t.Errorf("--metrics of the stream engine through --via: the last page served:\n%s", page)
 	}
 	checkViaIntervals(t, out)

@@ -16,6 +16,7 @@ type Choices struct {
 	Out                    string // --out: the results' file
 	Duration               string // -d: seconds ("10", "0.5") or a Go duration ("1m30s")
 	Interval               string // -i: print each interval alone
+	Live                   bool   // --live: redraw the results in place on a terminal
 	Engine                 string // --engine: kernel, stream or auto
 	Metrics                string // --metrics: the address /metrics is served on
 	Series                 int    // --metrics-series: label sets a query keeps
@@ -55,7 +56,7 @@ func (c *Choices) Check(given func(name string) bool) error {
 	if !c.Run {
 		// -d and --engine stream print the awk engine's script (checked
 		// again once the catalog is known: CheckAwk).
-		for _, f := range []string{"events", "out", "metrics", "metrics-series"} {
+		for _, f := range []string{"events", "out", "metrics", "metrics-series", "live"} {
 			if given(f) {
 				return fmt.Errorf("--%s goes with --run (-r)", f)
 			}
@@ -102,6 +103,9 @@ func (c *Choices) Check(given func(name string) bool) error {
 		}
 		c.Every = iv
 	}
+	if err := c.checkLive(); err != nil {
+		return err
+	}
 	if err := c.checkOut(); err != nil {
 		return err
 	}
@@ -114,6 +118,32 @@ func (c *Choices) Check(given func(name string) bool) error {
 	}
 	return nil
 }
+
+// checkLive validates --live: a view of tables on the terminal, redrawn
+// every -i (DefaultLiveEvery without it). On a stdout that is not a
+// terminal it prints each interval as -i does (LiveView says which).
+func (c *Choices) checkLive() error {
+	if !c.Live {
+		return nil
+	}
+	switch {
+	case c.Events:
+		return fmt.Errorf("--live redraws the results in place; --events streams every event: use one of them")
+	case c.Out != "":
+		return fmt.Errorf("--live draws the results on the terminal: drop --out (or --live, to write them to %s)", c.Out)
+	case c.Output != "table":
+		return fmt.Errorf("--live draws tables: drop -o %s (or --live: -i prints each interval as %s)", c.Output, c.Output)
+	}
+	if c.Every == 0 {
+		c.Every = DefaultLiveEvery
+	}
+	return nil
+}
+
+// LiveView reports whether -r draws the --live view: --live with the
+// results going to a terminal. Without a terminal, --live prints each
+// interval as -i does.
+func (c *Choices) LiveView() bool { return c.Live && c.OutTerminal }
 
 // checkAlso validates --teardown-out and --plan-out: the other forms of
 // a printed or applied compile.

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/mattn/go-isatty"
 
@@ -41,6 +44,51 @@ func ParseSave(s string) ([]string, error) { return planner.ParseSave(s) }
 
 // EmbeddedSummary names the catalogs embedded in the binary.
 func EmbeddedSummary() string { return tracefs.EmbeddedSummary() }
+
+// EmbeddedVersions lists the kernel versions --kernel takes: those with
+// an embedded catalog of any architecture, oldest first.
+func EmbeddedVersions() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range tracefs.Arches {
+		for _, v := range tracefs.EmbeddedKernelsOf(a) {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		as, bs := strings.Split(a, "."), strings.Split(b, ".")
+		for i := 0; i < min(len(as), len(bs)); i++ {
+			x, _ := strconv.Atoi(as[i])
+			y, _ := strconv.Atoi(bs[i])
+			if x != y {
+				return x - y
+			}
+		}
+		return len(as) - len(bs)
+	})
+	return out
+}
+
+// ArchNames lists the architectures --arch names (x86_64 first).
+func ArchNames() []string {
+	var out []string
+	for _, a := range tracefs.Arches {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// The fixed sets of values of sqlhist's flags, for the completions: the
+// engines of --engine, the formats -o prints (PrintFormats) and those of
+// -r's results (RunFormats).
+var (
+	Engines      = []string{EngineAuto, EngineKernel, EngineStream, EngineAwk}
+	PrintFormats = []string{"script", "json", "bootconfig"}
+	RunFormats   = []string{"table", "json", "csv", "folded", "pprof"}
+)
 
 // Quote quotes s for a POSIX shell.
 func Quote(s string) string { return emit.Quote(s) }

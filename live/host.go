@@ -36,6 +36,9 @@ type Host struct {
 	// IsTerminal reports whether a writer is a terminal (-o pprof
 	// refuses one); nil: never.
 	IsTerminal func(w io.Writer) bool
+	// TermSize is the size of the terminal a writer is (--live cuts its
+	// screen to it); nil: not known.
+	TermSize func(w io.Writer) (cols, rows int, ok bool)
 	// With --via: HostDir opens this machine's directories (--formats),
 	// while Dir, Writer, Mounts, Pipe and Writable reach the target;
 	// Uname is the target's release and machine; Beat and Uptime make
@@ -96,6 +99,7 @@ func ThisMachine() Host {
 		Writable:    Access,
 		ReplaceFile: ReplaceFile,
 		IsTerminal:  IsTerminal,
+		TermSize:    TermSize,
 		Getenv:      os.Getenv,
 		CacheDir:    CacheDir(),
 		Local:       true,

@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -14,6 +15,11 @@ type Flag struct {
 	Short string // one letter, or ""
 	Arg   string // the argument's name (FILE, N), "" for a boolean
 	Usage string
+	// Values are the argument's values when it has a fixed set (the
+	// completions offer them); RunValues, when not nil, those it takes
+	// with -r (--run) on the command line instead, and MergeValues those
+	// it takes after the merge command.
+	Values, RunValues, MergeValues []string
 }
 
 // manSection is a titled section of the man page.
@@ -103,8 +109,9 @@ func roff(s string) string {
 
 // Completion writes the completion script of shell (bash, zsh or fish)
 // for the command name: its flags, the subcommands words, and for the
-// flags that take an event (--describe, and the arguments of
-// --list-events) the events of the catalog the command line chooses, as
+// flags with a fixed set of values (Flag.Values, RunValues with -r on
+// the line, MergeValues after merge) those values, and for the flags that take an event
+// (--describe, and the arguments of --list-events) the events of the catalog the command line chooses, as
 // "name --list-events" lists them with its --kernel, --formats, --arch
 // and --via words.
 func Completion(w io.Writer, shell, name string, flags []Flag, words []string) error {
@@ -116,10 +123,29 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 		b.WriteString("\tlocal i a=()\n\tfor ((i = 1; i < COMP_CWORD; i++)); do\n\t\tcase ${COMP_WORDS[i]} in\n")
 		b.WriteString("\t\t--kernel|--formats|--arch|--via|-t|--tracefs) a+=(\"${COMP_WORDS[i]}\" \"${COMP_WORDS[i+1]}\");;\n\t\tesac\n\tdone\n")
 		fmt.Fprintf(&b, "\t%s --list-events \"${a[@]}\" 2>/dev/null | sed 's,.*/,,'\n}\n", name)
-		fmt.Fprintf(&b, "_%s() {\n\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n\tcase $prev in\n", name)
+		fmt.Fprintf(&b, "_%s_run() {\n\tlocal w\n\tfor w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do\n\t\tcase $w in -r|--run) return 0;; esac\n\tdone\n\treturn 1\n}\n", name)
+		fmt.Fprintf(&b, "_%s() {\n\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n", name)
+		if slices.Contains(words, "completion") {
+			b.WriteString("\tif ((COMP_CWORD == 2)) && [[ $prev == completion ]]; then COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\")); return; fi\n")
+		}
+		b.WriteString("\tcase $prev in\n")
 		var files, args []string
 		for _, f := range flags {
 			if f.Arg == "" || f.Name == "describe" {
+				continue
+			}
+			if len(f.Values) > 0 {
+				fw := strings.Join(flagWords(f), "|")
+				if f.RunValues != nil {
+					merge := ""
+					if f.MergeValues != nil {
+						merge = fmt.Sprintf("if [[ ${COMP_WORDS[1]} == merge ]]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); el", strings.Join(f.MergeValues, " "))
+					}
+					fmt.Fprintf(&b, "\t%s) %sif _%s_run; then COMPREPLY=($(compgen -W %q -- \"$cur\")); else COMPREPLY=($(compgen -W %q -- \"$cur\")); fi; return;;\n",
+						fw, merge, name, strings.Join(f.RunValues, " "), strings.Join(f.Values, " "))
+				} else {
+					fmt.Fprintf(&b, "\t%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return;;\n", fw, strings.Join(f.Values, " "))
+				}
 				continue
 			}
 			if strings.Contains(f.Arg, "FILE") || strings.Contains(f.Arg, "DIR") {
@@ -155,6 +181,15 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 			switch {
 			case f.Name == "describe":
 				action = ":event:_" + name + "_events"
+			case f.RunValues != nil:
+				merge := ""
+				if f.MergeValues != nil {
+					merge = "if (( ${words[(I)merge]} )); then compadd - " + strings.Join(f.MergeValues, " ") + "; el"
+				}
+				action = ":" + strings.ToLower(f.Arg) + ":{" + merge + "if (( ${words[(I)(-r|--run)]} )); then compadd - " +
+					strings.Join(f.RunValues, " ") + "; else compadd - " + strings.Join(f.Values, " ") + "; fi}"
+			case len(f.Values) > 0:
+				action = ":" + strings.ToLower(f.Arg) + ":(" + strings.Join(f.Values, " ") + ")"
 			case strings.Contains(f.Arg, "FILE") || strings.Contains(f.Arg, "DIR"):
 				action = ":" + strings.ToLower(f.Arg) + ":_files"
 			case f.Arg != "":
@@ -174,6 +209,19 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 		b.WriteString("\t\tif contains -- $w[$i] --kernel --formats --arch --via -t --tracefs; and test $i -lt (count $w)\n\t\t\tset a $a $w[$i] $w[(math $i + 1)]\n\t\tend\n\tend\n")
 		fmt.Fprintf(&b, "\t%s --list-events $a 2>/dev/null | sed 's,.*/,,'\nend\n", name)
 		fmt.Fprintf(&b, "complete -c %s -n '__fish_use_subcommand' -a %q\n", name, strings.Join(words, " "))
+		if slices.Contains(words, "completion") {
+			fmt.Fprintf(&b, "complete -c %s -n '__fish_seen_subcommand_from completion' -f -a 'bash zsh fish'\n", name)
+		}
+		for _, f := range flags {
+			if f.RunValues != nil {
+				fmt.Fprintf(&b, "function __%s_%s_values\n\t", name, metricPart(f.Name))
+				if f.MergeValues != nil {
+					fmt.Fprintf(&b, "if __fish_seen_subcommand_from merge\n\t\tprintf '%%s\\n' %s\n\telse ", strings.Join(f.MergeValues, " "))
+				}
+				fmt.Fprintf(&b, "if __fish_contains_opt -s r run\n\t\tprintf '%%s\\n' %s\n\telse\n\t\tprintf '%%s\\n' %s\n\tend\nend\n",
+					strings.Join(f.RunValues, " "), strings.Join(f.Values, " "))
+			}
+		}
 		for _, f := range flags {
 			fmt.Fprintf(&b, "complete -c %s -l %s", name, f.Name)
 			if f.Short != "" {
@@ -182,6 +230,10 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 			switch {
 			case f.Name == "describe":
 				fmt.Fprintf(&b, " -x -a '(__%s_events)'", name)
+			case f.RunValues != nil:
+				fmt.Fprintf(&b, " -x -a '(__%s_%s_values)'", name, metricPart(f.Name))
+			case len(f.Values) > 0:
+				fmt.Fprintf(&b, " -x -a %s", fishQuote(strings.Join(f.Values, " ")))
 			case strings.Contains(f.Arg, "FILE") || strings.Contains(f.Arg, "DIR"):
 				b.WriteString(" -r -F")
 			case f.Arg != "":

@@ -609,7 +609,8 @@ func (m *Result) sortMerged(order []planner.ResultOrder, accs []*rowAcc) {
 
 // resultOrder is how a result's rows are ordered, as column labels
 // ("count" for the count): the histogram's sort= fields, a JOIN's ORDER
-// BY (else most events first), the kernel's default (fewest first).
+// BY, else most events first (newResult sorts a histogram without
+// sort= so).
 func resultOrder(res *Result) []planner.ResultOrder {
 	h, u := res.Hist, res.Unit
 	if len(h.Sort) > 0 {
@@ -627,10 +628,7 @@ func resultOrder(res *Result) []planner.ResultOrder {
 	if u != nil && len(u.Order) > 0 {
 		return u.Order
 	}
-	if res.Latency != nil || u != nil && u.Results == h && h != nil {
-		return []planner.ResultOrder{{Label: "count", Desc: true}}
-	}
-	return []planner.ResultOrder{{Label: "count"}}
+	return []planner.ResultOrder{{Label: "count", Desc: true}}
 }
 
 // sortLabel is the label of the column a sort= field names.

@@ -164,8 +164,8 @@ Totals:
 const kmallocSQL = `SELECT common_pid, COUNT(*) AS n, SUM(bytes_alloc), MAX(bytes_req) FROM kmalloc GROUP BY common_pid`
 
 // Merging GROUP BY aggregates: COUNT(*) and SUM add, MAX is the largest,
-// the Totals add, and the rows follow the histogram's order (the
-// kernel's: fewest first).
+// the Totals add, and the rows are most first, as -r shows them without
+// ORDER BY (ties by their keys).
 func TestMergeAggregates(t *testing.T) {
 	a := runOn(t, kmallocSQL, 9, "kmem/kmalloc", kmallocHist(
 		"{ common_pid:        100 } hitcount:          3  bytes_alloc:        300\n\tmax:         64  bytes_req:         64\n"+
@@ -181,7 +181,7 @@ func TestMergeAggregates(t *testing.T) {
 	if err := live.Write(&out, m.Results, "csv"); err != nil {
 		t.Fatal(err)
 	}
-	want := "common_pid,n,sum(bytes_alloc),max(bytes_req)\n200,1,32,32\n100,5,1300,512\n300,5,50,10\n"
+	want := "common_pid,n,sum(bytes_alloc),max(bytes_req)\n100,5,1300,512\n300,5,50,10\n200,1,32,32\n"
 	if out.String() != want {
 		t.Errorf("merged:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -44,7 +44,8 @@ const OtherLabel = "_other"
 // read at each [Options.OnTotal]; the counters carry the run's start as
 // their created time, so that a run started again begins new series.
 //
-// Each target (a fleet's, labelled target=NAME; "" for a lone run) has
+// Each target (a fleet's, labelled target=NAME; "" for a lone run, whose
+// series have no target label) has
 // its own results and health: sqlhist_up, the last read, reads, the
 // stream engine's lost events, each map's hits, entries and drops. A
 // target that fails shows as down and its results' series go; the others
@@ -201,32 +202,67 @@ func (c *exporterCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Descriptions of the run's own health.
+// The run's own health: name, help and the labels besides target's.
+type healthMetric struct {
+	name, help string
+	labels     []string
+}
+
 var (
-	descUp       = prometheus.NewDesc("sqlhist_up", "1 while the target's run is collecting and read, 0 once it failed or ended.", []string{"target"}, nil)
-	descRead     = prometheus.NewDesc("sqlhist_last_read_timestamp_seconds", "When the target's results were last read (Unix time).", []string{"target"}, nil)
-	descReads    = prometheus.NewDesc("sqlhist_reads_total", "Readings of the target's results.", []string{"target"}, nil)
-	descStart    = prometheus.NewDesc("sqlhist_run_start_timestamp_seconds", "When the target's run began collecting (Unix time); a new value is a new run, whose counters start again.", []string{"target"}, nil)
-	descLost     = prometheus.NewDesc("sqlhist_events_lost_total", "Events the stream engine's ring buffers lost before they were read (0 for the kernel's hist triggers).", []string{"target", "engine"}, nil)
-	descHits     = prometheus.NewDesc("sqlhist_map_hits_total", "Events that reached the query's hist map.", []string{"target", "query"}, nil)
-	descEntries  = prometheus.NewDesc("sqlhist_map_entries", "Entries in the query's hist map.", []string{"target", "query"}, nil)
-	descDropped  = prometheus.NewDesc("sqlhist_map_dropped_total", "Events the query's hist map dropped because it was full: its counts are then short.", []string{"target", "query"}, nil)
-	descNegative = prometheus.NewDesc("sqlhist_negative_latencies_total", "A JOIN's events whose latency was negative (the end stamped before the start), left out of its histogram.", []string{"target", "query"}, nil)
-	descFolded   = prometheus.NewDesc("sqlhist_series_folded", "Label sets of the query counted under "+OtherLabel+" beyond the limit of label sets.", []string{"target", "query"}, nil)
+	descUp       = healthMetric{"sqlhist_up", "1 while the target's run is collecting and read, 0 once it failed or ended.", nil}
+	descRead     = healthMetric{"sqlhist_last_read_timestamp_seconds", "When the target's results were last read (Unix time).", nil}
+	descReads    = healthMetric{"sqlhist_reads_total", "Readings of the target's results.", nil}
+	descStart    = healthMetric{"sqlhist_run_start_timestamp_seconds", "When the target's run began collecting (Unix time); a new value is a new run, whose counters start again.", nil}
+	descLost     = healthMetric{"sqlhist_events_lost_total", "Events the stream engine's ring buffers lost before they were read (0 for the kernel's hist triggers).", []string{"engine"}}
+	descHits     = healthMetric{"sqlhist_map_hits_total", "Events that reached the query's hist map.", []string{"query"}}
+	descEntries  = healthMetric{"sqlhist_map_entries", "Entries in the query's hist map.", []string{"query"}}
+	descDropped  = healthMetric{"sqlhist_map_dropped_total", "Events the query's hist map dropped because it was full: its counts are then short.", []string{"query"}}
+	descNegative = healthMetric{"sqlhist_negative_latencies_total", "A JOIN's events whose latency was negative (the end stamped before the start), left out of its histogram.", []string{"query"}}
+	descFolded   = healthMetric{"sqlhist_series_folded", "Label sets of the query counted under " + OtherLabel + " beyond the limit of label sets.", []string{"query"}}
 )
+
+// targetLabels are the first label names and values of a target's
+// series: target=NAME for a fleet's target, none for a lone run (which
+// has no target to name).
+func targetLabels(target string, names, values []string) ([]string, []string) {
+	if target == "" {
+		return names, values
+	}
+	return append([]string{"target"}, names...), append([]string{target}, values...)
+}
+
+// healthDesc is m's description for the target's series, with the
+// values of its labels.
+func healthDesc(m healthMetric, target string, values ...string) (*prometheus.Desc, []string) {
+	names, vals := targetLabels(target, m.labels, values)
+	return prometheus.NewDesc(m.name, m.help, names, nil), vals
+}
+
+// health is a gauge or counter of the run's own health.
+func health(m healthMetric, kind prometheus.ValueType, v float64, target string, values ...string) prometheus.Metric {
+	d, lv := healthDesc(m, target, values...)
+	return prometheus.MustNewConstMetric(d, kind, v, lv...)
+}
+
+// healthSince is a counter of the run's own health created at the run's
+// start.
+func healthSince(m healthMetric, v float64, start time.Time, target string, values ...string) prometheus.Metric {
+	d, lv := healthDesc(m, target, values...)
+	return prometheus.MustNewConstMetricWithCreatedTimestamp(d, prometheus.CounterValue, v, start, lv...)
+}
 
 func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *exported) {
 	up := 0.0
 	if t.up {
 		up = 1
 	}
-	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, name)
-	ch <- prometheus.MustNewConstMetric(descReads, prometheus.CounterValue, float64(t.reads), name)
+	ch <- health(descUp, prometheus.GaugeValue, up, name)
+	ch <- health(descReads, prometheus.CounterValue, float64(t.reads), name)
 	if !t.read.IsZero() {
-		ch <- prometheus.MustNewConstMetric(descRead, prometheus.GaugeValue, float64(t.read.UnixNano())/1e9, name)
+		ch <- health(descRead, prometheus.GaugeValue, float64(t.read.UnixNano())/1e9, name)
 	}
 	if !t.start.IsZero() {
-		ch <- prometheus.MustNewConstMetric(descStart, prometheus.GaugeValue, float64(t.start.UnixNano())/1e9, name)
+		ch <- health(descStart, prometheus.GaugeValue, float64(t.start.UnixNano())/1e9, name)
 	}
 	if len(t.results) == 0 {
 		return
@@ -238,21 +274,21 @@ func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *ex
 		}
 		lost = max(lost, res.Lost)
 	}
-	ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(descLost, prometheus.CounterValue, float64(lost), t.start, name, engine)
+	ch <- healthSince(descLost, float64(lost), t.start, name, engine)
 	names := metricNames(t.results, t.suffix)
 	for i, res := range t.results {
 		q := names[i]
 		if res.Read != nil {
 			tot := res.Totals()
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(descHits, prometheus.CounterValue, float64(tot.Hits), t.start, name, q)
-			ch <- prometheus.MustNewConstMetric(descEntries, prometheus.GaugeValue, float64(tot.Entries), name, q)
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(descDropped, prometheus.CounterValue, float64(tot.Dropped), t.start, name, q)
+			ch <- healthSince(descHits, float64(tot.Hits), t.start, name, q)
+			ch <- health(descEntries, prometheus.GaugeValue, float64(tot.Entries), name, q)
+			ch <- healthSince(descDropped, float64(tot.Dropped), t.start, name, q)
 		}
 		if res.Latency != nil {
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(descNegative, prometheus.CounterValue, float64(res.Negative), t.start, name, q)
+			ch <- healthSince(descNegative, float64(res.Negative), t.start, name, q)
 		}
 		folded := e.collectResult(ch, name, t, q, res)
-		ch <- prometheus.MustNewConstMetric(descFolded, prometheus.GaugeValue, float64(folded), name, q)
+		ch <- health(descFolded, prometheus.GaugeValue, float64(folded), name, q)
 	}
 }
 
@@ -456,8 +492,7 @@ func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *
 	created := t.start
 	for _, k := range order {
 		s := byKey[k]
-		lv := append([]string{target}, s.labels...)
-		ln := append([]string{"target"}, labels...)
+		ln, lv := targetLabels(target, labels, s.labels)
 		switch {
 		case res.Latency != nil:
 			unit := "nanoseconds"

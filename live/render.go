@@ -152,6 +152,13 @@ func (res *Result) cells(r Row, approx string) []string {
 }
 
 func renderTables(w io.Writer, results []*Result) error {
+	return renderTablesNoted(w, results, true)
+}
+
+// renderTablesNoted is renderTables, with the note on what is exact
+// under a latency's table or (note false: --live, where a line counts)
+// without it.
+func renderTablesNoted(w io.Writer, results []*Result, note bool) error {
 	for i, res := range results {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -182,7 +189,9 @@ func renderTables(w io.Writer, results []*Result) error {
 		}
 		fmt.Fprintln(w)
 		if res.Latency != nil && len(res.Distribution) > 0 {
-			fmt.Fprintf(w, "count, avg and max are exact; p50, p90 and p99 are interpolated in their log2 bucket (the true value is within it: up to a factor of 2)\n")
+			if note {
+				fmt.Fprintf(w, "count, avg and max are exact; p50, p90 and p99 are interpolated in their log2 bucket (the true value is within it: up to a factor of 2)\n")
+			}
 			fmt.Fprintf(w, "\n%s (%s):\n", res.Latency.Label, res.Latency.Unit)
 			writeDistribution(w, res.Distribution)
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,10 +184,13 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 		// Folding changed counts: the kernel's order no longer holds.
 		sortEntries(entries, h.Sort)
 	}
+	counted := true // every entry shows its hitcount
 	for _, ent := range entries {
 		hits := uint64(0)
 		if n, ok := hitcountOf(ent); ok {
 			hits = n
+		} else {
+			counted = false
 		}
 		var r Row
 		var key []string
@@ -249,7 +253,12 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 		res.sortRows(u.Order)
 	}
 	if h.Limit > 0 && len(res.Rows) > h.Limit {
+		// A histogram's LIMIT keeps the first entries of its hist file,
+		// as a printed script's closing line does (emit.LimitHist).
 		res.Rows = res.Rows[:h.Limit]
+	}
+	if res.Latency == nil && len(h.Sort) == 0 {
+		res.mostFirst(counted)
 	}
 	return res
 }
@@ -307,6 +316,30 @@ func (res *Result) sortRows(order []planner.ResultOrder) {
 			if c != 0 {
 				return c < 0
 			}
+		}
+		for k := range a.Cells {
+			if c := compareCells(a.Cells[k], b.Cells[k]); c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+}
+
+// mostFirst orders the rows of a histogram without sort= (no ORDER BY),
+// which the kernel lists fewest first, as every other result of -r
+// without ORDER BY is: most events first, ties by their keys (so the
+// output is deterministic). Without the counts (nohitcount) it reverses
+// the kernel's order, which is by count.
+func (res *Result) mostFirst(counted bool) {
+	if !counted {
+		slices.Reverse(res.Rows)
+		return
+	}
+	sort.SliceStable(res.Rows, func(i, j int) bool {
+		a, b := &res.Rows[i], &res.Rows[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
 		}
 		for k := range a.Cells {
 			if c := compareCells(a.Cells[k], b.Cells[k]); c != 0 {

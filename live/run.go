@@ -144,7 +144,13 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 		r.log = io.Discard
 	}
 	r.instance = instanceOf(plan)
-	if err := checkIntervalColumns(plan, opt.Interval); err != nil {
+	every := opt.Interval
+	if opt.OnInterval == nil {
+		// Only the totals are read at each tick (--live, --metrics):
+		// a share of everything counted is one.
+		every = 0
+	}
+	if err := checkIntervalColumns(plan, every); err != nil {
 		return nil, err
 	}
 	if t.FS == nil || r.instance == "" {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
@@ -198,5 +199,37 @@ Totals:
 	// before it reads and removes the histogram.
 	if hist < 0 || end < 0 || hist > end || endGone < 0 || histGone < endGone {
 		t.Errorf("order of writes (histogram %d, end trigger %d; removed %d, %d):\n%s", hist, end, histGone, endGone, f.String())
+	}
+}
+
+// A share of the count is refused when each interval is printed alone
+// (-i: the kernel's share is of the whole run), and run when only the
+// totals are read at each tick (--live, --metrics).
+func TestRunSharesWithTotals(t *testing.T) {
+	fsys, err := tracefs.Embedded("7.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := source.NewSource("share.sql", "SELECT CAST(id AS SYSCALL) AS call, CAST(COUNT(*) AS PERCENT) AS share FROM sys_enter")
+	plan, diags := live.Compile(src, tracefs.Open(fsys), live.Prepare(planner.Options{}, 9))
+	if plan == nil {
+		t.Fatal(diags.Render(src))
+	}
+	never := func(time.Duration) (<-chan time.Time, func()) { return make(chan time.Time), func() {} }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f := newFakeOf("7.2")
+	_, err = live.Run(ctx, &live.Target{Root: "/t", FS: f, W: f}, plan, live.Options{Interval: time.Second, Tick: never, OnInterval: func(*live.Interval) {}})
+	if err == nil || !strings.Contains(err.Error(), "-i shows what each interval collected") || len(f.Writes) != 0 {
+		t.Errorf("-i with a share: %v, writes %q", err, f.Writes)
+	}
+	f = newFakeOf("7.2")
+	f.Files["instances/sqlhist_9/events/raw_syscalls/sys_enter/hist"] = "# event histogram\n#\n# trigger info: hist:keys=id.syscall:vals=hitcount,hitcount.percent:sort=hitcount:size=2048 [active]\n#\n\n" +
+		"{ id: sys_read                      [  0] } hitcount:          3 hitcount (%):  75.00\n" +
+		"{ id: sys_close                     [  3] } hitcount:          1 hitcount (%):  25.00\n\nTotals:\n    Hits: 4\n    Entries: 2\n    Dropped: 0\n"
+	var totals int
+	rep, err := live.Run(ctx, &live.Target{Root: "/t", FS: f, W: f}, plan, live.Options{Interval: time.Second, Tick: never, OnTotal: func([]*live.Result) { totals++ }})
+	if err != nil || rep == nil || totals != 1 || rep.Results[0].Totals().Hits != 4 {
+		t.Errorf("the totals with a share: %v, %d readings, %+v", err, totals, rep)
 	}
 }

@@ -126,6 +126,7 @@ func TestWriteFolded(t *testing.T) {
 		t.Fatalf("%d lines for %d rows:\n%s", len(lines), len(res.Rows), b.String())
 	}
 	var sum uint64
+	prev := uint64(1 << 63)
 	for _, l := range lines {
 		i := strings.LastIndexByte(l, ' ')
 		v, err := strconv.ParseUint(l[i+1:], 10, 64)
@@ -134,12 +135,15 @@ func TestWriteFolded(t *testing.T) {
 			frames[len(frames)-2] != "schedule" || strings.Contains(l, "+0x") {
 			t.Errorf("line %q", l)
 		}
-		sum += v
+		if v > prev {
+			t.Errorf("line %q after one of %d: not most first", l, prev)
+		}
+		sum, prev = sum+v, v
 	}
 	if sum != got.Totals.Hits {
 		t.Errorf("folded values add up to %d, hits %d", sum, got.Totals.Hits)
 	}
-	first := "common_cpu=1;ret_from_fork_asm;ret_from_fork;kthread;kcompactd;schedule_timeout;schedule;__schedule 1"
+	first := "common_cpu=1;entry_SYSCALL_64_after_hwframe;do_syscall_64;__do_sys_wait4;kernel_wait4;do_wait;schedule;__schedule 23"
 	if lines[0] != first {
 		t.Errorf("first line %q, want %q", lines[0], first)
 	}

@@ -16,7 +16,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl := pflag.NewFlagSet("sqlhist", pflag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.SortFlags = false
-	fl.StringVarP(&o.name, "name", "n", "", "synthetic event name of the JOIN (default: <first>_to_<last> event; no effect, with a warning, without a JOIN)")
+	fl.StringVarP(&o.name, "name", "n", "", "the synthetic event `NAME` of the JOIN (default: <first>_to_<last> event; no effect, with a warning, without a JOIN)")
 	fl.StringVarP(&o.file, "file", "f", "", "read SQL from `FILE` ('-' for stdin)")
 	fl.StringVarP(&o.Root, "tracefs", "t", "/sys/kernel/tracing", "the tracefs `DIR` on the target: the root of printed paths, and where -e, -r and --cleanup write (libtracefs's -t only says where formats are read: here that is --formats)")
 	fl.StringVar(&o.Formats, "formats", "", "read event formats from `DIR` (a tracefs or a copy); default: the -t dir when it holds events/, else the embedded catalog")
@@ -27,11 +27,12 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.BoolVarP(&o.run, "run", "r", false, "apply, collect, print the results, then remove everything (in a private instance unless -B)")
 	fl.StringVarP(&o.live.Duration, "duration", "d", "", "with -r: collect for `D` seconds (10, 0.5) or a duration (1m30s); default until Ctrl-C")
 	fl.StringVarP(&o.live.Interval, "interval", "i", "", "with -r: print the results of each `I` seconds (or a duration) alone, then the total")
+	fl.BoolVar(&o.live.Live, "live", false, "with -r on a terminal: redraw the results in place every -i (default 1s), most first, under a line with the elapsed time, the engine, the events lost and the totals; Ctrl-C leaves the last screen; to a pipe or a file it prints as -i does")
 	fl.BoolVar(&o.live.Events, "events", false, "with -r: stream the synthetic events' trace lines instead of a table")
 	fl.StringVarP(&o.live.Output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
 	fl.StringVar(&o.live.Metrics, "metrics", "", "with -r: serve the results as Prometheus metrics on `ADDR` (127.0.0.1:9101, :9101) at /metrics, read every -i or 5s, until Ctrl-C or -d")
 	fl.StringVar(&o.dashboard, "metrics-dashboard", "", "with --metrics: write a Grafana dashboard of the run's metrics to `FILE` (JSON, before anything is applied): heatmaps, quantiles and rates, the data source and job as variables")
-	fl.IntVar(&o.live.Series, "metrics-series", live.DefaultMetricSeries, "with --metrics: label sets a query keeps; the rest are counted as "+live.OtherLabel)
+	fl.IntVar(&o.live.Series, "metrics-series", live.DefaultMetricSeries, "with --metrics: the `N` label sets a query keeps; the rest are counted as "+live.OtherLabel)
 	fl.StringVar(&o.heatmap, "heatmap", "", "with -r and -i: draw the intervals as latency heatmaps (time across, log2 buckets up, events as colour) to `FILE`, rewritten every interval: an SVG picture, or a page of its own for a name ending in .html")
 	fl.StringVar(&o.live.Engine, "engine", "auto", "with -r: `ENGINE` that answers: kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (kernel where it can); when printing, stream (or awk) prints a script whose awk computes the query on the target (the default for a --kernel or --formats catalog without hist triggers), with -d its run time")
 	fl.StringVar(&o.live.Out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")
@@ -55,11 +56,19 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.BoolVar(&o.dryRun, "dry-run", false, "with --cleanup: print what it would remove, remove nothing")
 	fl.StringArrayVar(&o.via, "via", nil, "reach the target through `COMMAND`, run with sh -c here, whose input and output are a shell on the target (ssh root@board, adb shell, kubectl exec -i POD -- sh, socat - /dev/ttyUSB0,raw,echo=0); nothing is installed there; repeat for a fleet")
 	fl.StringVar(&o.viaFile, "via-file", "", "read --via commands from `FILE`, one a line (# comments)")
-	fl.IntVar(&o.viaJobs, "via-jobs", 8, "with a fleet: how many targets are worked on at once")
+	fl.IntVar(&o.viaJobs, "via-jobs", 8, "with a fleet: work on `N` targets at once")
 	fl.DurationVar(&o.viaTimeout, "via-timeout", live.DefaultViaTimeout, "with --via: how long to wait for each answer from the target before giving it up (`DURATION`; a slow serial line, a loaded or emulated target need more)")
 	fl.StringVar(&o.viaTrace, "via-trace", "", "with --via: write each command sent to the target, and when its answer came, to `FILE` (with several targets, FILE.1, FILE.2, …)")
 	fl.BoolVarP(&o.help, "help", "h", false, "show this help")
 	fl.BoolVar(&o.version, "version", false, "print the build's commit, Go version and architecture, and the embedded catalogs")
+	// The values of the flags with a fixed set, for the completions.
+	values := func(name, key string, vs []string) { fl.SetAnnotation(name, key, vs) }
+	values("kernel", "values", live.EmbeddedVersions())
+	values("arch", "values", live.ArchNames())
+	values("engine", "values", live.Engines)
+	values("output", "values", live.PrintFormats)
+	values("output", "run-values", live.RunFormats)
+	values("output", "merge-values", live.Formats) // sqlhist merge -o
 	fl.Usage = func() { writeHelp(stderr, fl) }
 	return fl
 }
@@ -112,7 +121,8 @@ func flagDocs(fl *pflag.FlagSet) []live.Flag {
 		if arg == "stringArray" {
 			arg = "VALUE"
 		}
-		fs = append(fs, live.Flag{Name: f.Name, Short: f.Shorthand, Arg: arg, Usage: usage})
+		fs = append(fs, live.Flag{Name: f.Name, Short: f.Shorthand, Arg: arg, Usage: usage,
+			Values: f.Annotations["values"], RunValues: f.Annotations["run-values"], MergeValues: f.Annotations["merge-values"]})
 	})
 	return fs
 }

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,13 +68,18 @@ func TestRunMetrics(t *testing.T) {
 		done <- run([]string{"-r", "--metrics", addr, "SELECT CAST(id AS SYSCALL) AS call FROM sys_enter"}, e)
 	}()
 	ticks <- time.Time{}
-	getMetrics(t, addr, `sqlhist_sys_enter_events_total{call="sys_read",target=""} 10`)
+	getMetrics(t, addr, `sqlhist_sys_enter_events_total{call="sys_read"} 10`)
 	ticks <- time.Time{}
-	m := getMetrics(t, addr, `sqlhist_sys_enter_events_total{call="sys_read",target=""} 25`)
-	for _, want := range []string{`sqlhist_sys_enter_events_total{call="sys_close",target=""} 3`, `sqlhist_up{target=""} 1`, `sqlhist_reads_total{target=""} 2`, "process_resident_memory_bytes"} {
+	m := getMetrics(t, addr, `sqlhist_sys_enter_events_total{call="sys_read"} 25`)
+	for _, want := range []string{`sqlhist_sys_enter_events_total{call="sys_close"} 3`, `sqlhist_up 1`, `sqlhist_reads_total 2`, "process_resident_memory_bytes"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("no %q in /metrics:\n%s", want, m)
 		}
+	}
+	// A lone run has no target to name: no series has a target label
+	// (a fleet's have target=its --via).
+	if strings.Contains(m, "target=") {
+		t.Errorf("a lone run's series carry a target label:\n%s", m)
 	}
 	f.sigs <- os.Interrupt
 	if code := <-done; code != exitOK {
@@ -118,5 +125,57 @@ func TestRunMetricsUsage(t *testing.T) {
 	}
 	if len(f.Writes) != 0 || len(f.lease) != 0 {
 		t.Errorf("writes before the address was refused: %q %q", f.Writes, f.lease)
+	}
+}
+
+// The recording rules docs/metrics.md gives for seconds turn the
+// kernel's microseconds into seconds: promtool test rules evaluates them
+// over series in microseconds (half the events in (4, 8], half in
+// (8, 16], 10 us on average, 1500 us at most).
+func TestSecondsRules(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("no promtool (Debian package prometheus) to check the rules of docs/metrics.md")
+	}
+	doc, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(doc), "**Seconds.**")
+	_, block, _ := strings.Cut(after, "```yaml\n")
+	rules, _, ok := strings.Cut(block, "```")
+	if !ok || !strings.Contains(rules, "/ 1e6") {
+		t.Fatalf("no rules block after **Seconds.** in docs/metrics.md")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "rules.yml"), []byte(rules), 0o644)
+	const series = "sqlhist_wakeup_lat_lat_microseconds"
+	test := `rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - {series: '` + series + `_bucket{comm="sh",le="8"}', values: '0+60x10'}
+      - {series: '` + series + `_bucket{comm="sh",le="16"}', values: '0+120x10'}
+      - {series: '` + series + `_bucket{comm="sh",le="+Inf"}', values: '0+120x10'}
+      - {series: '` + series + `_sum{comm="sh"}', values: '0+1200x10'}
+      - {series: '` + series + `_count{comm="sh"}', values: '0+120x10'}
+      - {series: '` + series + `_max{comm="sh"}', values: '1500x10'}
+    promql_expr_test:
+      - expr: comm:sqlhist_wakeup_lat_lat_seconds:p99_5m
+        eval_time: 10m
+        exp_samples: [{labels: 'comm:sqlhist_wakeup_lat_lat_seconds:p99_5m{comm="sh"}', value: 1.584e-05}]
+      - expr: comm:sqlhist_wakeup_lat_lat_seconds:avg_5m
+        eval_time: 10m
+        exp_samples: [{labels: 'comm:sqlhist_wakeup_lat_lat_seconds:avg_5m{comm="sh"}', value: 1e-05}]
+      - expr: sqlhist_wakeup_lat_lat_seconds_max
+        eval_time: 10m
+        exp_samples: [{labels: 'sqlhist_wakeup_lat_lat_seconds_max{comm="sh"}', value: 0.0015}]
+`
+	os.WriteFile(filepath.Join(dir, "test.yml"), []byte(test), 0o644)
+	cmd := exec.Command(promtool, "test", "rules", "test.yml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool test rules: %v:\n%s", err, out)
 	}
 }

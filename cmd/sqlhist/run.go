@@ -237,7 +237,8 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 	defer stop()
 	opt := e.RunOptions(&o.live)
 	var ivErr error
-	if o.live.Every > 0 {
+	view := o.liveView(e)
+	if o.live.Every > 0 && view == nil {
 		opt.OnInterval = func(iv *live.Interval) {
 			if err := o.writeInterval(e, iv); err != nil && ivErr == nil {
 				ivErr = err
@@ -248,6 +249,18 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 	done, err := e.ServeMetrics(ctx, &o.live, &opt)
 	if err != nil {
 		return refuse(e, err)
+	}
+	if view != nil {
+		serve := opt.OnTotal
+		opt.Interval, opt.Tick = o.live.Every, e.Tick
+		opt.OnTotal = func(rs []*live.Result) {
+			if serve != nil {
+				serve(rs)
+			}
+			view.Update(rs)
+		}
+		view.Start()
+		defer view.Close() // the cursor comes back on every way out
 	}
 	t := e.Target(o.Root)
 	rep, err := e.RunAwkVia(ctx, &o.live, plan, opt, o.Root)
@@ -266,10 +279,36 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 	if ivErr != nil {
 		return report(e, src, ivErr)
 	}
+	if view != nil {
+		// The last screen stays: it is the run's results.
+		view.End(rep.Results)
+		for _, res := range rep.Results {
+			res.WriteWarnings(e.Stderr)
+		}
+		return code
+	}
 	if err = o.writeResults(e, rep, o.live.Every > 0); err != nil {
 		return report(e, src, err)
 	}
 	return code
+}
+
+// liveView is the view of --live on a terminal, or nil: without
+// --live, or when stdout is not a terminal (then each interval is
+// printed as -i prints it, which a note says).
+func (o *options) liveView(e env) *live.LiveView {
+	if !o.live.Live {
+		return nil
+	}
+	if !o.live.LiveView() {
+		fmt.Fprintf(e.Stderr, "sqlhist: note: --live: stdout is not a terminal: each interval is printed as -i %s prints it\n", o.live.Every)
+		return nil
+	}
+	v := &live.LiveView{W: e.Stdout, Every: o.live.Every, Engine: o.live.Used}
+	if e.TermSize != nil {
+		v.Size = func() (int, int, bool) { return e.TermSize(e.Stdout) }
+	}
+	return v
 }
 
 func usageError(e env, format string, args ...any) int {

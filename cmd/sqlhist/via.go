@@ -65,8 +65,8 @@ func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
 // otherwise each target's output is printed whole under a "# target:
 // LABEL" line. The exit status is that of the first target that failed.
 func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
-	if o.run && (fl.Changed("interval") || o.live.Events) {
-		return usageError(e, "with several targets, -r prints each target's results and the merged ones: -i and --events take one --via")
+	if o.run && (fl.Changed("interval") || o.live.Events || o.live.Live) {
+		return usageError(e, "with several targets, -r prints each target's results and the merged ones: -i, --live and --events take one --via")
 	}
 	if o.run && live.IsStackFormat(o.live.Output) {
 		return usageError(e, "with several targets, -o takes table, json or csv")

@@ -131,7 +131,8 @@ func TestViaFailures(t *testing.T) {
 		want string
 	}{
 		{[]string{"--via", "dash", "--via", "dash", wakeupSQL}, "the same target twice"},
-		{[]string{"--via", "dash", "--via", "mksh", "-r", "-i", "1", wakeupSQL}, "-i and --events take one --via"},
+		{[]string{"--via", "dash", "--via", "mksh", "-r", "-i", "1", wakeupSQL}, "-i, --live and --events take one --via"},
+		{[]string{"--via", "dash", "--via", "mksh", "-r", "--live", wakeupSQL}, "-i, --live and --events take one --via"},
 		{[]string{"--via", "dash", "--via", "mksh", "-r", "-o", "folded", wakeupSQL}, "-o takes table, json or csv"},
 		{[]string{"--via", " ", wakeupSQL}, "empty command"},
 		{[]string{"--via", "dash", "--via-jobs", "0", wakeupSQL}, "--via-jobs must be at least 1"},

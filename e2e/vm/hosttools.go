@@ -126,14 +126,15 @@ func aptInstall(pkgs []string) error {
 // TestShells are the shells emit's unit tests run printed scripts under
 // (TestScriptsUnderShells), and the awks the awk engine's scripts are run
 // with (live's TestAwkScript: busybox's, mawk, gawk and original-awk), by binary, with
-// the Debian package of each; and the programs that look at sqlhist's
+// the Debian package of each; the programs that look at sqlhist's
 // pictures and metrics in live's tests: chromium renders the heatmaps
 // (TestHeatmapInChromium), prometheus queries a generated dashboard's
-// panels (TestDashboardInPrometheus).
+// panels (TestDashboardInPrometheus); and tmux, the terminal
+// cmd/sqlhist's TestLiveViewTmux draws --live in.
 var TestShells = []struct{ Bin, Package string }{
 	{"dash", "dash"}, {"mksh", "mksh"}, {"busybox", "busybox-static"}, {"bash", "bash"},
 	{"mawk", "mawk"}, {"gawk", "gawk"}, {"original-awk", "original-awk"},
-	{"chromium", "chromium"}, {"prometheus", "prometheus"},
+	{"chromium", "chromium"}, {"prometheus", "prometheus"}, {"tmux", "tmux"},
 }
 
 // MissingTestShells returns the packages of the TestShells that are not
