@@ -85,7 +85,7 @@ func ArchNames() []string {
 // engines of --engine, the formats -o prints (PrintFormats) and those of
 // -r's results (RunFormats).
 var (
-	Engines      = []string{EngineAuto, EngineKernel, EngineStream, EngineAwk}
+	Engines      = []string{EngineAuto, EngineBPF, EngineKernel, EngineStream, EngineAwk}
 	PrintFormats = []string{"script", "json", "bootconfig"}
 	RunFormats   = []string{"table", "json", "csv", "folded", "pprof"}
 )

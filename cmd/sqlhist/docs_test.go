@@ -224,7 +224,7 @@ func TestCompletion(t *testing.T) {
 			{[]string{"sqlhist", "--kernel", "''"}, strings.Join(live.EmbeddedVersions(), "\n")},
 			{[]string{"sqlhist", "--kernel", "6."}, "6.1\n6.12"},
 			{[]string{"sqlhist", "--arch", "ar"}, "arm64\narm"},
-			{[]string{"sqlhist", "--engine", "''"}, "auto\nkernel\nstream\nawk"},
+			{[]string{"sqlhist", "--engine", "''"}, "auto\nbpf\nkernel\nstream\nawk"},
 			{[]string{"sqlhist", "-o", "''"}, "script\njson\nbootconfig"},
 			{[]string{"sqlhist", "--output", "b"}, "bootconfig"},
 			{[]string{"sqlhist", "-r", "-d", "5", "-o", "''"}, "table\njson\ncsv\nfolded\npprof"},
