@@ -98,14 +98,14 @@ func archRunPhase(t *testing.T, kname, arch string) phase {
 	if herr != "" {
 		t.Fatalf("sqlhist --teardown on the host: %s", herr)
 	}
-	guest := strings.ReplaceAll(forArch(archRunScript, arch), "$DEMO_ARG", demoArg[arch])
+	guest := withBPFRun(strings.ReplaceAll(forArch(archRunScript, arch), "$DEMO_ARG", demoArg[arch]))
 	files := []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, arch)},
 		{Path: "/work/bin/demo", Mode: 0o755, Data: buildDemo(t, arch)},
 		{Path: "/work/host.sh", Data: []byte(script)}, {Path: "/work/host-teardown.sh", Data: []byte(teardown)}}
 	return phase{name: "run", script: guest, files: files, timeout: 6 * time.Minute,
 		check: func(t *testing.T, out string) string {
 			checkArchRun(t, kname, arch, k.ShortVersion(), script, out)
-			return ""
+			return checkBPFRun(t, kname, out)
 		}}
 }
 

@@ -1,0 +1,105 @@
+package e2e
+
+// The BPF engine in the run phase (issue 43, item 6): on every kernel
+// of the run phase, the JOIN, the syscall histogram and the log2
+// aggregate run with --engine bpf, and -r without --engine (auto) runs
+// the histogram; the kernel is asked whether it has the bpf() system
+// call (CONFIG_BPF_SYSCALL makes /proc/sys/kernel/unprivileged_bpf_disabled),
+// not its release. Where it has, the answers are the BPF engine's,
+// plausible and whole, and auto picked BPF; where it has not (the
+// kernels the suite builds), --engine bpf is refused before anything
+// is written, with the reason, and auto answers with the hist triggers
+// saying why not BPF. Either way tracefs is left as it was (the phase's
+// state checks), and a BPF run killed with SIGKILL while it collects
+// leaves its programs nowhere (bpf's TestKillLeavesNothing, in
+// bpfengine_guest_test.go, looks them up by id).
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// bpfRunScript runs the BPF engine's part of the run phase; $J and $H
+// are the phase's JOIN and histogram.
+const bpfRunScript = `# The BPF engine (bpfrun_test.go).
+if [ -e /proc/sys/kernel/unprivileged_bpf_disabled ]; then echo "@@bpf-syscall yes"; else echo "@@bpf-syscall no"; fi
+BA='SELECT CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY lat ORDER BY n DESC'
+/work/sqlhist -r --engine bpf -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@bpfjoin-exit $?"
+echo "@@bpfjoin-json"; cat /tmp/out; echo "@@bpfjoin-stderr"; cat /tmp/err
+/work/sqlhist -r --engine bpf -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@bpfhist-exit $?"
+echo "@@bpfhist-json"; cat /tmp/out; echo "@@bpfhist-stderr"; cat /tmp/err
+/work/sqlhist -r --engine bpf -d 2 -o json "$BA" > /tmp/out 2> /tmp/err; echo "@@bpfagg-exit $?"
+echo "@@bpfagg-json"; cat /tmp/out; echo "@@bpfagg-stderr"; cat /tmp/err
+/work/sqlhist -r -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@autohist-exit $?"
+echo "@@autohist-json"; cat /tmp/out; echo "@@autohist-stderr"; cat /tmp/err
+echo "@@bpf-done"
+`
+
+// withBPFRun puts the BPF engine's part into a run phase's script before
+// its workload stops.
+func withBPFRun(script string) string {
+	return strings.Replace(script, "kill $W\nwait $W\n", bpfRunScript+"kill $W\nwait $W\n", 1)
+}
+
+// bpfEngineJSON is what the checks read of a -o json document.
+type bpfEngineJSON struct {
+	Engine string `json:"engine"`
+	Reason string `json:"engine_reason"`
+	Lost   int    `json:"lost"`
+}
+
+// checkBPFRun checks the BPF engine's part of a run phase. It returns a
+// note for the table.
+func checkBPFRun(t *testing.T, kname, out string) string {
+	t.Helper()
+	sec := sections(out)
+	if !strings.Contains(out, "@@bpf-done\n") {
+		t.Errorf("%s: the BPF part did not end:\n%s", kname, lastLines(out, 20))
+		return ""
+	}
+	has := strings.Contains(out, "@@bpf-syscall yes\n")
+	engineOf := func(name string) bpfEngineJSON {
+		var e bpfEngineJSON
+		if err := json.Unmarshal([]byte(sec[name+"-json"]), &e); err != nil {
+			t.Errorf("%s: %s: %v:\n%s\nstderr:\n%s", kname, name, err, sec[name+"-json"], sec[name+"-stderr"])
+		}
+		return e
+	}
+	if !has {
+		// Refused before anything is written, saying why; auto takes the
+		// kernel's hist triggers and says why not BPF.
+		for _, q := range []string{"bpfjoin", "bpfhist", "bpfagg"} {
+			if !strings.Contains(out, "@@"+q+"-exit 1\n") || !strings.Contains(sec[q+"-stderr"], "bpf") || sec[q+"-json"] != "" {
+				t.Errorf("%s: %s without the bpf() system call: want exit 1 and the reason, got:\n%s\n%s", kname, q, sec[q+"-json"], sec[q+"-stderr"])
+			}
+		}
+		wantLines(t, out, "@@autohist-exit 0")
+		checkHist(t, sec["autohist-json"])
+		// The kernel's JSON names no engine (it is the default).
+		if e := engineOf("autohist"); e.Engine != "" {
+			t.Errorf("%s: auto without the bpf() system call ran %q, want the kernel's hist triggers", kname, e.Engine)
+		}
+		return "bpf: refused (no bpf() system call), auto: hist triggers"
+	}
+	wantLines(t, out, "@@bpfjoin-exit 0", "@@bpfhist-exit 0", "@@bpfagg-exit 0", "@@autohist-exit 0")
+	checkJoin(t, "bpf join", sec["bpfjoin-json"])
+	checkHist(t, sec["bpfhist-json"])
+	checkHist(t, sec["autohist-json"])
+	checkAggregate(t, sec["bpfagg-json"], "lat")
+	for _, q := range []string{"bpfjoin", "bpfhist", "bpfagg", "autohist"} {
+		e := engineOf(q)
+		if e.Engine != "bpf" {
+			t.Errorf("%s: %s ran engine %q (%s), want bpf:\n%s", kname, q, e.Engine, e.Reason, sec[q+"-stderr"])
+		}
+		// A program the kernel skipped is an event lost: a few at most
+		// (an interrupt's wakeup during another BPF program).
+		if e.Lost > 10 {
+			t.Errorf("%s: %s: %d program runs skipped", kname, q, e.Lost)
+		}
+	}
+	if e := engineOf("autohist"); !strings.HasPrefix(e.Reason, "auto: BPF") {
+		t.Errorf("%s: auto's reason %q", kname, e.Reason)
+	}
+	return "bpf: join, hist, aggregate, auto"
+}
