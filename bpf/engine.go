@@ -44,6 +44,8 @@ type Engine struct {
 	// caps are the bytes of each synthetic char[] field ("synth/field"):
 	// the most a parameter fired into it brings.
 	caps map[string]int
+	// scratch says a program's frame is in the scratch map.
+	scratch bool
 
 	coll  *ebpf.Collection
 	links []link.Link
@@ -206,6 +208,10 @@ func (e *Engine) spec() *ebpf.CollectionSpec {
 		}
 		cs.Maps[m.name] = &ebpf.MapSpec{Name: m.name, Type: typ, KeySize: uint32(m.keySize),
 			ValueSize: uint32(m.valSize), MaxEntries: uint32(m.entries)}
+	}
+	if e.scratch {
+		cs.Maps[scratchMap] = &ebpf.MapSpec{Name: scratchMap, Type: ebpf.PerCPUArray, KeySize: 4,
+			ValueSize: scratchSize, MaxEntries: 1}
 	}
 	cs.Maps[statsMap] = &ebpf.MapSpec{Name: statsMap, Type: ebpf.Array, KeySize: 4,
 		ValueSize: uint32(8 * max(1, len(e.maps))), MaxEntries: 1}

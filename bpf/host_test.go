@@ -764,3 +764,69 @@ func TestJoinAgainstHist(t *testing.T) {
 		t.Errorf("median latency bucket: BPF 2^%d, kernel 2^%d", mb, mk)
 	}
 }
+
+// TestHostScratch runs the JOIN that carries task names twice at once
+// over the same wakeups: with its frame on the BPF stack, and in the
+// per-CPU scratch map (where a program whose keys and records exceed the
+// stack keeps them): the same entries.
+func TestHostScratch(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const n = 500
+	tid, run, release := pingPong(t, n)
+	defer release()
+	var engines []*Engine
+	for _, scratch := range []bool{false, true} {
+		ts, synths := commJoin(pred("pid", "==", uint64(tid)))
+		forceScratch = scratch
+		e, err := New(ts, synths, hostFormat, Options{})
+		forceScratch = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.scratch != scratch {
+			t.Fatalf("scratch %v, asked %v", e.scratch, scratch)
+		}
+		if err := e.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer e.Stop()
+		engines = append(engines, e)
+	}
+	run()
+	time.Sleep(50 * time.Millisecond)
+	var got [2]map[string]uint64
+	var lost uint64
+	for i, e := range engines {
+		hs, err := e.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := e.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost += l
+		got[i] = map[string]uint64{}
+		for _, ent := range hs[2].Entries {
+			got[i][ent.Keys[0].Text+"/"+ent.Keys[1].Text+"/"+ent.Keys[2].Raw] += ent.Values[0].Num
+		}
+	}
+	release()
+	t.Logf("on the stack: %v; in the scratch map: %v; %d runs skipped", got[0], got[1], lost)
+	if len(got[0]) == 0 {
+		t.Fatal("nothing joined")
+	}
+	for k, a := range got[0] {
+		b := got[1][k]
+		if a > b+lost || b > a+lost {
+			t.Errorf("%s: %d on the stack, %d in the scratch map", k, a, b)
+		}
+	}
+	if len(got[0]) != len(got[1]) {
+		t.Errorf("%d entries on the stack, %d in the scratch map", len(got[0]), len(got[1]))
+	}
+}
