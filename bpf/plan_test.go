@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/tools/txtar"
 
 	"github.com/sqlhist/sqlhist/bpf"
@@ -45,6 +46,9 @@ func planned(t *testing.T, sql string, cat *tracefs.Catalog) ([]*planner.Hist, [
 func loadable() string {
 	if os.Geteuid() != 0 {
 		return "not root"
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return err.Error()
 	}
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.TracePoint, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
