@@ -21,11 +21,13 @@ type Options struct {
 	// LongSize is the bytes of an unsigned long on the target (8 when 0):
 	// the size of a synthetic event's long fields.
 	LongSize int
-	// Syscall names a system call number for a .syscall key; nil leaves
-	// the name empty.
+	// Syscall names a system call number for a .syscall key; nil (or
+	// "") gives "unknown_syscall", as the kernel prints one it cannot
+	// name.
 	Syscall func(nr uint64) string
 	// Sym names a kernel address for .sym ("func") and .sym-offset
-	// ("func+0x10/0x80") keys; nil leaves the address alone.
+	// ("func+0x10/0x80") keys and stack frames (with offset); nil (or
+	// "") gives the address in hex.
 	Sym func(addr uint64, offset bool) string
 	// PerCPU makes the maps that only count and sum (no variables, no
 	// onmax or onchange, no .execname) per-CPU hashes, added to without

@@ -21,24 +21,33 @@ echo "@@memlock $(ulimit -l)"
 echo "@@exit $?"
 `
 
-// TestBPFEngineGuest boots x86-64 kernels with BPF (SQLHIST_KERNELS
-// narrows; default 5.10 (bullseye's, no hist triggers) and 6.1) and runs
+// TestBPFEngineGuest boots x86-64 and arm64 kernels with BPF
+// (SQLHIST_KERNELS narrows; default 5.10 (bullseye's, no hist triggers)
+// and 6.1) and runs
 // the BPF engine's tests there: the programs through the kernel's own
 // verifier, and the wakeup JOIN on its own tracepoints.
 func TestBPFEngineGuest(t *testing.T) {
 	needKernels(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "bpf.test")
-	cmd := exec.Command("go", "test", "-c", "-o", bin, "../bpf")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the bpf tests: %v\n%s", err, out)
+	bins := map[string][]byte{}
+	binary := func(goarch string) []byte {
+		if b, ok := bins[goarch]; ok {
+			return b
+		}
+		bin := filepath.Join(dir, "bpf.test."+goarch)
+		cmd := exec.Command("go", "test", "-c", "-o", bin, "../bpf")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building the bpf tests for %s: %v\n%s", goarch, err, out)
+		}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bins[goarch] = data
+		return data
 	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []vm.File{{Path: "/work/bpf.test", Mode: 0o755, Data: data}}
+	var files []vm.File
 	queries, err := filepath.Glob("../testdata/queries/*.txtar")
 	if err != nil || len(queries) == 0 {
 		t.Fatalf("no queries: %v", err)
@@ -55,12 +64,18 @@ func TestBPFEngineGuest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.Arch != "" && k.Arch != "amd64" {
-			t.Logf("%s: not x86-64; skipped", kname)
+		goarch := k.Arch
+		switch goarch {
+		case "", "amd64":
+			goarch = "amd64"
+		case "arm64":
+		default:
+			t.Logf("%s: %s is not built for; skipped", kname, k.Arch)
 			continue
 		}
 		t.Run(kname, func(t *testing.T) {
-			res := boot(t, kname, vm.Guest{Script: bpfEngineScript, Files: files, CombinedOutput: true, Timeout: 10 * time.Minute})
+			fs := append([]vm.File{{Path: "/work/bpf.test", Mode: 0o755, Data: binary(goarch)}}, files...)
+			res := boot(t, kname, vm.Guest{Script: bpfEngineScript, Files: fs, CombinedOutput: true, Timeout: 10 * time.Minute})
 			out := res.Stdout
 			t.Logf("%s", out)
 			wantLines(t, out, "@@exit 0")
