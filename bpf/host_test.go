@@ -830,3 +830,56 @@ func TestHostScratch(t *testing.T) {
 		t.Errorf("%d entries on the stack, %d in the scratch map", len(got[0]), len(got[1]))
 	}
 }
+
+// TestCostWakeupJoin runs the unfiltered wakeup JOIN of -r alone (its
+// start and end programs, the synthetic event's results and negatives
+// inline) over the ping-pong and whatever else runs, and logs what each
+// program costs a run (kernel.bpf_stats: the kernel's own clock reads
+// around each run included): the figures to set beside the other
+// engines'. It checks only that the JOIN joined.
+func TestCostWakeupJoin(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	stats, err := ebpf.EnableStats(0) // BPF_STATS_RUN_TIME
+	if err != nil {
+		t.Skipf("no run-time statistics: %v", err)
+	}
+	defer stats.Close()
+	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	tid, run, release := pingPong(t, 5000)
+	defer release()
+	ts, synths := wakeupJoin("sched_waking", nil)
+	e, err := New(ts, synths, hostFormat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	hs, err := e.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := e.Stop()
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for _, s := range st {
+		t.Logf("%s: %d runs, %d ns a run, %d skipped", s.Event, s.Runs, s.RunTimeNs/max(1, s.Runs), s.RecursionMisses)
+		total += s.RunTimeNs
+	}
+	joined := hs[2].Totals.Hits + hs[3].Totals.Hits
+	t.Logf("%d wakeups joined (the ping-pong reader is pid %d), %d ns of programs a joined wakeup; %d runs skipped", joined, tid, total/max(1, joined), lost)
+	if joined == 0 {
+		t.Error("nothing joined")
+	}
+}
