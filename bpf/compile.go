@@ -760,6 +760,14 @@ func mapPtr(m *mapDef) asm.Instruction {
 	return asm.LoadMapPtr(asm.R1, 0).WithReference(m.name)
 }
 
+// synthHeader is the bytes of a synthetic event record's header: its
+// index, the time, the pid, the CPU.
+const synthHeader = 32
+
+// eventsMap is the perf event array the synthetic events go to when
+// Options.OnSynth wants them.
+const eventsMap = "events"
+
 // statsMap holds the maps' drop counters, one u64 each.
 const statsMap = "stats"
 
@@ -1032,7 +1040,8 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			on = append(on, ct)
 		}
 	}
-	if len(on) == 0 {
+	events := g.e.opt.OnSynth != nil
+	if len(on) == 0 && !events {
 		return nil // nothing reads the event
 	}
 	if g.depth >= 4 {
@@ -1045,18 +1054,30 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			break
 		}
 	}
-	rec := map[string]int16{}
+	// The record, one block: a header (the synthetic event's index, the
+	// time, the pid, the CPU: what Options.OnSynth is given), then each
+	// field, 8 bytes or a string's or stack's, zeroed.
+	size := synthHeader
 	for _, f := range def.Fields[first:] {
 		switch f.Kind {
 		case tracefs.KindInt, tracefs.KindPointer:
-			rec[f.Name] = g.alloc(8)
-			g.ins(storeImm(g.fp, rec[f.Name], 0))
+			size += 8
 		case tracefs.KindString, tracefs.KindDynString, tracefs.KindDynArray:
-			n := g.e.fieldBytes(def, f)
-			rec[f.Name] = g.alloc(n)
-			g.zero(rec[f.Name], n)
+			size += g.e.fieldBytes(def, f)
 		default:
 			return s.ct.errf(a.String(), "synthetic field %s (%s) is not compiled yet", f.Name, f.Decl)
+		}
+	}
+	block := g.alloc(size)
+	g.zero(block, size)
+	rec := map[string]int16{}
+	at := block + synthHeader
+	for _, f := range def.Fields[first:] {
+		rec[f.Name] = at
+		if f.Kind == tracefs.KindInt || f.Kind == tracefs.KindPointer {
+			at += 8
+		} else {
+			at += int16(g.e.fieldBytes(def, f))
 		}
 	}
 	skip := g.label()
@@ -1100,6 +1121,24 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 		g.truncate(asm.R1, f)
 		g.ins(asm.StoreMem(g.fp, rec[f.Name], asm.R1, asm.DWord))
 	}
+	if events {
+		// The record to the perf buffer: bpf_perf_event_output on this
+		// CPU's ring (a full ring loses it: the reader counts the loss).
+		g.ins(asm.LoadImm(asm.R1, int64(g.e.synthIndex(a.Synth)), asm.DWord),
+			asm.StoreMem(g.fp, block, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, g.fp, g.ts, asm.DWord),
+			asm.StoreMem(g.fp, block+8, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, g.fp, g.pid, asm.DWord),
+			asm.StoreMem(g.fp, block+16, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, g.fp, g.cpu, asm.DWord),
+			asm.StoreMem(g.fp, block+24, asm.R1, asm.DWord),
+			asm.Mov.Reg(asm.R1, rCtx),
+			asm.LoadMapPtr(asm.R2, 0).WithReference(eventsMap),
+			asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
+			asm.Mov.Reg(asm.R4, g.fp), asm.Add.Imm(asm.R4, int32(block)),
+			asm.Mov.Imm(asm.R5, int32(size)),
+			asm.FnPerfEventOutput.Call())
+	}
 	save := g.allocStack(8)
 	g.ins(asm.StoreMem(asm.R10, save, rEntry, asm.DWord))
 	g.depth++
@@ -1133,6 +1172,10 @@ func (e *Engine) needs(ts []*ctrig, depth int, ts0, pid0, cpu0 *bool) {
 		for _, a := range ct.t.Actions {
 			xs = append(xs, a.Params...)
 			if a.Kind == planner.ActTrace {
+				if e.opt.OnSynth != nil {
+					// The record's header.
+					*ts0, *pid0, *cpu0 = true, true, true
+				}
 				var on []*ctrig
 				for _, o := range e.ctrigs {
 					if o.t.System == SyntheticSystem && o.t.Event == a.Synth {

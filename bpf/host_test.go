@@ -19,6 +19,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/stream"
 
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -881,5 +882,75 @@ func TestCostWakeupJoin(t *testing.T) {
 	t.Logf("%d wakeups joined (the ping-pong reader is pid %d), %d ns of programs a joined wakeup; %d runs skipped", joined, tid, total/max(1, joined), lost)
 	if joined == 0 {
 		t.Error("nothing joined")
+	}
+}
+
+// TestHostEvents gives the wakeup JOIN's synthetic events to OnSynth (as
+// --events shows them): the reader's are as many as the JOIN's results
+// count for it, with the same latencies in total.
+func TestHostEvents(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const n = 500
+	tid, run, release := pingPong(t, n)
+	defer release()
+	ts, synths := wakeupJoin("sched_waking", pred("pid", "==", uint64(tid)))
+	var mu sync.Mutex
+	var events, all, latSum uint64
+	var bad []string
+	onSynth := func(ev *stream.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		all++
+		if ev.Def.Name != "wl" || len(ev.Fields) != len(ev.Def.Fields) {
+			bad = append(bad, fmt.Sprintf("%+v", ev))
+			return
+		}
+		var pid, lat uint64
+		for i, f := range ev.Def.Fields {
+			switch f.Name {
+			case "pid":
+				pid = ev.Fields[i].N
+			case "lat":
+				lat = ev.Fields[i].N
+			}
+		}
+		if pid == uint64(tid) {
+			events++
+			latSum += lat
+		}
+	}
+	e, err := New(ts, synths, hostFormat, Options{OnSynth: onSynth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	time.Sleep(50 * time.Millisecond)
+	hs, err := e.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := e.Stop()
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count, sum uint64
+	for _, ent := range hs[2].Entries {
+		count += ent.Values[0].Num
+		sum += ent.Values[1].Num
+	}
+	t.Logf("%d synthetic events, %d of the reader (lat %d us in all); the JOIN's results: %d (%d us); %d lost", all, events, latSum, count, sum, lost)
+	if len(bad) > 0 {
+		t.Fatalf("bad events: %v", bad[:min(3, len(bad))])
+	}
+	if count == 0 || events > count || events+lost < count || events == count && latSum != sum {
+		t.Errorf("%d events of the reader (lat %d), the results count %d (lat %d); %d lost", events, latSum, count, sum, lost)
 	}
 }

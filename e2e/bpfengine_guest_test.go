@@ -17,7 +17,7 @@ import (
 // wakeup JOIN and syscall count attached to its tracepoints.
 const bpfEngineScript = `mkdir -p /work/bpf && cd /work/bpf
 echo "@@memlock $(ulimit -l)"
-/work/bpf.test -test.v -test.count=1 -test.run 'TestVerifier|TestQueries|TestHostJoin|TestRefusals|TestKillLeavesNothing|TestHostStacks|TestStacksAgainstHist|TestJoinAgainstHist|TestHostScratch' 2>&1
+/work/bpf.test -test.v -test.count=1 -test.run 'TestVerifier|TestQueries|TestHostJoin|TestRefusals|TestKillLeavesNothing|TestHostStacks|TestStacksAgainstHist|TestJoinAgainstHist|TestHostScratch|TestHostEvents' 2>&1
 echo "@@exit $?"
 `
 
@@ -79,7 +79,7 @@ func TestBPFEngineGuest(t *testing.T) {
 			out := res.Stdout
 			t.Logf("%s", out)
 			wantLines(t, out, "@@exit 0")
-			for _, want := range []string{"--- PASS: TestVerifier", "--- PASS: TestQueries", "--- PASS: TestHostJoin", "--- PASS: TestRefusals", "--- PASS: TestKillLeavesNothing", "--- PASS: TestHostStacks", "--- PASS: TestHostScratch"} {
+			for _, want := range []string{"--- PASS: TestVerifier", "--- PASS: TestQueries", "--- PASS: TestHostJoin", "--- PASS: TestRefusals", "--- PASS: TestKillLeavesNothing", "--- PASS: TestHostStacks", "--- PASS: TestHostScratch", "--- PASS: TestHostEvents"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("no %q", want)
 				}
