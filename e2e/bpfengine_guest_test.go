@@ -30,12 +30,13 @@ func TestBPFEngineGuest(t *testing.T) {
 	needKernels(t)
 	dir := t.TempDir()
 	bins := map[string][]byte{}
-	binary := func(goarch string) []byte {
+	binary := func(t *testing.T, goarch string) []byte {
+		t.Helper()
 		if b, ok := bins[goarch]; ok {
 			return b
 		}
 		bin := filepath.Join(dir, "bpf.test."+goarch)
-		cmd := exec.Command("go", "test", "-c", "-o", bin, "../bpf")
+		cmd := exec.Command("go", "test", "-c", "-vet=off", "-o", bin, "../bpf")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building the bpf tests for %s: %v\n%s", goarch, err, out)
@@ -74,7 +75,7 @@ func TestBPFEngineGuest(t *testing.T) {
 			continue
 		}
 		t.Run(kname, func(t *testing.T) {
-			fs := append([]vm.File{{Path: "/work/bpf.test", Mode: 0o755, Data: binary(goarch)}}, files...)
+			fs := append([]vm.File{{Path: "/work/bpf.test", Mode: 0o755, Data: binary(t, goarch)}}, files...)
 			res := boot(t, kname, vm.Guest{Script: bpfEngineScript, Files: fs, CombinedOutput: true, Timeout: 10 * time.Minute})
 			out := res.Stdout
 			t.Logf("%s", out)
