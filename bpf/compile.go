@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -195,14 +196,21 @@ type gen struct {
 	insns   asm.Instructions
 	origins []origin // by instruction: what it computes
 	origin  string
-	trig    int    // the trigger being generated
+	trig    int // the trigger being generated
+	// fp is the frame's base: R10 (the BPF stack), or R8 pointing past
+	// the end of the per-CPU scratch map's value when the stack is too
+	// small; offsets from it are negative.
+	fp      asm.Register
 	pending string // a label for the next instruction
 	labels  int
 	top     int // stack bytes in use
-	max     int
-	ts, pid int16 // stack offsets of the time, the pid, the CPU
-	cpu     int16
-	depth   int // synthetic events fired, nested
+	// stop, smax: the BPF stack's bytes in use and most, when the frame
+	// is in the scratch map (allocStack).
+	stop, smax int
+	max        int
+	ts, pid    int16 // stack offsets of the time, the pid, the CPU
+	cpu        int16
+	depth      int // synthetic events fired, nested
 }
 
 func (g *gen) ins(list ...asm.Instruction) {
@@ -244,10 +252,23 @@ func storeImm(dst asm.Register, off int16, v int32) asm.Instruction {
 	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(v)}
 }
 
+// allocStack reserves n bytes (rounded up to 8) of the BPF stack itself,
+// whatever the frame's base: the slots that hold pointers (a pointer
+// spilled to a map value is a number to the verifier). In scratch mode
+// the stack holds only them; otherwise they are the frame's.
+func (g *gen) allocStack(n int) int16 {
+	if g.fp == asm.R10 {
+		return g.alloc(n)
+	}
+	g.stop += align8(n)
+	g.smax = max(g.smax, g.stop)
+	return int16(-8 - g.stop) // below the scratch lookup's key
+}
+
 // zero clears n bytes (a multiple of 8) at off.
 func (g *gen) zero(off int16, n int) {
 	for i := 0; i < n; i += 8 {
-		g.ins(storeImm(asm.R10, off+int16(i), 0))
+		g.ins(storeImm(g.fp, off+int16(i), 0))
 	}
 }
 
@@ -267,12 +288,12 @@ var sizes = map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord
 func (g *gen) loadField(ct *ctrig, ec *evctx, f *tracefs.Field, dst asm.Register) error {
 	if ec.synth != nil {
 		if off, ok := ec.synth[f.Name]; ok {
-			g.ins(asm.LoadMem(dst, asm.R10, off, asm.DWord))
+			g.ins(asm.LoadMem(dst, g.fp, off, asm.DWord))
 			return nil
 		}
 	}
 	if f.Name == "common_pid" {
-		g.ins(asm.LoadMem(dst, asm.R10, g.pid, asm.DWord))
+		g.ins(asm.LoadMem(dst, g.fp, g.pid, asm.DWord))
 		return nil
 	}
 	if ec.synth != nil {
@@ -338,13 +359,13 @@ func (g *gen) expr(s *tstate, x *planner.Expr, d int, fail string) error {
 		}
 		return g.loadField(s.ct, s.ec, f, dst)
 	case planner.ExprTimestamp:
-		g.ins(asm.LoadMem(dst, asm.R10, g.ts, asm.DWord))
+		g.ins(asm.LoadMem(dst, g.fp, g.ts, asm.DWord))
 		if s.ct.usecs {
 			// ns2usecs: rounded to the nearest µs.
 			g.ins(asm.Add.Imm(dst, 500), asm.Div.Imm(dst, 1000))
 		}
 	case planner.ExprCPU:
-		g.ins(asm.LoadMem(dst, asm.R10, g.cpu, asm.DWord))
+		g.ins(asm.LoadMem(dst, g.fp, g.cpu, asm.DWord))
 	case planner.ExprConst:
 		g.ins(asm.LoadImm(dst, int64(x.N), asm.DWord))
 	case planner.ExprVar:
@@ -484,7 +505,7 @@ func (g *gen) stringOf(s *tstate, name string, want int) (strSrc, error) {
 	f := s.ec.ev.Field(name)
 	if name == "COMM" || name == "comm" && f == nil {
 		buf := g.alloc(16)
-		g.ins(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(buf)), asm.Mov.Imm(asm.R2, 16),
+		g.ins(asm.Mov.Reg(asm.R1, g.fp), asm.Add.Imm(asm.R1, int32(buf)), asm.Mov.Imm(asm.R2, 16),
 			asm.FnGetCurrentComm.Call())
 		return strSrc{off: buf, size: 16}, nil
 	}
@@ -523,7 +544,7 @@ func (g *gen) dynString(f *tracefs.Field, buf int16, n int) {
 	g.ins(asm.LoadMem(asm.R3, rCtx, int16(f.Offset), asm.Word),
 		asm.And.Imm(asm.R3, 0xffff),
 		asm.Add.Reg(asm.R3, rCtx),
-		asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(buf)),
+		asm.Mov.Reg(asm.R1, g.fp), asm.Add.Imm(asm.R1, int32(buf)),
 		asm.Mov.Imm(asm.R2, int32(n)),
 		asm.FnProbeReadKernelStr.Call())
 }
@@ -531,7 +552,7 @@ func (g *gen) dynString(f *tracefs.Field, buf int16, n int) {
 // copyString copies a string into n zeroed bytes at dst, stopping at
 // its NUL (the kernel's strncpy).
 func (g *gen) copyString(src strSrc, dst int16, n int) {
-	g.copyStringTo(src, asm.R10, dst, n)
+	g.copyStringTo(src, g.fp, dst, n)
 }
 
 // copyStringTo is copyString to n zeroed bytes at base+dst (the stack,
@@ -540,7 +561,7 @@ func (g *gen) copyString(src strSrc, dst int16, n int) {
 // is zero after its NUL already: it is copied by 8 bytes.
 func (g *gen) copyStringTo(src strSrc, base asm.Register, dst int16, n int) {
 	if !src.ctx {
-		from, off := asm.R10, src.off
+		from, off := g.fp, src.off
 		if src.ptr {
 			g.ins(asm.LoadMem(asm.R3, asm.R10, src.off, asm.DWord))
 			from, off = asm.R3, 0
@@ -664,7 +685,7 @@ func (g *gen) cond(s *tstate, fl *planner.Filter, t, f string) error {
 			if src.ctx {
 				g.ins(asm.LoadMem(asm.R1, rCtx, src.off+int16(i), asm.Byte))
 			} else {
-				g.ins(asm.LoadMem(asm.R1, asm.R10, src.off+int16(i), asm.Byte))
+				g.ins(asm.LoadMem(asm.R1, g.fp, src.off+int16(i), asm.Byte))
 			}
 			g.ins(asm.JNE.Imm(asm.R1, want, ne))
 		}
@@ -681,7 +702,7 @@ func (g *gen) cond(s *tstate, fl *planner.Filter, t, f string) error {
 	signed := false
 	switch {
 	case fl.Field == "CPU" || fl.Field == "cpu" && field == nil || fl.Field == "common_cpu" && field == nil:
-		g.ins(asm.LoadMem(asm.R1, asm.R10, g.cpu, asm.DWord))
+		g.ins(asm.LoadMem(asm.R1, g.fp, g.cpu, asm.DWord))
 	case field == nil:
 		return s.ct.errf(what, "no field %s in %s", fl.Field, s.ec.ev.FullName())
 	default:
@@ -739,13 +760,21 @@ func mapPtr(m *mapDef) asm.Instruction {
 	return asm.LoadMapPtr(asm.R1, 0).WithReference(m.name)
 }
 
+// synthHeader is the bytes of a synthetic event record's header: its
+// index, the time, the pid, the CPU.
+const synthHeader = 32
+
+// eventsMap is the perf event array the synthetic events go to when
+// Options.OnSynth wants them.
+const eventsMap = "events"
+
 // statsMap holds the maps' drop counters, one u64 each.
 const statsMap = "stats"
 
 // trigger generates one trigger on the event of ec.
 func (g *gen) trigger(ct *ctrig, ec *evctx) error {
-	saveTop, saveOrigin, saveTrig := g.top, g.origin, g.trig
-	defer func() { g.top, g.origin, g.trig = saveTop, saveOrigin, saveTrig }()
+	saveTop, saveStop, saveOrigin, saveTrig := g.top, g.stop, g.origin, g.trig
+	defer func() { g.top, g.stop, g.origin, g.trig = saveTop, saveStop, saveOrigin, saveTrig }()
 	g.trig = ct.idx
 	g.origin = ""
 	s := &tstate{ct: ct, ec: ec}
@@ -768,7 +797,7 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		g.origin = k.String()
 		if p.kind == partStack {
 			if k.Kind == planner.ExprStack {
-				g.stack(asm.R10, s.key+int16(p.off))
+				g.stack(g.fp, s.key+int16(p.off))
 				continue
 			}
 			off, ok := ec.synth[k.Name]
@@ -812,16 +841,16 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		if p.field != nil && p.field.Size < 8 {
 			g.mask(asm.R1, p.field.Size)
 		}
-		g.ins(asm.StoreMem(asm.R10, s.key+int16(p.off), asm.R1, asm.DWord))
+		g.ins(asm.StoreMem(g.fp, s.key+int16(p.off), asm.R1, asm.DWord))
 	}
 	// The other triggers' variables, looked up by this key.
 	for i, r := range ct.refs {
 		g.origin = "$" + r.name
-		slot := g.alloc(8)
+		slot := g.allocStack(8)
 		s.refVals = append(s.refVals, slot)
 		off := int16(r.t.m.vars[r.idx])
 		g.ins(mapPtr(r.t.m),
-			asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
+			asm.Mov.Reg(asm.R2, g.fp), asm.Add.Imm(asm.R2, int32(s.key)),
 			asm.FnMapLookupElem.Call(),
 			asm.JEq.Imm(asm.R0, 0, end),
 			asm.LoadMem(asm.R1, asm.R0, off-8, asm.DWord),
@@ -844,21 +873,21 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 	g.origin = ""
 	have, again, drop := g.label(), g.label(), g.label()
 	g.ins(mapPtr(m),
-		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
+		asm.Mov.Reg(asm.R2, g.fp), asm.Add.Imm(asm.R2, int32(s.key)),
 		asm.FnMapLookupElem.Call(),
 		asm.JNE.Imm(asm.R0, 0, have))
 	tmpl := g.alloc(m.valSize)
 	g.zero(tmpl, align8(m.valSize))
 	for _, off := range m.comm {
 		if off >= 0 {
-			g.ins(asm.Mov.Reg(asm.R1, asm.R10), asm.Add.Imm(asm.R1, int32(tmpl)+int32(off)), asm.Mov.Imm(asm.R2, 16),
+			g.ins(asm.Mov.Reg(asm.R1, g.fp), asm.Add.Imm(asm.R1, int32(tmpl)+int32(off)), asm.Mov.Imm(asm.R2, 16),
 				asm.FnGetCurrentComm.Call())
 		}
 	}
 	const noExist, eExist = 1, -17
 	g.ins(mapPtr(m),
-		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
-		asm.Mov.Reg(asm.R3, asm.R10), asm.Add.Imm(asm.R3, int32(tmpl)),
+		asm.Mov.Reg(asm.R2, g.fp), asm.Add.Imm(asm.R2, int32(s.key)),
+		asm.Mov.Reg(asm.R3, g.fp), asm.Add.Imm(asm.R3, int32(tmpl)),
 		asm.Mov.Imm(asm.R4, noExist),
 		asm.FnMapUpdateElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, again),
@@ -870,7 +899,7 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		asm.Ja.Label(end))
 	g.at(again)
 	g.ins(mapPtr(m),
-		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, int32(s.key)),
+		asm.Mov.Reg(asm.R2, g.fp), asm.Add.Imm(asm.R2, int32(s.key)),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, drop))
 	g.at(have)
@@ -904,18 +933,18 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 			g.origin = v.Name + "=" + v.Expr.String()
 			skip := g.label()
 			o := slots + int16(16*i)
-			g.ins(storeImm(asm.R10, o+8, 0))
+			g.ins(storeImm(g.fp, o+8, 0))
 			if err := g.expr(s, v.Expr, 0, skip); err != nil {
 				return err
 			}
-			g.ins(asm.StoreMem(asm.R10, o, asm.R1, asm.DWord), storeImm(asm.R10, o+8, 1))
+			g.ins(asm.StoreMem(g.fp, o, asm.R1, asm.DWord), storeImm(g.fp, o+8, 1))
 			g.at(skip)
 		}
 		for i := range ct.t.Vars {
 			skip := g.label()
 			o := slots + int16(16*i)
-			g.ins(asm.LoadMem(asm.R1, asm.R10, o+8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
-				asm.LoadMem(asm.R1, asm.R10, o, asm.DWord),
+			g.ins(asm.LoadMem(asm.R1, g.fp, o+8, asm.DWord), asm.JEq.Imm(asm.R1, 0, skip),
+				asm.LoadMem(asm.R1, g.fp, o, asm.DWord),
 				asm.StoreMem(rEntry, int16(m.vars[i]), asm.R1, asm.DWord),
 				storeImm(rEntry, int16(m.vars[i])-8, 1))
 			g.at(skip)
@@ -1011,7 +1040,8 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			on = append(on, ct)
 		}
 	}
-	if len(on) == 0 {
+	events := g.e.opt.OnSynth != nil
+	if len(on) == 0 && !events {
 		return nil // nothing reads the event
 	}
 	if g.depth >= 4 {
@@ -1024,18 +1054,30 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			break
 		}
 	}
-	rec := map[string]int16{}
+	// The record, one block: a header (the synthetic event's index, the
+	// time, the pid, the CPU: what Options.OnSynth is given), then each
+	// field, 8 bytes or a string's or stack's, zeroed.
+	size := synthHeader
 	for _, f := range def.Fields[first:] {
 		switch f.Kind {
 		case tracefs.KindInt, tracefs.KindPointer:
-			rec[f.Name] = g.alloc(8)
-			g.ins(storeImm(asm.R10, rec[f.Name], 0))
+			size += 8
 		case tracefs.KindString, tracefs.KindDynString, tracefs.KindDynArray:
-			n := g.e.fieldBytes(def, f)
-			rec[f.Name] = g.alloc(n)
-			g.zero(rec[f.Name], n)
+			size += g.e.fieldBytes(def, f)
 		default:
 			return s.ct.errf(a.String(), "synthetic field %s (%s) is not compiled yet", f.Name, f.Decl)
+		}
+	}
+	block := g.alloc(size)
+	g.zero(block, size)
+	rec := map[string]int16{}
+	at := block + synthHeader
+	for _, f := range def.Fields[first:] {
+		rec[f.Name] = at
+		if f.Kind == tracefs.KindInt || f.Kind == tracefs.KindPointer {
+			at += 8
+		} else {
+			at += int16(g.e.fieldBytes(def, f))
 		}
 	}
 	skip := g.label()
@@ -1046,7 +1088,7 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 		}
 		f := def.Fields[j]
 		if f.Kind == tracefs.KindDynArray && p.Kind == planner.ExprStack {
-			g.stack(asm.R10, rec[f.Name])
+			g.stack(g.fp, rec[f.Name])
 			continue
 		}
 		if f.IsString() || f.Kind == tracefs.KindDynArray {
@@ -1077,9 +1119,27 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			return err
 		}
 		g.truncate(asm.R1, f)
-		g.ins(asm.StoreMem(asm.R10, rec[f.Name], asm.R1, asm.DWord))
+		g.ins(asm.StoreMem(g.fp, rec[f.Name], asm.R1, asm.DWord))
 	}
-	save := g.alloc(8)
+	if events {
+		// The record to the perf buffer: bpf_perf_event_output on this
+		// CPU's ring (a full ring loses it: the reader counts the loss).
+		g.ins(asm.LoadImm(asm.R1, int64(g.e.synthIndex(a.Synth)), asm.DWord),
+			asm.StoreMem(g.fp, block, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, g.fp, g.ts, asm.DWord),
+			asm.StoreMem(g.fp, block+8, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, g.fp, g.pid, asm.DWord),
+			asm.StoreMem(g.fp, block+16, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, g.fp, g.cpu, asm.DWord),
+			asm.StoreMem(g.fp, block+24, asm.R1, asm.DWord),
+			asm.Mov.Reg(asm.R1, rCtx),
+			asm.LoadMapPtr(asm.R2, 0).WithReference(eventsMap),
+			asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
+			asm.Mov.Reg(asm.R4, g.fp), asm.Add.Imm(asm.R4, int32(block)),
+			asm.Mov.Imm(asm.R5, int32(size)),
+			asm.FnPerfEventOutput.Call())
+	}
+	save := g.allocStack(8)
 	g.ins(asm.StoreMem(asm.R10, save, rEntry, asm.DWord))
 	g.depth++
 	ec := &evctx{ev: def, synth: rec}
@@ -1112,6 +1172,10 @@ func (e *Engine) needs(ts []*ctrig, depth int, ts0, pid0, cpu0 *bool) {
 		for _, a := range ct.t.Actions {
 			xs = append(xs, a.Params...)
 			if a.Kind == planner.ActTrace {
+				if e.opt.OnSynth != nil {
+					// The record's header.
+					*ts0, *pid0, *cpu0 = true, true, true
+				}
 				var on []*ctrig
 				for _, o := range e.ctrigs {
 					if o.t.System == SyntheticSystem && o.t.Event == a.Synth {
@@ -1156,20 +1220,63 @@ func (e *Engine) needs(ts []*ctrig, depth int, ts0, pid0, cpu0 *bool) {
 // program generates the program of one traced event: its triggers in
 // order.
 func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
-	g := &gen{e: e, trig: ts[0].idx}
+	p, err := e.programIn(system, event, ts, forceScratch)
+	var be *Error
+	if !forceScratch && errors.As(err, &be) && be.frame > 0 {
+		// Too big for the stack: the frame in the scratch map.
+		p, err = e.programIn(system, event, ts, true)
+		if p != nil {
+			e.scratch = true
+		}
+	}
+	if forceScratch && p != nil {
+		e.scratch = true
+	}
+	return p, err
+}
+
+// forceScratch puts every program's frame in the scratch map (for the
+// tests).
+var forceScratch bool
+
+// scratchMap is a per-CPU array of one scratchSize-byte value, the frame
+// of the programs whose keys and records do not fit the BPF stack.
+const (
+	scratchMap  = "scratch"
+	scratchSize = 4096
+)
+
+func (e *Engine) programIn(system, event string, ts []*ctrig, scratch bool) (*progDef, error) {
+	g := &gen{e: e, trig: ts[0].idx, fp: asm.R10}
 	var needTS, needPID, needCPU bool
 	e.needs(ts, 0, &needTS, &needPID, &needCPU)
 	g.origin = ""
 	g.ins(asm.Mov.Reg(rCtx, asm.R1))
+	limit := maxFrame
+	if scratch {
+		// R8 = the CPU's scratch value + its size (the program cannot
+		// nest on a CPU: the value is its own while it runs).
+		limit = scratchSize
+		g.ins(asm.StoreImm(asm.R10, -4, 0, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(scratchMap),
+			asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JNE.Imm(asm.R0, 0, "have_scratch"),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+			asm.Mov.Reg(asm.R8, asm.R0).WithSymbol("have_scratch"),
+			asm.Add.Imm(asm.R8, scratchSize))
+		g.fp = asm.R8
+	}
 	g.ts, g.pid, g.cpu = g.alloc(8), g.alloc(8), g.alloc(8)
 	if needTS {
-		g.ins(asm.FnKtimeGetNs.Call(), asm.StoreMem(asm.R10, g.ts, asm.R0, asm.DWord))
+		g.ins(asm.FnKtimeGetNs.Call(), asm.StoreMem(g.fp, g.ts, asm.R0, asm.DWord))
 	}
 	if needPID {
-		g.ins(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0), asm.StoreMem(asm.R10, g.pid, asm.R0, asm.DWord))
+		g.ins(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0), asm.StoreMem(g.fp, g.pid, asm.R0, asm.DWord))
 	}
 	if needCPU {
-		g.ins(asm.FnGetSmpProcessorId.Call(), asm.Mov.Reg32(asm.R0, asm.R0), asm.StoreMem(asm.R10, g.cpu, asm.R0, asm.DWord))
+		g.ins(asm.FnGetSmpProcessorId.Call(), asm.Mov.Reg32(asm.R0, asm.R0), asm.StoreMem(g.fp, g.cpu, asm.R0, asm.DWord))
 	}
 	ec := &evctx{ev: ts[0].ev}
 	for _, ct := range ts {
@@ -1179,9 +1286,13 @@ func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
 	}
 	g.origin = ""
 	g.ins(asm.Mov.Imm(asm.R0, 0), asm.Return())
-	if g.max > maxFrame {
+	if g.smax+8 > maxFrame {
 		return nil, &Error{Trigger: ts[0].idx, Event: system + "/" + event,
-			Reason: fmt.Sprintf("the program needs %d bytes of stack; BPF has %d (fewer or shorter string keys)", g.max, maxFrame)}
+			Reason: fmt.Sprintf("the program reads %d variables of other triggers at once: too many for the BPF stack", g.smax/8)}
+	}
+	if g.max > limit {
+		return nil, &Error{Trigger: ts[0].idx, Event: system + "/" + event, frame: g.max,
+			Reason: fmt.Sprintf("the program needs %d bytes for its keys and records; it has %d (fewer or shorter string keys)", g.max, scratchSize)}
 	}
 	insns, origins := reachable(g.insns, g.origins)
 	return &progDef{system: system, event: event, insns: insns, origins: origins, triggers: ts}, nil

@@ -25,9 +25,24 @@
 // ends the trigger for that event), then its entry (a full map counts a
 // drop and ends the trigger), its count, sums and variables, then its
 // actions. onmatch(...).trace(synth, params) fires the synthetic event:
-// its triggers run inline, in the same program, on a record built on the
-// BPF stack. A map never frees an entry; its size is size= rounded up to
-// a power of two, as the kernel's tracing_map sizes it.
+// its triggers run inline, in the same program, on a record built in the
+// program's frame (the BPF stack, or a per-CPU scratch map when keys and
+// records exceed its 512 bytes). A map never frees an entry; its size is
+// size= rounded up to a power of two, as the kernel's tracing_map sizes
+// it. Strings and stack traces in variables are bytes of the start's
+// entry, read by the end through their address.
+//
+// Stack trace keys are the event's kernel stack (bpf_get_stack: 16
+// return addresses, as the kernel's hist keys hold), read from the
+// traced function on: the tracepoint's own frames some kernels put on
+// top (6.1: __traceiter_sched_switch) are dropped when read, so the
+// frames are the kernel's hist stacks' (checked on 6.1).
+//
+// Refused, with the expression: stack traces of the record's own array
+// fields, globs other than a prefix (text*), a snapshot, variables in
+// keys, values or filters, string or stack values used as numbers,
+// events the kernel has not got (probes a run would create: kprobes,
+// uprobes and eprobes are not attached yet).
 //
 // Everything the engine makes lives as file descriptors of the process
 // (programs, maps, perf-event links): nothing is pinned and nothing is

@@ -1,18 +1,24 @@
 package bpf
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/perf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/stream"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -21,16 +27,26 @@ type Options struct {
 	// LongSize is the bytes of an unsigned long on the target (8 when 0):
 	// the size of a synthetic event's long fields.
 	LongSize int
-	// Syscall names a system call number for a .syscall key; nil leaves
-	// the name empty.
+	// Syscall names a system call number for a .syscall key; nil (or
+	// "") gives "unknown_syscall", as the kernel prints one it cannot
+	// name.
 	Syscall func(nr uint64) string
 	// Sym names a kernel address for .sym ("func") and .sym-offset
-	// ("func+0x10/0x80") keys; nil leaves the address alone.
+	// ("func+0x10/0x80") keys and stack frames (with offset); nil (or
+	// "") gives the address in hex.
 	Sym func(addr uint64, offset bool) string
 	// PerCPU makes the maps that only count and sum (no variables, no
 	// onmax or onchange, no .execname) per-CPU hashes, added to without
 	// atomics: what costs less is measured by TestCostPerCPU.
 	PerCPU bool
+	// OnSynth, when set, is given every synthetic event the programs
+	// fire (for --events), as the stream engine gives them: its format
+	// (planner.SynthFormat), the time (bpf_ktime_get_ns), the CPU, the
+	// pid and its fields. The programs send them through a perf buffer
+	// that a goroutine of Start reads; OnSynth runs on that goroutine,
+	// one event at a time, the event the engine's until it returns.
+	// Events the buffer had no room for are counted (Stop's lost).
+	OnSynth func(*stream.Event)
 }
 
 // Engine is a set of triggers compiled into BPF programs and maps.
@@ -44,6 +60,13 @@ type Engine struct {
 	// caps are the bytes of each synthetic char[] field ("synth/field"):
 	// the most a parameter fired into it brings.
 	caps map[string]int
+	// scratch says a program's frame is in the scratch map.
+	scratch bool
+	// synthNames index the synthetic events in their records.
+	synthNames []string
+	reader     *perf.Reader
+	readDone   chan struct{}
+	lostEvents atomic.Uint64
 
 	coll  *ebpf.Collection
 	links []link.Link
@@ -60,6 +83,7 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 	e := &Engine{opt: opt, triggers: triggers, synths: map[string]*tracefs.Event{}}
 	for _, s := range synths {
 		e.synths[s.Name] = planner.SynthFormat(s, opt.LongSize)
+		e.synthNames = append(e.synthNames, s.Name)
 	}
 	e.computeCaps(format)
 	if err := e.compileTriggers(format); err != nil {
@@ -170,6 +194,82 @@ func (e *Engine) computeCaps(format func(system, event string) (*tracefs.Event, 
 	}
 }
 
+// synthIndex is a synthetic event's index in its records.
+func (e *Engine) synthIndex(name string) int { return slices.Index(e.synthNames, name) }
+
+// readEvents reads the synthetic events' records until the reader is
+// closed, and gives each to OnSynth.
+func (e *Engine) readEvents() {
+	defer close(e.readDone)
+	ev := &stream.Event{}
+	for {
+		rec, err := e.reader.Read()
+		if err != nil {
+			return // closed
+		}
+		if rec.LostSamples > 0 {
+			e.lostEvents.Add(rec.LostSamples)
+			continue
+		}
+		if e.decodeEvent(rec.RawSample, ev) {
+			e.opt.OnSynth(ev)
+		}
+	}
+}
+
+// decodeEvent reads a synthetic event's record into ev.
+func (e *Engine) decodeEvent(b []byte, ev *stream.Event) bool {
+	ne := binary.NativeEndian
+	if len(b) < synthHeader {
+		return false
+	}
+	i := ne.Uint64(b)
+	if i >= uint64(len(e.synthNames)) {
+		return false
+	}
+	def := e.synths[e.synthNames[i]]
+	*ev = stream.Event{Def: def, TS: ne.Uint64(b[8:]), PID: int(int32(ne.Uint64(b[16:]))), CPU: int(ne.Uint64(b[24:])),
+		Fields: make([]stream.Value, len(def.Fields))}
+	at := synthHeader
+	for j, f := range def.Fields {
+		if f.IsCommon() {
+			if f.Name == "common_pid" {
+				ev.Fields[j] = stream.Num(uint64(int64(ev.PID)))
+			}
+			continue
+		}
+		n := 8
+		if f.Kind != tracefs.KindInt && f.Kind != tracefs.KindPointer {
+			n = e.fieldBytes(def, f)
+		}
+		if at+n > len(b) {
+			return false
+		}
+		v := b[at : at+n]
+		switch {
+		case f.IsString():
+			if z := bytes.IndexByte(v, 0); z >= 0 {
+				v = v[:z]
+			}
+			ev.Fields[j] = stream.Text(string(v))
+		case f.Kind == tracefs.KindDynArray:
+			var st []uint64
+			for o := 0; o+8 <= n; o += 8 {
+				a := ne.Uint64(v[o:])
+				if a == 0 {
+					break
+				}
+				st = append(st, a)
+			}
+			ev.Fields[j] = stream.Value{Stack: st}
+		default:
+			ev.Fields[j] = stream.Num(ne.Uint64(v))
+		}
+		at += n
+	}
+	return true
+}
+
 // Check compiles the triggers as New does, for its refusal alone.
 func Check(triggers []*Trigger, synths []*planner.Synth, format func(system, event string) (*tracefs.Event, error), opt Options) error {
 	_, err := New(triggers, synths, format, opt)
@@ -206,6 +306,13 @@ func (e *Engine) spec() *ebpf.CollectionSpec {
 		}
 		cs.Maps[m.name] = &ebpf.MapSpec{Name: m.name, Type: typ, KeySize: uint32(m.keySize),
 			ValueSize: uint32(m.valSize), MaxEntries: uint32(m.entries)}
+	}
+	if e.opt.OnSynth != nil {
+		cs.Maps[eventsMap] = &ebpf.MapSpec{Name: eventsMap, Type: ebpf.PerfEventArray}
+	}
+	if e.scratch {
+		cs.Maps[scratchMap] = &ebpf.MapSpec{Name: scratchMap, Type: ebpf.PerCPUArray, KeySize: 4,
+			ValueSize: scratchSize, MaxEntries: 1}
 	}
 	cs.Maps[statsMap] = &ebpf.MapSpec{Name: statsMap, Type: ebpf.Array, KeySize: 4,
 		ValueSize: uint32(8 * max(1, len(e.maps))), MaxEntries: 1}
@@ -291,6 +398,15 @@ func (e *Engine) Start() error {
 	if err := e.Load(); err != nil {
 		return err
 	}
+	if e.opt.OnSynth != nil {
+		rd, err := perf.NewReader(e.coll.Maps[eventsMap], 64*os.Getpagesize())
+		if err != nil {
+			e.Stop()
+			return fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
+		}
+		e.reader, e.readDone = rd, make(chan struct{})
+		go e.readEvents()
+	}
 	for i, p := range e.progs {
 		l, err := link.Tracepoint(p.system, p.event, e.coll.Programs[progName(i)], nil)
 		if err != nil {
@@ -331,7 +447,7 @@ func (e *Engine) Stats() ([]Stats, error) {
 
 // Stop detaches and closes everything. lost is the program runs the
 // kernel skipped (another BPF program ran on the CPU), where it counts
-// them.
+// them, and the synthetic events the perf buffer had no room for.
 func (e *Engine) Stop() (lost uint64, err error) {
 	for _, l := range e.links {
 		if cerr := l.Close(); cerr != nil && err == nil {
@@ -339,6 +455,12 @@ func (e *Engine) Stop() (lost uint64, err error) {
 		}
 	}
 	e.links = nil
+	if e.reader != nil {
+		e.reader.Close()
+		<-e.readDone
+		e.reader = nil
+		lost += e.lostEvents.Load()
+	}
 	if e.coll != nil {
 		if st, serr := e.Stats(); serr == nil {
 			for _, s := range st {

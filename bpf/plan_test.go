@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/tools/txtar"
 
 	"github.com/sqlhist/sqlhist/bpf"
@@ -17,6 +18,7 @@ import (
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/stream"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -46,6 +48,9 @@ func loadable() string {
 	if os.Geteuid() != 0 {
 		return "not root"
 	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return err.Error()
+	}
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.TracePoint, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
 	if err != nil {
@@ -58,7 +63,8 @@ func loadable() string {
 // TestQueries compiles every query of testdata/queries that the planner
 // takes on the 6.1 catalog into BPF: each is compiled or refused with an
 // *bpf.Error, and every compiled one is taken by the running kernel's verifier.
-// -v lists what is refused and why.
+// -v lists what is refused and why. Each is loaded a second time with
+// its synthetic events sent out (Options.OnSynth).
 func TestQueries(t *testing.T) {
 	fsys, err := tracefs.Embedded("6.1")
 	if err != nil {
@@ -116,6 +122,17 @@ func TestQueries(t *testing.T) {
 			continue
 		}
 		loaded++
+		e.Stop()
+		// With its synthetic events sent out too (--events).
+		e, err = bpf.New(bpf.FromHists(hists), synths, cat.Event, bpf.Options{OnSynth: func(*stream.Event) {}})
+		if err != nil {
+			t.Errorf("%s: compiled, and not with OnSynth: %v", name, err)
+			continue
+		}
+		if err := e.Load(); err != nil {
+			t.Errorf("%s: with OnSynth, the verifier refuses it: %v", name, err)
+			continue
+		}
 		e.Stop()
 	}
 	reasons := make([]string, 0, len(refused))

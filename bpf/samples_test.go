@@ -110,6 +110,15 @@ func samples() map[string]func() ([]*Trigger, []*planner.Synth) {
 				Vals:   []*planner.Expr{hitcount(), field("bytes_req")},
 				Filter: &planner.Filter{Op: planner.FilterOr, L: strPred("COMM", "==", "bash"), R: pred("CPU", "==", 1)}}}, nil
 		},
+		"onchange-save": func() ([]*Trigger, []*planner.Synth) {
+			// The prio a task is switched in at, tracked per pid with
+			// the task it followed: onchange and onmax, with save.
+			return []*Trigger{{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
+				Vars: []Var{{Name: "p", Expr: field("next_prio")}, {Name: "q", Expr: field("prev_prio")}},
+				Actions: []*planner.Action{
+					{Handler: planner.OnChange, Track: "p", Kind: planner.ActSave, Params: []*planner.Expr{field("prev_pid")}},
+					{Handler: planner.OnMax, Track: "q", Kind: planner.ActSave, Params: []*planner.Expr{field("prev_pid"), field("next_prio")}}}}}, nil
+		},
 		"dynstring-buckets": func() ([]*Trigger, []*planner.Synth) {
 			// SELECT filename, COUNT(*) FROM sched_process_exec (a
 			// __data_loc string key), and buckets of a pid.

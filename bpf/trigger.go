@@ -125,6 +125,8 @@ type Error struct {
 	// Log is the verifier's log, when the kernel refused the program
 	// (its last lines: where it stopped).
 	Log []string
+	// frame is the bytes a program's frame needs, when that is why.
+	frame int
 }
 
 func (e *Error) Error() string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -28,6 +29,11 @@ func catalog(t *testing.T, version string) *tracefs.Catalog {
 func canLoad() string {
 	if os.Geteuid() != 0 {
 		return "not root: loading BPF programs needs CAP_BPF and CAP_PERFMON"
+	}
+	// As Load does: kernels before 5.11 charge BPF memory to the user's
+	// RLIMIT_MEMLOCK (a child's maps, still being freed, count).
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return "cannot lift RLIMIT_MEMLOCK: " + err.Error()
 	}
 	spec := &ebpf.ProgramSpec{Type: ebpf.TracePoint, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
