@@ -11,6 +11,7 @@ import (
 	"github.com/sqlhist/sqlhist/bpf"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/stream"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -84,7 +85,10 @@ type bpfEngine struct {
 	cur     []*tracefs.Histogram
 	stopped bool
 	total   int
+	events  *streamer // --events' streamer its programs' synthetic events go to, or nil
 }
+
+func (b *bpfEngine) streamer(io.Writer, *planner.Plan, string) *streamer { return b.events }
 
 func (b *bpfEngine) name() string { return EngineBPF }
 func (b *bpfEngine) start() error { return nil } // attached before the run began
@@ -134,7 +138,7 @@ func (b *bpfEngine) stop() (int, error) {
 // loads its programs through the kernel's verifier, then unloads them:
 // nil when the BPF engine can run it, else an *EngineUnavailable.
 func CheckBPF(t *Target, plan *planner.Plan) error {
-	e, hists, err := compileBPF(t, plan, nil)
+	e, hists, err := compileBPF(t, plan, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -150,20 +154,30 @@ func CheckBPF(t *Target, plan *planner.Plan) error {
 // event formats, loads its programs through the verifier and attaches
 // them. A plan the engine cannot compile, a refusal of the verifier or a
 // failed attach is an *EngineUnavailable, and nothing is left loaded.
-func newBPFEngine(t *Target, plan *planner.Plan, arch *tracefs.Arch) (*bpfEngine, error) {
-	e, hists, err := compileBPF(t, plan, arch)
+func newBPFEngine(t *Target, plan *planner.Plan, arch *tracefs.Arch, events *streamer) (*bpfEngine, error) {
+	var onSynth func(*stream.Event)
+	if events != nil {
+		comms := &commCache{t: t, names: map[int]string{}}
+		onSynth = func(ev *stream.Event) {
+			line := synthLine(ev, comms.name)
+			events.mu.Lock()
+			events.line(line)
+			events.mu.Unlock()
+		}
+	}
+	e, hists, err := compileBPF(t, plan, arch, onSynth)
 	if err != nil {
 		return nil, err
 	}
 	if err := e.Start(); err != nil {
 		return nil, unavailable(err, hists)
 	}
-	return &bpfEngine{e: e, hists: hists}, nil
+	return &bpfEngine{e: e, hists: hists, events: events}, nil
 }
 
 // compileBPF compiles the plan's triggers for the BPF engine against the
 // formats of t's events.
-func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch) (*bpf.Engine, []*planner.Hist, error) {
+func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, onSynth func(*stream.Event)) (*bpf.Engine, []*planner.Hist, error) {
 	if err := BPFTarget(t); err != nil {
 		return nil, nil, &EngineUnavailable{Engine: EngineBPF, Reason: err.Error()}
 	}
@@ -192,7 +206,7 @@ func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch) (*bpf.Engine,
 		}
 	}
 	syms := newSymCache(t)
-	opt := bpf.Options{LongSize: longSize, Syscall: syscallNames(t, arch), Sym: syms.name}
+	opt := bpf.Options{LongSize: longSize, Syscall: syscallNames(t, arch), Sym: syms.name, OnSynth: onSynth}
 	e, err := bpf.New(bpf.FromHists(hists), synths, format, opt)
 	if err != nil {
 		return nil, nil, unavailable(err, hists)
@@ -203,15 +217,16 @@ func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch) (*bpf.Engine,
 // runBPF is Run for the BPF engine: no tracefs writes, no instance and no
 // lease; the collection, the intervals and the reading are a run's.
 func runBPF(ctx context.Context, t *Target, plan *planner.Plan, opt Options, r *runState) (*Report, error) {
+	var events *streamer
 	if opt.Events != nil {
-		return nil, &EngineUnavailable{Engine: EngineBPF, Reason: "it does not stream the synthetic events' lines (--events)"}
+		events = newStreamer(opt.Events, plan, opt.Format)
 	}
 	cat := tracefs.Open(t.FS)
 	if opt.Catalog != nil {
 		cat = opt.Catalog
 	}
 	arch, _ := cat.Arch()
-	eng, err := newBPFEngine(t, plan, arch)
+	eng, err := newBPFEngine(t, plan, arch, events)
 	if err != nil {
 		return nil, err
 	}

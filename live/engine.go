@@ -3,9 +3,11 @@ package live
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 
 	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -80,6 +82,14 @@ func PickEngine(want string, feat tracefs.Features) (string, error) {
 	return c.Engine, err
 }
 
+// eventFeeder is an engine that computes the synthetic events itself and
+// hands them to --events' streamer (the stream and BPF engines); the
+// kernel's are read from trace_pipe.
+type eventFeeder interface {
+	// streamer returns the streamer the engine feeds, writing to w.
+	streamer(w io.Writer, plan *planner.Plan, format string) *streamer
+}
+
 // kernelEngine is the kernel's hist triggers: what it computed is read
 // from the hist files; stopping removes the end triggers (no synthetic
 // event fires after) and pauses the histograms.
@@ -125,6 +135,11 @@ type streamEngine struct {
 }
 
 func (e *streamEngine) name() string { return EngineStream }
+
+func (e *streamEngine) streamer(w io.Writer, plan *planner.Plan, format string) *streamer {
+	e.s.events = newStreamer(w, plan, format)
+	return e.s.events
+}
 func (e *streamEngine) start() error { return e.s.start(e.arch, e.events) }
 func (e *streamEngine) sync()        { e.s.sync() }
 

@@ -317,10 +317,9 @@ func (r *runState) run(ctx context.Context) (*Report, error) {
 	}
 
 	var st *streamer
-	se, streams := r.eng.(*streamEngine)
+	fed, streams := r.eng.(eventFeeder)
 	if r.opt.Events != nil && streams {
-		st = newStreamer(r.opt.Events, r.plan, r.opt.Format)
-		se.s.events = st
+		st = fed.streamer(r.opt.Events, r.plan, r.opt.Format)
 	} else if r.opt.Events != nil {
 		p, err := r.t.openPipe(path.Join(r.t.Root, r.instanceDir(), "trace_pipe"))
 		if err != nil {

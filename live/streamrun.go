@@ -614,8 +614,17 @@ func (s *streamRun) traceLine(ev *stream.Event) {
 	if s.events == nil {
 		return
 	}
+	line := synthLine(ev, s.comms.name)
+	s.events.mu.Lock()
+	s.events.line(line)
+	s.events.mu.Unlock()
+}
+
+// synthLine is a synthetic event an engine computed as the kernel's
+// trace_pipe shows it (comm names its task).
+func synthLine(ev *stream.Event, comm func(pid int) string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%16s-%-7d [%03d] ..... %5d.%06d: %s:", s.comms.name(ev.PID), ev.PID, ev.CPU, ev.TS/1e9, ev.TS%1e9/1e3, ev.Def.Name)
+	fmt.Fprintf(&b, "%16s-%-7d [%03d] ..... %5d.%06d: %s:", comm(ev.PID), ev.PID, ev.CPU, ev.TS/1e9, ev.TS%1e9/1e3, ev.Def.Name)
 	for i, f := range ev.Def.Fields {
 		if f.IsCommon() {
 			continue
@@ -632,9 +641,7 @@ func (s *streamRun) traceLine(ev *stream.Event) {
 			fmt.Fprintf(&b, " %s=%d", f.Name, v.N)
 		}
 	}
-	s.events.mu.Lock()
-	s.events.line(b.String())
-	s.events.mu.Unlock()
+	return b.String()
 }
 
 // kernelStack reads a kernel_stack record: size entries from caller on

@@ -28,7 +28,7 @@ func TestImportGraph(t *testing.T) {
 		"planner":     {"compiler", "tracefs", "source"},
 		"emit":        {"planner", "source", "tracefs"},
 		"stream":      {"planner", "tracefs"},
-		"bpf":         {"planner", "tracefs"},
+		"bpf":         {"planner", "stream", "tracefs"},
 		"live":        {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "live/remote"},
 		"live/remote": {"emit", "tracefs"},
 		"cmd/sqlhist": {"live", "source"},

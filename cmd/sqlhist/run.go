@@ -143,9 +143,6 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 	}
 	if o.run {
 		noBPF := live.BPFTarget(e.Target(o.Root))
-		if o.live.Events {
-			noBPF = errors.New("it does not stream the synthetic events' lines (--events)")
-		}
 		eng, err := live.ChooseEngine(o.live.Engine, cat.Features(), noBPF)
 		if err != nil {
 			return usageError(e, "%v", err)
