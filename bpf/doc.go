@@ -50,6 +50,19 @@
 // behind. Attaching a tracepoint needs the event's id, which
 // cilium/ebpf reads from tracefs (or debugfs): it must be mounted.
 //
+// A run uses it as it uses the stream engine: the plan's triggers in
+// the order a run writes them (emit.RunCommands, as live's planHists),
+// then
+//
+//	e, err := bpf.New(bpf.FromHists(hists), synths, format, bpf.Options{Syscall: …, Sym: …})
+//	// a refusal is an *Error: hists[err.Trigger].Pos is where in the SQL
+//	err = e.Start()           // load (verifier), attach
+//	hs, err := e.ReadFiles()  // by Hist.HistFile(), as often as wanted
+//	lost, err := e.Stop()     // close everything
+//
+// format reads the target's formats (events/<system>/<event>/format);
+// the embedded catalogs serve for New alone (Check).
+//
 // Only the instructions every kernel from 5.10 on accepts are emitted:
 // atomic adds (no compare-and-exchange, no fetch), no bpf_loop, no
 // bounded loops, no sign-extending loads (the sign is extended with

@@ -395,6 +395,9 @@ func (e *Engine) verifierError(err error) error {
 // event's tracepoint (through perf_event_open: the event's id is read
 // from tracefs, which must be mounted). Nothing is pinned or written.
 func (e *Engine) Start() error {
+	if len(e.links) > 0 || e.reader != nil {
+		return errors.New("the BPF engine is started already")
+	}
 	if err := e.Load(); err != nil {
 		return err
 	}

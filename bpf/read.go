@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -347,6 +348,15 @@ func (e *Engine) keyValue(ct *ctrig, i int, p keyPart, r rawEntry) tracefs.HistV
 			}
 			v.Frames = append(v.Frames, f)
 		}
+		if e.opt.Sym != nil && runtime.GOARCH == "arm64" && len(v.Frames) > 0 {
+			// arm64's hist stacks (6.1) start at the traced function's
+			// caller, where bpf_get_stack gives the traced function
+			// twice (its pc and its return address): skip it.
+			first := funcName(v.Frames[0])
+			for len(v.Frames) > 0 && funcName(v.Frames[0]) == first {
+				v.Frames = v.Frames[1:]
+			}
+		}
 		v.Raw = strings.Join(v.Frames, "\n")
 		return v
 	}
@@ -412,4 +422,10 @@ func tracepointFrame(f string) bool {
 		}
 	}
 	return false
+}
+
+// funcName is the function of a frame "func+0x1/0x2".
+func funcName(f string) string {
+	name, _, _ := strings.Cut(f, "+")
+	return name
 }
