@@ -160,7 +160,7 @@ func streamJob(t *testing.T, kname string) {
 	// guest's serial line (via_stream_test.go).
 	// The awk engine's scripts run while the workload does, before it
 	// stops (awk_test.go).
-	script := strings.Replace(streamScript, "kill $W\n", awkScript+awkKillScript+"kill $W\n", 1)
+	script := strings.Replace(streamScript, "kill $W\n", awkScript+awkKillScript+bpfRunScript+"kill $W\n", 1)
 	// Then, the workload stopped, the awk script and the stream engine
 	// in the same window (samewindow_test.go).
 	version, aname := "5.10", "x86_64"
@@ -178,7 +178,7 @@ func streamJob(t *testing.T, kname string) {
 	}
 	out, rest, _ := strings.Cut(res.Stdout, "@@done")
 	checkNoHistRefusal(t, kname, res.Kernel.Release, out+"@@done\n")
-	detail = checkStreamRun(t, kname, rest) + "; " + checkAwkRuns(t, kname, rest) + "; " + checkAwkKills(t, kname, rest) + "; " + checkSameWindow(t, kname, "stream", version, aname, rest) + "; " + viaDetail
+	detail = checkStreamRun(t, kname, rest) + "; " + checkBPFRun(t, kname, rest) + "; " + checkAwkRuns(t, kname, rest) + "; " + checkAwkKills(t, kname, rest) + "; " + checkSameWindow(t, kname, "stream", version, aname, rest) + "; " + viaDetail
 }
 
 // TestDifferGuest boots the kernels of SQLHIST_KERNELS (default 6.1) with
