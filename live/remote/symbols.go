@@ -31,7 +31,7 @@ func (s *Session) Symbols(addrs []uint64) (map[uint64]tracefs.Sym, error) {
 }
 
 func (s *Session) symbols(addrs []uint64, out map[uint64]tracefs.Sym) error {
-	ans, err := s.request(context.Background(), "naming kernel addresses", symbolsScript(addrs, "/proc/kallsyms"))
+	ans, err := s.read(context.Background(), "naming kernel addresses", symbolsScript(addrs, "/proc/kallsyms"))
 	if err != nil {
 		return err
 	}
