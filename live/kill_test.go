@@ -65,6 +65,10 @@ var killCases = []killCase{
 	// snapshot buffer.
 	{name: "stream join", sql: wakeup, opt: planner.Options{Stream: true}, stream: true},
 	{name: "stream histogram", sql: killHist, opt: planner.Options{Stream: true}, stream: true},
+	// In an instance that is there (-B): its enables in that instance,
+	// which a killed run leaves there (issue 45).
+	{name: "stream histogram -B existing", sql: killHist, opt: planner.Options{Stream: true, Instance: "mine"}, existing: "mine", stream: true},
+	{name: "stream join -B existing", sql: wakeup, opt: planner.Options{Stream: true, Instance: "mine"}, existing: "mine", stream: true},
 }
 
 // killPlan compiles a case for the run id.

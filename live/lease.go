@@ -232,6 +232,17 @@ func claims(t *Target, alive func(int) bool, self int) []claim {
 	return out
 }
 
+// instanceOfFile is the instance a tracefs file is in ("" for the top
+// level's).
+func instanceOfFile(file string) string {
+	rest, ok := strings.CutPrefix(file, "instances/")
+	if !ok {
+		return ""
+	}
+	inst, _, _ := strings.Cut(rest, "/")
+	return inst
+}
+
 // leasePIDs are the ids of the runs whose lease is in t.
 func leasePIDs(t *Target) []int {
 	var pids []int
@@ -270,7 +281,21 @@ func checkClaims(t *Target, alive func(int) bool, self int, cmds []emit.Command)
 	cl := claims(t, alive, self)
 	for _, c := range cmds {
 		if c.Kind == emit.KindEnable {
-			continue // an enable is the instance's, which is checked
+			// An enable is its instance's: in an instance the run makes,
+			// which is checked; in one that is there (-B), another run's
+			// enable still on in it (a killed stream run's, or a live
+			// one's) puts its events in the buffer this run reads, and
+			// this run's teardown would turn it off.
+			for _, o := range cl {
+				if o.cmd.Kind == emit.KindEnable && instanceOfFile(o.cmd.File) == instanceOfFile(c.File) && (o.live || t.present(o.cmd)) {
+					where := "top-level buffer"
+					if inst := instanceOfFile(c.File); inst != "" {
+						where = "instance " + inst
+					}
+					return &ConflictError{PID: o.pid, Running: o.live, What: where + " (its " + o.cmd.What + ")"}
+				}
+			}
+			continue
 		}
 		for _, o := range cl {
 			if sameObject(c, o.cmd) && (o.live || t.present(emit.Teardown([]emit.Command{o.cmd})[0])) {
