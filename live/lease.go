@@ -157,7 +157,7 @@ func readManifestIn(t *Target, name, file string) ([]emit.Command, bool) {
 // file swaps the two), where reading trace_pipe_raw does not consume
 // them, and read back from there. An error means nothing of the run is
 // left: the lease, when it was made, is removed again.
-func takeLease(t *Target, name string, cmds []emit.Command, ring bool) error {
+func takeLease(t *Target, name string, cmds []emit.Command, ring bool, bufferKB int) error {
 	dir := "instances/" + name
 	if err := t.W.Mkdir(dir); err != nil {
 		return fmt.Errorf("creating the run's lease, instance %s: %v", name, errnoText(err))
@@ -168,8 +168,14 @@ func takeLease(t *Target, name string, cmds []emit.Command, ring bool) error {
 		}
 	}
 	// A smaller buffer is only a saving: the read-back below checks
-	// that the records fit. (A stream run sets its size after.)
-	_ = t.W.Append(dir+"/buffer_size_kb", leaseBufferKB)
+	// that the records fit. (A stream run sets its size after; one
+	// smaller than this is set now, since shrinking the buffer later
+	// would drop records from its snapshot.)
+	size := leaseBufferKB
+	if ring && bufferKB > 0 && bufferKB < 64 {
+		size = strconv.Itoa(bufferKB)
+	}
+	_ = t.W.Append(dir+"/buffer_size_kb", size)
 	for _, l := range manifestLines(cmds) {
 		if err := t.W.Append(dir+"/trace_marker", l); err != nil {
 			return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: %v", name, errnoText(err)))

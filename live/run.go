@@ -69,6 +69,10 @@ func ParseDuration(s string) (time.Duration, error) {
 type Options struct {
 	// Duration ends the collection; zero collects until ctx is done.
 	Duration time.Duration
+	// BufferKB is the stream engine's ring buffer per CPU, in its
+	// instance (buffer_size_kb; 0: streamBufferKB); an instance the run
+	// did not make (-B) keeps its own.
+	BufferKB int
 	// Events, when set, receives the synthetic events' lines as the kernel
 	// records them, in Format: "table" (the kernel's lines), "json" (an
 	// object per line) or "csv".
@@ -167,7 +171,7 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 			r.instance, created = r.lease, false
 		}
 		var err error
-		if r.stream, r.cmds, err = newStreamRun(t, plan, cat, r.instance, created, inLease); err != nil {
+		if r.stream, r.cmds, err = newStreamRun(t, plan, cat, r.instance, created, inLease, opt.BufferKB); err != nil {
 			return nil, err
 		}
 		r.arch, _ = cat.Arch()
@@ -193,7 +197,7 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 			return nil, err
 		}
 	}
-	if err := takeLease(t, r.lease, r.cmds, inLease); err != nil {
+	if err := takeLease(t, r.lease, r.cmds, inLease, opt.BufferKB); err != nil {
 		return nil, errors.Join(err, h.end(r.lease))
 	}
 	rep, err := r.run(ctx)
@@ -390,6 +394,10 @@ wait:
 	}
 	rep := &Report{Results: results, Engine: EngineKernel, Lost: r.lost}
 	if r.stream != nil {
+		if r.lost > 0 {
+			// Said here too: CSV has no place for it.
+			fmt.Fprintf(r.log, "sqlhist: warning: the ring buffers lost %d events before they were read (the kernel's per-CPU stats: overrun and dropped events): the counts are short by them; --buffer-kb sets a bigger buffer\n", r.lost)
+		}
 		rep.Engine = EngineStream
 		for _, res := range results {
 			res.Engine, res.Lost = EngineStream, r.lost
