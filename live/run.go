@@ -394,10 +394,6 @@ wait:
 	}
 	rep := &Report{Results: results, Engine: EngineKernel, Lost: r.lost}
 	if r.stream != nil {
-		if r.lost > 0 {
-			// Said here too: CSV has no place for it.
-			fmt.Fprintf(r.log, "sqlhist: warning: the ring buffers lost %d events before they were read (the kernel's per-CPU stats: overrun and dropped events): the counts are short by them; --buffer-kb sets a bigger buffer\n", r.lost)
-		}
 		rep.Engine = EngineStream
 		for _, res := range results {
 			res.Engine, res.Lost = EngineStream, r.lost
