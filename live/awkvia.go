@@ -51,6 +51,12 @@ func (f *AwkFallback) Error() string { return f.Why }
 // query cannot take it (no awk, or a query the awk engine refuses): the
 // caller streams the events instead.
 func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, log io.Writer) (*Report, error) {
+	return runAwkVia(ctx, run, plan, cat, root, d, 0, log)
+}
+
+// runAwkVia is RunAwkVia with the instance's buffer per CPU (--buffer-kb;
+// 0: the script's own).
+func runAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, bufferKB int, log io.Writer) (*Report, error) {
 	if d <= 0 || d > AwkViaMax {
 		return nil, &AwkFallback{fmt.Sprintf("-d %v: the target's awk answers runs of at most %v", d, AwkViaMax)}
 	}
@@ -63,7 +69,7 @@ func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tr
 		return nil, &AwkFallback{"the target has no awk"}
 	}
 	var script bytes.Buffer
-	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d}); err != nil {
+	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d, BufferKB: bufferKB}); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "sqlhist: collecting for %v with the target's awk in instance %s; only the results cross\n", d, ap.Instance)
@@ -131,7 +137,7 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 		return nil, &AwkFallback{"the target has no awk"}
 	}
 	var script bytes.Buffer
-	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d, Interval: every}); err != nil {
+	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d, Interval: every, BufferKB: opt.BufferKB}); err != nil {
 		return nil, err
 	}
 	// The file outlives the script by awkViaKeep, for this machine's last
