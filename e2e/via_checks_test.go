@@ -428,6 +428,12 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	lap("-p, -e")
 	viaKillChecks(t, kname, via, bin, before, gstate)
 	lap("kills")
+	// A line that restarts its shell (issue 45): x86-64's (the arm64
+	// guest runs under emulation, its line slower still).
+	if arch == "x86_64" {
+		viaRestartingChecks(t, kname, via, "/dev/ttyS1", bin, local, before, gstate)
+		lap("restarting line")
+	}
 }
 
 // viaKillChecks: a run SIGKILLed while it collects is alive for --cleanup

@@ -63,7 +63,7 @@ func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, 
 		return err
 	}
 	return WriteAwkScript(w, ap, AwkScriptOptions{Root: root, Duration: c.Collect, Interval: c.Every,
-		Source: src, Target: targetText(catalogTarget(cat, catalog))})
+		Source: src, Target: targetText(catalogTarget(cat, catalog)), BufferKB: c.BufferKB})
 }
 
 // RunAwkVia runs a stream-engine run through --via on the target's awk
@@ -86,7 +86,7 @@ func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt
 		// In the background on the target, its output polled.
 		rep, err = RunAwkViaIntervals(ctx, h.Shell, plan, c.Catalog, root, opt, h.Stderr)
 	} else {
-		rep, err = RunAwkVia(ctx, h.Shell, plan, c.Catalog, root, opt.Duration, h.Stderr)
+		rep, err = runAwkVia(ctx, h.Shell, plan, c.Catalog, root, opt.Duration, opt.BufferKB, h.Stderr)
 	}
 	var fb *AwkFallback
 	if errors.As(err, &fb) {

@@ -55,6 +55,9 @@ type AwkScriptOptions struct {
 	// …)"): both named in the script's header, when given.
 	Source *source.Source
 	Target string
+	// BufferKB is the instance's ring buffer per CPU (--buffer-kb; 0:
+	// awkBufferKB).
+	BufferKB int
 }
 
 // AwkPlan is what the awk engine's script is made of: its setup
@@ -278,6 +281,9 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 		if c.Kind == emit.KindDir {
 			b.WriteString("mkdir " + inst + " || { rmdir \"$sqlhist_own\"; exit 1; }\n")
 			continue
+		}
+		if c.Kind == emit.KindSetting && path.Base(c.File) == "buffer_size_kb" && opt.BufferKB > 0 {
+			c.Line = strconv.Itoa(opt.BufferKB)
 		}
 		b.WriteString(emit.Line(c, root) + " || { sqlhist_undo; exit 1; }\n")
 	}

@@ -567,3 +567,20 @@ func (s *syncBuffer) Len() int {
 	defer s.mu.Unlock()
 	return s.b.Len()
 }
+
+// --buffer-kb sets the script's instance's buffer_size_kb (default
+// awkBufferKB); the lease's stays 4.
+func TestAwkScriptBufferKB(t *testing.T) {
+	ap, _, _, _ := awkPlanOf(t, awkQueries["agg"], awkKernels[0].version, awkKernels[0].arch)
+	for _, c := range []struct{ kb, want int }{{0, awkBufferKB}, {64, 64}, {16384, 16384}} {
+		var b strings.Builder
+		if err := WriteAwkScript(&b, ap, AwkScriptOptions{Duration: time.Second, BufferKB: c.kb}); err != nil {
+			t.Fatal(err)
+		}
+		s := b.String()
+		want := fmt.Sprintf("echo '%d' >> /sys/kernel/tracing/instances/%s/buffer_size_kb", c.want, ap.Instance)
+		if strings.Count(s, "buffer_size_kb") != 2 || !strings.Contains(s, want) || !strings.Contains(s, "echo 4 >> \"$sqlhist_own/buffer_size_kb\"") {
+			t.Errorf("--buffer-kb %d: want %q in the script:\n%s", c.kb, want, s)
+		}
+	}
+}

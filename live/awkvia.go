@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,12 @@ const AwkViaMax = 20 * time.Second
 // (a slow board's awk falls behind a busy event: riscv64 under qemu took
 // over 30 s for -d 3 of every system call), and the teardown.
 const awkViaSlack = 90 * time.Second
+
+// awkViaKeep is how long the output file of a script run in the
+// background (RunAwkViaIntervals) stays on the target after the script
+// ended: this machine reads its end within awkViaSlack of it, and removes
+// it then; when the transport was lost, the script's shell removes it.
+var awkViaKeep = awkViaSlack + 30*time.Second
 
 // ShellRunner runs a command on a target and returns what it printed, an
 // answer within timeout (remote.Session.RunFor).
@@ -44,6 +51,12 @@ func (f *AwkFallback) Error() string { return f.Why }
 // query cannot take it (no awk, or a query the awk engine refuses): the
 // caller streams the events instead.
 func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, log io.Writer) (*Report, error) {
+	return runAwkVia(ctx, run, plan, cat, root, d, 0, log)
+}
+
+// runAwkVia is RunAwkVia with the instance's buffer per CPU (--buffer-kb;
+// 0: the script's own).
+func runAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, bufferKB int, log io.Writer) (*Report, error) {
 	if d <= 0 || d > AwkViaMax {
 		return nil, &AwkFallback{fmt.Sprintf("-d %v: the target's awk answers runs of at most %v", d, AwkViaMax)}
 	}
@@ -56,7 +69,7 @@ func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tr
 		return nil, &AwkFallback{"the target has no awk"}
 	}
 	var script bytes.Buffer
-	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d}); err != nil {
+	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d, BufferKB: bufferKB}); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "sqlhist: collecting for %v with the target's awk in instance %s; only the results cross\n", d, ap.Instance)
@@ -110,8 +123,9 @@ const awkPollEOF = "@@sqlawk-eof"
 // input (AwkReader) and reported as the hist files of an interval are
 // (opt.OnInterval, opt.OnTotal), the end's last. The script ends by
 // itself at opt.Duration (a lost transport leaves nothing but the file,
-// named after the instance); a signal here ends its awk at once (the
-// end marker), and its instance is removed at opt.Duration.
+// named after the instance, and that only for awkViaKeep after the
+// script's end); a signal here ends its awk at once (the end marker), and
+// its instance is removed at opt.Duration.
 func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, opt Options, log io.Writer) (*Report, error) {
 	d, every := opt.Duration, opt.Interval
 	arch, _ := cat.Arch()
@@ -123,11 +137,14 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 		return nil, &AwkFallback{"the target has no awk"}
 	}
 	var script bytes.Buffer
-	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d, Interval: every}); err != nil {
+	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: d, Interval: every, BufferKB: opt.BufferKB}); err != nil {
 		return nil, err
 	}
+	// The file outlives the script by awkViaKeep, for this machine's last
+	// reads, and no more: a run whose transport is lost leaves nothing.
+	keep := strconv.Itoa(int((awkViaKeep + time.Second - 1) / time.Second))
 	launch := "f=$(mktemp \"${TMPDIR:-/tmp}/" + ap.Instance + ".XXXXXX\") || exit 1\n" +
-		"sh -c " + emit.Quote(script.String()) + " < /dev/null > \"$f\" 2>&1 &\n" +
+		"( sh -c " + emit.Quote(script.String()) + " < /dev/null > \"$f\" 2>&1; sleep " + keep + "; rm -f \"$f\" ) < /dev/null > /dev/null 2>&1 &\n" +
 		"echo \"@@sqlawk $f\""
 	out, err := run(ctx, "starting the awk engine's script", launch, 0)
 	if err != nil {

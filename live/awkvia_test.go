@@ -290,3 +290,59 @@ func TestRunAwkViaUntilStopped(t *testing.T) {
 		})
 	}
 }
+
+// TestRunAwkViaLostLeavesNoFile: a -i run through a transport that is
+// lost once the script runs in the background (every request after the
+// launch fails) returns the error, and the script, ending at -d by
+// itself, removes its instance and, awkViaKeep later, its output file.
+func TestRunAwkViaLostLeavesNoFile(t *testing.T) {
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Skip("SKIPPING: dash is not installed (make test-shells installs it)")
+	}
+	old := awkViaKeep
+	awkViaKeep = time.Second
+	defer func() { awkViaKeep = old }()
+	k := awkKernels[0]
+	text, err := os.ReadFile(k.text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ := awkCatalog(t, k.version, k.arch)
+	plan, diags := Compile(sourceOf(awkQueries["agg"]), cat, Prepare(planner.Options{Stream: true}, 4245))
+	if plan == nil {
+		t.Fatal(diags)
+	}
+	dir := t.TempDir()
+	root, bin := standIn(t, dir, text)
+	lost := errors.New("the transport to the target ended")
+	run := func(_ context.Context, step, cmd string, _ time.Duration) (string, error) {
+		if step != "looking for awk" && step != "starting the awk engine's script" {
+			return "", lost
+		}
+		c := exec.Command(dash, "-c", cmd)
+		c.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "TMPDIR=" + dir}
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	opt := Options{Duration: time.Second, Interval: 400 * time.Millisecond}
+	if _, err := RunAwkViaIntervals(context.Background(), run, plan, cat, root, opt, io.Discard); !errors.Is(err, lost) {
+		t.Fatalf("a lost transport: %v", err)
+	}
+	if left, _ := filepath.Glob(dir + "/sqlawk_*"); len(left) != 1 {
+		t.Fatalf("the script's output file, while it runs: %v", left)
+	}
+	var left []string
+	for i := 0; i < 100; i++ {
+		if left, _ = filepath.Glob(dir + "/sqlawk_*"); len(left) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) != 0 {
+		t.Errorf("the output file is still there 10 s after the run's end: %v", left)
+	}
+	if ents, _ := os.ReadDir(root + "/instances"); len(ents) != 0 {
+		t.Errorf("the instance is still there: %v", ents)
+	}
+}

@@ -21,6 +21,7 @@ type Choices struct {
 	Metrics                string // --metrics: the address /metrics is served on
 	Series                 int    // --metrics-series: label sets a query keeps
 	Size                   int    // --size: entries of each histogram's map
+	BufferKB               int    // --buffer-kb: the ring buffer of the run's instance, per CPU (stream engine)
 	Initrd                 string // --initrd FILE
 	PlanFile               string // --plan FILE
 	TeardownOut            string // --teardown-out FILE: the teardown script too
@@ -49,6 +50,9 @@ func (c *Choices) Check(given func(name string) bool) error {
 		if c.PlanFile != "" {
 			return fmt.Errorf("--plan replays the writes of a plan as they are: drop --size (give it when the plan is made)")
 		}
+	}
+	if given("buffer-kb") && (c.BufferKB < MinBufferKB || c.BufferKB > MaxBufferKB) {
+		return fmt.Errorf("--buffer-kb %d: give %d to %d KiB of ring buffer per CPU", c.BufferKB, MinBufferKB, MaxBufferKB)
 	}
 	if err := c.checkAlso(); err != nil {
 		return err

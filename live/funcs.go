@@ -11,6 +11,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +62,11 @@ type FuncLookup struct {
 	// ftrace cannot trace it (notrace).
 	Kallsyms string
 	Text     bool
+	// Same is the number of text symbols of that name (in that module)
+	// in Kallsyms when there are several (static functions of different
+	// files): a kprobe on the name attaches to one of them, or is refused
+	// (0 when there is one, or it was not counted).
+	Same int
 	// Blacklist names the kprobe blacklist that lists the function, a
 	// listed or a Text one ("" when none read does): the kernel refuses
 	// a kprobe on it either way.
@@ -92,16 +98,18 @@ func DefaultBlacklists(root string) []string {
 	return []string{std}
 }
 
-// text reports whether fn (of module mod, when not "") is a text symbol
-// (type t or T) of the table, read a line at a time.
-func (k *KernelSyms) text(fn, mod string) (bool, error) {
+// text counts the text symbols (type t or T) named fn (of module mod,
+// when not "") in the table, read a line at a time. Without a module, a
+// module's symbol counts too: the kernel looks a kprobe's name up in both.
+func (k *KernelSyms) text(fn, mod string) (int, error) {
 	r, err := k.Open(k.Kallsyms)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 1<<16)
+	n := 0
 	for sc.Scan() {
 		// "ffffffff81234560 t name\t[module]"
 		f := strings.Fields(sc.Text())
@@ -109,10 +117,29 @@ func (k *KernelSyms) text(fn, mod string) (bool, error) {
 			continue
 		}
 		if mod == "" || len(f) > 3 && f[3] == "["+mod+"]" {
-			return true, nil
+			n++
 		}
 	}
-	return false, sc.Err()
+	return n, sc.Err()
+}
+
+// name is how messages name the table.
+func (k *KernelSyms) name() string {
+	if k.Name != "" {
+		return k.Name
+	}
+	return k.Kallsyms
+}
+
+// same sets l.Same (and l.Kallsyms) when the table has several text
+// symbols named fn: for a function the list has.
+func (k *KernelSyms) same(l *FuncLookup, fn, mod string) {
+	if k == nil || k.Open == nil {
+		return
+	}
+	if n, err := k.text(fn, mod); err == nil && n > 1 {
+		l.Same, l.Kallsyms = n, k.name()
+	}
 }
 
 // blacklisted names the blacklist that lists fn ("" when none read
@@ -145,15 +172,15 @@ func (k *KernelSyms) lookup(l *FuncLookup, fn, mod string) {
 	if k == nil || k.Open == nil {
 		return
 	}
-	text, err := k.text(fn, mod)
+	n, err := k.text(fn, mod)
 	if err != nil {
 		return
 	}
-	l.Kallsyms, l.Text = k.Kallsyms, text
-	if k.Name != "" {
-		l.Kallsyms = k.Name
+	l.Kallsyms, l.Text = k.name(), n > 0
+	if n > 1 {
+		l.Same = n
 	}
-	if text {
+	if l.Text {
 		l.Blacklist = k.blacklisted(fn)
 	}
 }
@@ -310,6 +337,7 @@ func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 			l := FuncLookup{Found: true, Module: mod != ""}
 			if f.Syms != nil && f.Syms.Open != nil {
 				l.Blacklist = f.Syms.blacklisted(fn)
+				f.Syms.same(&l, fn, mod)
 			}
 			return l, nil
 		}
@@ -333,6 +361,7 @@ func (f *FSFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 		f.Syms.lookup(&l, fn, mod)
 	} else if f.Syms != nil && f.Syms.Open != nil {
 		l.Blacklist = f.Syms.blacklisted(fn)
+		f.Syms.same(&l, fn, mod)
 	}
 	return l, nil
 }
@@ -382,7 +411,7 @@ func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 	}
 	cmd := "f=" + emit.Quote(f.Root+"/"+filterFunctions) + "; [ -r \"$f\" ] || f=" + emit.Quote(f.Root+"/"+filterFunctionsAddrs) + "; " +
 		"if [ ! -r \"$f\" ]; then echo '@nolist'; elif ! command -v grep >/dev/null 2>&1 || ! command -v head >/dev/null 2>&1; then echo '@nogrep'; else " +
-		"if grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\"; then echo '@found'; " + f.blacklistCmd(re(fn)) + "; else " + f.symsCmd(re(fn), re(mod)) + "; fi; "
+		"if grep -q -E " + emit.Quote(`^([0-9a-f]+ )?`+re(fn)+tail) + " \"$f\"; then echo '@found'; " + f.blacklistCmd(re(fn)) + "; " + f.sameCmd(re(fn), re(mod)) + "; else " + f.symsCmd(re(fn), re(mod)) + "; fi; "
 	if mod != "" {
 		cmd += "grep -q -E " + emit.Quote(` \[`+re(mod)+`\]$`) + " \"$f\" && echo '@module'; "
 	}
@@ -413,6 +442,12 @@ func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
 			l.Text = true
 			continue
 		}
+		if n, ok := strings.CutPrefix(line, "@same "); ok {
+			if v, err := strconv.Atoi(n); err == nil && v > 1 {
+				l.Same, l.Kallsyms = v, f.kallsyms()+" of the target"
+			}
+			continue
+		}
 		if b, ok := strings.CutPrefix(line, "@blacklist "); ok {
 			l.Blacklist = b + " of the target"
 			continue
@@ -436,6 +471,23 @@ func (f *ShellFunctions) kallsyms() string {
 	return f.Kallsyms
 }
 
+// symTail is the end of a kallsyms line's regular expression after the
+// name: that module's, or any.
+func symTail(mod string) string {
+	if mod != "" {
+		return `[[:space:]]+\[` + mod + `\]$`
+	}
+	return `([[:space:]]|$)`
+}
+
+// sameCmd is the shell command that prints "@same N" when the target's
+// kallsyms has N > 1 text symbols named fn (of mod; both as regular
+// expressions): grep -c reads it on the target, only the count crosses.
+func (f *ShellFunctions) sameCmd(fn, mod string) string {
+	k := emit.Quote(f.kallsyms())
+	return "if [ -r " + k + " ]; then n=$(grep -c -E " + emit.Quote(` [tT] `+fn+symTail(mod)) + " " + k + "); [ \"$n\" -gt 1 ] 2>/dev/null && echo \"@same $n\"; fi"
+}
+
 // symsCmd is the shell command that searches the target's kallsyms for
 // the function (fn and mod as regular expressions): "@kallsyms" when it
 // can be read, "@text" when the function is a text symbol, "@blacklist
@@ -447,7 +499,7 @@ func (f *ShellFunctions) symsCmd(fn, mod string) string {
 	}
 	k := emit.Quote(f.kallsyms())
 	return "if [ -r " + k + " ]; then echo '@kallsyms'; " +
-		"if grep -q -E " + emit.Quote(` [tT] `+fn+tail) + " " + k + "; then echo '@text'; " + f.blacklistCmd(fn) + "; fi; fi"
+		"if grep -q -E " + emit.Quote(` [tT] `+fn+tail) + " " + k + "; then echo '@text'; " + f.blacklistCmd(fn) + "; " + f.sameCmd(fn, mod) + "; fi; fi"
 }
 
 // blacklistCmd is the shell command that prints "@blacklist FILE" when
@@ -550,6 +602,13 @@ func checkFunction(d *source.Diags, pr *planner.Probe, funcs Functions, warned *
 		}
 		*warned = true
 		return
+	}
+	if l.Same > 1 {
+		x := d.Add(pr.SymPos, pr.SymEnd, "kernel function %q is ambiguous: %d text symbols have that name in %s; a kprobe on the name attaches to one of them (the first the kernel finds), or the kernel refuses it (EADDRNOTAVAIL, since Linux 6.6 and in the stable kernels that took that change)", pr.Symbol, l.Same, l.Kallsyms)
+		x.Warning = true
+		x.Hint = "static functions of different files may share a name; its counts are then one function's, not all of them: probe a caller, or a function with a name of its own"
+	}
+	switch {
 	case l.Blacklist != "":
 		x := d.Add(pr.SymPos, pr.SymEnd, "kernel function %q is on the kernel's kprobe blacklist (%s): the kernel refuses a kprobe on it", pr.Symbol, l.Blacklist)
 		x.Hint = "the kernel keeps kprobes off the functions they themselves run through (exception, NMI and entry code); probe one of its callers instead"

@@ -444,3 +444,69 @@ func TestFunctionScanStops(t *testing.T) {
 		t.Errorf("a failing read: %v", err)
 	}
 }
+
+// A kprobe's function that names several text symbols in kallsyms
+// (static functions of different files) is ambiguous: a warning at the
+// function says how many and what the kernel does with such a name, on
+// this machine's tracefs and through a shell (--via), for a function the
+// list has and for one only kallsyms has; a unique one has none.
+func TestKprobeFunctionAmbiguous(t *testing.T) {
+	syms := kallsyms + "ffffffff81235000 t show_stat\nffffffff81236000 t show_stat\nffffffff81237000 t quiet_dup\nffffffff81238000 t quiet_dup\n" +
+		"ffffffffc0003000 t show_stat\t[nvme_core]\n"
+	list := funcList + "show_stat\nshow_stat\nshow_stat [nvme_core]\n"
+	files := fstest.MapFS{"available_filter_functions": {Data: []byte(list)}}
+	host := live.Host{Dir: func(p string) (fs.FS, error) {
+		if p == "/proc" {
+			return fstest.MapFS{"kallsyms": {Data: []byte(syms)}}, nil
+		}
+		return nil, fs.ErrNotExist
+	}}
+	place := &live.Place{Root: "/sys/kernel/tracing", Formats: "/sys/kernel/tracing", Machine: true}
+	for _, c := range []struct{ query, warn string }{
+		{"SELECT common_pid, COUNT(*) FROM kprobe(show_stat)", "q.sql:1:41: warning: kernel function \"show_stat\" is ambiguous: 3 text symbols have that name in /proc/kallsyms"},
+		{"SELECT common_pid, COUNT(*) FROM kprobe(nvme_core:show_stat)", ""},
+		{"SELECT common_pid, COUNT(*) FROM kprobe(quiet_dup)", "warning: kernel function \"quiet_dup\" is ambiguous: 2 text symbols"},
+		{"SELECT common_pid, COUNT(*) FROM kprobe(vfs_read)", ""},
+	} {
+		plan, diags, _ := funcsCase(t, place, host, files, c.query)
+		if plan == nil || (c.warn == "") != (diags == "") || !strings.Contains(diags, c.warn) {
+			t.Errorf("%s: plan %v, diagnostics\n%s\nwant\n%s", c.query, plan != nil, diags, c.warn)
+		}
+	}
+
+	dir := t.TempDir()
+	for name, data := range map[string]string{"available_filter_functions": list, "kallsyms": syms} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, shell := range [][]string{{"busybox", "sh"}, {"dash"}} {
+		if _, err := exec.LookPath(shell[0]); err != nil {
+			t.Errorf("%v: %v", shell, err)
+			continue
+		}
+		bin := t.TempDir()
+		if shell[0] == "busybox" {
+			bb, _ := exec.LookPath("busybox")
+			for _, applet := range []string{"grep", "head"} {
+				os.Symlink(bb, filepath.Join(bin, applet))
+			}
+		}
+		run := func(_ context.Context, step, cmd string, _ time.Duration) (string, error) {
+			c := exec.Command(shell[0], append(shell[1:], "-c", cmd)...)
+			c.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			out, err := c.CombinedOutput()
+			return string(out), err
+		}
+		fns := &live.ShellFunctions{Run: run, Root: dir, Via: "ssh board", Kallsyms: filepath.Join(dir, "kallsyms"), Blacklists: []string{filepath.Join(dir, "none")}}
+		for _, c := range []struct {
+			fn, mod string
+			same    int
+		}{{"show_stat", "", 3}, {"show_stat", "nvme_core", 0}, {"quiet_dup", "", 2}, {"vfs_read", "", 0}, {"notrace_fn", "", 0}} {
+			l, err := fns.Lookup(c.fn, c.mod)
+			if err != nil || l.Same != c.same || c.same > 0 && l.Kallsyms != filepath.Join(dir, "kallsyms")+" of the target" {
+				t.Errorf("%v: %s:%s: %+v, %v; want %d the same", shell, c.mod, c.fn, l, err, c.same)
+			}
+		}
+	}
+}

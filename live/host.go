@@ -164,7 +164,7 @@ func (h Host) SignalContext() (ctx context.Context, stop func()) {
 // checked, and --events' stream to h's stdout.
 func (h Host) RunOptions(c *Choices) Options {
 	opt := Options{Duration: c.Collect, Log: h.Stderr, After: h.After, Marker: "sqlhist-end-" + strconv.Itoa(h.PID), Alive: h.Alive, ID: h.PID,
-		Engine: c.Used, EngineReason: c.UsedReason, Catalog: c.Catalog}
+		Engine: c.Used, EngineReason: c.UsedReason, Catalog: c.Catalog, BufferKB: c.BufferKB}
 	if h.Via != "" {
 		// Each check of the run's objects is requests to the target.
 		opt.Watch = 5 * time.Second

@@ -65,6 +65,10 @@ var killCases = []killCase{
 	// snapshot buffer.
 	{name: "stream join", sql: wakeup, opt: planner.Options{Stream: true}, stream: true},
 	{name: "stream histogram", sql: killHist, opt: planner.Options{Stream: true}, stream: true},
+	// In an instance that is there (-B): its enables in that instance,
+	// which a killed run leaves there (issue 45).
+	{name: "stream histogram -B existing", sql: killHist, opt: planner.Options{Stream: true, Instance: "mine"}, existing: "mine", stream: true},
+	{name: "stream join -B existing", sql: wakeup, opt: planner.Options{Stream: true, Instance: "mine"}, existing: "mine", stream: true},
 }
 
 // killPlan compiles a case for the run id.
@@ -371,5 +375,42 @@ func TestCleanupReadsWhatTheManifestNames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// --buffer-kb: a stream run sets its instance's buffer_size_kb to it (its
+// lease, made that small before its records when it is under the lease's
+// own 64 KiB), and leaves the tracefs as it was.
+func TestStreamBufferKB(t *testing.T) {
+	for _, kb := range []int{0, 16, 8192} {
+		c := killCase{sql: killHist, opt: planner.Options{Stream: true}, stream: true}
+		f := killFake(c)
+		before := f.state()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		tg := &live.Target{Root: "/t", FS: f, W: f, ReadRaw: func(dirs []string, _ int) ([][]byte, error) { return make([][]byte, len(dirs)), nil }}
+		_, err := live.Run(ctx, tg, killPlan(t, c, 7), live.Options{ID: 7, Alive: func(int) bool { return false }, Engine: live.EngineStream, BufferKB: kb})
+		if err != nil && !strings.Contains(err.Error(), "reading the results") {
+			t.Fatalf("--buffer-kb %d: %v", kb, err)
+		}
+		var sizes []string
+		for _, w := range f.Writes {
+			if strings.HasPrefix(w, "instances/sqlhist_7_own/buffer_size_kb:") {
+				sizes = append(sizes, w)
+			}
+		}
+		want := []string{"instances/sqlhist_7_own/buffer_size_kb: 64", "instances/sqlhist_7_own/buffer_size_kb: 4096"}
+		switch kb {
+		case 16:
+			want = []string{"instances/sqlhist_7_own/buffer_size_kb: 16", "instances/sqlhist_7_own/buffer_size_kb: 16"}
+		case 8192:
+			want[1] = "instances/sqlhist_7_own/buffer_size_kb: 8192"
+		}
+		if strings.Join(sizes, "\n") != strings.Join(want, "\n") {
+			t.Errorf("--buffer-kb %d: the writes of buffer_size_kb:\n%s\nwant\n%s", kb, strings.Join(sizes, "\n"), strings.Join(want, "\n"))
+		}
+		if got := f.state(); got != before {
+			t.Errorf("--buffer-kb %d: left:\n%s", kb, got)
+		}
 	}
 }

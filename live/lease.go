@@ -157,7 +157,7 @@ func readManifestIn(t *Target, name, file string) ([]emit.Command, bool) {
 // file swaps the two), where reading trace_pipe_raw does not consume
 // them, and read back from there. An error means nothing of the run is
 // left: the lease, when it was made, is removed again.
-func takeLease(t *Target, name string, cmds []emit.Command, ring bool) error {
+func takeLease(t *Target, name string, cmds []emit.Command, ring bool, bufferKB int) error {
 	dir := "instances/" + name
 	if err := t.W.Mkdir(dir); err != nil {
 		return fmt.Errorf("creating the run's lease, instance %s: %v", name, errnoText(err))
@@ -168,8 +168,14 @@ func takeLease(t *Target, name string, cmds []emit.Command, ring bool) error {
 		}
 	}
 	// A smaller buffer is only a saving: the read-back below checks
-	// that the records fit. (A stream run sets its size after.)
-	_ = t.W.Append(dir+"/buffer_size_kb", leaseBufferKB)
+	// that the records fit. (A stream run sets its size after; one
+	// smaller than this is set now, since shrinking the buffer later
+	// would drop records from its snapshot.)
+	size := leaseBufferKB
+	if ring && bufferKB > 0 && bufferKB < 64 {
+		size = strconv.Itoa(bufferKB)
+	}
+	_ = t.W.Append(dir+"/buffer_size_kb", size)
 	for _, l := range manifestLines(cmds) {
 		if err := t.W.Append(dir+"/trace_marker", l); err != nil {
 			return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: %v", name, errnoText(err)))
@@ -232,6 +238,17 @@ func claims(t *Target, alive func(int) bool, self int) []claim {
 	return out
 }
 
+// instanceOfFile is the instance a tracefs file is in ("" for the top
+// level's).
+func instanceOfFile(file string) string {
+	rest, ok := strings.CutPrefix(file, "instances/")
+	if !ok {
+		return ""
+	}
+	inst, _, _ := strings.Cut(rest, "/")
+	return inst
+}
+
 // leasePIDs are the ids of the runs whose lease is in t.
 func leasePIDs(t *Target) []int {
 	var pids []int
@@ -270,7 +287,21 @@ func checkClaims(t *Target, alive func(int) bool, self int, cmds []emit.Command)
 	cl := claims(t, alive, self)
 	for _, c := range cmds {
 		if c.Kind == emit.KindEnable {
-			continue // an enable is the instance's, which is checked
+			// An enable is its instance's: in an instance the run makes,
+			// which is checked; in one that is there (-B), another run's
+			// enable still on in it (a killed stream run's, or a live
+			// one's) puts its events in the buffer this run reads, and
+			// this run's teardown would turn it off.
+			for _, o := range cl {
+				if o.cmd.Kind == emit.KindEnable && instanceOfFile(o.cmd.File) == instanceOfFile(c.File) && (o.live || t.present(o.cmd)) {
+					where := "top-level buffer"
+					if inst := instanceOfFile(c.File); inst != "" {
+						where = "instance " + inst
+					}
+					return &ConflictError{PID: o.pid, Running: o.live, What: where + " (its " + o.cmd.What + ")"}
+				}
+			}
+			continue
 		}
 		for _, o := range cl {
 			if sameObject(c, o.cmd) && (o.live || t.present(emit.Teardown([]emit.Command{o.cmd})[0])) {

@@ -69,6 +69,10 @@ func ParseDuration(s string) (time.Duration, error) {
 type Options struct {
 	// Duration ends the collection; zero collects until ctx is done.
 	Duration time.Duration
+	// BufferKB is the stream engine's ring buffer per CPU, in its
+	// instance (buffer_size_kb; 0: streamBufferKB); an instance the run
+	// did not make (-B) keeps its own.
+	BufferKB int
 	// Events, when set, receives the synthetic events' lines as the kernel
 	// records them, in Format: "table" (the kernel's lines), "json" (an
 	// object per line) or "csv".
@@ -179,7 +183,7 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 		if inLease {
 			r.instance, created = r.lease, false
 		}
-		s, cmds, err := newStreamRun(t, plan, cat, r.instance, created, inLease)
+		s, cmds, err := newStreamRun(t, plan, cat, r.instance, created, inLease, opt.BufferKB)
 		if err != nil {
 			return nil, err
 		}
@@ -209,7 +213,7 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 			return nil, err
 		}
 	}
-	if err := takeLease(t, r.lease, r.cmds, inLease); err != nil {
+	if err := takeLease(t, r.lease, r.cmds, inLease, opt.BufferKB); err != nil {
 		return nil, errors.Join(err, h.end(r.lease))
 	}
 	rep, err := r.run(ctx)

@@ -57,6 +57,13 @@ const pageTail = 512
 // CPU does not overwrite what was not read yet.
 const streamBufferKB = 4096
 
+// MinBufferKB and MaxBufferKB bound --buffer-kb: a page, and 1 GiB per
+// CPU.
+const (
+	MinBufferKB = 4
+	MaxBufferKB = 1 << 20
+)
+
 // streamClock is the trace clock of a stream run's instance: the clock
 // hist triggers stamp with.
 const streamClock = "global"
@@ -173,7 +180,7 @@ func planHists(plan *planner.Plan) ([]*planner.Hist, []*planner.Synth) {
 // filters), from the triggers compiled against cat. The instance is one
 // the run creates (created), its lease (inLease: made, and its clock set,
 // by takeLease), or another's (-B: its settings stay).
-func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance string, created, inLease bool) (*streamRun, []emit.Command, error) {
+func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance string, created, inLease bool, bufferKB int) (*streamRun, []emit.Command, error) {
 	s := &streamRun{t: t, plan: plan, instance: instance}
 	s.hists, s.synths = planHists(plan)
 	for _, h := range s.hists {
@@ -196,7 +203,10 @@ func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance 
 	if inLease {
 		clock = ""
 	}
-	cmds := emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: instance, CreateInstance: created, Own: inLease, Clock: clock, BufferKB: streamBufferKB,
+	if bufferKB <= 0 {
+		bufferKB = streamBufferKB
+	}
+	cmds := emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: instance, CreateInstance: created, Own: inLease, Clock: clock, BufferKB: bufferKB,
 		NoWait: t.ReadRaw != nil})
 	return s, cmds, nil
 }

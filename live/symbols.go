@@ -94,7 +94,13 @@ type kallsyms struct {
 }
 
 // parseKallsyms reads the text symbols (types t, T, w, W) of a
-// /proc/kallsyms.
+// /proc/kallsyms. Of symbols at one address (aliases: the same code), it
+// keeps the first in the file's order, the one the kernel's own %pS
+// prints (kallsyms' get_symbol_pos goes back to the first of the same
+// address), so that the stream engine names a stack as a hist trigger
+// does. A name at several addresses (static functions of different
+// files) names each of them, as the kernel prints it too: the offset and
+// size that .sym-offset adds tell them apart.
 func parseKallsyms(text string) *kallsyms {
 	type sym struct {
 		a uint64
@@ -115,6 +121,9 @@ func parseKallsyms(text string) *kallsyms {
 	sort.SliceStable(syms, func(i, j int) bool { return syms[i].a < syms[j].a })
 	k := &kallsyms{}
 	for _, s := range syms {
+		if n := len(k.addrs); n > 0 && k.addrs[n-1] == s.a {
+			continue // an alias: the kernel's %pS names the first
+		}
 		k.addrs, k.names = append(k.addrs, s.a), append(k.names, s.n)
 	}
 	return k

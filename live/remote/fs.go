@@ -68,7 +68,7 @@ func (f *FS) ReadFile(name string) ([]byte, error) {
 	if smallFile(name) {
 		read = readBuiltin(p)
 	}
-	out, err := f.s.request(context.Background(), "reading "+f.abs(name),
+	out, err := f.s.read(context.Background(), "reading "+f.abs(name),
 		"if [ -d "+p+" ]; then Q 21; elif [ -e "+p+" ]; then "+read+"; else Q 2; fi")
 	if err != nil {
 		return nil, f.pathErr("read", name, err)
@@ -104,7 +104,7 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return ents, nil
 	}
 	p := emit.Quote(f.abs(name))
-	out, err := f.s.request(context.Background(), "listing "+f.abs(name),
+	out, err := f.s.read(context.Background(), "listing "+f.abs(name),
 		"if [ -d "+p+" ]; then for f in "+p+"/* "+p+"/.[!.]*; do if [ -d \"$f\" ]; then P \"d${f##*/}\"; elif [ -e \"$f\" ]; then P \"f${f##*/}\"; fi; done; elif [ -e "+p+" ]; then Q 20; else Q 2; fi")
 	if err != nil {
 		return nil, f.pathErr("readdir", name, err)
@@ -141,7 +141,7 @@ func (f *FS) Stat(name string) (fs.FileInfo, error) {
 		return entry{name: path.Base(f.abs(name)), dir: isDir}, nil
 	}
 	p := emit.Quote(f.abs(name))
-	out, err := f.s.request(context.Background(), "looking for "+f.abs(name),
+	out, err := f.s.read(context.Background(), "looking for "+f.abs(name),
 		"if [ -d "+p+" ]; then printf d; elif [ -e "+p+" ]; then printf f; else Q 2; fi")
 	if err != nil {
 		return nil, f.pathErr("stat", name, err)
@@ -285,7 +285,7 @@ func (s *Session) tree(dir string) *eventTree {
 		return t
 	}
 	p := emit.Quote(dir)
-	out, err := s.request(context.Background(), "listing the events of "+dir,
+	out, err := s.read(context.Background(), "listing the events of "+dir,
 		"if [ -d "+p+" ]; then for e in "+p+"/*/*; do if [ -d \"$e\" ]; then P \"d$e\"; elif [ -e \"$e\" ]; then P \"f$e\"; fi; done; for e in "+p+"/*/; do P \"d$e\"; done; else Q 2; fi")
 	if err != nil {
 		return nil

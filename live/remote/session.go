@@ -96,6 +96,9 @@ type Session struct {
 	mu     sync.Mutex // one request at a time
 	seq    int
 	broken error // set once the session cannot be used
+	// quiet is how long an answer may take to begin before a sync
+	// (ResendAfter at first, longer once a target proved slow).
+	quiet time.Duration
 
 	// Counters, for measurements: bytes sent and received, requests.
 	sent, received, requests atomic.Int64
@@ -221,12 +224,7 @@ func (s *Session) readLines(out io.Reader) {
 // left harmless, defines the request function and reads the target's
 // release, machine and boot.
 func (s *Session) greet(ctx context.Context) error {
-	var b strings.Builder
-	b.WriteString(resync)
-	b.WriteString("LC_ALL=C; export LC_ALL; PS1=; PS2=; PS4=; M1=" + s.m1 + "; M2=" + s.m2 + "\n")
-	b.WriteString("D=" + escape(requestFunctions) + "\n")
-	b.WriteString("set -f; eval $D; set +f\n")
-	out, err := s.send(ctx, "greeting the target's shell (is the command's other end a POSIX shell?)", b.String(),
+	out, err := s.send(ctx, "greeting the target's shell (is the command's other end a POSIX shell?)", s.greeting(),
 		`uname -r; uname -m; uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -`, GreetEvery, s.opt.Timeout)
 	if err != nil {
 		return err
@@ -239,6 +237,18 @@ func (s *Session) greet(ctx context.Context) error {
 	return nil
 }
 
+// greeting is the lines that end a partial line, set the markers' halves
+// and define the request functions: sent first, and again to a shell
+// that lost them (see sync).
+func (s *Session) greeting() string {
+	var b strings.Builder
+	b.WriteString(resync)
+	b.WriteString("LC_ALL=C; export LC_ALL; PS1=; PS2=; PS4=; M1=" + s.m1 + "; M2=" + s.m2 + "\n")
+	b.WriteString("D=" + escape(requestFunctions) + "\n")
+	b.WriteString("set -f; eval $D; set +f\n")
+	return b.String()
+}
+
 // resync ends whatever partial line a cut session left in a shell that
 // outlives it: a line continuation (two newlines), an open single quote
 // (the quote in a comment line closes it, else the line is a comment), an
@@ -247,17 +257,21 @@ func (s *Session) greet(ctx context.Context) error {
 const resync = "\n\n# '\n# \"\n\n"
 
 // requestFunctions is defined in the target's shell at the start of a
-// session. R SEQ CMD SEQ runs CMD (standard input /dev/null, standard
+// session. R SEQ LEN CMD SEQ runs CMD (standard input /dev/null, standard
 // error into the answer) between the markers "<nonce> SEQ B" and
-// "<nonce> SEQ E STATUS", each on a line of its own; a call with another
-// number of arguments or with two different SEQs is a cut line and is
-// answered "<nonce> SEQ X". Q N sets the status N; P prints its argument
-// as it is and a newline, with a builtin (mksh's printf is a program: a
-// process a line). Only builtins: a request costs the target no process
-// unless its command runs one. The text travels escaped and is run by
+// "<nonce> SEQ E STATUS", each on a line of its own, and records SEQ in
+// L before; a call with another number of arguments, with two different
+// SEQs or with a CMD whose length is not LEN bytes is a cut line (or a
+// request sent in pieces that lost one) and is answered "<nonce> SEQ X".
+// Y SEQ answers "<nonce> SEQ Y L": the last request this shell started
+// (see Session.sync). Q N sets the status N; P prints its argument as it
+// is and a newline, with a builtin (mksh's printf is a program: a process
+// a line). Only builtins: a request costs the target no process unless
+// its command runs one. mksh counts ${#3} in characters in its UTF-8
+// mode, which it leaves (set +U). The text travels escaped and is run by
 // "eval $D" (split at single spaces, joined again): it has no runs of
 // spaces, no tabs and no newlines.
-const requestFunctions = `R() { if [ $# = 3 ] && [ "$1" = "$3" ]; then echo; echo "$M1$M2 $1 B"; eval "$2" </dev/null 2>&1; S=$?; echo; echo "$M1$M2 $1 E $S"; else echo; echo "$M1$M2 $1 X"; fi; }; Q() { return $1; }; if [ -n "$KSH_VERSION" ]; then P() { print -r -- "$1"; }; else P() { printf '%s\n' "$1"; }; fi`
+const requestFunctions = `R() { if [ $# = 4 ] && [ "$1" = "$4" ] && [ "${#3}" = "$2" ]; then L=$1; echo; echo "$M1$M2 $1 B"; eval "$3" </dev/null 2>&1; S=$?; echo; echo "$M1$M2 $1 E $S"; else echo; echo "$M1$M2 $1 X"; fi; }; Y() { echo; echo "$M1$M2 $1 Y ${L:--}"; }; Q() { return $1; }; if [ -n "$KSH_VERSION" ]; then set +U; P() { print -r -- "$1"; }; else P() { printf '%s\n' "$1"; }; fi`
 
 // escape writes s as one shell word without quotes: every byte but
 // letters, digits and a few punctuation marks is preceded by a backslash,
@@ -294,11 +308,13 @@ func escapeTokens(s string) []string {
 // variable, and the request names the variable.
 const maxRequestLine = 900
 
-// requestLines are the lines that send request seq of cmd.
+// requestLines are the lines that send request seq of cmd: its length
+// goes with it, so that the target checks the command whole.
 func requestLines(seq, cmd string) string {
 	toks := escapeTokens(cmd)
-	if n := len(strings.Join(toks, "")); n <= maxRequestLine {
-		return "R " + seq + " " + strings.Join(toks, "") + " " + seq + "\n"
+	n := strconv.Itoa(len(cmd))
+	if len(strings.Join(toks, "")) <= maxRequestLine {
+		return "R " + seq + " " + n + " " + strings.Join(toks, "") + " " + seq + "\n"
 	}
 	var b strings.Builder
 	first := true
@@ -315,7 +331,7 @@ func requestLines(seq, cmd string) string {
 			b.WriteString("C=${C}" + piece.String() + "\n")
 		}
 	}
-	b.WriteString("R " + seq + " \"$C\" " + seq + "\n")
+	b.WriteString("R " + seq + " " + n + " \"$C\" " + seq + "\n")
 	return b.String()
 }
 
@@ -344,19 +360,274 @@ func (e *AnswerError) Error() string {
 // Run runs cmd, a shell command, on the target and returns what it
 // printed (standard output and error); a non-zero status is an
 // *AnswerError. step names the request in errors ("reading error_log").
+// A request the line lost is sent again once the target is known not to
+// have run it (see do); one it ran whose answer was lost is an error, not
+// run twice.
 func (s *Session) Run(ctx context.Context, step, cmd string) (string, error) {
-	return s.request(ctx, step, cmd)
+	return s.do(ctx, step, cmd, s.opt.Timeout, false)
 }
 
 // RunFor is Run with its own bound on the answer's time instead of
 // Options.Timeout (at least that): for a command that runs for a while
 // by design (the awk engine's script, live.RunAwkVia).
 func (s *Session) RunFor(ctx context.Context, step, cmd string, timeout time.Duration) (string, error) {
-	return s.send(ctx, step, "", cmd, 0, max(timeout, s.opt.Timeout))
+	return s.do(ctx, step, cmd, max(timeout, s.opt.Timeout), false)
 }
 
+// request is Run for a command that changes something (a write, a
+// mkdir, a poll that consumes a trace_pipe).
 func (s *Session) request(ctx context.Context, step, cmd string) (string, error) {
-	return s.send(ctx, step, "", cmd, 0, s.opt.Timeout)
+	return s.do(ctx, step, cmd, s.opt.Timeout, false)
+}
+
+// read is Run for a command that changes nothing (a cat, a listing):
+// when the target ran it but its answer was lost, it is sent again.
+func (s *Session) read(ctx context.Context, step, cmd string) (string, error) {
+	return s.do(ctx, step, cmd, s.opt.Timeout, true)
+}
+
+// ResendAfter is how long a request waits for its answer to begin before
+// finding out what became of it (Session.sync). A shell that started
+// again (a serial line's, restarted at each disconnect) lost the greeting's
+// functions and answers "R: not found" at once, which starts the same.
+var ResendAfter = 2 * time.Second
+
+// maxQuiet bounds the wait for an answer to begin, once a target proved
+// slow (Session.quiet).
+const maxQuiet = 8 * time.Second
+
+// quietLocked is how long an answer may take to begin before a sync.
+func (s *Session) quietLocked() time.Duration {
+	if s.quiet < ResendAfter {
+		return ResendAfter
+	}
+	return s.quiet
+}
+
+// maxRejects bounds the times a request is sent again after the target
+// rejected its line as cut: a line that cuts every request is an error.
+const maxRejects = 50
+
+// Outcomes of one attempt at a request (await).
+const (
+	answered = iota // its answer is complete
+	rejected        // the target's R rejected the line as cut: it did not run
+	unsure          // no answer began: a shell without the functions, or a lost line
+)
+
+// errRejected is answer.feed's error for a rejected line.
+var errRejected = errors.New("the target's shell rejected a request line as cut; the transport changed or dropped bytes")
+
+// do makes a request and sees it answered once within timeout. Each
+// attempt goes with a sequence number of its own. An attempt whose answer
+// does not begin (within ResendAfter, or at once when a shell answers
+// "not found") is followed by a sync: the greeting again and a request
+// that answers the last request its shell started. The line keeps order:
+// whatever shell read the attempt ran it (or rejected it) before the one
+// that answers the sync read the sync, so an attempt whose begin marker
+// has not come by the sync's answer never ran, unless the sync's shell
+// says it started it (its output lost): then a read (idempotent) is sent
+// again and anything else is an error, never run twice.
+func (s *Session) do(ctx context.Context, step, cmd string, timeout time.Duration, idempotent bool) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return "", fmt.Errorf("%s: %w", step, s.broken)
+	}
+	s.requests.Add(1)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	sent, rejects := 0, 0
+	var a *answer
+	if s.opt.Trace != nil {
+		start := time.Now()
+		fmt.Fprintf(s.opt.Trace, "%s > %d %s: %s\n", start.Format("15:04:05.000"), s.seq+1, step, cmd)
+		defer func() {
+			fmt.Fprintf(s.opt.Trace, "%s < %d status %d, %d bytes, %v\n", time.Now().Format("15:04:05.000"), s.seq, a.status, len(a.out)+a.body.Len(), time.Since(start).Round(time.Millisecond))
+		}()
+	}
+	for {
+		s.seq++
+		seq := strconv.Itoa(s.seq)
+		a = newAnswer(s.mark, seq, s.opt.MaxAnswer)
+		if sent > 0 {
+			s.tracef("> %s %s: sent again as %s", seq, step, seq)
+		}
+		if err := s.write(requestLines(seq, cmd)); err != nil {
+			return "", s.lostErrLocked(step, err)
+		}
+		sent++
+		out, err := s.await(ctx, step, a, timer, timeout, sent)
+		if err != nil {
+			return "", err
+		}
+		if out == rejected {
+			if rejects++; rejects >= maxRejects {
+				s.broken = errRejected
+				return "", fmt.Errorf("%s: %w (%d times)", step, errRejected, rejects)
+			}
+			s.tracef("< %s rejected as cut", seq)
+			continue
+		}
+		if out == unsure {
+			s.tracef("< %s no answer begun: finding out what the target did", seq)
+			ran, err := s.sync(ctx, step, a, timer, timeout, sent)
+			if err != nil {
+				return "", err
+			}
+			if a.started {
+				// Its answer began meanwhile: the target is slow (a
+				// loaded or emulated one), and is given longer.
+				s.quiet = min(2*s.quietLocked(), maxQuiet)
+				// Read it to its end.
+				if out, err = s.await(ctx, step, a, timer, timeout, sent); err != nil {
+					return "", err
+				}
+			} else {
+				if ran && !idempotent {
+					s.broken = fmt.Errorf("the target ran the request but its answer was lost (transport %s); it is not run twice", s.Command)
+					return "", fmt.Errorf("%s: %w", step, s.broken)
+				}
+				continue
+			}
+		}
+		if out == rejected {
+			continue
+		}
+		if a.status != 0 {
+			return a.out, &AnswerError{Step: step, Status: a.status, Output: a.out}
+		}
+		return a.out, nil
+	}
+}
+
+// tracef writes a line of the trace, when there is one.
+func (s *Session) tracef(format string, args ...any) {
+	if s.opt.Trace != nil {
+		fmt.Fprintf(s.opt.Trace, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	}
+}
+
+// next is the next line of the transport's output, or the error that
+// ends the wait (timer: the request's bound; quiet: a wait for an answer
+// to begin, nil for none).
+func (s *Session) next(ctx context.Context, step string, timer *time.Timer, timeout time.Duration, sent int, quiet <-chan time.Time) (l []byte, isQuiet bool, err error) {
+	select {
+	case l = <-s.lines:
+		return l, false, nil
+	case <-s.done:
+		// Lines read before the end may still be queued.
+		select {
+		case l = <-s.lines:
+			return l, false, nil
+		default:
+			return nil, false, s.lostErrLocked(step, nil)
+		}
+	case <-quiet:
+		return nil, true, nil
+	case <-timer.C:
+		times := ""
+		if sent > 1 {
+			times = fmt.Sprintf(", sent %d times", sent)
+		}
+		s.broken = fmt.Errorf("the target did not answer within %v (transport %s%s)", timeout, s.Command, times)
+		return nil, false, fmt.Errorf("%s: %w", step, s.broken)
+	case <-ctx.Done():
+		s.broken = fmt.Errorf("interrupted while waiting for the target (%v)", context.Cause(ctx))
+		return nil, false, fmt.Errorf("%s: %w", step, s.broken)
+	}
+}
+
+// await reads a's answer: answered once it is complete, rejected when
+// the target rejected the line, unsure when it has not begun within
+// ResendAfter or a shell said "not found" before it began.
+func (s *Session) await(ctx context.Context, step string, a *answer, timer *time.Timer, timeout time.Duration, sent int) (int, error) {
+	var quiet <-chan time.Time
+	if !a.started && ResendAfter > 0 {
+		t := time.NewTimer(s.quietLocked())
+		defer t.Stop()
+		quiet = t.C
+	}
+	for {
+		l, isQuiet, err := s.next(ctx, step, timer, timeout, sent, quiet)
+		if err != nil {
+			return 0, err
+		}
+		if isQuiet {
+			if a.started {
+				quiet = nil
+				continue
+			}
+			return unsure, nil
+		}
+		if !a.started && notFound(l) {
+			return unsure, nil
+		}
+		done, err := a.feed(l)
+		if err == errRejected {
+			return rejected, nil
+		}
+		if err != nil {
+			s.broken = err
+			return 0, fmt.Errorf("%s: %w", step, err)
+		}
+		if done {
+			return answered, nil
+		}
+	}
+}
+
+// notFound reports whether a line of the transport's output is a shell's
+// "not found" (dash's "sh: 1: R: not found", busybox's "sh: R: not
+// found", bash's "command not found", mksh's "inaccessible or not found"):
+// a shell without the greeting's functions, or the rest of a cut line.
+func notFound(l []byte) bool { return bytes.Contains(l, []byte("not found")) }
+
+// sync finds out what became of the attempt a, whose answer did not
+// begin: it sends the greeting again (a shell started since has none of
+// its functions) with Y, again each GreetEvery until it is answered, and
+// reads until Y's answer. Lines of a's answer may come first (a slow
+// shell): then a.started is set and sync returns at once, for do to read
+// the rest. Otherwise ran says whether the shell that answered started a
+// (its answer lost on the way).
+func (s *Session) sync(ctx context.Context, step string, a *answer, timer *time.Timer, timeout time.Duration, sent int) (ran bool, err error) {
+	s.seq++
+	seq := strconv.Itoa(s.seq)
+	msg := s.greeting() + "Y " + seq + "\n"
+	want := s.mark + " " + seq + " Y "
+	if err := s.write(msg); err != nil {
+		return false, s.lostErrLocked(step, err)
+	}
+	var again <-chan time.Time
+	if GreetEvery > 0 {
+		t := time.NewTicker(GreetEvery)
+		defer t.Stop()
+		again = t.C
+	}
+	for {
+		l, isQuiet, err := s.next(ctx, step, timer, timeout, sent, again)
+		if err != nil {
+			return false, err
+		}
+		if isQuiet {
+			s.tracef("> %s greeting again: no answer yet, sent again", seq)
+			if err := s.write(msg); err != nil {
+				return false, s.lostErrLocked(step, err)
+			}
+			continue
+		}
+		if _, err := a.feed(l); err != nil && err != errRejected {
+			s.broken = err
+			return false, fmt.Errorf("%s: %w", step, err)
+		}
+		if a.started {
+			return false, nil
+		}
+		if last, ok := bytes.CutPrefix(trimEOL(l), []byte(want)); ok {
+			s.tracef("< %s greeted again; the shell's last request: %s", seq, last)
+			return string(last) == a.seq, nil
+		}
+	}
 }
 
 // send makes a request: prefix (lines the shell runs first) and cmd's
@@ -448,6 +719,7 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 // output: lines before its begin marker are ignored (echo, prompts,
 // earlier answers), then its text up to the end marker.
 type answer struct {
+	seq                string
 	begin, end, reject string
 	max                int
 	started            bool
@@ -458,7 +730,7 @@ type answer struct {
 }
 
 func newAnswer(mark, seq string, max int) *answer {
-	return &answer{begin: mark + " " + seq + " B", end: mark + " " + seq + " E ", reject: mark + " " + seq + " X", max: max}
+	return &answer{seq: seq, begin: mark + " " + seq + " B", end: mark + " " + seq + " E ", reject: mark + " " + seq + " X", max: max}
 }
 
 // feed takes the next line (with its \n, or a piece of a longer line
@@ -471,7 +743,7 @@ func (a *answer) feed(l []byte) (done bool, err error) {
 		case string(text) == a.begin:
 			a.started = true
 		case string(text) == a.reject:
-			return false, errors.New("the target's shell rejected a request line as cut; the transport changed or dropped bytes")
+			return false, errRejected
 		}
 		return false, nil
 	}

@@ -18,6 +18,9 @@ const maxSymbols = 4096
 // the addresses asked (fixed-width hexadecimal sorts as numbers), and
 // awk prints, for each address, the symbol before it and the one after
 // (its size). Only the addresses and their names cross the line.
+// Symbols at one address (aliases) are named as the kernel's own %pS
+// names them: the first in kallsyms' order (each symbol goes into the
+// sort with its line number after its address).
 func (s *Session) Symbols(addrs []uint64) (map[uint64]tracefs.Sym, error) {
 	out := map[uint64]tracefs.Sym{}
 	for len(addrs) > 0 {
@@ -31,7 +34,7 @@ func (s *Session) Symbols(addrs []uint64) (map[uint64]tracefs.Sym, error) {
 }
 
 func (s *Session) symbols(addrs []uint64, out map[uint64]tracefs.Sym) error {
-	ans, err := s.request(context.Background(), "naming kernel addresses", symbolsScript(addrs, "/proc/kallsyms"))
+	ans, err := s.read(context.Background(), "naming kernel addresses", symbolsScript(addrs, "/proc/kallsyms"))
 	if err != nil {
 		return err
 	}
@@ -44,11 +47,11 @@ func symbolsScript(addrs []uint64, file string) string {
 	// 64-bit kernels, 8 on 32-bit; the first line tells.
 	q := emit.Quote(file)
 	var b strings.Builder
-	b.WriteString(`w=$(head -n 1 ` + q + `); w=${w%% *}; { grep '^[0-9a-f]* [tTwW] ' ` + q + `; for a in`)
+	b.WriteString(`w=$(head -n 1 ` + q + `); w=${w%% *}; { awk '$2 ~ /^[tTwW]$/ { printf "%s %09d %s\n", $1, NR, $3 }' ` + q + `; for a in`)
 	for _, a := range addrs {
 		fmt.Fprintf(&b, " %016x", a)
 	}
-	b.WriteString(`; do [ ${#w} = 8 ] && a=${a#????????}; echo "$a ~ ~want"; done; } | LC_ALL=C sort | awk '$3=="~want" { w[n++]=$1; next } { for (i = 0; i < n; i++) if (pa != "") print w[i], pa, $1, pn; n = 0; pa = $1; pn = $3 } END { for (i = 0; i < n; i++) if (pa != "") print w[i], pa, "-", pn }'`)
+	b.WriteString(`; do [ ${#w} = 8 ] && a=${a#????????}; echo "$a ~ ~want"; done; } | LC_ALL=C sort | awk '$3=="~want" { w[n++]=$1; next } $1==pa { next } { for (i = 0; i < n; i++) if (pa != "") print w[i], pa, $1, pn; n = 0; pa = $1; pn = $3 } END { for (i = 0; i < n; i++) if (pa != "") print w[i], pa, "-", pn }'`)
 	return b.String()
 }
 

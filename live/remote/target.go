@@ -17,7 +17,7 @@ import (
 
 // Uptime reads the target's /proc/uptime: seconds since it booted.
 func (s *Session) Uptime() (float64, error) {
-	out, err := s.request(context.Background(), "reading /proc/uptime", "read -r u r < /proc/uptime && P \"$u\"")
+	out, err := s.read(context.Background(), "reading /proc/uptime", "read -r u r < /proc/uptime && P \"$u\"")
 	if err != nil {
 		return 0, err
 	}
@@ -34,14 +34,14 @@ func (s *Session) Uptime() (float64, error) {
 
 // Mounts reads the target's /proc/mounts.
 func (s *Session) Mounts() ([]byte, error) {
-	out, err := s.request(context.Background(), "reading /proc/mounts", "cat /proc/mounts")
+	out, err := s.read(context.Background(), "reading /proc/mounts", "cat /proc/mounts")
 	return []byte(out), err
 }
 
 // Writable reports whether the target's shell may write the file p.
 func (s *Session) Writable(p string) error {
 	q := emit.Quote(p)
-	_, err := s.request(context.Background(), "checking that "+p+" is writable",
+	_, err := s.read(context.Background(), "checking that "+p+" is writable",
 		"if [ ! -e "+q+" ]; then Q 2; elif [ -w "+q+" ]; then :; else Q 13; fi")
 	var ae *AnswerError
 	if errors.As(err, &ae) {
@@ -154,7 +154,7 @@ func (p *pipe) Close() error {
 
 // Alive reports whether process pid exists on the target (kill -0).
 func (s *Session) Alive(pid int) bool {
-	_, err := s.request(context.Background(), "looking for process "+strconv.Itoa(pid), "kill -0 "+strconv.Itoa(pid)+" 2>/dev/null")
+	_, err := s.read(context.Background(), "looking for process "+strconv.Itoa(pid), "kill -0 "+strconv.Itoa(pid)+" 2>/dev/null")
 	var ae *AnswerError
 	return err == nil || !errors.As(err, &ae) // unknown: alive
 }

@@ -1,0 +1,155 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/emit"
+)
+
+// restartingLine is a transport whose shell restarts, as a serial line's
+// fed by `while true; do cat /dev/ttyS1 | sh; done` does at each
+// disconnect: each shell (sh) reads the next k bytes of the line and no
+// more (then it has an end of file: it runs what it read, a cut last line
+// too, and exits), and the next drop bytes between two shells are lost.
+// k goes through a fixed pseudo-random sequence from k0, so that the cuts
+// fall at many places of the greeting and the requests. The line ends
+// when the host's input does.
+func restartingLine(sh string, k0, drop int) string {
+	return fmt.Sprintf(`k=%d; while :; do
+  dd bs=1 count=$k 2>/dev/null | %s 2>&1
+  n=$(dd bs=1 count=%d 2>/dev/null | wc -c)
+  [ "$n" -gt 0 ] || exit 0
+  k=$(( (k * 7 + 301) %% 3000 + 300 ))
+done`, k0, sh, drop)
+}
+
+// TestRequestsSurviveARestartingShell: on a line whose shell restarts
+// every 300 to 3300 bytes and which loses bytes between shells, every
+// request (reads, writes, a request sent in pieces) is answered, and each
+// write ran exactly once: the file the writes append to holds each line
+// once, in order. The trace shows that shells were lost and greeted again
+// (else the test proved nothing).
+func TestRequestsSurviveARestartingShell(t *testing.T) {
+	oldR, oldG := ResendAfter, GreetEvery
+	ResendAfter, GreetEvery = 300*time.Millisecond, 300*time.Millisecond
+	defer func() { ResendAfter, GreetEvery = oldR, oldG }()
+	eachShell(t, func(t *testing.T, sh string) {
+		for _, drop := range []int{1, 7} {
+			t.Run(fmt.Sprintf("drop%d", drop), func(t *testing.T) {
+				dir := t.TempDir()
+				root := filepath.Join(dir, "tracefs")
+				os.MkdirAll(filepath.Join(root, "instances"), 0o755)
+				os.WriteFile(filepath.Join(root, "stats"), []byte("entries: 3\noverrun: 0\n"), 0o644)
+				var trace bytes.Buffer
+				s, err := Dial(context.Background(), "cd "+emit.Quote(dir)+" && "+restartingLine(sh, 600, drop),
+					Options{Timeout: 30 * time.Second, Trace: &trace})
+				if err != nil {
+					t.Fatalf("Dial: %v", err)
+				}
+				defer s.Close()
+				w := s.Writer(root)
+				f := s.FS(root)
+				var want strings.Builder
+				long := strings.Repeat("hist:keys=pid:vals=hitcount 'x' ", 25) // > maxRequestLine escaped: sent in pieces
+				for i := range 40 {
+					line := fmt.Sprintf("line %d 'q' $x >", i)
+					if i%10 == 3 {
+						line += long
+					}
+					if err := w.Append("trigger", line); err != nil {
+						t.Fatalf("append %d: %v\n%s", i, err, trace.String())
+					}
+					want.WriteString(line + "\n")
+					got, err := f.ReadFile("stats")
+					if err != nil || string(got) != "entries: 3\noverrun: 0\n" {
+						t.Fatalf("read %d: %q, %v\n%s", i, got, err, trace.String())
+					}
+					if i%8 == 0 {
+						inst := fmt.Sprintf("instances/i%d", i)
+						if err := w.Mkdir(inst); err != nil {
+							t.Fatalf("mkdir %s: %v\n%s", inst, err, trace.String())
+						}
+						if err := w.Rmdir(inst); err != nil {
+							t.Fatalf("rmdir %s: %v\n%s", inst, err, trace.String())
+						}
+					}
+				}
+				if got, _ := os.ReadFile(filepath.Join(root, "trigger")); string(got) != want.String() {
+					t.Errorf("the writes, each once and in order: got\n%s\nwant\n%s", got, want.String())
+				}
+				if ents, _ := os.ReadDir(filepath.Join(root, "instances")); len(ents) != 0 {
+					t.Errorf("instances left: %v", ents)
+				}
+				tr := trace.String()
+				if !strings.Contains(tr, "finding out what the target did") || !strings.Contains(tr, "greeted again") {
+					t.Errorf("no shell was lost and greeted again: the line did not restart its shell:\n%s", tr)
+				}
+				if _, err := os.Stat(filepath.Join(root, "pwned")); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("something ran: %v", err)
+				}
+				t.Logf("%d requests; %d sent again, %d syncs", s.Stats().Requests, strings.Count(tr, "sent again as"), strings.Count(tr, "greeted again"))
+			})
+		}
+	})
+}
+
+// TestRanAnswerLost: a write the target ran but whose answer the line
+// lost (the shell's record, read by the sync, says it started it) is an
+// error, never run again; a read in the same case is sent again. The
+// transport drops the markers of the first request after the greeting
+// (sequence 2).
+func TestRanAnswerLost(t *testing.T) {
+	oldR := ResendAfter
+	ResendAfter = 200 * time.Millisecond
+	defer func() { ResendAfter = oldR }()
+	filter := `dash 2>&1 | while IFS= read -r l; do case $l in *" 2 B"|*" 2 E "*) ;; *) printf '%s\n' "$l";; esac; done`
+	dir := t.TempDir()
+	var trace bytes.Buffer
+	s := dial(t, "cd "+emit.Quote(dir)+" && "+filter, Options{Timeout: 10 * time.Second, Trace: &trace})
+	_, err := s.Run(context.Background(), "a write", "echo x >> log")
+	if err == nil || !strings.Contains(err.Error(), "not run twice") {
+		t.Errorf("a write whose answer was lost: %v\n%s", err, trace.String())
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "log")); string(got) != "x\n" {
+		t.Errorf("the write ran %q times, want once", got)
+	}
+	s = dial(t, "cd "+emit.Quote(dir)+" && "+filter, Options{Timeout: 10 * time.Second})
+	out, err := s.read(context.Background(), "a read", "echo x >> reads; cat reads")
+	if err != nil || out != "x\nx\n" {
+		t.Errorf("a read whose answer was lost: %q, %v (want it run again)", out, err)
+	}
+}
+
+// TestPieceLost: a request sent in pieces (longer than maxRequestLine)
+// whose middle piece the line loses reaches R whole in form but short:
+// its length says so, the target rejects it unrun, and it is sent again
+// (its write runs once).
+func TestPieceLost(t *testing.T) {
+	dir := t.TempDir()
+	drop := `while IFS= read -r l; do case $l in 'C=${C}'*) if [ ! -e dropped ]; then : > dropped; continue; fi;; esac; printf '%s\n' "$l"; done | dash`
+	var trace bytes.Buffer
+	s := dial(t, "cd "+emit.Quote(dir)+" && "+drop, Options{Timeout: 10 * time.Second, Trace: &trace})
+	long := strings.Repeat("x y ", 600)
+	out, err := s.Run(context.Background(), "a long write", "echo "+emit.Quote(long)+" >> log; echo done")
+	if err != nil || out != "done\n" {
+		t.Fatalf("a long write: %q, %v\n%s", out, err, trace.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dropped")); err != nil {
+		t.Fatal("the filter dropped no piece: the test proves nothing")
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "log")); string(got) != long+"\n" {
+		t.Errorf("the write ran %d bytes, want %d once", len(got), len(long)+1)
+	}
+	if !strings.Contains(trace.String(), "rejected as cut") {
+		t.Errorf("the short request was not rejected:\n%s", trace.String())
+	}
+}
