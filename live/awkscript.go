@@ -55,6 +55,11 @@ type AwkScriptOptions struct {
 	// …)"): both named in the script's header, when given.
 	Source *source.Source
 	Target string
+	// Args, when not nil, are the command line arguments that plan the
+	// query again (the query's text last; see AwkQueryLine): the
+	// script prints them first on its output, so that sqlhist read
+	// turns a saved output into the results alone.
+	Args []string
 }
 
 // AwkPlan is what the awk engine's script is made of: its setup
@@ -285,6 +290,9 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	// last events and the end marker would wait for more events (forever
 	// on a quiet event). -W interactive makes it read lines as they come
 	// (mawk's alone: the other awks refuse or ignore -W).
+	if opt.Args != nil {
+		b.WriteString("printf '%s\\n' " + emit.Quote(AwkQueryLine(opt.Args)) + "\n")
+	}
 	b.WriteString("case $(awk -W version 2>&1 < /dev/null) in *mawk*) sqlhist_w='-W interactive' ;; *) sqlhist_w= ;; esac\n")
 	b.WriteString("LC_ALL=C awk $sqlhist_w " + emit.Quote(ap.Program) + " < " + emit.Quote(path.Join(instPath, "trace_pipe")) + " &\n")
 	b.WriteString("sqlhist_awk=$!\n")

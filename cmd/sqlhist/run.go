@@ -55,6 +55,8 @@ func run(args []string, e env) int {
 		switch args[0] {
 		case "merge":
 			return runMerge(args[1:], e)
+		case "read":
+			return runRead(args[1:], e)
 		case "man", "completion":
 			return runDocs(args, e)
 		}
@@ -143,7 +145,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return code
 	}
 	if awk {
-		return report(e, src, o.live.PrintAwk(e.Stdout, src, plan, cat, o.CatalogName(), o.Root))
+		return report(e, src, o.live.PrintAwk(e.Stdout, src, plan, cat, o.CatalogName(), o.Root, awkArgs(fl, src)))
 	}
 	if o.run {
 		if live.IsStackFormat(o.live.Output) {
