@@ -222,7 +222,7 @@ func TestKernelCost(t *testing.T) {
 			// One CPU: the ping-pong then runs the same way every time;
 			// -icount shift=0,sleep=off: the guest's clock counts its
 			// instructions, and idle time jumps to the next timer.
-			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: 30 * time.Minute, CPUs: 1,
+			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: time.Duration(envInt("SQLHIST_COST_TIMEOUT_MIN", 30)) * time.Minute, CPUs: 1,
 				QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Files: files, Collect: costCollect()})
 			costSaveProfiles(t, res.Files)
 			report, costs, err := costReport(shapes, res.Stdout)
@@ -349,18 +349,28 @@ func costAwkScript(t *testing.T, kernel, sql string) string {
 // costAwkRun starts an awk script for the workload (its tracer): it says
 // on stderr that it reads once a process reads an sqlawk instance's
 // trace_pipe (the script set its instance up; the workload's SCHED_FIFO
-// parts would keep it from doing so after), and runs the script in its
-// place (the workload's SIGINT goes to its process group, as Ctrl-C's).
+// parts would keep it from doing so after), and runs the script, which
+// the workload's SIGINT to its process group stops, as Ctrl-C does.
 const costAwkRun = `#!/bin/sh
+reads() {
+	for f in /proc/[0-9]*/fd/0; do
+		case $(readlink $f 2>/dev/null) in */instances/sqlawk_*/trace_pipe) return 0 ;; esac
+	done
+	return 1
+}
 (
 	n=0
-	until for f in /proc/[0-9]*/fd/0; do case $(readlink $f 2>/dev/null) in */instances/sqlawk_*/trace_pipe) exit 0 ;; esac; done; false; do
+	until reads; do
 		n=$((n + 1)); [ $n -lt 600 ] || { echo "awkrun: no awk reads the script's trace_pipe after 30 s" >&2; exit 1; }
 		sleep 0.05
 	done
 	echo "awkrun: the script's awk reads" >&2
 ) < /dev/null &
-exec sh "$1"
+# The script's shell ends by the SIGINT once its subshell has removed
+# its instance, as at Ctrl-C: its output says whether it ended well.
+trap : INT
+sh "$1"
+exit 0
 `
 
 // costAwkFiles are the guest's files of the awk shapes: each one's
