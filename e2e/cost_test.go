@@ -444,13 +444,13 @@ func costBreakdown() []costShape {
 // cBuildStatic compiles a C program of e2e's testdata with the host's gcc,
 // statically (gcc and libc6-dev are installed with the kernel build tools
 // when missing).
-func cBuildStatic(t *testing.T, src string) []byte {
+func cBuildStatic(t *testing.T, src string, flags ...string) []byte {
 	t.Helper()
 	if err := vm.EnsureBuildTools(); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "prog")
-	if b, err := exec.Command("gcc", "-O2", "-static", "-o", out, src).CombinedOutput(); err != nil {
+	if b, err := exec.Command("gcc", append(append([]string{"-O2", "-static"}, flags...), "-o", out, src)...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s (apt-get install gcc libc6-dev): %v\n%s", src, err, b)
 	}
 	b, err := os.ReadFile(out)
