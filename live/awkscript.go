@@ -31,9 +31,14 @@ const AwkMarker = "sqlhist-awk-end"
 // "==> interval N <==", and goes on.
 const AwkTick = "sqlhist-awk-tick"
 
-// awkBufferKB is the per-CPU buffer of the script's instance: a board
-// may have little memory, and awk reads the events as they come.
-const awkBufferKB = 1024
+// awkBufferKB is the per-CPU buffer of the script's instance, the
+// stream engine's (streamBufferKB): awk falls behind a burst of events
+// (a board's busybox awk reads a wakeup in about 0.4 ms of a 1 GHz CPU:
+// docs/kernels.md), which the buffer holds until it catches up; 1024
+// lost a quarter of 20,000 system calls made while awk could not run.
+// A board without the memory fails the script's write, which removes
+// what it made.
+const awkBufferKB = 4096
 
 // AwkScriptOptions say how the awk engine's script is printed.
 type AwkScriptOptions struct {

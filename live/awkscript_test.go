@@ -320,7 +320,7 @@ func TestAwkScriptShells(t *testing.T) {
 				}
 				removed := dir + "/removed"
 				for f, want := range map[string]string{
-					"trace_clock": "global\n", "buffer_size_kb": "1024\n", "trace_marker": AwkMarker + "\n",
+					"trace_clock": "global\n", "buffer_size_kb": "4096\n", "trace_marker": AwkMarker + "\n",
 					"events/sched/sched_waking/enable": "1\n", "events/sched/sched_switch/enable": "1\n",
 				} {
 					got, err := os.ReadFile(removed + "/" + f)
