@@ -184,8 +184,10 @@ const (
 const awkOwnSuffix = "_own_"
 
 // awkEndWait bounds, in seconds, the wait for the awk program to end
-// after the end marker: one still running then (a program that cannot
-// see the marker) is stopped, so that the instance is removed.
+// after the end marker while it reads no event: one that reads nothing
+// for so long (a program that cannot see the marker) is stopped, so that
+// the instance is removed; one still reading the events before the
+// marker is waited for.
 const awkEndWait = 10
 
 // WriteAwkScript prints the awk engine's script: a POSIX sh script, run
@@ -318,7 +320,12 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	// The end marker, then the watchdog: an awk that has not ended
 	// within awkEndWait seconds of it (one that cannot see it) is
 	// stopped, and the script goes on to remove its instance.
-	dog := fmt.Sprintf("%s%skill $sqlhist_awk 2>/dev/null && echo \"sqlhist: awk did not end within %d s of the end marker: stopped, its results are lost\" >&2", sleep(awkEndWait*time.Second), owned, awkEndWait)
+	// An awk still reading the events before the marker (behind a burst
+	// its buffer held) is waited for: the watchdog counts the seconds
+	// in which the instance's read events did not change.
+	stats := emit.Quote(path.Join(instPath, "per_cpu")) + "/cpu*/stats"
+	dog := fmt.Sprintf("sqlhist_rd=; sqlhist_i=0; while [ $sqlhist_i -lt %d ]; do %s%ssqlhist_n=$(cat %s 2>/dev/null | grep '^read events'); if [ \"$sqlhist_n\" = \"$sqlhist_rd\" ]; then sqlhist_i=$((sqlhist_i + 1)); else sqlhist_rd=$sqlhist_n; sqlhist_i=0; fi; done; %skill $sqlhist_awk 2>/dev/null && echo \"sqlhist: awk read no event for %d s after the end marker: stopped, its results are lost\" >&2",
+		awkEndWait, sleep(time.Second), owned, stats, owned, awkEndWait)
 	timed := owned + end + "; " + dog
 	switch {
 	case opt.Interval > 0 && opt.Duration > 0:
