@@ -99,7 +99,8 @@ func awkFiles(t *testing.T, kname string) []vm.File {
 			t.Fatal(err)
 		}
 		var same bytes.Buffer
-		live.WriteAwkScript(&same, ap, live.AwkScriptOptions{Duration: time.Second, Source: &source.Source{Name: "<args>", Text: q.sql}})
+		live.WriteAwkScript(&same, ap, live.AwkScriptOptions{Duration: time.Second, Source: &source.Source{Name: "<args>", Text: q.sql},
+			Args: awkQueryArgs(flags, q.sql)})
 		// The command's header starts with the target, which the
 		// replay does not name.
 		if same.String() != dropFirstLine(out.String()) || !strings.HasPrefix(out.String(), "# sqlhist: compiled for Linux ") {
@@ -118,6 +119,12 @@ func awkFiles(t *testing.T, kname string) []vm.File {
 		}
 	}
 	return files
+}
+
+// awkQueryArgs are the arguments a script printed with the flags of
+// awkTarget names in its output's query line (sqlhist read plans them).
+func awkQueryArgs(flags []string, sql string) []string {
+	return []string{"--kernel=" + flags[1], "--arch=" + flags[3], "--engine=stream", "--", sql}
 }
 
 func dropFirstLine(s string) string {
@@ -229,7 +236,7 @@ func checkAwkRuns(t *testing.T, kname, out string) string {
 	for _, q := range awkQueries {
 		// A catalog of each query's own: the plan defines its synthetic
 		// events in it.
-		_, cat, arch := awkTarget(t, kname)
+		flags, cat, arch := awkTarget(t, kname)
 		if !strings.Contains(out, "@@awk-"+q.name+"-exit 0\n") {
 			t.Errorf("%s: the awk script of %s did not exit 0:\n%s", kname, q.name, lastLines(out, 20))
 			continue
@@ -258,6 +265,8 @@ func checkAwkRuns(t *testing.T, kname, out string) string {
 			t.Errorf("%s: %s: the replay: %v", kname, q.name, err)
 			continue
 		}
+		// The script prints its query line first (sqlhist read).
+		want = live.AwkQueryLine(awkQueryArgs(flags, q.sql)) + "\n" + want
 		if got != want {
 			t.Errorf("%s: %s: the guest's awk printed something else than the stream engine computes from the lines it read:\n--- guest\n%s\n--- stream engine\n%s", kname, q.name, got, want)
 			continue

@@ -48,8 +48,8 @@ func TestCostReport(t *testing.T) {
 // A stream shape's traced figure is its part's time plus its sqlhist's CPU
 // time after the part (not the wall time, which holds idle waits); its
 // line adds the share of the row over no workload (fixed_ns) and the
-// rest (per_event_ns); a lost event or a run without the stop is an
-// error.
+// rest (per_event_ns) and the most events a round lost (lost=); a round
+// without its count of lost events or without the stop is an error.
 func TestCostReportStream(t *testing.T) {
 	q := "SELECT …"
 	shapes := []costShape{{name: "s", part: "syscalls", stream: q}, {part: "syscalls", stream: q, empty: true}}
@@ -71,16 +71,20 @@ func TestCostReportStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "cost s overhead_ns=15500 spread=0.0% vs_bare=32.000 fixed_ns=5000 per_event_ns=10500"
+	want := "cost s overhead_ns=15500 spread=0.0% vs_bare=32.000 lost=0 fixed_ns=5000 per_event_ns=10500"
 	if len(lines) != 1 || lines[0] != want {
 		t.Errorf("lines %q, want %q", lines, want)
 	}
-	if !strings.Contains(report, "30.0 ms CPU (15000 ns/event), 100.0 ms wall; 2100 hits, 0 lost") {
+	if !strings.Contains(report, "30.0 ms CPU (15000 ns/event), 100.0 ms wall; 2100 hits, lost [0 0") {
 		t.Errorf("the report does not give sqlhist's stop:\n%s", report)
 	}
+	// Events lost in a round: said on its line.
+	_, lines, err = costReport(shapes, strings.Replace(out.String(), "@@stream 2 0 0 2100", "@@stream 2 0 3 2100", 1))
+	if err != nil || len(lines) != 1 || !strings.Contains(lines[0], " lost=3 ") {
+		t.Errorf("a round that lost 3 events: %q, %v", lines, err)
+	}
 	for _, c := range []struct{ what, old, new string }{
-		{"a lost event", "@@stream 2 0 0 2100", "@@stream 2 0 3 2100"},
-		{"no JSON", "@@stream 2 0 0 2100", "@@stream 2 0  "},
+		{"no count of the lost events", "@@stream 2 0 0 2100", "@@stream 2 0  "},
 		{"a run without the stop", "0 stop 30000000 100000000\n@@stream 1 ", "0\n@@stream 1 "},
 	} {
 		if _, _, err := costReport(shapes, strings.Replace(out.String(), c.old, c.new, 1)); err == nil {

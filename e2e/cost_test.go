@@ -70,6 +70,11 @@ type costShape struct {
 	cmds   []emit.Command
 	tool   string // a libbpf-tools command line (BPF shapes)
 	stream string // the query of a stream shape
+	// awk is the script of an awk shape: the query as sqlhist prints it
+	// for the awk engine, run by the guest's sh (busybox: its awk) and
+	// started and stopped by the workload as a stream shape's sqlhist
+	// is; its shell's and its awk's CPU time after the part counted.
+	awk string
 	// empty runs the workload with none of its parts (what stopping a
 	// stream shape's sqlhist costs however many events it read).
 	empty bool
@@ -213,10 +218,11 @@ func TestKernelCost(t *testing.T) {
 			if os.Getenv("SQLHIST_COST_NOBPF") != "1" {
 				files = append(files, bpfToolsFor(t, "amd64")...)
 			}
+			files = append(files, costAwkFiles(shapes)...)
 			// One CPU: the ping-pong then runs the same way every time;
 			// -icount shift=0,sleep=off: the guest's clock counts its
 			// instructions, and idle time jumps to the next timer.
-			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: 30 * time.Minute, CPUs: 1,
+			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: time.Duration(envInt("SQLHIST_COST_TIMEOUT_MIN", 30)) * time.Minute, CPUs: 1,
 				QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Files: files, Collect: costCollect()})
 			costSaveProfiles(t, res.Files)
 			report, costs, err := costReport(shapes, res.Stdout)
@@ -246,6 +252,8 @@ func costShapes(t *testing.T, kname string) []costShape {
 			cmds: costCompile(t, kname, "wl", costWakeup, costRun)},
 		{name: "sqlhist-wakeup-stream", about: "wakeup JOIN (comm, lat) answered by sqlhist -r --engine stream in the guest", part: "wakeups",
 			stream: costWakeupStream},
+		{name: "sqlhist-wakeup-awk", about: "wakeup JOIN (comm, lat) answered by the printed awk script (busybox sh and awk) in the guest", part: "wakeups",
+			stream: costWakeupStream, awk: costAwkScript(t, kname, costWakeupStream)},
 		{name: "sqlhist-aggregate", about: "log2 GROUP BY over the wakeup JOIN", part: "wakeups",
 			cmds: costCompile(t, kname, "wa", costWakeupAgg, costPrinted)},
 		{name: "libtracefs-wakeup", about: "libtracefs's lowering of the wakeup JOIN", part: "wakeups", cmds: libtracefsWakeup()},
@@ -254,6 +262,8 @@ func costShapes(t *testing.T, kname string) []costShape {
 			cmds: costCompile(t, kname, "sc", costSyscount, costPrinted)},
 		{name: "sqlhist-syscount-stream", about: "syscall counts answered by sqlhist -r --engine stream in the guest", part: "syscalls",
 			stream: costSyscount},
+		{name: "sqlhist-syscount-awk", about: "syscall counts answered by the printed awk script (busybox sh and awk) in the guest", part: "syscalls",
+			stream: costSyscount, awk: costAwkScript(t, kname, costSyscount)},
 		{name: "bpf-syscount", about: "libbpf-tools syscount", part: "syscalls", tool: "syscount"},
 		{name: "sqlhist-funclatency", about: "kprobe/kretprobe JOIN, log2 GROUP BY", part: "opens",
 			cmds: costCompile(t, kname, "fl", costFuncLat, costPrinted)},
@@ -269,7 +279,11 @@ func costShapes(t *testing.T, kname string) []costShape {
 		costShape{about: "stream wakeup JOIN over no workload: stopping sqlhist, the same for any run", part: "wakeups",
 			stream: costWakeupStream, empty: true},
 		costShape{about: "stream syscall counts over no workload: stopping sqlhist", part: "syscalls",
-			stream: costSyscount, empty: true})
+			stream: costSyscount, empty: true},
+		costShape{about: "awk wakeup JOIN over no workload: the script's setup and stop", part: "wakeups",
+			stream: costWakeupStream, awk: costAwkScript(t, kname, costWakeupStream), empty: true},
+		costShape{about: "awk syscall counts over no workload: the script's setup and stop", part: "syscalls",
+			stream: costSyscount, awk: costAwkScript(t, kname, costSyscount), empty: true})
 	shapes = append(shapes, costBreakdown()...)
 	if os.Getenv("SQLHIST_COST_NOBPF") == "1" {
 		shapes = slices.DeleteFunc(shapes, func(s costShape) bool { return s.tool != "" })
@@ -291,15 +305,87 @@ func costOnly(t *testing.T, shapes []costShape, re string) []costShape {
 	keep := map[string]bool{}
 	for _, s := range shapes {
 		if s.name != "" && rx.MatchString(s.name) && s.stream != "" {
-			keep[s.stream+" "+s.part] = true
+			keep[s.emptyKey()] = true
 		}
 	}
 	return slices.DeleteFunc(shapes, func(s costShape) bool {
 		if s.empty {
-			return !keep[s.stream+" "+s.part]
+			return !keep[s.emptyKey()]
 		}
 		return s.name == "" || !rx.MatchString(s.name)
 	})
+}
+
+// emptyKey pairs a stream or awk shape with its row over no workload.
+func (s costShape) emptyKey() string {
+	return fmt.Sprintf("%s %s %t", s.stream, s.part, s.awk != "")
+}
+
+// costAwkScript is the awk engine's script of a query for the kernel's
+// catalog, as sqlhist prints it (until Ctrl-C).
+func costAwkScript(t *testing.T, kernel, sql string) string {
+	t.Helper()
+	fsys, err := tracefs.Embedded(strings.TrimSuffix(kernel, "-hist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := tracefs.Open(fsys)
+	src := source.NewSource("cost.sql", sql)
+	plan, diags := live.Compile(src, cat, live.AwkPrepare(planner.Options{}))
+	if plan == nil {
+		t.Fatalf("compiling %s: %s", sql, diags.Render(src))
+	}
+	ap, err := live.NewAwkPlan(plan, cat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := live.WriteAwkScript(&b, ap, live.AwkScriptOptions{Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// costAwkRun starts an awk script for the workload (its tracer): it says
+// on stderr that it reads once a process reads an sqlawk instance's
+// trace_pipe (the script set its instance up; the workload's SCHED_FIFO
+// parts would keep it from doing so after), and runs the script, which
+// the workload's SIGINT to its process group stops, as Ctrl-C does.
+const costAwkRun = `#!/bin/sh
+reads() {
+	for f in /proc/[0-9]*/fd/0; do
+		case $(readlink $f 2>/dev/null) in */instances/sqlawk_*/trace_pipe) return 0 ;; esac
+	done
+	return 1
+}
+(
+	n=0
+	until reads; do
+		n=$((n + 1)); [ $n -lt 600 ] || { echo "awkrun: no awk reads the script's trace_pipe after 30 s" >&2; exit 1; }
+		sleep 0.05
+	done
+	echo "awkrun: the script's awk reads" >&2
+) < /dev/null &
+# The script's shell ends by the SIGINT once its subshell has removed
+# its instance, as at Ctrl-C: its output says whether it ended well.
+trap : INT
+sh "$1"
+exit 0
+`
+
+// costAwkFiles are the guest's files of the awk shapes: each one's
+// script (/work/awkN.sh, N its index) and costAwkRun.
+func costAwkFiles(shapes []costShape) []vm.File {
+	var files []vm.File
+	for i, s := range shapes {
+		if s.awk != "" {
+			files = append(files, vm.File{Path: fmt.Sprintf("/work/awk%d.sh", i), Mode: 0o644, Data: []byte(s.awk)})
+		}
+	}
+	if len(files) > 0 {
+		files = append(files, vm.File{Path: "/work/awkrun", Mode: 0o755, Data: []byte(costAwkRun)})
+	}
+	return files
 }
 
 // runResults is the wakeup JOIN in the instance inst with results
@@ -358,13 +444,13 @@ func costBreakdown() []costShape {
 // cBuildStatic compiles a C program of e2e's testdata with the host's gcc,
 // statically (gcc and libc6-dev are installed with the kernel build tools
 // when missing).
-func cBuildStatic(t *testing.T, src string) []byte {
+func cBuildStatic(t *testing.T, src string, flags ...string) []byte {
 	t.Helper()
 	if err := vm.EnsureBuildTools(); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "prog")
-	if b, err := exec.Command("gcc", "-O2", "-static", "-o", out, src).CombinedOutput(); err != nil {
+	if b, err := exec.Command("gcc", append(append([]string{"-O2", "-static"}, flags...), "-o", out, src)...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s (apt-get install gcc libc6-dev): %v\n%s", src, err, b)
 	}
 	b, err := os.ReadFile(out)
@@ -403,6 +489,19 @@ func costScript(shapes []costShape) string {
 				args = costArgs("none")
 			}
 			fmt.Fprintf(&b, "echo \"@@bare %d %d $(/work/bin/load %s)\"\n", r, i, args)
+			if s.awk != "" {
+				// As a stream shape, the tracer the script (its
+				// output, the hist files, in /tmp/stream.out).
+				fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load %s /work/awkrun /work/awk%d.sh 2> /tmp/stream.out)\"\n", r, i, args, i)
+				b.WriteString(`L=$(sed -n 's/^==> end: lost \([0-9]*\),.*/\1/p' /tmp/stream.out | tail -n 1)` + "\n")
+				b.WriteString(`H=$(sed -n 's/^ *Hits: \([0-9]*\).*/\1/p' /tmp/stream.out | head -n 1)` + "\n")
+				fmt.Fprintf(&b, "echo \"@@stream %d %d $L $H\"\n", r, i)
+				if r == costRounds {
+					fmt.Fprintf(&b, "echo '@@tool %d'\n", i)
+					b.WriteString(`grep -E '^==> |^awkrun|^sqlhist|^load|^ *(Hits|Entries|Dropped):' /tmp/stream.out || true` + "\n")
+				}
+				continue
+			}
 			if s.stream != "" {
 				// The workload starts sqlhist, waits for it to say it
 				// reads, runs its parts, interrupts it and waits for
@@ -495,19 +594,21 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 			run[i] = append(run[i], v)
 		}
 	}
-	// hits[i]: a stream shape's result's hits, round by round; no
-	// round may have lost events.
-	hits := make([][]float64, ns)
+	// hits[i] and lost[i]: a stream or awk shape's result's hits and
+	// the events the kernel lost before it read them, round by round
+	// (a round that does not say what it lost is an error).
+	hits, lost := make([][]float64, ns), make([][]float64, ns)
 	for _, m := range costStreamRE.FindAllStringSubmatch(out, -1) {
 		i, _ := strconv.Atoi(m[2])
 		if i >= ns {
 			return "", nil, fmt.Errorf("a stream run of shape %d of %d", i, ns)
 		}
-		if m[3] != "0" {
-			return "", nil, fmt.Errorf("shape %q, round %s: sqlhist lost %q events (its JSON's lost)", shapes[i].about, m[1], m[3])
+		if m[3] == "" {
+			return "", nil, fmt.Errorf("shape %q, round %s: no count of the events lost in its output", shapes[i].about, m[1])
 		}
+		l, _ := strconv.ParseFloat(m[3], 64)
 		h, _ := strconv.ParseFloat(m[4], 64)
-		hits[i] = append(hits[i], h)
+		hits[i], lost[i] = append(hits[i], h), append(lost[i], l)
 	}
 	if !strings.Contains(out, "@@errorlog 0") {
 		return "", nil, fmt.Errorf("the run did not end, or error_log has entries")
@@ -548,11 +649,21 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 		rows = append(rows, []string{name, s.part, fmt.Sprintf("%.0f", median(bare[i])/n), fmt.Sprintf("%.0f", over),
 			fmt.Sprintf("%.1f%%", spread), times, s.about})
 		if s.name != "" {
-			lines = append(lines, fmt.Sprintf("cost %s overhead_ns=%.0f spread=%.1f%% vs_bare=%.3f", s.name, over, spread, ratio))
+			l := fmt.Sprintf("cost %s overhead_ns=%.0f spread=%.1f%% vs_bare=%.3f", s.name, over, spread, ratio)
+			if s.stream != "" {
+				// The most a round lost: a figure of a run that lost
+				// events is the cost of a part of them.
+				l += fmt.Sprintf(" lost=%.0f", slices.Max(lost[i]))
+			}
+			lines = append(lines, l)
 		}
 		if s.stream != "" {
-			notes = append(notes, fmt.Sprintf("%s: sqlhist after the workload: %.1f ms CPU (%.0f ns/event), %.1f ms wall; %.0f hits, 0 lost",
-				name+" ("+s.about+")", median(stopCPU[i])/1e6, median(stopCPU[i])/n, median(stopWall[i])/1e6, median(hits[i])))
+			who := "sqlhist"
+			if s.awk != "" {
+				who = "the awk script"
+			}
+			notes = append(notes, fmt.Sprintf("%s: %s after the workload: %.1f ms CPU (%.0f ns/event), %.1f ms wall; %.0f hits, lost %v",
+				name+" ("+s.about+")", who, median(stopCPU[i])/1e6, median(stopCPU[i])/n, median(stopWall[i])/1e6, median(hits[i]), lost[i]))
 		}
 	}
 	// A stream shape's line says which part of its overhead stopping
@@ -562,7 +673,7 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 		if s.name == "" || s.stream == "" {
 			continue
 		}
-		j := slices.IndexFunc(shapes, func(e costShape) bool { return e.empty && e.stream == s.stream && e.part == s.part })
+		j := slices.IndexFunc(shapes, func(e costShape) bool { return e.empty && e.emptyKey() == s.emptyKey() })
 		if j < 0 {
 			continue
 		}

@@ -55,15 +55,16 @@ func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
 // PrintAwk writes the awk engine's script of the plan of src, for the
 // tracefs at root, running for c.Collect (0: until stopped), printing the
 // hist files every c.Every too (-i; 0: at the end only); its header names
-// the query and the target (cat, named catalog).
-func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, cat *Catalog, catalog, root string) error {
+// the query and the target (cat, named catalog); its output starts with
+// args, what plans the query again (AwkScriptOptions.Args).
+func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, cat *Catalog, catalog, root string, args []string) error {
 	arch, _ := cat.Arch()
 	ap, err := NewAwkPlan(plan, cat, arch)
 	if err != nil {
 		return err
 	}
 	return WriteAwkScript(w, ap, AwkScriptOptions{Root: root, Duration: c.Collect, Interval: c.Every,
-		Source: src, Target: targetText(catalogTarget(cat, catalog)), BufferKB: c.BufferKB})
+		Source: src, Target: targetText(catalogTarget(cat, catalog)), BufferKB: c.BufferKB, Args: args})
 }
 
 // RunAwkVia runs a stream-engine run through --via on the target's awk

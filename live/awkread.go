@@ -2,6 +2,8 @@ package live
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -30,6 +32,45 @@ type AwkOutput struct {
 	Paths        []string
 	Files        map[string]string
 	Lost, Unread uint64
+	// Args are the arguments of the query line the output starts with
+	// (AwkQueryLine; nil without one): what plans the query again.
+	Args []string
+}
+
+// AwkQueryPrefix starts the first line of a printed awk script's output:
+// "==> sqlhist query: {"args":[…]} <==", the command line arguments that
+// plan its query again (the catalog's and the planner's flags, then
+// "--" and the query's text), as JSON on one line.
+const AwkQueryPrefix = "==> sqlhist query: "
+
+// awkQuery is the JSON of the query line.
+type awkQuery struct {
+	Args []string `json:"args"`
+}
+
+// AwkQueryLine is the query line of args (AwkQueryPrefix).
+func AwkQueryLine(args []string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(awkQuery{Args: args}) // strings only: no error
+	return AwkQueryPrefix + strings.TrimSuffix(b.String(), "\n") + stream.AwkFileSuffix
+}
+
+// awkQueryArgs reads a query line's JSON ("{…} <=="): an object with
+// args, a list of at most 256 strings, and nothing else.
+func awkQueryArgs(s string) ([]string, bool) {
+	s, ok := strings.CutSuffix(s, stream.AwkFileSuffix)
+	if !ok {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	var q awkQuery
+	if err := dec.Decode(&q); err != nil || dec.More() || q.Args == nil || len(q.Args) > 256 {
+		return nil, false
+	}
+	return q.Args, true
 }
 
 // ReadAwkOutput reads what an awk engine's program printed (see
@@ -88,6 +129,7 @@ type AwkReader struct {
 	out     *AwkOutput       // the output being read, nil between two
 	cur     *strings.Builder // the hist file being read
 	ticks   int              // the last interval read
+	args    []string         // the query line's, when the output has one
 }
 
 // Ended reports whether the end's output was read: nothing may follow.
@@ -106,6 +148,16 @@ func (ar *AwkReader) Line(line string) (*AwkOutput, error) {
 	}
 	if ar.size += len(line) + 1; ar.size > awkOutputMax {
 		return nil, fmt.Errorf("the awk engine's output is over %d bytes", awkOutputMax)
+	}
+	if rest, ok := strings.CutPrefix(line, AwkQueryPrefix); ok {
+		// The query line: first, once.
+		if n != 1 {
+			return nil, fmt.Errorf("the awk engine's output, line %d: a query line after the first line", n)
+		}
+		if ar.args, ok = awkQueryArgs(rest); !ok {
+			return nil, fmt.Errorf("the awk engine's output, line %d: a bad query line %q", n, clip(line))
+		}
+		return nil, nil
 	}
 	if rest, ok := strings.CutPrefix(line, stream.AwkInterval); ok {
 		if ar.out != nil {
@@ -138,6 +190,7 @@ func (ar *AwkReader) Line(line string) (*AwkOutput, error) {
 			return nil, err
 		}
 		o := ar.out
+		o.Args = ar.args
 		if o.Lost, o.Unread, ok = awkEndCounts(rest); !ok {
 			return nil, fmt.Errorf("the awk engine's output, line %d: a bad end line %q", n, clip(line))
 		}

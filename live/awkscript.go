@@ -31,9 +31,14 @@ const AwkMarker = "sqlhist-awk-end"
 // "==> interval N <==", and goes on.
 const AwkTick = "sqlhist-awk-tick"
 
-// awkBufferKB is the per-CPU buffer of the script's instance: a board
-// may have little memory, and awk reads the events as they come.
-const awkBufferKB = 1024
+// awkBufferKB is the per-CPU buffer of the script's instance, the
+// stream engine's (streamBufferKB): awk falls behind a burst of events
+// (a board's busybox awk reads a wakeup in about 0.4 ms of a 1 GHz CPU:
+// docs/kernels.md), which the buffer holds until it catches up; 1024
+// lost a quarter of 20,000 system calls made while awk could not run.
+// A board without the memory fails the script's write, which removes
+// what it made.
+const awkBufferKB = 4096
 
 // AwkScriptOptions say how the awk engine's script is printed.
 type AwkScriptOptions struct {
@@ -58,6 +63,11 @@ type AwkScriptOptions struct {
 	// BufferKB is the instance's ring buffer per CPU (--buffer-kb; 0:
 	// awkBufferKB).
 	BufferKB int
+	// Args, when not nil, are the command line arguments that plan the
+	// query again (the query's text last; see AwkQueryLine): the
+	// script prints them first on its output, so that sqlhist read
+	// turns a saved output into the results alone.
+	Args []string
 }
 
 // AwkPlan is what the awk engine's script is made of: its setup
@@ -177,8 +187,10 @@ const (
 const awkOwnSuffix = "_own_"
 
 // awkEndWait bounds, in seconds, the wait for the awk program to end
-// after the end marker: one still running then (a program that cannot
-// see the marker) is stopped, so that the instance is removed.
+// after the end marker while it reads no event: one that reads nothing
+// for so long (a program that cannot see the marker) is stopped, so that
+// the instance is removed; one still reading the events before the
+// marker is waited for.
 const awkEndWait = 10
 
 // WriteAwkScript prints the awk engine's script: a POSIX sh script, run
@@ -291,6 +303,9 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	// last events and the end marker would wait for more events (forever
 	// on a quiet event). -W interactive makes it read lines as they come
 	// (mawk's alone: the other awks refuse or ignore -W).
+	if opt.Args != nil {
+		b.WriteString("printf '%s\\n' " + emit.Quote(AwkQueryLine(opt.Args)) + "\n")
+	}
 	b.WriteString("case $(awk -W version 2>&1 < /dev/null) in *mawk*) sqlhist_w='-W interactive' ;; *) sqlhist_w= ;; esac\n")
 	b.WriteString("LC_ALL=C awk $sqlhist_w " + emit.Quote(ap.Program) + " < " + emit.Quote(path.Join(instPath, "trace_pipe")) + " &\n")
 	b.WriteString("sqlhist_awk=$!\n")
@@ -311,7 +326,12 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	// The end marker, then the watchdog: an awk that has not ended
 	// within awkEndWait seconds of it (one that cannot see it) is
 	// stopped, and the script goes on to remove its instance.
-	dog := fmt.Sprintf("%s%skill $sqlhist_awk 2>/dev/null && echo \"sqlhist: awk did not end within %d s of the end marker: stopped, its results are lost\" >&2", sleep(awkEndWait*time.Second), owned, awkEndWait)
+	// An awk still reading the events before the marker (behind a burst
+	// its buffer held) is waited for: the watchdog counts the seconds
+	// in which the instance's read events did not change.
+	stats := emit.Quote(path.Join(instPath, "per_cpu")) + "/cpu*/stats"
+	dog := fmt.Sprintf("sqlhist_rd=; sqlhist_i=0; while [ $sqlhist_i -lt %d ]; do %s%ssqlhist_n=$(cat %s 2>/dev/null | grep '^read events'); if [ \"$sqlhist_n\" = \"$sqlhist_rd\" ]; then sqlhist_i=$((sqlhist_i + 1)); else sqlhist_rd=$sqlhist_n; sqlhist_i=0; fi; done; %skill $sqlhist_awk 2>/dev/null && echo \"sqlhist: awk read no event for %d s after the end marker: stopped, its results are lost\" >&2",
+		awkEndWait, sleep(time.Second), owned, stats, owned, awkEndWait)
 	timed := owned + end + "; " + dog
 	switch {
 	case opt.Interval > 0 && opt.Duration > 0:

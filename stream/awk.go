@@ -4,6 +4,7 @@ import (
 	"github.com/sqlhist/sqlhist/planner"
 
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,8 +181,23 @@ func (g *awkGen) program() {
 	g.p("}")
 	g.p("{")
 	g.p("\tif (TEE != \"\") print > TEE")
+	names := make([]string, 0, len(g.evs))
+	for n := range g.evs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	// The events whose lines are read by their words first (awkTokens):
+	// a line of the kernel's layout with as many words as the event's
+	// print format makes.
+	fast := map[string]*awkTokens{}
+	for i, n := range names {
+		if tk := newAwkTokens(g.evs[n]); tk != nil {
+			fast[n] = tk
+			g.p("\tif (NF == %d && $5 == %s && substr($0, 17, 1) == \"-\") { sqlhist_fhead(); sqlhist_f%d(); next }", 5+tk.words, awkString(n+":"), i)
+		}
+	}
 	g.p("\tif (!sqlhist_head($0)) {")
-	g.p("\t\tif ($0 ~ /^CPU:[0-9]+ \\[LOST [0-9]+ EVENTS\\]$/) { sub(/^CPU:[0-9]+ \\[LOST /, \"\"); sub(/ EVENTS\\]$/, \"\"); LOST += sqlhist_dec($0) } else UNREAD++")
+	g.p("\t\tif (substr($0, 1, 4) == \"CPU:\" && $0 ~ /^CPU:[0-9]+ \\[LOST [0-9]+ EVENTS\\]$/) { sub(/^CPU:[0-9]+ \\[LOST /, \"\"); sub(/ EVENTS\\]$/, \"\"); LOST += sqlhist_dec($0) } else UNREAD++")
 	g.p("\t\tnext")
 	g.p("\t}")
 	g.p("\tif (H_EV == \"tracing_mark_write\") {")
@@ -191,11 +207,6 @@ func (g *awkGen) program() {
 	g.p("\t\tif (TICK != \"\" && H_BODY == TICK) { printf \"%s%%d%s\\n\", ++NTICK; sqlhist_output(); fflush() }", AwkInterval, AwkFileSuffix)
 	g.p("\t\tnext")
 	g.p("\t}")
-	names := make([]string, 0, len(g.evs))
-	for n := range g.evs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	for i, n := range names {
 		g.p("\tif (H_EV == %s) { sqlhist_e%d(); next }", awkString(n), i)
 	}
@@ -210,13 +221,18 @@ func (g *awkGen) program() {
 	g.p("%s", awkLib)
 	for i, n := range names {
 		g.event(i, g.evs[n])
+		if tk := fast[n]; tk != nil {
+			g.fastEvent(i, g.evs[n], tk)
+		}
 	}
 	for _, name := range sortedKeys(g.m.synths) {
 		g.synthFunc(name)
 	}
+	from := g.b.Len()
 	for _, t := range g.m.triggers {
 		g.trigger(t)
 	}
+	g.fastHead(strings.Contains(g.b.String()[from:], "H_CPU"), strings.Contains(g.b.String()[from:], "H_COMM"))
 	g.printFuncs()
 	g.cmpFunc()
 }
@@ -256,25 +272,54 @@ func (g *awkGen) syscallTable() {
 // triggers.
 func (g *awkGen) event(i int, te *textEvent) {
 	l := te.layout
-	g.p("function sqlhist_e%d(   r, k, s) {", i)
+	g.p("function sqlhist_e%d(   r, k, s, v) {", i)
 	g.p("\tr = H_BODY")
 	g.p("\tif (substr(r, 1, %d) != %s) { UNREAD++; return }", len(l.Lits[0]), awkString(l.Lits[0]))
-	g.p("\tr = substr(r, %d)", len(l.Lits[0])+1)
 	need := map[int]bool{}
 	for _, f := range te.needed {
 		need[f] = true
 	}
 	runs, seps := l.groups()
+	last := -1
 	for ri, run := range runs {
-		if seps[ri] == "" {
-			g.p("\ts = r; r = \"\"")
-		} else {
-			g.p("\tk = index(r, %s); if (!k) { UNREAD++; return }", awkString(seps[ri]))
-			g.p("\ts = substr(r, 1, k - 1); r = substr(r, k + %d)", len(seps[ri]))
+		if len(run) == 1 && l.Values[run[0]].Field >= 0 && need[l.Values[run[0]].Field] {
+			last = ri
 		}
+	}
+	// The first literal, checked, is skipped when a separator
+	// searched could be found in it.
+	if last == 0 || last > 0 && slices.ContainsFunc(seps[:last], func(s string) bool { return strings.Contains(l.Lits[0], s) }) {
+		g.p("\tr = substr(r, %d)", len(l.Lits[0])+1)
+	}
+	// r starts at run at: the runs before a needed one are skipped by
+	// the separator that ends the last of them when no separator
+	// skipped holds it (else one separator at a time), and nothing
+	// after the last needed run is read.
+	at := 0
+	for ri, run := range runs {
 		if len(run) != 1 || l.Values[run[0]].Field < 0 || !need[l.Values[run[0]].Field] {
 			continue
 		}
+		for at < ri {
+			to := at
+			if sep := seps[ri-1]; !slices.ContainsFunc(seps[at:ri-1], func(s string) bool { return strings.Contains(s, sep) }) {
+				to = ri - 1
+			}
+			g.p("\tk = index(r, %s); if (!k) { UNREAD++; return }", awkString(seps[to]))
+			g.p("\tr = substr(r, k + %d)", len(seps[to]))
+			at = to + 1
+		}
+		switch {
+		case seps[ri] == "":
+			g.p("\ts = r")
+		case ri == last:
+			g.p("\tk = index(r, %s); if (!k) { UNREAD++; return }", awkString(seps[ri]))
+			g.p("\ts = substr(r, 1, k - 1)")
+		default:
+			g.p("\tk = index(r, %s); if (!k) { UNREAD++; return }", awkString(seps[ri]))
+			g.p("\ts = substr(r, 1, k - 1); r = substr(r, k + %d)", len(seps[ri]))
+		}
+		at = ri + 1
 		v := l.Values[run[0]]
 		f := l.Event.Fields[v.Field]
 		if f.IsString() {
@@ -289,6 +334,18 @@ func (g *awkGen) event(i int, te *textEvent) {
 		if f.Signed {
 			signed = 1
 		}
+		if hex == 0 {
+			// The common case at once: a decimal that reads back as
+			// itself (no sign, no leading zero, no exponent) and
+			// fits the field as it is; the rest read in full.
+			g.p("\tv = s + 0")
+			g.p("\tif (v \"\" != s || v < 0 || v >= %s) {", awkNumber(awkFitLimit(min(f.Size, 8), f.Signed)))
+			g.p("\t\tif (!sqlhist_isnum(s, 0)) { UNREAD++; return }")
+			g.p("\t\tv = sqlhist_num(s, 0, %d, %d, %d)", v.Bytes, min(f.Size, 8), signed)
+			g.p("\t}")
+			g.p("\tF[0, %s] = v", awkString(f.Name))
+			continue
+		}
 		g.p("\tif (!sqlhist_isnum(s, %d)) { UNREAD++; return }", hex)
 		g.p("\tF[0, %s] = sqlhist_num(s, %d, %d, %d, %d)", awkString(f.Name), hex, v.Bytes, min(f.Size, 8), signed)
 	}
@@ -297,6 +354,175 @@ func (g *awkGen) event(i int, te *textEvent) {
 		g.p("\tsqlhist_t%d()", g.tidx[t])
 	}
 	g.p("}")
+}
+
+// awkTokens is how a line of an event is read by its words (awk's
+// fields, split at blanks) when its print format allows: every value
+// alone in its word a number (never empty, never blank), and each
+// field the triggers need alone with literal text in its word. A value
+// with blanks, or a string value alone in a word, would move the words
+// after it: the line then has another count of words, and is read by
+// its separators (sqlhist_head and the event's function).
+type awkTokens struct {
+	words int // the words of the event's text (after "EVENT:")
+	// fields are the needed fields' places: word (1 for the first),
+	// the literal text before and after the value in it.
+	fields []awkToken
+}
+
+type awkToken struct {
+	field, word   int
+	before, after int
+}
+
+// newAwkTokens reads the words of an event's print format; nil when
+// its lines cannot be read by their words.
+func newAwkTokens(te *textEvent) *awkTokens {
+	l := te.layout
+	type word struct {
+		vals   []int
+		lits   []string // the literal text before each value, and after the last
+		closed bool
+	}
+	var words []*word
+	var cur *word
+	lit := func(s string) {
+		for _, c := range s {
+			if c == ' ' || c == '\t' || c == '\n' {
+				cur = nil
+				continue
+			}
+			if cur == nil {
+				cur = &word{lits: []string{""}}
+				words = append(words, cur)
+			}
+			cur.lits[len(cur.lits)-1] += string(c)
+		}
+	}
+	for i := range l.Values {
+		lit(l.Lits[i])
+		if cur == nil {
+			cur = &word{lits: []string{""}}
+			words = append(words, cur)
+		}
+		cur.vals = append(cur.vals, i)
+		cur.lits = append(cur.lits, "")
+	}
+	lit(l.Lits[len(l.Values)])
+	need := map[int]bool{}
+	for _, f := range te.needed {
+		need[f] = true
+	}
+	tk := &awkTokens{words: len(words)}
+	for wi, w := range words {
+		literal := strings.Join(w.lits, "") != ""
+		for j, vi := range w.vals {
+			v := l.Values[vi]
+			if !literal && !strings.ContainsRune("diuxX", rune(v.Conv)) {
+				return nil // a string alone in its word: it may be empty
+			}
+			if v.Field < 0 || !need[v.Field] {
+				continue
+			}
+			if len(w.vals) > 1 {
+				return nil // nothing marks where the value ends
+			}
+			tk.fields = append(tk.fields, awkToken{field: v.Field, word: wi + 1, before: len(w.lits[j]), after: len(w.lits[j+1])})
+		}
+	}
+	if len(tk.fields) != len(te.needed) {
+		return nil
+	}
+	return tk
+}
+
+// fastEvent writes sqlhist_fN, the function that reads a line of the
+// event by its words (awkTokens) and runs its triggers.
+func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
+	l := te.layout
+	g.p("function sqlhist_f%d(   s, v) {", i)
+	for _, t := range tk.fields {
+		w := fmt.Sprintf("$%d", 5+t.word)
+		s := fmt.Sprintf("substr(%s, %d)", w, t.before+1)
+		if t.after > 0 {
+			s = fmt.Sprintf("substr(%s, %d, length(%s) - %d)", w, t.before+1, w, t.before+t.after)
+		} else if t.before == 0 {
+			s = w
+		}
+		f := l.Event.Fields[t.field]
+		if f.IsString() {
+			g.p("\tF[0, %s] = %s", awkString(f.Name), s)
+			continue
+		}
+		var conv byte
+		for _, v := range l.Values {
+			if v.Field == t.field {
+				conv = v.Conv
+			}
+		}
+		bytes := 8
+		for _, v := range l.Values {
+			if v.Field == t.field {
+				bytes = v.Bytes
+			}
+		}
+		signed := 0
+		if f.Signed {
+			signed = 1
+		}
+		if conv == 'x' {
+			g.p("\ts = %s", s)
+			g.p("\tif (!sqlhist_isnum(s, 1)) { UNREAD++; return }")
+			g.p("\tF[0, %s] = sqlhist_num(s, 1, %d, %d, %d)", awkString(f.Name), bytes, min(f.Size, 8), signed)
+			continue
+		}
+		// A decimal as the kernel prints it: no leading zero, no sign
+		// but a minus; a value the field does not hold as it is (or
+		// text that is no number) is read in full.
+		g.p("\ts = %s; v = s + 0", s)
+		g.p("\tif (v < 0 || v >= %s || v == 0 && s != \"0\") {", awkNumber(awkFitLimit(min(f.Size, 8), f.Signed)))
+		g.p("\t\tif (!sqlhist_isnum(s, 0)) { UNREAD++; return }")
+		g.p("\t\tv = sqlhist_num(s, 0, %d, %d, %d)", bytes, min(f.Size, 8), signed)
+		g.p("\t}")
+		g.p("\tF[0, %s] = v", awkString(f.Name))
+	}
+	g.p("\tD = 0; P[0] = H_PID")
+	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
+		g.p("\tsqlhist_t%d()", g.tidx[t])
+	}
+	g.p("}")
+}
+
+// fastHead writes sqlhist_fhead, which reads the header of a line read
+// by its words: the pid after the task name's 16 columns (%-7d), the
+// timestamp (word 4, "S.UUUUUU:"), and when the triggers read them, the
+// CPU (word 2, "[CCC]") and the task name.
+func (g *awkGen) fastHead(cpu, comm bool) {
+	g.p("function sqlhist_fhead() {")
+	g.p("\tH_PID = substr($0, 18, 7) + 0")
+	g.p("\tH_TS = int($4 * 1000000 + 0.5)")
+	if cpu {
+		g.p("\tH_CPU = (\"1\" substr($2, 2)) - 1000")
+		g.p("\tif (H_CPU < 0 || H_CPU >= 1000) H_CPU = sqlhist_dec(substr($2, 2, length($2) - 2))")
+	}
+	if comm {
+		g.p("\tH_COMM = substr($0, 1, 16); if (substr(H_COMM, 1, 1) == \" \") sub(/^ +/, \"\", H_COMM)")
+	}
+	g.p("}")
+}
+
+// awkFitLimit is the least value a field of size bytes does not hold as
+// it is (a signed one's sign bit set, or past its size): below it a
+// decimal read is the field's value.
+func awkFitLimit(size int, signed bool) uint64 {
+	if size <= 0 || size >= 8 {
+		return 1 << 63
+	}
+	bits := uint(size * 8)
+	if signed {
+		bits--
+	}
+	return 1 << bits
 }
 
 // synthFunc writes the function that runs the triggers on a synthetic
@@ -751,7 +977,27 @@ func sortedKeys[V any](m map[string]V) []string {
 // machine's uint64s as doubles: d < 0 stands for 2^64+d. A function
 // that takes a number adds 0 to it first: busybox awk passes an array
 // element never set as the string "", which compares as a string.
-const awkLib = `function sqlhist_head(line,   r, p, s, i) {
+const awkLib = `function sqlhist_head(line,   r, i, t) {
+	# The kernel's own layout at once: the task name in 16 columns, its
+	# pid (%-7d), " [CPU]" (%03d), the flags and the timestamp (%5lu.%06lu)
+	# just before the first ": " after the name.
+	if (substr(line, 17, 1) == "-") {
+		r = substr(line, 18); i = index(r, ": ")
+		if (i > 20 && substr(r, i - 13, 1) == " " && substr(r, i - 7, 1) == "." && substr(r, 8, 2) == " [") {
+			H_COMM = substr(line, 1, 16)
+			if (substr(H_COMM, 1, 1) == " ") sub(/^ +/, "", H_COMM)
+			H_PID = substr(r, 1, 7) + 0
+			if (substr(r, 13, 1) == "]") H_CPU = ("1" substr(r, 10, 3)) - 1000
+			else H_CPU = sqlhist_dec(substr(r, 10, index(r, "]") - 10))
+			H_TS = int(substr(r, i - 12, 12) * 1000000 + 0.5)
+			r = substr(r, i + 2); i = index(r, ": ")
+			if (i) { H_EV = substr(r, 1, i - 1); H_BODY = substr(r, i + 2) } else { H_EV = r; H_BODY = "" }
+			return 1
+		}
+	}
+	return sqlhist_headre(line)
+}
+function sqlhist_headre(line,   r, p, s, i) {
 	if (substr(line, 17, 1) == "-") {
 		H_COMM = substr(line, 1, 16); r = substr(line, 18)
 	} else {
@@ -809,7 +1055,12 @@ function sqlhist_wrap(v) {
 	return v
 }
 function sqlhist_u(v) { v += 0; return v < 0 ? v + POW[64] : v }
-function sqlhist_ucmp(a, b) { a = sqlhist_u(a); b = sqlhist_u(b); return a < b ? -1 : a > b ? 1 : 0 }
+function sqlhist_ucmp(a, b) {
+	a += 0; b += 0
+	if (a < 0) a += POW[64]
+	if (b < 0) b += POW[64]
+	return a < b ? -1 : a > b ? 1 : 0
+}
 function sqlhist_scmp(a, b) { a += 0; b += 0; return a < b ? -1 : a > b ? 1 : 0 }
 function sqlhist_scmps(a, b) { a = a ""; b = b ""; return a < b ? -1 : a > b ? 1 : 0 }
 function sqlhist_div(a, b) {
@@ -817,14 +1068,17 @@ function sqlhist_div(a, b) {
 	return sqlhist_wrap(int(sqlhist_u(a) / sqlhist_u(b)))
 }
 function sqlhist_log2(v,   n, p) {
-	v = sqlhist_u(v)
+	v += 0
+	if (v < 0) v += POW[64]
 	if (v <= 1) return 0
 	n = 0; p = 1
+	while (p * 256 < v && n < 56) { p *= 256; n += 8 }
 	while (p < v && n < 64) { p *= 2; n++ }
 	return n
 }
 function sqlhist_bucket(v, b) { v = sqlhist_u(v); return sqlhist_wrap(int(v / b) * b) }
 function sqlhist_kpart(v, size) {
+	if (v >= 0 && v < 2147483648) return v ""
 	v += 0
 	if (v < 0 && size < 8) v += POW[8 * size]
 	return sprintf("%.0f", v)

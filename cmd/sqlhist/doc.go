@@ -6,6 +6,7 @@
 //
 //	sqlhist [flags] [SQL ...]
 //	sqlhist merge [-o table|json|csv] FILE.json ...
+//	sqlhist read [-o table|json|csv] [FILE|-]
 //	sqlhist man | completion bash|zsh|fish
 //
 // `sqlhist --help` lists the flags, `sqlhist man` prints the man page

@@ -77,6 +77,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 const usageHead = `usage: sqlhist [flags] [SQL ...]
        sqlhist merge [-o table|json|csv] FILE.json ...
        sqlhist heatmap [-o svg|html] [--keys N] FILE.json
+       sqlhist read [-o table|json|csv] [FILE|-]
        sqlhist man | completion bash|zsh|fish
 
 sqlhist compiles SQL over trace events into the tracefs commands that
@@ -96,6 +97,7 @@ const usageTail = `
 commands:
   merge       merge what sqlhist -r -o json printed on several machines
   heatmap     draw what sqlhist -r -i N -o json printed as latency heatmaps
+  read        print the results of a printed awk script's saved output
   man         print the man page sqlhist(1) (roff)
   completion  print the completion script of bash, zsh or fish
 
@@ -142,7 +144,7 @@ func runDocs(args []string, e env) int {
 		if len(args) != 2 {
 			return usageError(e, "completion takes one shell: bash, zsh or fish")
 		}
-		if err := live.Completion(e.Stdout, args[1], "sqlhist", flagDocs(fl), []string{"merge", "heatmap", "man", "completion"}); err != nil {
+		if err := live.Completion(e.Stdout, args[1], "sqlhist", flagDocs(fl), []string{"merge", "heatmap", "read", "man", "completion"}); err != nil {
 			return usageError(e, "%v", err)
 		}
 		return exitOK
@@ -151,7 +153,7 @@ func runDocs(args []string, e env) int {
 		return usageError(e, "man takes no arguments")
 	}
 	if err := live.Manual(e.Stdout, "sqlhist", "SQL over Linux trace events, as ftrace hist triggers", []string{
-		"[flags] [SQL ...]", "merge [-o table|json|csv] FILE.json ...", "heatmap [-o svg|html] [--keys N] FILE.json", "man | completion bash|zsh|fish",
+		"[flags] [SQL ...]", "merge [-o table|json|csv] FILE.json ...", "heatmap [-o svg|html] [--keys N] FILE.json", "read [-o table|json|csv] [FILE|-]", "man | completion bash|zsh|fish",
 	}, manual, flagDocs(fl)); err != nil {
 		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)
 		return exitQuery

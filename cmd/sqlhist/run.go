@@ -60,6 +60,8 @@ func run(args []string, e env) int {
 			return runMerge(args[1:], e)
 		case "heatmap":
 			return runHeatmap(args[1:], e)
+		case "read":
+			return runRead(args[1:], e)
 		case "man", "completion":
 			return runDocs(args, e)
 		}
@@ -182,7 +184,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		}
 	}
 	if awk {
-		return report(e, src, o.live.PrintAwk(e.Stdout, src, plan, cat, o.CatalogName(), o.Root))
+		return report(e, src, o.live.PrintAwk(e.Stdout, src, plan, cat, o.CatalogName(), o.Root, awkArgs(fl, src)))
 	}
 	if o.run {
 		if live.IsStackFormat(o.live.Output) {

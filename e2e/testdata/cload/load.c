@@ -20,11 +20,14 @@
  * (sqlhist -r --engine stream), with its stdout on this one's stderr, and
  * waits for the first line of its stderr, which says that it reads (then
  * copied to this one's stderr too). After the last part it sends the
- * tracer SIGINT, waits for it to exit and prints two more figures:
+ * tracer's process group SIGINT (as Ctrl-C does: the tracer may be a shell
+ * script, the awk engine's), waits for it to exit and prints two more
+ * figures:
  *
  *   … stop CPU WALL
  *
- * the CPU time the tracer took from the signal to its exit — reading and
+ * the CPU time the tracer took from the signal to its exit (with its
+ * children's, which it waited for: a script's awk) — reading and
  * computing what it had not read yet, printing, removing its setup — and
  * the nanoseconds that took. The tracer runs in the fair class: on one
  * CPU the SCHED_FIFO parts keep it from running until they are over, so
@@ -88,6 +91,9 @@ static pid_t tracer(char **argv, int *errfd)
 		exit(1);
 	}
 	if (pid == 0) {
+		/* A process group of its own, signalled as Ctrl-C signals
+		 * one: a shell script's awk gets the SIGINT too. */
+		setpgid(0, 0);
 		close(p[0]);
 		if (dup2(2, 1) < 0 || dup2(p[1], 2) < 0)
 			_exit(1);
@@ -96,6 +102,7 @@ static pid_t tracer(char **argv, int *errfd)
 		perror(argv[0]);
 		_exit(127);
 	}
+	setpgid(pid, pid);
 	close(p[1]);
 	char c;
 	ssize_t n;
@@ -198,7 +205,7 @@ int main(int argc, char **argv)
 	printf("syscalls %ld %lld wakeups %ld %lld opens %ld %lld", calls, t1 - t0, wakeups, t3 - t2, opens, t5 - t4);
 	if (tpid > 0) {
 		long long c0 = cpu(tpid);
-		if (kill(tpid, SIGINT)) {
+		if (kill(-tpid, SIGINT)) {
 			perror("kill");
 			return 1;
 		}
