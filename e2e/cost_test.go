@@ -70,6 +70,10 @@ type costShape struct {
 	cmds   []emit.Command
 	tool   string // a libbpf-tools command line (BPF shapes)
 	stream string // the query of a stream shape
+	// engine is the engine a stream shape's sqlhist -r runs: "" for
+	// stream, "bpf" for the BPF engine (its programs' time is the
+	// guest's task time too: a program runs in the traced task).
+	engine string
 	// awk is the script of an awk shape: the query as sqlhist prints it
 	// for the awk engine, run by the guest's sh (busybox: its awk) and
 	// started and stopped by the workload as a stream shape's sqlhist
@@ -252,6 +256,8 @@ func costShapes(t *testing.T, kname string) []costShape {
 			cmds: costCompile(t, kname, "wl", costWakeup, costRun)},
 		{name: "sqlhist-wakeup-stream", about: "wakeup JOIN (comm, lat) answered by sqlhist -r --engine stream in the guest", part: "wakeups",
 			stream: costWakeupStream},
+		{name: "sqlhist-wakeup-bpf", about: "wakeup JOIN (comm, lat) answered by sqlhist -r --engine bpf in the guest", part: "wakeups",
+			stream: costWakeupStream, engine: "bpf"},
 		{name: "sqlhist-wakeup-awk", about: "wakeup JOIN (comm, lat) answered by the printed awk script (busybox sh and awk) in the guest", part: "wakeups",
 			stream: costWakeupStream, awk: costAwkScript(t, kname, costWakeupStream)},
 		{name: "sqlhist-aggregate", about: "log2 GROUP BY over the wakeup JOIN", part: "wakeups",
@@ -262,6 +268,8 @@ func costShapes(t *testing.T, kname string) []costShape {
 			cmds: costCompile(t, kname, "sc", costSyscount, costPrinted)},
 		{name: "sqlhist-syscount-stream", about: "syscall counts answered by sqlhist -r --engine stream in the guest", part: "syscalls",
 			stream: costSyscount},
+		{name: "sqlhist-syscount-bpf", about: "syscall counts answered by sqlhist -r --engine bpf in the guest", part: "syscalls",
+			stream: costSyscount, engine: "bpf"},
 		{name: "sqlhist-syscount-awk", about: "syscall counts answered by the printed awk script (busybox sh and awk) in the guest", part: "syscalls",
 			stream: costSyscount, awk: costAwkScript(t, kname, costSyscount)},
 		{name: "bpf-syscount", about: "libbpf-tools syscount", part: "syscalls", tool: "syscount"},
@@ -280,6 +288,10 @@ func costShapes(t *testing.T, kname string) []costShape {
 			stream: costWakeupStream, empty: true},
 		costShape{about: "stream syscall counts over no workload: stopping sqlhist", part: "syscalls",
 			stream: costSyscount, empty: true},
+		costShape{about: "bpf wakeup JOIN over no workload: loading, attaching, reading and closing", part: "wakeups",
+			stream: costWakeupStream, engine: "bpf", empty: true},
+		costShape{about: "bpf syscall counts over no workload: loading, attaching, reading and closing", part: "syscalls",
+			stream: costSyscount, engine: "bpf", empty: true},
 		costShape{about: "awk wakeup JOIN over no workload: the script's setup and stop", part: "wakeups",
 			stream: costWakeupStream, awk: costAwkScript(t, kname, costWakeupStream), empty: true},
 		costShape{about: "awk syscall counts over no workload: the script's setup and stop", part: "syscalls",
@@ -318,7 +330,7 @@ func costOnly(t *testing.T, shapes []costShape, re string) []costShape {
 
 // emptyKey pairs a stream or awk shape with its row over no workload.
 func (s costShape) emptyKey() string {
-	return fmt.Sprintf("%s %s %t", s.stream, s.part, s.awk != "")
+	return fmt.Sprintf("%s %s %t %s", s.stream, s.part, s.awk != "", s.engine)
 }
 
 // costAwkScript is the awk engine's script of a query for the kernel's
@@ -512,8 +524,12 @@ func costScript(shapes []costShape) string {
 					// writes a CPU profile, collected after the script.
 					prof = fmt.Sprintf("SQLHIST_CPUPROFILE=/tmp/prof/shape%d.pprof ", i)
 				}
-				fmt.Fprintf(&b, "echo \"@@run %d %d $(%s/work/bin/load %s /work/sqlhist -r --engine stream -o json %s 2> /tmp/stream.out)\"\n",
-					r, i, prof, args, emit.Quote(s.stream))
+				engine := s.engine
+				if engine == "" {
+					engine = "stream"
+				}
+				fmt.Fprintf(&b, "echo \"@@run %d %d $(%s/work/bin/load %s /work/sqlhist -r --engine %s -o json %s 2> /tmp/stream.out)\"\n",
+					r, i, prof, args, engine, emit.Quote(s.stream))
 				b.WriteString(`L=$(sed -n 's/^  "lost": \([0-9]*\).*/\1/p' /tmp/stream.out)` + "\n")
 				b.WriteString(`H=$(sed -n 's/^ *"hits": \([0-9]*\).*/\1/p' /tmp/stream.out | head -n 1)` + "\n")
 				fmt.Fprintf(&b, "echo \"@@stream %d %d $L $H\"\n", r, i)
