@@ -15,7 +15,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/perf"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/stream"
@@ -337,9 +336,7 @@ func (e *Engine) Load() error {
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK (busybox's
 	// default is 64 KiB): lift it there; a no-op where memory cgroups
 	// account for it.
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return fmt.Errorf("the BPF engine: lifting RLIMIT_MEMLOCK: %v", err)
-	}
+	liftMemlock()
 	cs := e.spec()
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{})
 	if err != nil {

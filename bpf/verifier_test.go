@@ -9,7 +9,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -32,9 +31,7 @@ func canLoad() string {
 	}
 	// As Load does: kernels before 5.11 charge BPF memory to the user's
 	// RLIMIT_MEMLOCK (a child's maps, still being freed, count).
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return "cannot lift RLIMIT_MEMLOCK: " + err.Error()
-	}
+	liftMemlock()
 	spec := &ebpf.ProgramSpec{Type: ebpf.TracePoint, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
 	p, err := ebpf.NewProgram(spec)
