@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync"
 
 	"github.com/sqlhist/sqlhist/bpf"
 	"github.com/sqlhist/sqlhist/planner"
@@ -72,7 +73,9 @@ func BPFTarget(t *Target) error {
 	case !t.Local || !isTracefs(t.Root):
 		return fmt.Errorf("%s is not this machine's tracefs", t.Root)
 	}
-	return bpf.Supported()
+	// Whether this kernel and this process load programs is the load's
+	// to say (LoadBPF): a probe would load one more.
+	return nil
 }
 
 // bpfEngine is the BPF engine's part of a run.
@@ -134,45 +137,71 @@ func (b *bpfEngine) stop() (int, error) {
 	return b.total, errors.Join(derr, rerr, serr)
 }
 
-// CheckBPF compiles the plan for the BPF engine on the target t and
-// loads its programs through the kernel's verifier, then unloads them:
-// nil when the BPF engine can run it, else an *EngineUnavailable.
-func CheckBPF(t *Target, plan *planner.Plan) error {
-	e, hists, err := compileBPF(t, plan, nil, nil)
-	if err != nil {
-		return err
-	}
-	lerr := e.Load()
-	e.Stop()
-	if lerr != nil {
-		return unavailable(lerr, hists)
-	}
-	return nil
+// BPFProgram is a plan compiled for the BPF engine and loaded through
+// the kernel's verifier, not attached yet: Run attaches it
+// (Options.BPF). Close unloads it when it is not run.
+type BPFProgram struct {
+	eng *bpfEngine
+	// events is --events' streamer, set by Run before the programs are
+	// attached (none fire before).
+	mu     sync.Mutex
+	events *streamer
 }
 
-// newBPFEngine compiles the plan for the BPF engine against the target's
-// event formats, loads its programs through the verifier and attaches
-// them. A plan the engine cannot compile, a refusal of the verifier or a
-// failed attach is an *EngineUnavailable, and nothing is left loaded.
-func newBPFEngine(t *Target, plan *planner.Plan, arch *tracefs.Arch, events *streamer) (*bpfEngine, error) {
-	var onSynth func(*stream.Event)
-	if events != nil {
-		comms := &commCache{t: t, names: map[int]string{}}
-		onSynth = func(ev *stream.Event) {
-			line := synthLine(ev, comms.name)
-			events.mu.Lock()
-			events.line(line)
-			events.mu.Unlock()
-		}
+// Close unloads the programs and maps (a program Run took is Run's).
+func (p *BPFProgram) Close() {
+	if p != nil && p.eng != nil {
+		p.eng.e.Stop()
 	}
+}
+
+// LoadBPF compiles the plan for the BPF engine against the formats of
+// t's events and loads its programs through the kernel's verifier,
+// without attaching them: the check that the BPF engine can answer, and
+// the programs Run then attaches (Options.BPF), loaded once. A plan the
+// engine cannot compile, or a load the kernel refuses (no bpf() system
+// call, not permitted, the verifier), is an *EngineUnavailable, and
+// nothing is left loaded.
+func LoadBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch) (*BPFProgram, error) {
+	p := &BPFProgram{}
+	var comms *commCache
+	onSynth := func(ev *stream.Event) {
+		p.mu.Lock()
+		st := p.events
+		p.mu.Unlock()
+		if st == nil {
+			return
+		}
+		line := synthLine(ev, comms.name)
+		st.mu.Lock()
+		st.line(line)
+		st.mu.Unlock()
+	}
+	comms = &commCache{t: t, names: map[int]string{}}
 	e, hists, err := compileBPF(t, plan, arch, onSynth)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.Start(); err != nil {
+	if err := e.Load(); err != nil {
+		e.Stop()
 		return nil, unavailable(err, hists)
 	}
-	return &bpfEngine{e: e, hists: hists, events: events}, nil
+	p.eng = &bpfEngine{e: e, hists: hists}
+	return p, nil
+}
+
+// attach attaches the loaded programs to their events, their synthetic
+// events going to events (nil: none are streamed).
+func (p *BPFProgram) attach(events *streamer) (*bpfEngine, error) {
+	p.mu.Lock()
+	p.events = events
+	p.mu.Unlock()
+	p.eng.events = events
+	if err := p.eng.e.Start(); err != nil {
+		p.eng.e.Stop()
+		return nil, unavailable(err, p.eng.hists)
+	}
+	return p.eng, nil
 }
 
 // compileBPF compiles the plan's triggers for the BPF engine against the
@@ -226,7 +255,14 @@ func runBPF(ctx context.Context, t *Target, plan *planner.Plan, opt Options, r *
 		cat = opt.Catalog
 	}
 	arch, _ := cat.Arch()
-	eng, err := newBPFEngine(t, plan, arch, events)
+	prog := opt.BPF
+	if prog == nil {
+		var err error
+		if prog, err = LoadBPF(t, plan, arch); err != nil {
+			return nil, err
+		}
+	}
+	eng, err := prog.attach(events)
 	if err != nil {
 		return nil, err
 	}

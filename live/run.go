@@ -111,6 +111,9 @@ type Options struct {
 	// EngineReason says why Engine answers (see [EngineChoice]), for the
 	// table and JSON; "" says nothing.
 	EngineReason string
+	// BPF, with Engine EngineBPF, is the plan's programs as LoadBPF
+	// loaded them (nil: Run loads them).
+	BPF *BPFProgram
 	// Catalog is the catalog the plan was compiled against (it defines
 	// the plan's probes); the stream engine reads the formats of the
 	// events it enables from it before they exist. Nil reads the

@@ -28,7 +28,8 @@ func osEnv() env { return live.ThisMachine() }
 
 // options holds the parsed command line.
 type options struct {
-	live.Place                          // -t, --formats, --kernel, --arch
+	live.Place                                           // -t, --formats, --kernel, --arch
+	bpf                                 *live.BPFProgram // -r on the BPF engine: its programs, loaded
 	name, file                          string
 	execute, teardown, help, run, deref bool
 	onmax, onchange                     string
@@ -164,10 +165,12 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		// the verifier before anything runs; where it cannot, auto
 		// takes the next engine (the query planned again for it), and a
 		// forced --engine bpf says why at the SQL.
-		err := live.CheckBPF(e.Target(o.Root), plan)
+		arch, _ := cat.Arch()
+		prog, err := live.LoadBPF(e.Target(o.Root), plan, arch)
 		if err != nil && o.live.Engine == live.EngineBPF {
 			return report(e, src, err)
 		}
+		o.bpf = prog
 		if err != nil {
 			eng, _ := live.ChooseEngine(o.live.Engine, cat.Features(), err)
 			o.live.Used, o.live.UsedReason = eng.Engine, eng.Reason
@@ -262,6 +265,8 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 		defer view.Close() // the cursor comes back on every way out
 	}
 	t := e.Target(o.Root)
+	opt.BPF = o.bpf
+	defer o.bpf.Close() // unloaded when the run did not take it
 	rep, err := e.RunAwkVia(ctx, &o.live, plan, opt, o.Root)
 	if rep == nil && err == nil {
 		rep, err = live.Run(ctx, t, plan, opt)
