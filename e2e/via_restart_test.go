@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +27,34 @@ import (
 // viaRestartEvery are the pauses between two ends of the line's shell, in
 // seconds, in a cycle.
 const viaRestartEvery = "4 7 5 9 6"
+
+// restartRunBound bounds one sqlhist process on the restarting line: each
+// end of its shell costs a run a few seconds (the request lost, a sync, the
+// greeting again), and under emulation beside other guests a -r of the
+// JOIN took more than runBound's 3 minutes there (a serial line's
+// requests; its trace showed no error).
+const restartRunBound = 8 * time.Minute
+
+// sqlhistRunFor is sqlhistRun with its own bound.
+func sqlhistRunFor(bound time.Duration, bin string, args ...string) (string, string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, viaArgs(args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+		errb.WriteString(err.Error())
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(&errb, "\n(the test's bound of %v on one sqlhist process ran out: it was killed)", bound)
+	}
+	return out.String(), errb.String(), code
+}
 
 // viaRestartingChecks makes the line of the target at via (its guest end
 // dev) restart its shell, runs the checks, and puts the line back.
@@ -70,7 +100,7 @@ func viaRestartingChecks(t *testing.T, kname, via, dev, bin string, local []stri
 	syncs := 0
 	run := func(name string, args ...string) (string, string, int) {
 		trace := filepath.Join(dir, "via-restart-"+kname+"-"+strings.TrimLeft(name, "-")+".trace")
-		out, errs, code := sqlhistRun(bin, append([]string{"--via", via, "--via-trace", trace}, args...)...)
+		out, errs, code := sqlhistRunFor(restartRunBound, bin, append([]string{"--via", via, "--via-trace", trace}, args...)...)
 		tr, _ := os.ReadFile(trace)
 		n := strings.Count(string(tr), "greeted again")
 		syncs += n
