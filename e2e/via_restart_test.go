@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,13 +17,44 @@ import (
 // a shell reading the serial port as its script, becomes the loop a
 // board's serial console may have, `while true; do cat DEV | sh > DEV
 // 2>&1; done`, whose shell restarts when its cat ends (at a disconnect,
-// on a board); here the cat is killed every 5 s, at any moment of a
+// on a board); here the cat is killed every 4 to 9 s (an irregular
+// cycle: a fixed period can fall in step with sqlhist's waits and catch
+// every retry), at any moment of a
 // run, and what the line carries in the 0.1 s between two shells is
 // lost (read and dropped, as a port closed then drops it). sqlhist's print, -r, -i and --cleanup each succeed on
 // their first try, and the traces show the shells it greeted again.
 
-// viaRestartEvery is how often the guest ends the line's shell.
-const viaRestartEvery = "5"
+// viaRestartEvery are the pauses between two ends of the line's shell, in
+// seconds, in a cycle.
+const viaRestartEvery = "4 7 5 9 6"
+
+// restartRunBound bounds one sqlhist process on the restarting line: each
+// end of its shell costs a run a few seconds (the request lost, a sync, the
+// greeting again), and under emulation beside other guests a -r of the
+// JOIN took more than runBound's 3 minutes there (a serial line's
+// requests; its trace showed no error).
+const restartRunBound = 8 * time.Minute
+
+// sqlhistRunFor is sqlhistRun with its own bound.
+func sqlhistRunFor(bound time.Duration, bin string, args ...string) (string, string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, viaArgs(args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+		errb.WriteString(err.Error())
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(&errb, "\n(the test's bound of %v on one sqlhist process ran out: it was killed)", bound)
+	}
+	return out.String(), errb.String(), code
+}
 
 // viaRestartingChecks makes the line of the target at via (its guest end
 // dev) restart its shell, runs the checks, and puts the line back.
@@ -33,7 +66,7 @@ func viaRestartingChecks(t *testing.T, kname, via, dev, bin string, local []stri
 	// a piece of this line run by the new shell, kill $PPID, would end
 	// the loop); that shell's parent, the guest's own loop, is killed.
 	convert := fmt.Sprintf(`( sleep 1; while true; do { cat %[1]s & echo $! > /tmp/via-cat; wait; } | sh > %[1]s 2>&1; cat %[1]s > /dev/null & sleep 0.1; kill $!; done ) </dev/null >/dev/null 2>&1 3>&- & echo $! > /tmp/via-loop; `+
-		`( while :; do sleep %[2]s; kill $(cat /tmp/via-cat) 2>/dev/null; done ) </dev/null >/dev/null 2>&1 3>&- & echo $! > /tmp/via-killer; kill $PPID; exit
+		`( while :; do for s in %[2]s; do sleep $s; kill $(cat /tmp/via-cat) 2>/dev/null; done; done ) </dev/null >/dev/null 2>&1 3>&- & echo $! > /tmp/via-killer; kill $PPID; exit
 `, dev, viaRestartEvery)
 	if out, err := viaSessionRaw(via, convert); err != nil {
 		t.Fatalf("making the line restart its shell: %v: %s", err, out)
@@ -67,7 +100,7 @@ func viaRestartingChecks(t *testing.T, kname, via, dev, bin string, local []stri
 	syncs := 0
 	run := func(name string, args ...string) (string, string, int) {
 		trace := filepath.Join(dir, "via-restart-"+kname+"-"+strings.TrimLeft(name, "-")+".trace")
-		out, errs, code := sqlhistRun(bin, append([]string{"--via", via, "--via-trace", trace}, args...)...)
+		out, errs, code := sqlhistRunFor(restartRunBound, bin, append([]string{"--via", via, "--via-trace", trace}, args...)...)
 		tr, _ := os.ReadFile(trace)
 		n := strings.Count(string(tr), "greeted again")
 		syncs += n

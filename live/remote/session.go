@@ -96,9 +96,6 @@ type Session struct {
 	mu     sync.Mutex // one request at a time
 	seq    int
 	broken error // set once the session cannot be used
-	// quiet is how long an answer may take to begin before a sync
-	// (ResendAfter at first, longer once a target proved slow).
-	quiet time.Duration
 
 	// Counters, for measurements: bytes sent and received, requests.
 	sent, received, requests atomic.Int64
@@ -392,18 +389,6 @@ func (s *Session) read(ctx context.Context, step, cmd string) (string, error) {
 // functions and answers "R: not found" at once, which starts the same.
 var ResendAfter = 2 * time.Second
 
-// maxQuiet bounds the wait for an answer to begin, once a target proved
-// slow (Session.quiet).
-const maxQuiet = 8 * time.Second
-
-// quietLocked is how long an answer may take to begin before a sync.
-func (s *Session) quietLocked() time.Duration {
-	if s.quiet < ResendAfter {
-		return ResendAfter
-	}
-	return s.quiet
-}
-
 // maxRejects bounds the times a request is sent again after the target
 // rejected its line as cut: a line that cuts every request is an error.
 const maxRejects = 50
@@ -476,10 +461,9 @@ func (s *Session) do(ctx context.Context, step, cmd string, timeout time.Duratio
 				return "", err
 			}
 			if a.started {
-				// Its answer began meanwhile: the target is slow (a
-				// loaded or emulated one), and is given longer.
-				s.quiet = min(2*s.quietLocked(), maxQuiet)
-				// Read it to its end.
+				// Its answer began meanwhile (a slow target, or a line
+				// that held the request's last bytes until the sync's
+				// came): read it to its end.
 				if out, err = s.await(ctx, step, a, timer, timeout, sent); err != nil {
 					return "", err
 				}
@@ -544,7 +528,7 @@ func (s *Session) next(ctx context.Context, step string, timer *time.Timer, time
 func (s *Session) await(ctx context.Context, step string, a *answer, timer *time.Timer, timeout time.Duration, sent int) (int, error) {
 	var quiet <-chan time.Time
 	if !a.started && ResendAfter > 0 {
-		t := time.NewTimer(s.quietLocked())
+		t := time.NewTimer(ResendAfter)
 		defer t.Stop()
 		quiet = t.C
 	}
