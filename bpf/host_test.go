@@ -320,8 +320,22 @@ func TestHostJoin(t *testing.T) {
 	if made < n/2 {
 		t.Errorf("%d voluntary switches: the workload (%d rounds) hardly slept", made, n)
 	}
-	if count+negs > made+preempted || count+negs+lost < made {
-		t.Errorf("%d wakeups joined (%d negative), %d program runs skipped; the thread switched out %d times voluntarily, %d preempted", count+negs, negs, lost, made, preempted)
+	//
+	// The kernel can also run the thread without a sched_switch into it
+	// (see TestHostStacks): the JOIN cannot see that wakeup's end, and
+	// the next wakeup replaces its start. Each switch out but the last
+	// is followed by a switch in, and the first switch in (out of the
+	// read the thread was blocked in before Start) follows none: the
+	// switches in the events lack are those unseen.
+	unseen := uint64(0)
+	if ins := hs[5].Totals.Hits; made+preempted > ins {
+		unseen = made + preempted - ins
+	}
+	if unseen > (made+preempted)/100 {
+		t.Errorf("%d switches into the thread had no event, of %d", unseen, made+preempted)
+	}
+	if count+negs > made+preempted || count+negs+lost+unseen < made {
+		t.Errorf("%d wakeups joined (%d negative), %d program runs skipped, %d switches in without an event; the thread switched out %d times voluntarily, %d preempted", count+negs, negs, lost, unseen, made, preempted)
 	}
 	if count != res.Totals.Hits {
 		t.Errorf("entries count %d, totals %d", count, res.Totals.Hits)
@@ -499,14 +513,25 @@ func TestHostStacks(t *testing.T) {
 		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{stackKey},
 			Filter: &planner.Filter{Op: planner.FilterAnd, L: pred("prev_pid", "==", uint64(tid)), R: blocked}},
 		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("prev_pid")},
-			Vars:   []Var{{Name: "o_ts", Expr: tsUsecs()}, {Name: "o_stack", Expr: stackKey}},
-			Filter: blocked},
+			Vars: []Var{{Name: "o_ts", Expr: tsUsecs()}, {Name: "o_stack", Expr: stackKey}},
+			// The reader's blocks only: every task's would fill the
+			// start map on a busy machine (the end consumes the
+			// reader's alone), and its inserts would be dropped.
+			Filter: &planner.Filter{Op: planner.FilterAnd, L: pred("prev_pid", "==", uint64(tid)), R: blocked}},
 		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")},
 			Vars: []Var{{Name: "o_lat", Expr: bin(tsUsecs(), '-', ref("o_ts"))}},
 			Actions: []*planner.Action{{Handler: planner.OnMatch, Match: "sched.sched_switch", Kind: planner.ActTrace,
 				Synth: "offcpu", Params: []*planner.Expr{ref("o_stack"), ref("o_lat")}}},
 			Filter: pred("next_pid", "==", uint64(tid))},
 		{System: "synthetic", Event: "offcpu", Keys: []*planner.Expr{fieldMod("stack", "stacktrace")}, Vals: []*planner.Expr{field("lat")}},
+		// The reader's switches out and in, whatever the state: the
+		// kernel can run a task without a sched_switch into it (seen on
+		// this host's 6.18, in its own trace buffer as in the engine's
+		// programs: two switches out of the reader, the second on
+		// another CPU, and none in between, once in ~500 blocks); a
+		// block whose switch in has no event is not joined.
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("prev_pid")}, Filter: pred("prev_pid", "==", uint64(tid))},
+		{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")}, Filter: pred("next_pid", "==", uint64(tid))},
 	}
 	e, err := New(ts, []*planner.Synth{synth}, hostFormat, Options{Sym: kallsyms(t)})
 	if err != nil {
@@ -528,6 +553,22 @@ func TestHostStacks(t *testing.T) {
 	release()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A start the full map dropped is a block not joined, as a skipped run.
+	lost += hs[1].Totals.Dropped + hs[3].Totals.Dropped
+	// A start the full map dropped is a block not joined, as a skipped run.
+	lost += hs[1].Totals.Dropped + hs[3].Totals.Dropped
+	// Each switch out of the reader has a switch in but its last, and its
+	// first switch in (out of the block before Start) has no switch out:
+	// as many of each, but for switches in without an event.
+	outs, ins := hs[4].Totals.Hits, hs[5].Totals.Hits
+	unseen := uint64(0)
+	if outs > ins {
+		unseen = outs - ins
+	}
+	t.Logf("the reader switched out %d times and in %d times in the run's events", outs, ins)
+	if unseen > outs/100 {
+		t.Errorf("%d switches of the reader into a CPU had no event, of %d switches out", unseen, outs)
 	}
 	var outAll, outPipe uint64
 	for i, h := range []int{0, 3} {
@@ -555,7 +596,7 @@ func TestHostStacks(t *testing.T) {
 		}
 		// The JOIN: each block but the last (not woken in the run), its
 		// stack carried to the switch in: the same stacks.
-		if all+1 > outAll || all+1+lost < outAll || inPipe+1 > outPipe || inPipe+1+lost < outPipe {
+		if all+1 > outAll || all+1+lost+unseen < outAll || inPipe+1 > outPipe || inPipe+1+lost+unseen < outPipe {
 			t.Errorf("%d blocks joined, %d of them in pipe_read; the reader blocked %d times, %d in pipe_read", all, inPipe, outAll, outPipe)
 		}
 	}
