@@ -168,7 +168,7 @@ func streamJob(t *testing.T, kname string) {
 		version, aname = "6.12", "riscv64"
 	}
 	swFile, swInst := sameWindowFile(t, version, aname, "stream")
-	script = strings.Replace(script, "kill $W\nwait $W 2>/dev/null\n", "kill $W\nwait $W 2>/dev/null\n"+sameWindowScript("stream", swInst), 1)
+	script = strings.Replace(script, "kill $W\nwait $W 2>/dev/null\n", "kill $W\nwait $W 2>/dev/null\n"+sameWindowScript("stream", swInst)+bpfStreamWindowScript, 1)
 	res, viaDetail := streamViaBoot(t, kname, vm.Guest{
 		Script: refuseScript + script, CombinedOutput: true, Timeout: 6*time.Minute + awkTime,
 		Files: append([]vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}, swFile}, awkFiles(t, kname)...),
@@ -178,7 +178,7 @@ func streamJob(t *testing.T, kname string) {
 	}
 	out, rest, _ := strings.Cut(res.Stdout, "@@done")
 	checkNoHistRefusal(t, kname, res.Kernel.Release, out+"@@done\n")
-	detail = checkStreamRun(t, kname, rest) + "; " + checkBPFRun(t, kname, rest) + "; " + checkAwkRuns(t, kname, rest) + "; " + checkAwkKills(t, kname, rest) + "; " + checkSameWindow(t, kname, "stream", version, aname, rest) + "; " + viaDetail
+	detail = checkStreamRun(t, kname, rest) + "; " + checkBPFRun(t, kname, rest) + "; " + checkAwkRuns(t, kname, rest) + "; " + checkAwkKills(t, kname, rest) + "; " + checkSameWindow(t, kname, "stream", version, aname, rest) + "; " + checkBPFStreamWindow(t, kname, rest) + "; " + viaDetail
 }
 
 // TestDifferGuest boots the kernels of SQLHIST_KERNELS (default 6.1) with
