@@ -19,7 +19,7 @@ import (
 const bpfEngineScript = `if [ ! -e /proc/sys/kernel/unprivileged_bpf_disabled ]; then echo "@@bpf-syscall no"; echo "@@exit 0"; exit 0; fi
 mkdir -p /work/bpf && cd /work/bpf
 echo "@@memlock $(ulimit -l)"
-/work/bpf.test -test.v -test.count=1 -test.run 'TestVerifier|TestQueries|TestHostJoin|TestRefusals|TestKillLeavesNothing|TestHostStacks|TestStacksAgainstHist|TestJoinAgainstHist|TestHostScratch|TestHostEvents' 2>&1
+/work/bpf.test -test.v -test.count=1 -test.run 'TestVerifier|TestQueries|TestHostJoin|TestRefusals|TestKillLeavesNothing|TestHostStacks|TestStacksAgainstHist|TestJoinAgainstHist|TestHostScratch|TestHostEvents|TestRawArgs' 2>&1
 echo "@@exit $?"
 `
 

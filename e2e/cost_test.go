@@ -221,6 +221,7 @@ func TestKernelCost(t *testing.T) {
 				{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, "amd64")}}
 			if os.Getenv("SQLHIST_COST_NOBPF") != "1" {
 				files = append(files, bpfToolsFor(t, "amd64")...)
+				files = append(files, vm.File{Path: "/usr/sbin/bpfempty", Mode: 0o755, Data: goBuildStatic(t, "./testdata/bpfempty", "amd64")})
 			}
 			files = append(files, costAwkFiles(shapes)...)
 			// One CPU: the ping-pong then runs the same way every time;
@@ -264,6 +265,12 @@ func costShapes(t *testing.T, kname string) []costShape {
 			cmds: costCompile(t, kname, "wa", costWakeupAgg, costPrinted)},
 		{name: "libtracefs-wakeup", about: "libtracefs's lowering of the wakeup JOIN", part: "wakeups", cmds: libtracefsWakeup()},
 		{name: "bpf-runqlat", about: "libbpf-tools runqlat", part: "wakeups", tool: "runqlat"},
+		// What the record costs a BPF program: programs that do nothing
+		// on sched_waking and sched_switch, classic (the kernel builds
+		// the record, as for the BPF engine's) and raw (the arguments
+		// only, as for runqlat's tp_btf).
+		{name: "bpf-empty-tp", about: "empty classic tracepoint programs on sched_waking and sched_switch (testdata/bpfempty tp)", part: "wakeups", tool: "bpfempty tp"},
+		{name: "bpf-empty-rawtp", about: "empty raw tracepoint programs on sched_waking and sched_switch (testdata/bpfempty rawtp)", part: "wakeups", tool: "bpfempty rawtp"},
 		{name: "sqlhist-syscount", about: "syscall counts (hist on sys_enter)", part: "syscalls",
 			cmds: costCompile(t, kname, "sc", costSyscount, costPrinted)},
 		{name: "sqlhist-syscount-stream", about: "syscall counts answered by sqlhist -r --engine stream in the guest", part: "syscalls",
