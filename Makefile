@@ -164,6 +164,15 @@ bench-kernel:
 	@log=$$(mktemp); SQLHIST_E2E=1 SQLHIST_BENCH_KERNEL=1 $(GO) test ./e2e -run TestKernelCost -count=1 -v -timeout 40m > $$log 2>&1; rc=$$?; \
 	cat $$log; echo; grep '^cost ' $$log; rm -f $$log; exit $$rc
 
+# A run's own time in a 6.1 guest with a busy loop beside (SQLHIST_KERNELS
+# for others): -r -d 1 of the wakeup JOIN with each engine (auto, bpf,
+# kernel, stream), -e and --teardown -e, five rounds interleaved, the
+# medians and ranges by the guest's clock (RUNTIME_BIN: another static
+# build's, to compare). Figures, not assertions.
+.PHONY: bench-run
+bench-run:
+	SQLHIST_E2E=1 SQLHIST_BENCH_RUN=1 $(GO) test ./e2e -run TestRunTime -count=1 -v -timeout 30m
+
 # Install sqlhist, its man page sqlhist(1) and its bash, zsh and fish
 # completions under $(PREFIX) (default /usr/local; DESTDIR for packaging).
 # All three are made by the binary itself, from the flags --help lists.

@@ -449,11 +449,7 @@ func (e *Engine) Stats() ([]Stats, error) {
 // kernel skipped (another BPF program ran on the CPU), where it counts
 // them, and the synthetic events the perf buffer had no room for.
 func (e *Engine) Stop() (lost uint64, err error) {
-	for _, l := range e.links {
-		if cerr := l.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}
+	err = closeLinks(e.links)
 	e.links = nil
 	if e.reader != nil {
 		e.reader.Close()

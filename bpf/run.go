@@ -3,9 +3,11 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
 )
 
 // Supported says whether this machine loads tracepoint programs for this
@@ -24,12 +26,31 @@ func Supported() error {
 // Detach detaches the programs from their events and keeps the maps: what
 // Read gives after it is final.
 func (e *Engine) Detach() error {
-	var err error
-	for _, l := range e.links {
-		err = errors.Join(err, l.Close())
-	}
+	err := closeLinks(e.links)
 	e.links = nil
 	return err
+}
+
+// closeLinks closes the links at once, each in its own goroutine: the
+// kernel waits for a grace period as each perf event leaves its
+// tracepoint (tracepoint_synchronize_unregister), 10–50 ms on a quiet
+// machine and more under emulation, and closes made together share the
+// waits where closes one after the other add them up.
+func closeLinks(ls []link.Link) error {
+	if len(ls) == 1 {
+		return ls[0].Close()
+	}
+	errs := make([]error, len(ls))
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Close()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Skipped is the program runs the kernel skipped so far (another BPF

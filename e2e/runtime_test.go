@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
+)
+
+// A run's own time (make bench-run; issue 45, item 4): in a guest of
+// SQLHIST_KERNELS (default 6.1) with a busy loop beside, the wall time by
+// the guest's clock of `-r -d 1` of the wakeup JOIN with each engine
+// (auto, bpf, kernel, stream), of `-e` and of `--teardown -e`, each
+// RUNTIME_ROUNDS times (default 5), interleaved; the medians and ranges
+// are printed (RUNTIME_BIN: another static build's, to compare). Figures, not assertions: the guest's clock runs with the
+// host's, which other work slows. Every run must succeed, and auto must
+// say which engine it took.
+
+// runTimeScript runs the rounds; $J is the wakeup JOIN.
+const runTimeScript = `J='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
+( while :; do :; done ) &
+BUSY=$!
+now() { read u x < /proc/uptime; echo $u; }
+r=1
+while [ $r -le ROUNDS ]; do
+  for e in auto bpf kernel stream; do
+    a=$(now); /work/sqlhist -r --engine $e -d 1 -o json "$J" > /tmp/rt.out 2> /tmp/rt.err; x=$?; b=$(now)
+    echo "@@rt $e $r $x $a $b $(sed -n 's/^  "engine": "\(.*\)",/\1/p' /tmp/rt.out | head -n 1)"
+    [ $x = 0 ] || { echo "@@rt-err $e"; cat /tmp/rt.err; }
+  done
+  a=$(now); /work/sqlhist -e -n rtwl "$J" > /dev/null 2> /tmp/rt.err; x=$?; b=$(now); echo "@@rt apply $r $x $a $b"
+  [ $x = 0 ] || { echo "@@rt-err apply"; cat /tmp/rt.err; }
+  a=$(now); /work/sqlhist --teardown -e -n rtwl "$J" > /dev/null 2> /tmp/rt.err; x=$?; b=$(now); echo "@@rt teardown $r $x $a $b"
+  [ $x = 0 ] || { echo "@@rt-err teardown"; cat /tmp/rt.err; }
+  r=$((r + 1))
+done
+kill $BUSY
+echo "@@rt-done"
+`
+
+var runTimeRE = regexp.MustCompile(`(?m)^@@rt (\S+) (\d+) (\d+) ([\d.]+) ([\d.]+) ?(\S*)$`)
+
+// TestRunTime measures a run's own time in a guest (make bench-run).
+func TestRunTime(t *testing.T) {
+	if os.Getenv("SQLHIST_BENCH_RUN") != "1" {
+		t.Skip("set SQLHIST_BENCH_RUN=1 (make bench-run) to time runs in a guest")
+	}
+	needKernels(t)
+	rounds := envInt("RUNTIME_ROUNDS", 5)
+	for _, kname := range strings.Split(envOr("SQLHIST_KERNELS", "6.1"), ",") {
+		t.Run(kname, func(t *testing.T) {
+			arch := kernelArch(t, kname)
+			script := strings.ReplaceAll(runTimeScript, "ROUNDS", strconv.Itoa(rounds))
+			bin := buildStatic(t, arch)
+			if p := os.Getenv("RUNTIME_BIN"); p != "" {
+				// Another build's time (a static binary of the
+				// kernel's architecture): before and after a change.
+				var err error
+				if bin, err = os.ReadFile(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := boot(t, kname, vm.Guest{Script: script, CombinedOutput: true, Timeout: 20 * time.Minute,
+				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
+			out := res.Stdout
+			if !strings.Contains(out, "@@rt-done") || strings.Contains(out, "@@rt-err") {
+				t.Fatalf("a run failed or the rounds did not end:\n%s", lastLines(out, 40))
+			}
+			times := map[string][]float64{}
+			took := map[string]string{}
+			for _, m := range runTimeRE.FindAllStringSubmatch(out, -1) {
+				a, _ := strconv.ParseFloat(m[4], 64)
+				b, _ := strconv.ParseFloat(m[5], 64)
+				times[m[1]] = append(times[m[1]], b-a)
+				if m[1] == "auto" {
+					took[m[6]] = m[6]
+				}
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s (%s), a busy loop beside, %d rounds, guest clock:\n", kname, res.Kernel.Release, rounds)
+			for _, what := range []string{"auto", "bpf", "kernel", "stream", "apply", "teardown"} {
+				ts := times[what]
+				if len(ts) != rounds {
+					t.Fatalf("%s: %d runs of %d", what, len(ts), rounds)
+				}
+				slices.Sort(ts)
+				label := map[string]string{"apply": "-e", "teardown": "--teardown -e"}[what]
+				if label == "" {
+					label = "-r -d 1 --engine " + what
+				}
+				fmt.Fprintf(&b, "  %-26s median %.2f s (%.2f–%.2f)\n", label, ts[len(ts)/2], ts[0], ts[len(ts)-1])
+			}
+			fmt.Fprintf(&b, "  auto ran: %s\n", strings.Join(mapsKeys(took), ", "))
+			t.Log(b.String())
+		})
+	}
+}
+
+func mapsKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		if k == "" {
+			k = "kernel"
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
