@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -91,15 +92,59 @@ kp() {
 	cmp -s /tmp/kall0 /tmp/k1 || { kfail "$name every trigger"; diff /tmp/kall0 /tmp/k1 | sed "s/^@@/ @@/"; }
 	echo "@@kp $name $((points + 1)) bad=$bad $(cut -d' ' -f1 /proc/uptime) of $total writes"
 }
+# kpb kills a run on the BPF engine after each of its steps (it writes
+# nothing to tracefs: its steps are counted as writes), then once while
+# it collects: tracefs stays as it was, --cleanup finds nothing of it, and
+# the same run then answers. Only where KBPF is yes.
+kpb() {
+	[ $KBPF = yes ] || return 0
+	name=$1; shift
+	bad=0
+	SQLHIST_TEST_KILL_AFTER_WRITE=0 /work/sqlhist -r --engine bpf -d 0.2 "$@" > /dev/null 2> /tmp/kw || { kfail "$name whole run exit $?"; tail -5 /tmp/kw; }
+	total=$(grep -c '^sqlhist: test: write' /tmp/kw)
+	other=$(grep '^sqlhist: test: write' /tmp/kw | grep -vc ': bpf: ')
+	steps=$(grep '^sqlhist: test: write' /tmp/kw | sed 's/.*: bpf: //' | tr ' \n' '_,')
+	[ "$other" = 0 ] || kfail "$name wrote $other times to tracefs"
+	n=1
+	while [ $n -le $total ]; do
+		SQLHIST_TEST_KILL_AFTER_WRITE=$n /work/sqlhist -r --engine bpf -d 0.2 "$@" > /dev/null 2> /tmp/kw
+		rc=$?
+		[ $rc = 137 ] || { kfail "$name $n exit $rc"; tail -3 /tmp/kw; }
+		kstate > /tmp/k1
+		cmp -s /tmp/k0 /tmp/k1 || { kfail "$name $n left"; diff /tmp/k0 /tmp/k1 | sed "s/^@@/ @@/"; }
+		kclean "$name $n"
+		n=$((n + 1))
+	done
+	: > /tmp/kw
+	/work/sqlhist -r --engine bpf "$@" > /dev/null 2> /tmp/kw &
+	P=$!
+	i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/kw; do sleep 0.05; i=$((i + 1)); done
+	[ $i -lt 600 ] || echo "@@timeout waiting 30 s for $name on the BPF engine to collect"
+	sleep 0.3
+	kill -KILL $P; wait $P
+	kclean "$name collecting"
+	/work/sqlhist -r --engine bpf -d 0.2 "$@" > /dev/null 2> /tmp/kw || { kfail "$name again exit $?"; tail -3 /tmp/kw; }
+	kstateall > /tmp/k1
+	cmp -s /tmp/kall0 /tmp/k1 || { kfail "$name every trigger"; diff /tmp/kall0 /tmp/k1 | sed "s/^@@/ @@/"; }
+	echo "@@kpb $name $((total + 1)) bad=$bad steps $steps"
+}
 mkdir $T/instances/sqlhist_kb
 kstate > /tmp/k0
 kstateall > /tmp/kall0
 k0=$(cut -d' ' -f1 /proc/uptime)
+# The BPF engine's kill points: on the kernel that kills first (6.1), where
+# the kernel has the bpf() system call.
+KBPF=no
+[ "$KFIRST" = 1 ] && [ -e /proc/sys/kernel/unprivileged_bpf_disabled ] && KBPF=yes
+echo "@@kbpf $KBPF"
 kp join "$J"
 kp chain -f /tmp/kchain.sql
 kp kprobe-n -n kk "$K"
 kp aggregate-n-B-new -n ka -B sqlhist_kbnew "$A"
 kp hist-B -B sqlhist_kb "$H LIMIT 3"
+kpb bpf-join "$J"
+kpb bpf-aggregate "$A"
+kpb bpf-hist "$H LIMIT 3"
 k1=$(cut -d' ' -f1 /proc/uptime)
 echo "@@kp-seconds $k0 $k1"
 # Two runs at once with the same -n: the second is refused before any
@@ -161,7 +206,10 @@ func killPhase(t *testing.T, kname string) *phase {
 		check: func(t *testing.T, out string) string { return checkKills(t, kname, out) }}
 }
 
-var kpRE = regexp.MustCompile(`(?m)^@@kp (\S+) (\d+) bad=(\d+) `)
+var (
+	kpRE  = regexp.MustCompile(`(?m)^@@kp (\S+) (\d+) bad=(\d+) `)
+	kpbRE = regexp.MustCompile(`(?m)^@@kpb (\S+) (\d+) bad=(\d+) steps (\S*)$`)
+)
 
 // checkKills checks what killScript printed and returns the count of
 // kill points for the suite's table.
@@ -184,6 +232,26 @@ func checkKills(t *testing.T, kname, out string) string {
 			t.Errorf("no kill points for %s", q)
 		}
 	}
+	// The BPF engine's steps, where the kernel has the bpf() system call
+	// (not the built 5.10-hist).
+	bpfPoints := 0
+	for _, m := range kpbRE.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[2])
+		// loaded, attached, detached, read, closed, and while collecting.
+		if n < 6 || m[3] != "0" {
+			t.Errorf("%s: %s kill points (steps %s), %s not recovered", m[1], m[2], m[4], m[3])
+		}
+		bpfPoints += n
+		seen[m[1]] = true
+	}
+	if bpfKill := []string{"bpf-join", "bpf-aggregate", "bpf-hist"}; strings.Contains(out, "@@kbpf yes") {
+		for _, q := range bpfKill {
+			if !seen[q] {
+				t.Errorf("no kill points for %s", q)
+			}
+		}
+	}
+	points += bpfPoints
 	sec := sections(out)
 	if s := sec["same2-stderr"]; !strings.Contains(s, "already exists") && !strings.Contains(s, "in use by the sqlhist run") {
 		t.Errorf("the second run with the same -n: %s", s)
@@ -200,6 +268,9 @@ func checkKills(t *testing.T, kname, out string) string {
 	}
 	t.Logf("%s: %d kill points over %d queries, all recovered (%s); same -n at once: %s; a trigger removed: %s", kname, points, len(seen), secs,
 		firstLines(sec["same2-stderr"], 1), firstLines(sec["changed-stderr"], 3))
+	if bpfPoints > 0 {
+		return fmt.Sprintf("%d kill points (%d of them BPF's)", points, bpfPoints)
+	}
 	return strconv.Itoa(points) + " kill points"
 }
 

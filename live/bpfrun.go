@@ -89,6 +89,7 @@ type bpfEngine struct {
 	stopped bool
 	total   int
 	events  *streamer // --events' streamer its programs' synthetic events go to, or nil
+	t       *Target   // the run's target (its kill hook counts the engine's steps)
 }
 
 func (b *bpfEngine) streamer(io.Writer, *planner.Plan, string) *streamer { return b.events }
@@ -131,8 +132,11 @@ func (b *bpfEngine) stop() (int, error) {
 		return 0, nil
 	}
 	derr := b.e.Detach()
+	killStep(b.t, "bpf: detached")
 	hs, rerr := b.e.Read()
+	killStep(b.t, "bpf: read")
 	lost, serr := b.e.Stop()
+	killStep(b.t, "bpf: closed")
 	b.stopped, b.cur, b.total = true, hs, int(min(lost, 1<<31))
 	return b.total, errors.Join(derr, rerr, serr)
 }
@@ -184,7 +188,8 @@ func LoadBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, events bool) (*B
 		e.Stop()
 		return nil, unavailable(err, hists)
 	}
-	p.eng = &bpfEngine{e: e, hists: hists}
+	p.eng = &bpfEngine{e: e, hists: hists, t: t}
+	killStep(t, "bpf: loaded")
 	return p, nil
 }
 
@@ -214,6 +219,7 @@ func (p *BPFProgram) attach(events *streamer) (*bpfEngine, error) {
 		p.eng.e.Stop()
 		return nil, unavailable(err, p.eng.hists)
 	}
+	killStep(p.eng.t, "bpf: attached")
 	return p.eng, nil
 }
 

@@ -16,7 +16,10 @@ import (
 // "sqlhist: test: write N: FILE", and with a number N > 0 the process
 // kills itself with SIGKILL right after its Nth write, as the OOM killer
 // or kill -9 would, to prove that --cleanup removes what any moment of a
-// run leaves.
+// run leaves. The BPF engine, which writes nothing to tracefs, counts
+// its steps as writes ("sqlhist: test: write N: bpf: STEP": its programs
+// loaded, attached, detached, its maps read, everything closed), so that
+// a run of it is killed at each.
 const KillHookEnv = "SQLHIST_TEST_KILL_AFTER_WRITE"
 
 // KillHook wraps writer as KillHookEnv says (getenv reads it); kill is the
@@ -75,4 +78,18 @@ func (k *killWriter) Mkdir(dir string) error {
 func (k *killWriter) Rmdir(dir string) error {
 	defer k.c.wrote(dir)
 	return k.w.Rmdir(dir)
+}
+
+// Step counts a step of a run that writes nothing there (the BPF
+// engine's) as a write.
+func (k *killWriter) Step(what string) { k.c.wrote(what) }
+
+// killStep counts step what of a run on t where the kill hook is set.
+func killStep(t *Target, what string) {
+	if t == nil {
+		return
+	}
+	if s, ok := t.W.(interface{ Step(string) }); ok {
+		s.Step(what)
+	}
 }

@@ -28,7 +28,25 @@ func TestKillHook(t *testing.T) {
 	if want := "sqlhist: test: write 1: instances/a\nsqlhist: test: write 2: dynamic_events\n"; log.String() != want {
 		t.Errorf("log %q, want %q", log.String(), want)
 	}
-	if _, ok := KillHook(plain, func(string) string { return "" }, &log, nil)("/t").(*tracefs.Recorder); !ok {
+	// A step of the BPF engine counts as a write, on the same counter.
+	env[KillHookEnv] = "3"
+	log.Reset()
+	killed = 0
+	w = KillHook(plain, func(k string) string { return env[k] }, &log, func() { killed++ })
+	tg := &Target{W: w("/t")}
+	killStep(tg, "bpf: loaded")
+	w("/t").Append("trigger", "x")
+	killStep(tg, "bpf: attached")
+	if killed != 1 {
+		t.Errorf("killed %d times after two steps and a write, want once", killed)
+	}
+	if want := "sqlhist: test: write 1: bpf: loaded\nsqlhist: test: write 2: trigger\nsqlhist: test: write 3: bpf: attached\n"; log.String() != want {
+		t.Errorf("log %q, want %q", log.String(), want)
+	}
+	unhooked := KillHook(plain, func(string) string { return "" }, &log, nil)("/t")
+	if _, ok := unhooked.(*tracefs.Recorder); !ok {
 		t.Error("unset, the writer is wrapped")
 	}
+	killStep(&Target{W: unhooked}, "bpf: loaded") // no hook: nothing
+	killStep(nil, "bpf: loaded")
 }
