@@ -90,6 +90,36 @@ type bpfEngine struct {
 	total   int
 	events  *streamer // --events' streamer its programs' synthetic events go to, or nil
 	t       *Target   // the run's target (its kill hook counts the engine's steps)
+	// shown are the hist files a run reads (snapshot): only their
+	// triggers' maps are read.
+	shown map[string]bool
+}
+
+// shownFiles are the hist files whose histograms a run of plan shows
+// (runState.snapshot reads them): each unit's results and negatives.
+func shownFiles(plan *planner.Plan) map[string]bool {
+	files := map[string]bool{}
+	for _, u := range plan.Units {
+		if u.Feeds {
+			continue
+		}
+		h := u.Results
+		if h == nil {
+			h = u.Start
+		}
+		if h != nil {
+			files[h.HistFile()] = true
+		}
+		if u.Negatives != nil {
+			files[u.Negatives.HistFile()] = true
+		}
+	}
+	return files
+}
+
+// read reads the maps of the triggers of the shown files.
+func (b *bpfEngine) read() ([]*tracefs.Histogram, error) {
+	return b.e.ReadSome(func(i int) bool { return i < len(b.hists) && b.shown[b.hists[i].HistFile()] })
 }
 
 func (b *bpfEngine) streamer(io.Writer, *planner.Plan, string) *streamer { return b.events }
@@ -110,7 +140,7 @@ func (b *bpfEngine) histograms(file string) ([]*tracefs.Histogram, error) {
 		if b.stopped {
 			return nil, errors.New("the BPF engine's maps are closed")
 		}
-		hs, err := b.e.Read()
+		hs, err := b.read()
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +148,7 @@ func (b *bpfEngine) histograms(file string) ([]*tracefs.Histogram, error) {
 	}
 	var out []*tracefs.Histogram
 	for i, h := range b.hists {
-		if h.HistFile() == file && i < len(b.cur) {
+		if h.HistFile() == file && i < len(b.cur) && b.cur[i] != nil {
 			out = append(out, b.cur[i])
 		}
 	}
@@ -133,7 +163,7 @@ func (b *bpfEngine) stop() (int, error) {
 	}
 	derr := b.e.Detach()
 	killStep(b.t, "bpf: detached")
-	hs, rerr := b.e.Read()
+	hs, rerr := b.read()
 	killStep(b.t, "bpf: read")
 	lost, serr := b.e.Stop()
 	killStep(b.t, "bpf: closed")
@@ -188,7 +218,7 @@ func LoadBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, events bool) (*B
 		e.Stop()
 		return nil, unavailable(err, hists)
 	}
-	p.eng = &bpfEngine{e: e, hists: hists, t: t}
+	p.eng = &bpfEngine{e: e, hists: hists, t: t, shown: shownFiles(plan)}
 	killStep(t, "bpf: loaded")
 	return p, nil
 }
