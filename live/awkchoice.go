@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 )
 
@@ -74,11 +75,11 @@ func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, 
 // target and a query the awk engine computes. A nil report and error
 // mean: stream the events instead (said on stderr when the target was
 // asked).
-func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt Options, root string) (*Report, error) {
+func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt Options, root string) (*results.Report, error) {
 	if h.Shell == nil || opt.Engine != EngineStream || c.Engine == EngineStream || opt.Events != nil || c.Metrics != "" {
 		return nil, nil
 	}
-	var rep *Report
+	var rep *results.Report
 	var err error
 	if h.AwkRan != nil {
 		*h.AwkRan = awkInstance(plan)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -204,7 +205,7 @@ func DescribeEvent(w io.Writer, cat *tracefs.Catalog, ev *tracefs.Event) error {
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	return WriteTable(w, []string{"FIELD", "TYPE", "SIZE", "OFFSET", "SIGNED"}, rows)
+	return results.WriteTable(w, []string{"FIELD", "TYPE", "SIZE", "OFFSET", "SIGNED"}, rows)
 }
 
 // FindEvent resolves "event", "system.event" or "system/event" in the

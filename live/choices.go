@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sqlhist/sqlhist/results"
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // Choices are the choices of a command line that decide what is printed
@@ -139,7 +142,7 @@ func (c *Choices) checkLive() error {
 		return fmt.Errorf("--live draws tables: drop -o %s (or --live: -i prints each interval as %s)", c.Output, c.Output)
 	}
 	if c.Every == 0 {
-		c.Every = DefaultLiveEvery
+		c.Every = results.DefaultLiveEvery
 	}
 	return nil
 }
@@ -199,7 +202,7 @@ func (c *Choices) checkPrint() error {
 func (c *Choices) checkOut() error {
 	f := c.Output
 	switch {
-	case IsStackFormat(f) && c.Events:
+	case results.IsStackFormat(f) && c.Events:
 		return fmt.Errorf("-o %s draws the results' stacks; --events streams every event: use one of them", f)
 	case f == "pprof" && c.Every > 0 && c.Out == "":
 		return fmt.Errorf("-i with -o pprof writes a profile per interval: give --out FILE (interval N goes to FILE with .N before its extension, the total to FILE)")
@@ -211,9 +214,4 @@ func (c *Choices) checkOut() error {
 	return nil
 }
 
-// UsageError is a refusal of the command line itself (sqlhist exits 2).
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return source.Usagef(format, args...) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -36,7 +37,7 @@ type DashExpr struct {
 // health (up, lost and dropped events). src, when not nil, gives the
 // descriptions each statement's SQL.
 func DashboardPanels(plan *Plan, suffix string, src *source.Source) []DashPanel {
-	var results []*Result
+	var rs []*results.Result
 	for _, u := range plan.Units {
 		h := u.Results
 		if h == nil {
@@ -45,16 +46,16 @@ func DashboardPanels(plan *Plan, suffix string, src *source.Source) []DashPanel 
 		if u.Feeds || h == nil {
 			continue
 		}
-		results = append(results, newResult(u, h, &tracefs.Histogram{}))
+		rs = append(rs, results.NewResult(u, h, &tracefs.Histogram{}))
 	}
-	names := metricNames(results, suffix)
+	names := metricNames(rs, suffix)
 	sel := `{job=~"$job"}`
 	rate := func(m string) string { return "rate(" + m + sel + "[$__rate_interval])" }
 	var out []DashPanel
-	for i, res := range results {
+	for i, res := range rs {
 		q, h := names[i], res.Hist
 		event := strings.TrimSuffix(res.Title, suffix)
-		desc := heatTitle(res, src)
+		desc := results.HeatTitle(res, src)
 		if desc == res.Title {
 			desc = event
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 )
 
@@ -56,7 +57,7 @@ func ExampleViaCommands() {
 func ExampleMergeFiles() {
 	files := map[string]string{"cut.json": "{\"label\": \"board1\",\n  \"results\": 5\n}\n"}
 	read := func(name string) ([]byte, error) { return []byte(files[name]), nil }
-	ok := live.MergeFiles(os.Stdout, os.Stdout, "table", []string{"cut.json"}, read)
+	ok := results.MergeFiles(os.Stdout, os.Stdout, "table", []string{"cut.json"}, read)
 	fmt.Println("merged:", ok)
 	// Output:
 	// cut.json:2:14: results: a JSON number, not a list of results: not the -o json output of sqlhist -r
@@ -68,6 +69,6 @@ func ExampleMergeFiles() {
 // A --out FILE of -i: interval N goes to FILE with .N before its
 // extensions.
 func ExampleIntervalPath() {
-	fmt.Println(live.IntervalPath("offcpu.pb.gz", 3), live.IntervalPath("/tmp/out", 2))
+	fmt.Println(results.IntervalPath("offcpu.pb.gz", 3), results.IntervalPath("/tmp/out", 2))
 	// Output: offcpu.3.pb.gz /tmp/out.2
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/sqlhist/sqlhist/results"
 )
 
 // Host is everything a command touches outside itself: its standard
@@ -48,7 +50,7 @@ type Host struct {
 	Uname   func() (release, machine string)
 	Beat    bool
 	Uptime  func() (float64, error)
-	Collect func(*Report)
+	Collect func(*results.Report)
 	// Exporter, for a fleet with --metrics, serves every target's
 	// results, this one's labelled Label (nil: a lone run serves its
 	// own).

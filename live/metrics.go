@@ -22,6 +22,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 )
 
 // DefaultMetricSeries is how many label sets a query's metrics keep
@@ -68,7 +69,7 @@ type Exporter struct {
 
 // exported is one target's state.
 type exported struct {
-	results []*Result
+	results []*results.Result
 	suffix  string    // the run's suffix of synthetic event names
 	start   time.Time // the run's start: the counters' created time
 	read    time.Time // the last reading
@@ -102,14 +103,14 @@ func (e *Exporter) Start(target, suffix string) {
 }
 
 // Update takes a target's reading: everything its run has collected.
-func (e *Exporter) Update(target string, results []*Result) {
+func (e *Exporter) Update(target string, rs []*results.Result) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.target(target)
 	if t.start.IsZero() {
 		t.start = time.Now()
 	}
-	t.results, t.read, t.up, t.err = results, time.Now(), true, ""
+	t.results, t.read, t.up, t.err = rs, time.Now(), true, ""
 	t.reads++
 }
 
@@ -295,10 +296,10 @@ func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *ex
 // metricNames names each result's metrics: "sqlhist_" and the synthetic
 // event's (a JOIN's, less the run's suffix) or the event's name, "_2",
 // "_3" after a name taken.
-func metricNames(results []*Result, suffix string) []string {
+func metricNames(rs []*results.Result, suffix string) []string {
 	seen := map[string]int{}
-	out := make([]string, len(results))
-	for i, res := range results {
+	out := make([]string, len(rs))
+	for i, res := range rs {
 		base := res.Title
 		if j := strings.IndexByte(base, '/'); j >= 0 {
 			base = base[j+1:]
@@ -380,7 +381,7 @@ type series struct {
 
 // collectResult sends one result's metrics and returns how many label
 // sets it folded into OtherLabel.
-func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *exported, q string, res *Result) int {
+func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *exported, q string, res *results.Result) int {
 	h := res.Hist
 	if h == nil {
 		return 0
@@ -536,7 +537,7 @@ func uniqueLabels(names []string) []string {
 
 // labelValue is a key cell as a label value: its text, a stack's frames
 // joined by ";" (innermost last, as folded stacks read).
-func labelValue(c Cell) string {
+func labelValue(c results.Cell) string {
 	if c.Frames != nil {
 		f := make([]string, len(c.Frames))
 		for i, fr := range c.Frames {

@@ -14,29 +14,31 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // wakeupResult is a JOIN's results histogram as -r reads it: comm and the
 // latency's log2 bucket as keys, its sum and maximum.
-func wakeupResult(t *testing.T, entries string, hits, n int) *Result {
+func wakeupResult(t *testing.T, entries string, hits, n int) *results.Result {
 	t.Helper()
 	const head = "# event histogram\n#\n# trigger info: hist:keys=comm,lat.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) [active]\n#\n\n"
 	h := &planner.Hist{System: "synthetic", Event: "wakeup_lat", Keys: planner.MustExprs("comm", "lat.log2"),
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
 	text := head + entries + "\nTotals:\n    Hits: " + itoa(hits) + "\n    Entries: " + itoa(n) + "\n    Dropped: 3\n"
-	return newResult(&planner.Unit{}, h, parseOne(t, text))
+	return results.NewResult(&planner.Unit{}, h, parseOne(t, text))
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // syscallResult is a histogram query's: a count and a sum by system call.
-func syscallResult(t *testing.T, entries string, hits, n int) *Result {
+func syscallResult(t *testing.T, entries string, hits, n int) *results.Result {
 	t.Helper()
 	const head = "# event histogram\n#\n# trigger info: hist:keys=id.syscall:vals=hitcount,ret:sort=hitcount:size=2048 [active]\n#\n\n"
 	h := &planner.Hist{System: "raw_syscalls", Event: "sys_exit", Keys: planner.MustExprs("id.syscall"), Vals: planner.MustExprs("ret"),
 		Columns: []planner.Column{{Label: "id", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "SUM(ret)", Kind: planner.ColValue, Index: 0}}}
 	text := head + entries + "\nTotals:\n    Hits: " + itoa(hits) + "\n    Entries: " + itoa(n) + "\n    Dropped: 0\n"
-	return newResult(&planner.Unit{}, h, parseOne(t, text))
+	return results.NewResult(&planner.Unit{}, h, parseOne(t, text))
 }
 
 // scrape gets the exporter's metrics in the text format, or in protobuf
@@ -104,7 +106,7 @@ func TestExporterJOIN(t *testing.T) {
 			"{ comm: ls, lat: ~ 2^7 } hitcount:          1  lat:        100\n\tmax:        100  lat:        100\n", 6, 3)
 	e := NewExporter()
 	e.Start("board", "")
-	e.Update("board", []*Result{res})
+	e.Update("board", []*results.Result{res})
 	for _, proto := range []bool{false, true} {
 		fams := scrape(t, e, proto)
 		lat := metricWith(fams["sqlhist_wakeup_lat_lat_microseconds"], map[string]string{"comm": "sh", "target": "board"})
@@ -152,7 +154,7 @@ func TestExporterCounts(t *testing.T) {
 			"{ id: sys_write                     [  1] } hitcount:          2  ret:         20\n", 8, 2)
 	e := NewExporter()
 	e.Start("", "")
-	e.Update("", []*Result{res})
+	e.Update("", []*results.Result{res})
 	fams := scrape(t, e, false)
 	rd := metricWith(fams["sqlhist_sys_exit_events_total"], map[string]string{"id": "sys_read"})
 	if rd == nil || rd.Counter.GetValue() != 6 {
@@ -179,7 +181,7 @@ func TestExporterSeriesLimit(t *testing.T) {
 	e := NewExporter()
 	e.Series, e.Log = 2, &log
 	e.Start("", "")
-	e.Update("", []*Result{res})
+	e.Update("", []*results.Result{res})
 	fams := scrape(t, e, false)
 	scrape(t, e, false)
 	ev := fams["sqlhist_sys_exit_events_total"]
@@ -204,7 +206,7 @@ func TestExporterFleet(t *testing.T) {
 	e := NewExporter()
 	for _, name := range []string{"a", "b"} {
 		e.Start(name, "")
-		e.Update(name, []*Result{syscallResult(t, "{ id: sys_read                      [  0] } hitcount:          6  ret:        600\n", 6, 1)})
+		e.Update(name, []*results.Result{syscallResult(t, "{ id: sys_read                      [  0] } hitcount:          6  ret:        600\n", 6, 1)})
 	}
 	e.Down("a", io.ErrUnexpectedEOF)
 	fams := scrape(t, e, false)
@@ -235,7 +237,7 @@ func TestMetricNames(t *testing.T) {
 	if got := labelName("target"); got != "target_key" {
 		t.Errorf("labelName(target) = %q", got)
 	}
-	rs := []*Result{{Title: "synthetic/x_42"}, {Title: "synthetic/x_42"}, {Title: "sched/sched_switch+sched_waking"}}
+	rs := []*results.Result{{Title: "synthetic/x_42"}, {Title: "synthetic/x_42"}, {Title: "sched/sched_switch+sched_waking"}}
 	if got := strings.Join(metricNames(rs, "_42"), " "); got != "sqlhist_x sqlhist_x_2 sqlhist_sched_switch_sched_waking" {
 		t.Errorf("metricNames: %s", got)
 	}
@@ -260,7 +262,7 @@ func TestExporterSuffixes(t *testing.T) {
 		res := wakeupResult(t, "{ comm: sh, lat: ~ 2^4 } hitcount:          3  lat:         36\n\tmax:         12  lat:         12\n", 3, 1)
 		res.Title = "synthetic/wakeup_lat" + sfx
 		e.Start("t"+sfx, sfx)
-		e.Update("t"+sfx, []*Result{res})
+		e.Update("t"+sfx, []*results.Result{res})
 	}
 	fams := scrape(t, e, true)
 	if mf := fams["sqlhist_wakeup_lat_lat_microseconds"]; mf == nil || len(mf.Metric) != 2 || strings.Contains(mf.GetHelp(), "_11") {
@@ -269,4 +271,14 @@ func TestExporterSuffixes(t *testing.T) {
 	if log.Len() != 0 {
 		t.Errorf("the registry refused something:\n%s", log.String())
 	}
+}
+
+// parseOne parses a hist file holding one histogram.
+func parseOne(t *testing.T, text string) *tracefs.Histogram {
+	t.Helper()
+	hs, err := tracefs.ParseHist(text)
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("%v: %q", err, text)
+	}
+	return hs[0]
 }

@@ -100,7 +100,7 @@ func (p *Place) Catalog(h Host, log io.Writer) (*Catalog, error) {
 	}
 	cat, err := OpenCatalog(src)
 	if err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, &source.UsageError{Msg: err.Error()}
 	}
 	if p.Formats == "" && p.Kernel == "" && !HasEvents(src.Dir, p.Root) && log != nil {
 		why := "not mounted there"

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/sqlhist/sqlhist/results"
 )
 
 // MetricsEvery is how often --metrics reads the results without -i.
@@ -54,7 +56,7 @@ func (h Host) ServeMetrics(ctx context.Context, c *Choices, opt *Options) (done 
 	if opt.Interval <= 0 {
 		opt.Interval, opt.Tick = MetricsEvery, h.Tick
 	}
-	opt.OnTotal = func(rs []*Result) { exp.Update(h.Label, rs) }
+	opt.OnTotal = func(rs []*results.Result) { exp.Update(h.Label, rs) }
 	return func(err error) { exp.Down(h.Label, err); stop() }, nil
 }
 

@@ -2,12 +2,13 @@ package live
 
 import (
 	"fmt"
-	"github.com/sqlhist/sqlhist/tracefs"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Sym is a kernel text symbol as /proc/kallsyms gives it (defined in

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 )
 
 // newFlags defines the flags of sqlhist on o: --help, the man page and
@@ -69,7 +70,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	values("engine", "values", live.Engines)
 	values("output", "values", live.PrintFormats)
 	values("output", "run-values", live.RunFormats)
-	values("output", "merge-values", live.Formats) // sqlhist merge -o
+	values("output", "merge-values", results.Formats) // sqlhist merge -o
 	fl.Usage = func() { writeHelp(stderr, fl) }
 	return fl
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 )
 
@@ -32,7 +32,7 @@ func runHeatmap(args []string, e env) int {
 	fl := pflag.NewFlagSet("sqlhist heatmap", pflag.ContinueOnError)
 	fl.SetOutput(e.Stderr)
 	output := fl.StringP("output", "o", "svg", "write `FORMAT`: svg (a picture) or html (a page with the picture in it)")
-	keys := fl.Int("keys", live.DefaultHeatmapKeys, "draw a panel for at most `N` row keys of a statement, those with the most events (the picture says how many are left out)")
+	keys := fl.Int("keys", results.DefaultHeatmapKeys, "draw a panel for at most `N` row keys of a statement, those with the most events (the picture says how many are left out)")
 	help := fl.BoolP("help", "h", false, "show this help")
 	fl.Usage = func() { fmt.Fprint(e.Stderr, heatmapUsage+fl.FlagUsagesWrapped(helpColumns)) }
 	if err := fl.Parse(args); err != nil {
@@ -54,7 +54,7 @@ func runHeatmap(args []string, e env) int {
 	if len(fl.Args()) != 1 {
 		return heatmapUsageError(e, "give one file that sqlhist -r -i N -o json wrote")
 	}
-	hm, err := live.HeatmapFile(fl.Arg(0), e.ReadFile, live.HeatmapOptions{Keys: *keys})
+	hm, err := results.HeatmapFile(fl.Arg(0), e.ReadFile, results.HeatmapOptions{Keys: *keys})
 	if err != nil {
 		msg := err.Error()
 		if !strings.HasSuffix(msg, "\n") {
@@ -77,7 +77,7 @@ func heatmapUsageError(e env, format string, args ...any) int {
 }
 
 // writeHeatmap writes a heatmap as an SVG picture or an HTML page.
-func writeHeatmap(w io.Writer, hm *live.Heatmap, format string) error {
+func writeHeatmap(w io.Writer, hm *results.Heatmap, format string) error {
 	if format == "html" {
 		return hm.WriteHTML(w)
 	}
@@ -111,18 +111,18 @@ func (o *options) checkHeatmap(e env) int {
 // heatmapHook returns what -r does at each interval with --heatmap FILE:
 // then (the interval's own output), and the heatmap of the intervals so
 // far written to FILE, whole (a browser's reload shows the run so far).
-func (o *options) heatmapHook(e env, src *source.Source, then func(*live.Interval)) func(*live.Interval) {
+func (o *options) heatmapHook(e env, src *source.Source, then func(*results.Interval)) func(*results.Interval) {
 	if o.heatmap == "" {
 		return then
 	}
-	var ivs []live.HeatInterval
+	var ivs []results.HeatInterval
 	said := false
-	return func(iv *live.Interval) {
+	return func(iv *results.Interval) {
 		if then != nil {
 			then(iv)
 		}
-		ivs = append(ivs, live.HeatInterval{Label: e.Via, Interval: iv})
-		hm, err := live.NewHeatmap(ivs, live.HeatmapOptions{Source: src})
+		ivs = append(ivs, results.HeatInterval{Label: e.Via, Interval: iv})
+		hm, err := results.NewHeatmap(ivs, results.HeatmapOptions{Source: src})
 		if err == nil {
 			var b bytes.Buffer
 			if err = writeHeatmap(&b, hm, heatmapFormat(o.heatmap)); err == nil {

@@ -5,8 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
-
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 )
 
 const mergeUsage = `usage: sqlhist merge [-o table|json|csv] FILE.json ...
@@ -52,7 +51,7 @@ func runMerge(args []string, e env) int {
 	if len(files) == 0 {
 		return mergeUsageError(e, "give the files that sqlhist -r -o json wrote")
 	}
-	if !live.MergeFiles(e.Stdout, e.Stderr, *output, files, e.ReadFile) {
+	if !results.MergeFiles(e.Stdout, e.Stderr, *output, files, e.ReadFile) {
 		return exitQuery
 	}
 	return exitOK

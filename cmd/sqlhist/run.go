@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 )
 
@@ -190,13 +191,13 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return report(e, src, o.live.PrintAwk(e.Stdout, src, plan, cat, o.CatalogName(), o.Root, awkArgs(fl, src)))
 	}
 	if o.run {
-		if live.IsStackFormat(o.live.Output) {
-			if err := live.CheckStacks(plan, o.live.Output, e.Stderr); err != nil {
+		if results.IsStackFormat(o.live.Output) {
+			if err := results.CheckStacks(plan, o.live.Output, e.Stderr); err != nil {
 				return refuse(e, err)
 			}
 		}
 		if o.heatmap != "" {
-			if err := live.CheckHeatmap(plan); err != nil {
+			if err := results.CheckHeatmap(plan); err != nil {
 				return refuse(e, err)
 			}
 		}
@@ -241,7 +242,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 	var ivErr error
 	view := o.liveView(e)
 	if o.live.Every > 0 && view == nil {
-		opt.OnInterval = func(iv *live.Interval) {
+		opt.OnInterval = func(iv *results.Interval) {
 			if err := o.writeInterval(e, iv); err != nil && ivErr == nil {
 				ivErr = err
 			}
@@ -255,7 +256,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 	if view != nil {
 		serve := opt.OnTotal
 		opt.Interval, opt.Tick = o.live.Every, e.Tick
-		opt.OnTotal = func(rs []*live.Result) {
+		opt.OnTotal = func(rs []*results.Result) {
 			if serve != nil {
 				serve(rs)
 			}
@@ -300,7 +301,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 // liveView is the view of --live on a terminal, or nil: without
 // --live, or when stdout is not a terminal (then each interval is
 // printed as -i prints it, which a note says).
-func (o *options) liveView(e env) *live.LiveView {
+func (o *options) liveView(e env) *results.LiveView {
 	if !o.live.Live {
 		return nil
 	}
@@ -308,7 +309,7 @@ func (o *options) liveView(e env) *live.LiveView {
 		fmt.Fprintf(e.Stderr, "sqlhist: note: --live: stdout is not a terminal: each interval is printed as -i %s prints it\n", o.live.Every)
 		return nil
 	}
-	v := &live.LiveView{W: e.Stdout, Every: o.live.Every, Engine: o.live.Used}
+	v := &results.LiveView{W: e.Stdout, Every: o.live.Every, Engine: o.live.Used}
 	if e.TermSize != nil {
 		v.Size = func() (int, int, bool) { return e.TermSize(e.Stdout) }
 	}
@@ -346,7 +347,7 @@ func (o *options) source(args []string, e env) (*source.Source, int) {
 // refuse prints err, a usage error (exit 2) or another (exit 1), with
 // its hint.
 func refuse(e env, err error) int {
-	var ue *live.UsageError
+	var ue *source.UsageError
 	var ce *live.CatalogError
 	var te *live.TaskError
 	switch {

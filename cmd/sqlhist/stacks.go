@@ -5,31 +5,31 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 )
 
 // resultsOptions are how -r's results are written: -o's format, the
 // target's label (its --via command, for sqlhist merge), and --out.
-func (o *options) resultsOptions(e env, total bool) live.ResultsOptions {
-	return live.ResultsOptions{Format: o.live.Output, Label: e.Via, Total: total, ToFile: o.live.Out != ""}
+func (o *options) resultsOptions(e env, total bool) results.ResultsOptions {
+	return results.ResultsOptions{Format: o.live.Output, Label: e.Via, Total: total, ToFile: o.live.Out != ""}
 }
 
 // writeResults writes what -r read in -o's format: to stdout, or with
 // --out to that file (written whole, replacing it).
-func (o *options) writeResults(e env, rep *live.Report, total bool) error {
+func (o *options) writeResults(e env, rep *results.Report, total bool) error {
 	return o.toOut(e, o.live.Out, func(w io.Writer) error {
-		return live.WriteResults(w, e.Stderr, rep, o.resultsOptions(e, total))
+		return results.WriteResults(w, e.Stderr, rep, o.resultsOptions(e, total))
 	})
 }
 
 // writeInterval writes one interval: to stdout, or with --out to a file
 // of its own, FILE with .N before its extension.
-func (o *options) writeInterval(e env, iv *live.Interval) error {
+func (o *options) writeInterval(e env, iv *results.Interval) error {
 	if o.live.Out == "" {
-		return live.WriteIntervalAs(e.Stdout, iv, o.resultsOptions(e, false))
+		return results.WriteIntervalAs(e.Stdout, iv, o.resultsOptions(e, false))
 	}
-	return o.toOut(e, live.IntervalPath(o.live.Out, iv.N), func(w io.Writer) error {
-		return live.WriteIntervalAs(w, iv, o.resultsOptions(e, false))
+	return o.toOut(e, results.IntervalPath(o.live.Out, iv.N), func(w io.Writer) error {
+		return results.WriteIntervalAs(w, iv, o.resultsOptions(e, false))
 	})
 }
 

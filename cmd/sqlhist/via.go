@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 )
 
 // runVia does what the flags ask on the targets --via and --via-file
@@ -61,14 +62,14 @@ func (o *options) viaOne(e env, fl *pflag.FlagSet, cmd, trace string) int {
 
 // viaFleet does what the flags ask on every target, --via-jobs at a
 // time (live.RunFleet). With -r the targets' results are printed
-// labelled, then merged (live.MergeLabelled: exact where the data is);
+// labelled, then merged (results.MergeLabelled: exact where the data is);
 // otherwise each target's output is printed whole under a "# target:
 // LABEL" line. The exit status is that of the first target that failed.
 func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 	if o.run && (fl.Changed("interval") || o.live.Events || o.live.Live) {
 		return usageError(e, "with several targets, -r prints each target's results and the merged ones: -i, --live and --events take one --via")
 	}
-	if o.run && live.IsStackFormat(o.live.Output) {
+	if o.run && results.IsStackFormat(o.live.Output) {
 		return usageError(e, "with several targets, -o takes table, json or csv")
 	}
 	if o.run {
@@ -84,7 +85,7 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 	targets := live.RunFleet(cmds, o.viaJobs, e.Stderr, func(t *live.FleetTarget) {
 		te, to := e, *o
 		te.Stdout, te.Stderr = t.Stdout, t.Stderr
-		te.Collect = func(rep *live.Report) { t.Report = rep }
+		te.Collect = func(rep *results.Report) { t.Report = rep }
 		te.Exporter, te.Label = exp, t.Label
 		trace := ""
 		if o.viaTrace != "" {

@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func TestStacksAreRows(t *testing.T) {
 	for _, name := range []string{"hist-6.12-stacktrace.txt", "hist-7.2-stacktrace.txt", "hist-6.1-stacktrace.txt"} {
 		t.Run(name, func(t *testing.T) {
 			got := readSample(t, name)
-			res := newResult(&planner.Unit{}, stackHist(), got)
+			res := NewResult(&planner.Unit{}, stackHist(), got)
 			if len(res.Rows) != len(got.Entries) || len(res.Rows) < 9 {
 				t.Fatalf("%d rows for %d entries", len(res.Rows), len(got.Entries))
 			}
@@ -103,7 +103,7 @@ func TestStackIntervalDifference(t *testing.T) {
 		}
 	}
 	after := parseOne(t, strings.Join(lines, "\n"))
-	d := histMinus(after, before)
+	d := HistMinus(after, before)
 	if len(d.Entries) != 1 || d.Entries[0].Values[0].Num != 4 || d.Totals.Hits != 4 {
 		t.Fatalf("difference: %d entries, hits %d", len(d.Entries), d.Totals.Hits)
 	}
@@ -116,7 +116,7 @@ func TestStackIntervalDifference(t *testing.T) {
 // function names without offsets, values adding up to the hits.
 func TestWriteFolded(t *testing.T) {
 	got := readSample(t, "hist-6.12-stacktrace.txt")
-	res := newResult(&planner.Unit{}, stackHist(), got)
+	res := NewResult(&planner.Unit{}, stackHist(), got)
 	var b bytes.Buffer
 	if err := WriteFolded(&b, []*Result{res}); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestWriteFolded(t *testing.T) {
 // hits, and its leaf frames are the scheduler's.
 func TestWriteProfile(t *testing.T) {
 	got := readSample(t, "hist-7.2-stacktrace.txt")
-	res := newResult(&planner.Unit{}, stackHist(), got)
+	res := NewResult(&planner.Unit{}, stackHist(), got)
 	var b bytes.Buffer
 	if err := WriteProfile(&b, []*Result{res}); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestWriteProfile(t *testing.T) {
 		t.Errorf("samples count %d, hits %d", sum, got.Totals.Hits)
 	}
 	var again bytes.Buffer
-	WriteProfile(&again, []*Result{newResult(&planner.Unit{}, stackHist(), readSample(t, "hist-7.2-stacktrace.txt"))})
+	WriteProfile(&again, []*Result{NewResult(&planner.Unit{}, stackHist(), readSample(t, "hist-7.2-stacktrace.txt"))})
 	if !bytes.Equal(again.Bytes(), b.Bytes()) {
 		t.Error("two profiles of the same results differ")
 	}
@@ -210,7 +210,7 @@ func TestOffCPUStacks(t *testing.T) {
 	h := &planner.Hist{System: "synthetic", Event: "offcpu", Keys: planner.MustExprs("stack.stacktrace", "lat.log2"),
 		Columns: []planner.Column{{Label: "stack", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount},
 			{Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
-	res := newResult(&planner.Unit{}, h, parseOne(t, text))
+	res := NewResult(&planner.Unit{}, h, parseOne(t, text))
 	if len(res.Rows) != 2 || res.Rows[0].Count != 3 || res.Rows[1].Count != 3 {
 		t.Fatalf("rows %+v", res.Rows)
 	}

@@ -1,4 +1,4 @@
-package live_test
+package results_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 )
 
 // chromium is Debian's headless browser (make test-shells installs it);
@@ -78,7 +78,7 @@ func TestHeatmapInChromium(t *testing.T) {
 		most[ev] = max(most[ev], n)
 	}
 	var bg [3]uint8
-	fmt.Sscanf(live.HeatmapBackground, "#%02x%02x%02x", &bg[0], &bg[1], &bg[2])
+	fmt.Sscanf(results.HeatmapBackground, "#%02x%02x%02x", &bg[0], &bg[1], &bg[2])
 	dir := t.TempDir()
 	for _, ext := range []string{"html", "svg"} {
 		file := filepath.Join(dir, "heatmap."+ext)
@@ -93,7 +93,7 @@ func TestHeatmapInChromium(t *testing.T) {
 			exp := bg
 			n := want[key]
 			if n > 0 {
-				exp[0], exp[1], exp[2] = live.HeatRGB(live.HeatLevel(n, most[st.Event]))
+				exp[0], exp[1], exp[2] = results.HeatRGB(results.HeatLevel(n, most[st.Event]))
 				full++
 			} else {
 				empty++

@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"strings"
@@ -16,7 +16,7 @@ func liveResult(t *testing.T) *Result {
 	h := &planner.Hist{System: "synthetic", Event: "wakeup", Keys: planner.MustExprs("comm", "lat.log2"), Vals: planner.MustExprs("lat"), Columns: []planner.Column{
 		{Label: "comm", Kind: planner.ColKey, Index: 0}, {Label: "count", Kind: planner.ColCount}, {Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
 	const info = "hist:keys=comm,lat.log2:vals=hitcount,lat:sort=hitcount:size=8192"
-	return newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	return NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ comm: sh                                                 , lat: ~ 2^4  } hitcount:          3  lat:         36\n\tmax:         12  lat:         12\n"+
 			"{ comm: kworker/0:1                                        , lat: ~ 2^3  } hitcount:          2  lat:         10\n\tmax:          5  lat:          5\n"+
 			"{ comm: sh                                                 , lat: ~ 2^7  } hitcount:          1  lat:        100\n\tmax:        100  lat:        100\n"+

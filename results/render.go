@@ -1,9 +1,8 @@
-package live
+package results
 
 import (
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/planner"
-	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -58,36 +56,6 @@ func (res *Result) WriteWarnings(w io.Writer) {
 		fmt.Fprintf(w, "sqlhist: key by fewer or coarser fields (a name rather than a pid), or run again with --size %d\n", need)
 	default:
 		fmt.Fprintf(w, "sqlhist: no --size holds them (131072 at most): key by fewer or coarser fields (a name rather than a pid), or filter with WHERE\n")
-	}
-}
-
-// WriteError prints err as sqlhist does: diagnostics and refused writes
-// at their place in src (file:line:col, the line, a caret, the kernel's
-// error_log as the hint), the failures of undoing and any other error as
-// "sqlhist: …" lines. Joined errors are written one after the other.
-func WriteError(w io.Writer, src *source.Source, err error) {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, x := range j.Unwrap() {
-			WriteError(w, src, x)
-		}
-		return
-	}
-	var d source.Diags
-	var ae *ApplyError
-	var eu *EngineUnavailable
-	switch {
-	case err == nil:
-	case errors.As(err, &d):
-		io.WriteString(w, d.Render(src))
-	case errors.As(err, &eu) && eu.Diag != nil:
-		io.WriteString(w, source.Diags{eu.Diag}.Render(src))
-	case errors.As(err, &ae):
-		io.WriteString(w, source.Diags{ae.Diag()}.Render(src))
-		for _, u := range ae.Undo {
-			fmt.Fprintf(w, "sqlhist: %v\n", u)
-		}
-	default:
-		fmt.Fprintf(w, "sqlhist: %v\n", err)
 	}
 }
 
@@ -416,7 +384,7 @@ func renderCSVColumns(w io.Writer, results []*Result, titles, values []string) e
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		writeCSV(w, res.csvHeader(titles))
+		WriteCSV(w, res.csvHeader(titles))
 		res.writeCSVRows(w, values)
 	}
 	return nil
@@ -439,18 +407,18 @@ func (res *Result) csvHeader(titles []string) []string {
 // writeCSVRows writes a result's rows as CSV, each after values.
 func (res *Result) writeCSVRows(w io.Writer, values []string) {
 	for _, r := range res.Rows {
-		writeCSV(w, append(append([]string(nil), values...), res.cells(r, "")...))
+		WriteCSV(w, append(append([]string(nil), values...), res.cells(r, "")...))
 	}
 }
 
-func writeCSV(w io.Writer, rec []string) {
+func WriteCSV(w io.Writer, rec []string) {
 	cw := csv.NewWriter(w)
 	cw.Write(rec)
 	cw.Flush()
 }
 
 // writeEventJSON writes one streamed event as a line of JSON.
-func writeEventJSON(w io.Writer, rec *tracefs.TraceRecord, fields []tracefs.TraceField) {
+func WriteEventJSON(w io.Writer, rec *tracefs.TraceRecord, fields []tracefs.TraceField) {
 	fm := map[string]any{}
 	for _, f := range fields {
 		if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil {

@@ -1,4 +1,4 @@
-package live_test
+package results_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sqlhist/sqlhist/internal/fuzzguard"
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 )
 
 var updateHeatmap = flag.Bool("update-heatmap", false, "rewrite testdata/heatmap's SVG and HTML")
@@ -25,16 +25,16 @@ const heatFixture = "testdata/heatmap/intervals.json"
 // readHeatFixture draws the fixture: five intervals (the last partial) of
 // a JOIN's latency by comm, a log2 key by call, and a count (no
 // picture).
-func readHeatFixture(t *testing.T, keys int) *live.Heatmap {
+func readHeatFixture(t *testing.T, keys int) *results.Heatmap {
 	t.Helper()
-	hm, err := live.HeatmapFile(heatFixture, os.ReadFile, live.HeatmapOptions{Keys: keys})
+	hm, err := results.HeatmapFile(heatFixture, os.ReadFile, results.HeatmapOptions{Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return hm
 }
 
-func svgOf(t *testing.T, hm *live.Heatmap, html bool) string {
+func svgOf(t *testing.T, hm *results.Heatmap, html bool) string {
 	t.Helper()
 	var b bytes.Buffer
 	write := hm.WriteSVG
@@ -82,7 +82,7 @@ func TestHeatmapGolden(t *testing.T) {
 // byte for byte (-update-heatmap redraws it; docs/heatmap.png is its
 // screenshot, see docs/run.md).
 func TestHeatmapDocsSample(t *testing.T) {
-	hm, err := live.HeatmapFile("../docs/heatmap-6.1.json", os.ReadFile, live.HeatmapOptions{})
+	hm, err := results.HeatmapFile("../docs/heatmap-6.1.json", os.ReadFile, results.HeatmapOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,20 +201,20 @@ func TestHeatmapKeysLeftOut(t *testing.T) {
 // darkest, levels grow with the count, and each level's colour differs
 // from the others' and from the background.
 func TestHeatLevel(t *testing.T) {
-	seen := map[string]int{live.HeatmapBackground: 0}
-	for l := 1; l <= live.HeatmapLevels; l++ {
-		c := live.HeatColour(l)
+	seen := map[string]int{results.HeatmapBackground: 0}
+	for l := 1; l <= results.HeatmapLevels; l++ {
+		c := results.HeatColour(l)
 		if o, dup := seen[c]; dup {
 			t.Errorf("level %d has the colour %s of level %d", l, c, o)
 		}
 		seen[c] = l
 	}
-	if live.HeatLevel(1, 1000) != 1 || live.HeatLevel(1000, 1000) != live.HeatmapLevels || live.HeatLevel(1, 1) != live.HeatmapLevels || live.HeatLevel(0, 5) != 0 {
-		t.Errorf("levels of 1, the largest, a lone event, nothing: %d %d %d %d", live.HeatLevel(1, 1000), live.HeatLevel(1000, 1000), live.HeatLevel(1, 1), live.HeatLevel(0, 5))
+	if results.HeatLevel(1, 1000) != 1 || results.HeatLevel(1000, 1000) != results.HeatmapLevels || results.HeatLevel(1, 1) != results.HeatmapLevels || results.HeatLevel(0, 5) != 0 {
+		t.Errorf("levels of 1, the largest, a lone event, nothing: %d %d %d %d", results.HeatLevel(1, 1000), results.HeatLevel(1000, 1000), results.HeatLevel(1, 1), results.HeatLevel(0, 5))
 	}
 	prev := 0
 	for n := uint64(1); n <= 1000; n++ {
-		l := live.HeatLevel(n, 1000)
+		l := results.HeatLevel(n, 1000)
 		if l < prev {
 			t.Fatalf("level of %d is %d, below %d's", n, l, n-1)
 		}
@@ -242,7 +242,7 @@ func TestReadJSONIntervalsErrors(t *testing.T) {
 		if c.name == "zero" {
 			want = "zero.json:1:1: interval 0: intervals are numbered from 1"
 		}
-		_, err := live.HeatmapFile(file, os.ReadFile, live.HeatmapOptions{})
+		_, err := results.HeatmapFile(file, os.ReadFile, results.HeatmapOptions{})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, want)
 		}
@@ -327,26 +327,26 @@ func TestHeatmapTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ivs, err := live.ReadJSONIntervals(bytes.NewReader(data))
+	ivs, err := results.ReadJSONIntervals(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := append([]live.HeatInterval(nil), ivs...)
+	one := append([]results.HeatInterval(nil), ivs...)
 	for i := range one {
 		one[i].Label = "board1"
 	}
-	two := append(append([]live.HeatInterval(nil), one...), ivs...)
+	two := append(append([]results.HeatInterval(nil), one...), ivs...)
 	for i := len(one); i < len(two); i++ {
 		two[i].Label = "board2"
 	}
 	for _, c := range []struct {
-		ivs  []live.HeatInterval
+		ivs  []results.HeatInterval
 		want []string
 	}{
 		{one, []string{"comm=cat", "comm=sh", "comm=<b>&\"x'"}},
 		{two, []string{"board1: comm=cat", "board2: comm=cat", "board1: comm=sh", "board2: comm=sh", "board1: comm=<b>&\"x'", "board2: comm=<b>&\"x'"}},
 	} {
-		hm, err := live.NewHeatmap(c.ivs, live.HeatmapOptions{})
+		hm, err := results.NewHeatmap(c.ivs, results.HeatmapOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,11 +373,11 @@ func FuzzHeatmap(f *testing.F) {
 	f.Add(`{"interval": 3, "start": 2, "end": 3, "results": []}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		fuzzguard.Run(fuzzguard.Limit, in, func() {
-			ivs, err := live.ReadJSONIntervals(strings.NewReader(in))
+			ivs, err := results.ReadJSONIntervals(strings.NewReader(in))
 			if err != nil {
 				return
 			}
-			hm, err := live.NewHeatmap(ivs, live.HeatmapOptions{Keys: 3})
+			hm, err := results.NewHeatmap(ivs, results.HeatmapOptions{Keys: 3})
 			if err != nil {
 				return
 			}

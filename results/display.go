@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"fmt"
@@ -123,7 +123,7 @@ func titleOf(u *planner.Unit, h *planner.Hist) string {
 // percentage or bar of the count or of a sum is a share of everything the
 // kernel counted or summed since the start, and the difference of two is
 // not the share of what came between.
-func checkIntervalColumns(plan *planner.Plan, every time.Duration) error {
+func CheckIntervalColumns(plan *planner.Plan, every time.Duration) error {
 	if every <= 0 {
 		return nil
 	}
@@ -145,7 +145,7 @@ func checkIntervalColumns(plan *planner.Plan, every time.Duration) error {
 
 // sameNameAndFilter reports whether a trigger listing ("hist:name=u:keys=…
 // if count == 3") has the hist's name= (or none) and its filter.
-func sameNameAndFilter(info string, h *planner.Hist) bool {
+func SameNameAndFilter(info string, h *planner.Hist) bool {
 	head, filter, _ := strings.Cut(info, " if ")
 	name := ""
 	for _, part := range strings.Split(head, ":") {

@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"io"
@@ -53,10 +53,10 @@ func TestMergeShares(t *testing.T) {
 	h := &planner.Hist{Keys: planner.MustExprs("id.syscall"), Vals: planner.MustExprs("hitcount.percent", "hitcount.graph"), Columns: []planner.Column{
 		{Label: "call", Kind: planner.ColKey}, {Label: "share", Kind: planner.ColPercent, Index: 0}, {Label: "bar", Kind: planner.ColGraph, Index: 1}}}
 	const info = "hist:keys=id.syscall:vals=hitcount.percent,hitcount.graph:sort=hitcount:size=2048"
-	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	a := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ id: sys_write                     [  1] } hitcount:          2 hitcount (%):  25.00 hitcount:                   ######\n"+
 			"{ id: sys_read                      [  0] } hitcount:          6 hitcount (%):  75.00 hitcount:     ####################\n", 8, 2)))
-	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	b := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ id: sys_read                      [  0] } hitcount:          1 hitcount (%):  25.00 hitcount:                   ######\n"+
 			"{ id: sys_write                     [  1] } hitcount:          3 hitcount (%):  75.00 hitcount:     ####################\n", 4, 2)))
 	m := mergeOf(t, a, b)
@@ -70,10 +70,10 @@ func TestMergeShares(t *testing.T) {
 	nh := *h
 	nh.NoHitcount = true
 	const ninfo = info + ":nohitcount"
-	a = newResult(&planner.Unit{}, &nh, parseOne(t, histText(ninfo,
+	a = NewResult(&planner.Unit{}, &nh, parseOne(t, histText(ninfo,
 		"{ id: sys_write                     [  1] } hitcount (%):  25.00 hitcount:                   ######\n"+
 			"{ id: sys_read                      [  0] } hitcount (%):  75.00 hitcount:     ####################\n", 8, 2)))
-	b = newResult(&planner.Unit{}, &nh, parseOne(t, histText(ninfo,
+	b = NewResult(&planner.Unit{}, &nh, parseOne(t, histText(ninfo,
 		"{ id: sys_read                      [  0] } hitcount (%):  25.00 hitcount:                   ######\n"+
 			"{ id: sys_write                     [  1] } hitcount (%):  75.00 hitcount:     ####################\n", 4, 2)))
 	m = mergeOf(t, a, b)
@@ -90,10 +90,10 @@ func TestMergeSumShares(t *testing.T) {
 	h := &planner.Hist{Keys: planner.MustExprs("common_pid"), Vals: planner.MustExprs("bytes_req.percent", "bytes_alloc.graph"), NoHitcount: true, Columns: []planner.Column{
 		{Label: "pid", Kind: planner.ColKey}, {Label: "share", Kind: planner.ColSumPercent, Index: 0}, {Label: "bar", Kind: planner.ColSumGraph, Index: 1}}}
 	const info = "hist:keys=common_pid:vals=bytes_req.percent,bytes_alloc.graph:sort=hitcount:size=2048:nohitcount"
-	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	a := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ common_pid:        148 }  bytes_req (%):   0.72  bytes_alloc:                     \n"+
 			"{ common_pid:        151 }  bytes_req (%):  99.28  bytes_alloc: ####################\n", 8, 2)))
-	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	b := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ common_pid:        151 }  bytes_req (%): 100.00  bytes_alloc: ####################\n", 4, 1)))
 	// Without counts, most first is the kernel's order (fewest first)
 	// reversed.
@@ -114,10 +114,10 @@ func TestMergeHandlers(t *testing.T) {
 		{Label: "pid", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}, {Label: "max(b)", Kind: planner.ColMax},
 		{Label: "saved(c)", Kind: planner.ColSaved, Index: 0}}}
 	const info = "hist:keys=common_pid:vals=hitcount:m=b:sort=hitcount:size=2048:onmax($m).save(c)"
-	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	a := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ common_pid:         12 } hitcount:          3\n\tmax:        512  c:          1\n"+
 			"{ common_pid:         40 } hitcount:          5\n\tmax:         64  c:          2\n", 8, 2)))
-	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	b := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ common_pid:         12 } hitcount:          1\n\tmax:       4096  c:          3\n"+
 			"{ common_pid:         40 } hitcount:          1\n\tmax:         64  c:          4\n", 2, 2)))
 	b.Rows[1].Cells[2] = Cell{Text: "<=100", Num: 100} // an interval's bound
@@ -131,10 +131,10 @@ func TestMergeHandlers(t *testing.T) {
 		{Label: "pid", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}, {Label: "last(lat)", Kind: planner.ColChanged},
 		{Label: "saved(prio)", Kind: planner.ColSaved, Index: 0}}}
 	const cinfo = "hist:keys=next_pid:vals=hitcount:sort=hitcount:size=2048:onchange($l).save(prio)"
-	a = newResult(&planner.Unit{}, hc, parseOne(t, histText(cinfo,
+	a = NewResult(&planner.Unit{}, hc, parseOne(t, histText(cinfo,
 		"{ next_pid:       2160 } hitcount:          1\n\tchanged:     264463  prio:        120\n"+
 			"{ next_pid:       2156 } hitcount:          2\n\tchanged:         17  prio:        120\n", 3, 2)))
-	b = newResult(&planner.Unit{}, hc, parseOne(t, histText(cinfo,
+	b = NewResult(&planner.Unit{}, hc, parseOne(t, histText(cinfo,
 		"{ next_pid:       2160 } hitcount:          1\n\tchanged:        999  prio:        120\n"+
 			"{ next_pid:       2156 } hitcount:          4\n\tchanged:         17  prio:        120\n", 5, 2)))
 	m = mergeOf(t, a, b)
@@ -150,11 +150,11 @@ func TestMergeLimit(t *testing.T) {
 	h := &planner.Hist{Keys: planner.MustExprs("common_pid"), Vals: planner.MustExprs("b"), Sort: []string{"b.descending"}, Limit: 2, Columns: []planner.Column{
 		{Label: "pid", Kind: planner.ColKey}, {Label: "sum(b)", Kind: planner.ColValue, Index: 0}}}
 	const info = "hist:keys=common_pid:vals=hitcount,b:sort=b.descending:size=2048"
-	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	a := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ common_pid:         12 } hitcount:          3  b:         50\n"+
 			"{ common_pid:         40 } hitcount:          5  b:         40\n"+
 			"{ common_pid:         41 } hitcount:          5  b:         30\n", 13, 3)))
-	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	b := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ common_pid:         41 } hitcount:          1  b:         45\n", 1, 1)))
 	m := mergeOf(t, a, b)
 	// 41 has 75 in all, but the first target's rows stop at 40 (30 cut):
@@ -175,9 +175,9 @@ func TestMergeSymbols(t *testing.T) {
 	h := &planner.Hist{Keys: planner.MustExprs("call_site.sym-offset"), Columns: []planner.Column{
 		{Label: "site", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}}}
 	const info = "hist:keys=call_site.sym-offset:vals=hitcount:sort=hitcount:size=2048"
-	a := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	a := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ call_site: [ffffffff8bb5999c] kmalloc_reserve+0x4c/0xb0 } hitcount:          3\n", 3, 1)))
-	b := newResult(&planner.Unit{}, h, parseOne(t, histText(info,
+	b := NewResult(&planner.Unit{}, h, parseOne(t, histText(info,
 		"{ call_site: [ffffffffa0b5999c] kmalloc_reserve+0x4c/0xb0 } hitcount:          2\n", 2, 1)))
 	if got := cellsOf(mergeOf(t, a, b)); !cmp.Equal(got, []string{"kmalloc_reserve+0x4c/0xb0,5"}) {
 		t.Errorf("merged: %q", got)
@@ -265,7 +265,7 @@ func histResult(got *tracefs.Histogram) *Result {
 	if strings.Contains(got.TriggerInfo, ".save(") {
 		h.Columns = append(h.Columns, planner.Column{Label: "saved", Kind: planner.ColSaved})
 	}
-	return newResult(&planner.Unit{}, h, got)
+	return NewResult(&planner.Unit{}, h, got)
 }
 
 // What ReadJSONReport accepts can be merged and printed in every format
@@ -295,7 +295,7 @@ func FuzzReadJSONReport(f *testing.F) {
 		f.Fatal(err)
 	}
 	var js strings.Builder
-	renderJSON(&js, []*Result{newResult(&planner.Unit{}, h, hs[0])})
+	renderJSON(&js, []*Result{NewResult(&planner.Unit{}, h, hs[0])})
 	f.Add(js.String())
 	f.Add(`{"total": true, "results": []}`)
 	f.Fuzz(func(t *testing.T, in string) {

@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"fmt"
@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // IsStackFormat reports whether -o draws stacks: folded or pprof.
@@ -17,7 +20,7 @@ func IsStackFormat(format string) bool {
 // a histogram keyed by a stack trace, before anything is written (a
 // usage error), and notes on log the statements whose results have none
 // (they are left out).
-func CheckStacks(plan *Plan, format string, log io.Writer) error {
+func CheckStacks(plan *planner.Plan, format string, log io.Writer) error {
 	var with, without []string
 	for _, u := range plan.Units {
 		if u.Feeds {
@@ -37,7 +40,7 @@ func CheckStacks(plan *Plan, format string, log io.Writer) error {
 		}
 	}
 	if len(with) == 0 {
-		return usagef("-o %s draws stacks: key the results by one, SELECT STACKTRACE, COUNT(*) FROM event (or a JOIN's start.STACKTRACE AS stack, Linux 6.3 and later)", format)
+		return source.Usagef("-o %s draws stacks: key the results by one, SELECT STACKTRACE, COUNT(*) FROM event (or a JOIN's start.STACKTRACE AS stack, Linux 6.3 and later)", format)
 	}
 	for _, w := range without {
 		fmt.Fprintf(log, "sqlhist: note: %s has no stack trace key: it is not in the -o %s output\n", w, format)

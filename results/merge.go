@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"cmp"
@@ -609,7 +609,7 @@ func (m *Result) sortMerged(order []planner.ResultOrder, accs []*rowAcc) {
 
 // resultOrder is how a result's rows are ordered, as column labels
 // ("count" for the count): the histogram's sort= fields, a JOIN's ORDER
-// BY, else most events first (newResult sorts a histogram without
+// BY, else most events first (NewResult sorts a histogram without
 // sort= so).
 func resultOrder(res *Result) []planner.ResultOrder {
 	h, u := res.Hist, res.Unit

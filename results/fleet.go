@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"bytes"
@@ -204,7 +204,7 @@ func writeFleetCSV(w io.Writer, targets []Labelled, merged *Report) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		writeCSV(w, res.csvHeader([]string{"target"}))
+		WriteCSV(w, res.csvHeader([]string{"target"}))
 		for _, t := range ok {
 			if i < len(t.Report.Results) {
 				t.Report.Results[i].writeCSVRows(w, []string{t.Label})

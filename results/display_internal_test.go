@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ func TestDisplayColumns(t *testing.T) {
 		"\nTotals:\n    Hits: 8\n    Entries: 2\n    Dropped: 0\n"
 	h := &planner.Hist{Keys: planner.MustExprs("common_pid"), Columns: []planner.Column{
 		{Label: "pid", Kind: planner.ColKey}, {Label: "biggest", Kind: planner.ColMax}, {Label: "n", Kind: planner.ColCount}}}
-	res := newResult(&planner.Unit{}, h, parseOne(t, maxText))
+	res := NewResult(&planner.Unit{}, h, parseOne(t, maxText))
 	want := map[string]string{"12": "512", "40": "4096"}
 	if len(res.Rows) != 2 {
 		t.Fatalf("%d rows", len(res.Rows))
@@ -41,7 +41,7 @@ func TestDisplayColumns(t *testing.T) {
 			"\nTotals:\n    Hits: 8\n    Entries: 2\n    Dropped: 0\n"
 		h := &planner.Hist{Keys: planner.MustExprs("id.syscall"), Vals: planner.MustExprs("hitcount.percent", "hitcount.graph"), Columns: []planner.Column{
 			{Label: "call", Kind: planner.ColKey}, {Label: "share", Kind: planner.ColPercent, Index: 0}, {Label: "bar", Kind: planner.ColGraph, Index: 1}}}
-		res := newResult(&planner.Unit{}, h, parseOne(t, text))
+		res := NewResult(&planner.Unit{}, h, parseOne(t, text))
 		if len(res.Rows) != 2 {
 			t.Fatalf("nohitcount %v: %d rows", nohc, len(res.Rows))
 		}
@@ -62,14 +62,14 @@ func TestDisplayColumns(t *testing.T) {
 // the whole run.
 func TestIntervalPercentRefused(t *testing.T) {
 	plan := &planner.Plan{Units: []*planner.Unit{{Start: &planner.Hist{Columns: []planner.Column{{Label: "share", Kind: planner.ColPercent}}}}}}
-	if err := checkIntervalColumns(plan, 0); err != nil {
+	if err := CheckIntervalColumns(plan, 0); err != nil {
 		t.Errorf("without -i: %v", err)
 	}
-	if err := checkIntervalColumns(plan, time.Second); err == nil {
+	if err := CheckIntervalColumns(plan, time.Second); err == nil {
 		t.Error("-i of a percentage was accepted")
 	}
 	sum := &planner.Plan{Units: []*planner.Unit{{Start: &planner.Hist{Columns: []planner.Column{{Label: "bar", Kind: planner.ColSumGraph}}}}}}
-	if err := checkIntervalColumns(sum, time.Second); err == nil || !strings.Contains(err.Error(), "a sum's share") {
+	if err := CheckIntervalColumns(sum, time.Second); err == nil || !strings.Contains(err.Error(), "a sum's share") {
 		t.Errorf("-i of a sum's bar: %v", err)
 	}
 }

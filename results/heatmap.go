@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"errors"
@@ -122,7 +122,7 @@ func NewHeatmap(ivs []HeatInterval, opt HeatmapOptions) (*Heatmap, error) {
 			}
 			g := stmts[i]
 			if g == nil {
-				g = &gather{st: &HeatStatement{Title: heatTitle(res, opt.Source), Event: res.Title, Measure: axis.measure, MinExp: math.MaxInt, MaxExp: math.MinInt}, panels: map[string]*HeatPanel{}}
+				g = &gather{st: &HeatStatement{Title: HeatTitle(res, opt.Source), Event: res.Title, Measure: axis.measure, MinExp: math.MaxInt, MaxExp: math.MinInt}, panels: map[string]*HeatPanel{}}
 				stmts[i] = g
 			}
 			for ri := range res.Rows {
@@ -271,7 +271,7 @@ func heatKey(h *planner.Hist, r *Row, skip int) string {
 
 // heatTitle titles a statement: its SQL when the run's source is known
 // (white space folded), else its event.
-func heatTitle(res *Result, src *source.Source) string {
+func HeatTitle(res *Result, src *source.Source) string {
 	if src != nil && res.Unit != nil && res.Unit.Query != nil {
 		q := res.Unit.Query
 		if q.Pos.IsValid() && q.End.IsValid() {
@@ -347,7 +347,7 @@ func secondsText(d time.Duration) string {
 // CheckHeatmap refuses --heatmap for a plan with no statement to draw:
 // none has a latency (a JOIN's) or a log2 key (a usage error, before
 // anything is applied).
-func CheckHeatmap(plan *Plan) error {
+func CheckHeatmap(plan *planner.Plan) error {
 	for _, u := range plan.Units {
 		h := u.Results
 		if h == nil {
@@ -362,5 +362,5 @@ func CheckHeatmap(plan *Plan) error {
 			}
 		}
 	}
-	return usagef("--heatmap: %v", ErrNoHeatmap)
+	return source.Usagef("--heatmap: %v", ErrNoHeatmap)
 }

@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"cmp"
@@ -163,11 +163,11 @@ type Bucket struct {
 	Count     uint64
 }
 
-// newResult turns a parsed histogram into rows. For a JOIN, the results
+// NewResult turns a parsed histogram into rows. For a JOIN, the results
 // histogram is keyed by the latency's log2 bucket, sums the latency and
 // tracks its maximum: entries that differ only in the bucket are folded
 // into one Row with the latency's statistics.
-func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result {
+func NewResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result {
 	res := &Result{Unit: u, Hist: h, Read: got, Title: titleOf(u, h)}
 	for i := range h.Columns {
 		if h.Columns[i].Kind == planner.ColLatency {
@@ -182,7 +182,7 @@ func newResult(u *planner.Unit, h *planner.Hist, got *tracefs.Histogram) *Result
 	entries, folded := foldTwins(got.Entries)
 	if folded && res.Latency == nil {
 		// Folding changed counts: the kernel's order no longer holds.
-		sortEntries(entries, h.Sort)
+		SortEntries(entries, h.Sort)
 	}
 	counted := true // every entry shows its hitcount
 	for _, ent := range entries {

@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"bytes"
@@ -24,13 +24,13 @@ func TestIntervalDifference(t *testing.T) {
 		"{ comm: ls, lat: ~ 2^7 } hitcount:          2  lat:        170\n\tmax:        100  lat:        100\n" +
 		"{ comm: ls, lat: ~ 2^3 } hitcount:          1  lat:          7\n\tmax:          7  lat:          7\n" +
 		"\nTotals:\n    Hits: 8\n    Entries: 3\n    Dropped: 0\n")
-	d := histMinus(after, before)
+	d := HistMinus(after, before)
 	if d.Totals.Hits != 4 || len(d.Entries) != 3 {
 		t.Fatalf("difference: hits %d, %d entries", d.Totals.Hits, len(d.Entries))
 	}
 	h := &planner.Hist{System: "synthetic", Event: "wl", Keys: planner.MustExprs("comm", "lat.log2"),
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}, {Label: "lat", Kind: planner.ColLatency, Index: 1, Unit: "us"}}}
-	res := newResult(&planner.Unit{}, h, d)
+	res := NewResult(&planner.Unit{}, h, d)
 	got := map[string]Row{}
 	for _, r := range res.Rows {
 		got[r.Cells[0].Text] = r
@@ -60,13 +60,13 @@ func TestIntervalDuplicateKeys(t *testing.T) {
 		"{ comm: sh } hitcount:          1  lat:         10\n" +
 		"{ comm: sh } hitcount:          6  lat:         60\n" +
 		"\nTotals:\n    Hits: 7\n    Entries: 2\n    Dropped: 0\n")
-	d := histMinus(after, before)
+	d := HistMinus(after, before)
 	if len(d.Entries) != 1 || d.Entries[0].Values[0].Num != 3 || d.Entries[0].Values[1].Num != 30 {
 		t.Fatalf("difference: %+v", d.Entries)
 	}
 	h := &planner.Hist{System: "sched", Event: "sched_switch", Keys: planner.MustExprs("comm"),
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}}}
-	res := newResult(&planner.Unit{}, h, after)
+	res := NewResult(&planner.Unit{}, h, after)
 	if len(res.Rows) != 1 || res.Rows[0].Count != 7 {
 		t.Errorf("rows of a reading with a twin: %+v", res.Rows)
 	}
@@ -81,20 +81,10 @@ func TestUnknownSyscallKey(t *testing.T) {
 		"\nTotals:\n    Hits: 5\n    Entries: 2\n    Dropped: 0\n")
 	h := &planner.Hist{System: "raw_syscalls", Event: "sys_enter", Keys: planner.MustExprs("id.syscall"),
 		Columns: []planner.Column{{Label: "call", Kind: planner.ColKey}, {Label: "count", Kind: planner.ColCount}}}
-	res := newResult(&planner.Unit{}, h, h0)
+	res := NewResult(&planner.Unit{}, h, h0)
 	if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != "unknown_syscall [983045]" || res.Rows[1].Cells[0].Text != "sys_openat" {
 		t.Errorf("rows: %+v", res.Rows)
 	}
-}
-
-// parseOne parses a hist file holding one histogram.
-func parseOne(t *testing.T, text string) *tracefs.Histogram {
-	t.Helper()
-	hs, err := tracefs.ParseHist(text)
-	if err != nil || len(hs) != 1 {
-		t.Fatalf("%v: %q", err, text)
-	}
-	return hs[0]
 }
 
 // Folding twins changes counts: the rows then follow the trigger's sort
@@ -107,7 +97,7 @@ func TestTwinsResorted(t *testing.T) {
 		"\nTotals:\n    Hits: 12\n    Entries: 3\n    Dropped: 0\n")
 	h := &planner.Hist{System: "synthetic", Event: "x", Keys: planner.MustExprs("comm"), Sort: []string{"hitcount.descending"},
 		Columns: []planner.Column{{Label: "comm", Kind: planner.ColKey}, {Label: "n", Kind: planner.ColCount}}}
-	res := newResult(&planner.Unit{}, h, h0)
+	res := NewResult(&planner.Unit{}, h, h0)
 	if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != "sh" || res.Rows[0].Count != 7 || res.Rows[1].Count != 5 {
 		t.Errorf("rows: %+v", res.Rows)
 	}
@@ -124,7 +114,7 @@ func TestSignedKey(t *testing.T) {
 	for _, signed := range []bool{true, false} {
 		h := &planner.Hist{System: "kprobes", Event: "p", Keys: planner.MustExprs("dfd"),
 			Columns: []planner.Column{{Label: "dfd", Kind: planner.ColKey, Signed: signed}, {Label: "count", Kind: planner.ColCount}}}
-		res := newResult(&planner.Unit{}, h, h0)
+		res := NewResult(&planner.Unit{}, h, h0)
 		want := map[bool]string{true: "-100", false: "18446744073709551516"}[signed]
 		if len(res.Rows) != 2 || res.Rows[0].Cells[0].Text != want || res.Rows[1].Cells[0].Text != "3" {
 			t.Fatalf("signed=%v rows: %+v", signed, res.Rows)
@@ -137,4 +127,14 @@ func TestSignedKey(t *testing.T) {
 			t.Errorf("signed=%v: JSON %s, want dfd %s", signed, b.String(), want)
 		}
 	}
+}
+
+// parseOne parses a hist file holding one histogram.
+func parseOne(t *testing.T, text string) *tracefs.Histogram {
+	t.Helper()
+	hs, err := tracefs.ParseHist(text)
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("%v: %q", err, text)
+	}
+	return hs[0]
 }

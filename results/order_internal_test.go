@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"strings"
@@ -23,7 +23,7 @@ func TestDefaultOrderMostFirst(t *testing.T) {
 		"{ common_pid:         20 } hitcount:          2\n" +
 		"{ common_pid:         12 } hitcount:          2\n" +
 		"{ common_pid:         40 } hitcount:          5\n"
-	res := newResult(&planner.Unit{}, h, parseOne(t, histText(info, entries, 10, 4)))
+	res := NewResult(&planner.Unit{}, h, parseOne(t, histText(info, entries, 10, 4)))
 	if d := cmp.Diff([]string{"40,5", "12,2", "20,2", "30,1"}, cellsOf(res)); d != "" {
 		t.Errorf("rows (-want +got):\n%s", d)
 	}
@@ -44,14 +44,14 @@ func TestDefaultOrderMostFirst(t *testing.T) {
 
 	lim := *h
 	lim.Limit = 3
-	res = newResult(&planner.Unit{}, &lim, parseOne(t, histText(info, entries, 10, 4)))
+	res = NewResult(&planner.Unit{}, &lim, parseOne(t, histText(info, entries, 10, 4)))
 	if d := cmp.Diff([]string{"12,2", "20,2", "30,1"}, cellsOf(res)); d != "" {
 		t.Errorf("LIMIT 3 (-want +got):\n%s", d)
 	}
 
 	asc := *h
 	asc.Sort = []string{"common_pid"}
-	res = newResult(&planner.Unit{}, &asc, parseOne(t, histText(info+":sort=common_pid",
+	res = NewResult(&planner.Unit{}, &asc, parseOne(t, histText(info+":sort=common_pid",
 		"{ common_pid:         12 } hitcount:          2\n{ common_pid:         40 } hitcount:          5\n", 7, 2)))
 	if d := cmp.Diff([]string{"12,2", "40,5"}, cellsOf(res)); d != "" {
 		t.Errorf("ORDER BY pid (-want +got):\n%s", d)

@@ -1,4 +1,4 @@
-package live
+package results
 
 import (
 	"errors"
@@ -6,9 +6,10 @@ import (
 
 	"bytes"
 	"fmt"
-	"github.com/sqlhist/sqlhist/source"
 	"io"
 	"regexp"
+
+	"github.com/sqlhist/sqlhist/source"
 )
 
 // MergeFiles is sqlhist merge: it reads the saved results of each file
