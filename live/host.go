@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sqlhist/sqlhist/exporter"
 	"github.com/sqlhist/sqlhist/results"
 )
 
@@ -54,7 +55,7 @@ type Host struct {
 	// Exporter, for a fleet with --metrics, serves every target's
 	// results, this one's labelled Label (nil: a lone run serves its
 	// own).
-	Exporter *Exporter
+	Exporter *exporter.Exporter
 	Label    string
 	// Via describes the target for messages ("" on this machine).
 	Via string

@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/sqlhist/sqlhist/exporter"
 )
 
 // Flag describes one command-line flag for Manual and Completion: the
@@ -214,7 +216,7 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 		}
 		for _, f := range flags {
 			if f.RunValues != nil {
-				fmt.Fprintf(&b, "function __%s_%s_values\n\t", name, metricPart(f.Name))
+				fmt.Fprintf(&b, "function __%s_%s_values\n\t", name, exporter.MetricPart(f.Name))
 				if f.MergeValues != nil {
 					fmt.Fprintf(&b, "if __fish_seen_subcommand_from merge\n\t\tprintf '%%s\\n' %s\n\telse ", strings.Join(f.MergeValues, " "))
 				}
@@ -231,7 +233,7 @@ func Completion(w io.Writer, shell, name string, flags []Flag, words []string) e
 			case f.Name == "describe":
 				fmt.Fprintf(&b, " -x -a '(__%s_events)'", name)
 			case f.RunValues != nil:
-				fmt.Fprintf(&b, " -x -a '(__%s_%s_values)'", name, metricPart(f.Name))
+				fmt.Fprintf(&b, " -x -a '(__%s_%s_values)'", name, exporter.MetricPart(f.Name))
 			case len(f.Values) > 0:
 				fmt.Fprintf(&b, " -x -a %s", fishQuote(strings.Join(f.Values, " ")))
 			case strings.Contains(f.Arg, "FILE") || strings.Contains(f.Arg, "DIR"):

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sqlhist/sqlhist/exporter"
 	"github.com/sqlhist/sqlhist/results"
 )
 
@@ -16,12 +17,12 @@ const MetricsEvery = 5 * time.Second
 
 // serveExporter serves a new exporter of c's series on c.Metrics until
 // the function it returns is called, saying so on log.
-func serveExporter(ctx context.Context, c *Choices, log io.Writer, what string) (*Exporter, func(), error) {
-	l, err := Listen(c.Metrics)
+func serveExporter(ctx context.Context, c *Choices, log io.Writer, what string) (*exporter.Exporter, func(), error) {
+	l, err := exporter.Listen(c.Metrics)
 	if err != nil {
 		return nil, nil, err
 	}
-	exp := NewExporter()
+	exp := exporter.NewExporter()
 	exp.Series, exp.Log = c.Series, log
 	sctx, cancel := context.WithCancel(ctx)
 	served := make(chan struct{})
@@ -65,7 +66,7 @@ func (h Host) ServeMetrics(ctx context.Context, c *Choices, opt *Options) (done 
 // --via (Host.Exporter and Label). Every target must be worked on at
 // once, or the last would wait for the first to end. Without --metrics
 // or -r, nothing.
-func FleetMetrics(h Host, c *Choices, jobs, targets int) (*Exporter, func(), error) {
+func FleetMetrics(h Host, c *Choices, jobs, targets int) (*exporter.Exporter, func(), error) {
 	if c.Metrics == "" || !c.Run {
 		return nil, func() {}, nil
 	}

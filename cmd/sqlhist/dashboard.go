@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sqlhist/sqlhist/exporter"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/source"
 )
@@ -23,7 +24,7 @@ func (o *options) writeDashboard(e env, src *source.Source, plan *live.Plan) err
 	if o.dashboard == "" {
 		return nil
 	}
-	panels := live.DashboardPanels(plan, "_"+strconv.Itoa(e.PID), src)
+	panels := exporter.DashboardPanels(plan, "_"+strconv.Itoa(e.PID), src)
 	var events []string
 	seen := map[string]bool{}
 	for _, p := range panels[:len(panels)-1] {
@@ -34,7 +35,7 @@ func (o *options) writeDashboard(e env, src *source.Source, plan *live.Plan) err
 		}
 	}
 	var b bytes.Buffer
-	if err := live.WriteDashboard(&b, "sqlhist: "+strings.Join(events, ", "), panels); err != nil {
+	if err := exporter.WriteDashboard(&b, "sqlhist: "+strings.Join(events, ", "), panels); err != nil {
 		return err
 	}
 	return e.ReplaceFile(o.dashboard, b.Bytes())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sqlhist/sqlhist/exporter"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/results"
 )
@@ -33,7 +34,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.StringVarP(&o.live.Output, "output", "o", "", "print `FORMAT`: script (default), json (the plan of every write, for review) or bootconfig (boot-time tracing); with -r the results as table (default), json, csv, folded (stacks for flame graphs) or pprof (a gzipped profile)")
 	fl.StringVar(&o.live.Metrics, "metrics", "", "with -r: serve the results as Prometheus metrics on `ADDR` (127.0.0.1:9101, :9101) at /metrics, read every -i or 5s, until Ctrl-C or -d")
 	fl.StringVar(&o.dashboard, "metrics-dashboard", "", "with --metrics: write a Grafana dashboard of the run's metrics to `FILE` (JSON, before anything is applied): heatmaps, quantiles and rates, the data source and job as variables")
-	fl.IntVar(&o.live.Series, "metrics-series", live.DefaultMetricSeries, "with --metrics: the `N` label sets a query keeps; the rest are counted as "+live.OtherLabel)
+	fl.IntVar(&o.live.Series, "metrics-series", exporter.DefaultMetricSeries, "with --metrics: the `N` label sets a query keeps; the rest are counted as "+exporter.OtherLabel)
 	fl.StringVar(&o.heatmap, "heatmap", "", "with -r and -i: draw the intervals as latency heatmaps (time across, log2 buckets up, events as colour) to `FILE`, rewritten every interval: an SVG picture, or a page of its own for a name ending in .html")
 	fl.StringVar(&o.live.Engine, "engine", "auto", "with -r: `ENGINE` that answers: bpf (BPF programs compiled from the query, loaded by sqlhist on this machine: the cheapest), kernel (hist triggers and synthetic events), stream (sqlhist reads the events and computes the query: kernels without hist triggers) or auto (bpf where its programs load, then kernel where it can, then stream; --via targets never bpf); when printing, stream (or awk) prints a script whose awk computes the query on the target (the default for a --kernel or --formats catalog without hist triggers), with -d its run time")
 	fl.StringVar(&o.live.Out, "out", "", "with -r: write the results to `FILE` instead of stdout (with -i, interval N to FILE with .N before its extension, the total to FILE); -o pprof needs it when stdout is a terminal")

@@ -30,9 +30,10 @@ func TestImportGraph(t *testing.T) {
 		"stream":      {"planner", "tracefs"},
 		"bpf":         {"planner", "stream", "tracefs"},
 		"results":     {"planner", "source", "tracefs"},
-		"live":        {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "results", "live/remote"},
+		"exporter":    {"planner", "results", "source", "tracefs"},
+		"live":        {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "results", "exporter", "live/remote"},
 		"live/remote": {"emit", "tracefs"},
-		"cmd/sqlhist": {"live", "results", "source"},
+		"cmd/sqlhist": {"live", "results", "exporter", "source"},
 	}
 	for pkg, ok := range allowed {
 		files, _ := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
@@ -51,6 +52,9 @@ func TestImportGraph(t *testing.T) {
 				path, _ := strconv.Unquote(imp.Path.Value)
 				if strings.HasPrefix(path, "github.com/pingcap/") && pkg != "compiler" {
 					t.Errorf("%s imports %s: only compiler may import the tidb parser", f, path)
+				}
+				if strings.HasPrefix(path, "github.com/prometheus/") && pkg != "exporter" {
+					t.Errorf("%s imports %s: only exporter may import the Prometheus client", f, path)
 				}
 				if rest, own := strings.CutPrefix(path, mod); own {
 					found := false

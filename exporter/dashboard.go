@@ -1,4 +1,4 @@
-package live
+package exporter
 
 import (
 	"crypto/sha256"
@@ -36,7 +36,7 @@ type DashExpr struct {
 // a count, the events' rate; a sum's rate; a maximum; then the runs'
 // health (up, lost and dropped events). src, when not nil, gives the
 // descriptions each statement's SQL.
-func DashboardPanels(plan *Plan, suffix string, src *source.Source) []DashPanel {
+func DashboardPanels(plan *planner.Plan, suffix string, src *source.Source) []DashPanel {
 	var rs []*results.Result
 	for _, u := range plan.Units {
 		h := u.Results
@@ -102,9 +102,9 @@ func DashboardPanels(plan *Plan, suffix string, src *source.Source) []DashPanel 
 			if res.Latency.Unit == "us" {
 				u, unit = "microseconds", "µs"
 			}
-			hist, histKind, what = q+"_"+metricPart(res.Latency.Label)+"_"+u, "native", res.Latency.Label
+			hist, histKind, what = q+"_"+MetricPart(res.Latency.Label)+"_"+u, "native", res.Latency.Label
 		case histKey >= 0:
-			hist, what = q+"_"+metricPart(h.Columns[histKey].Label), h.Columns[histKey].Label
+			hist, what = q+"_"+MetricPart(h.Columns[histKey].Label), h.Columns[histKey].Label
 		}
 		if hist != "" {
 			heat := "sum(" + rate(hist) + ")"
@@ -139,12 +139,12 @@ func DashboardPanels(plan *Plan, suffix string, src *source.Source) []DashPanel 
 		for _, j := range sums {
 			c := h.Columns[j]
 			out = append(out, DashPanel{Type: "timeseries", Title: event + ": " + c.Label + " per second", Description: desc,
-				Exprs: []DashExpr{{Expr: by + rate(q+"_"+metricPart(c.Label)+"_total") + ")", Legend: legend}}})
+				Exprs: []DashExpr{{Expr: by + rate(q+"_"+MetricPart(c.Label)+"_total") + ")", Legend: legend}}})
 		}
 		for _, j := range maxes {
 			c := h.Columns[j]
 			out = append(out, DashPanel{Type: "timeseries", Title: event + ": " + c.Label, Description: desc,
-				Exprs: []DashExpr{{Expr: strings.Replace(by, "sum", "max", 1) + q + "_" + metricPart(c.Label) + sel + ")", Legend: legend}}})
+				Exprs: []DashExpr{{Expr: strings.Replace(by, "sum", "max", 1) + q + "_" + MetricPart(c.Label) + sel + ")", Legend: legend}}})
 		}
 	}
 	out = append(out, DashPanel{Type: "timeseries", Title: "sqlhist: targets up, events lost and dropped per second",

@@ -1,10 +1,11 @@
-package live
+package exporter
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"math"
 	"math/bits"
@@ -268,7 +269,7 @@ func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *ex
 	if len(t.results) == 0 {
 		return
 	}
-	engine, lost := EngineKernel, 0
+	engine, lost := results.EngineKernel, 0
 	for _, res := range t.results {
 		if res.Engine != "" {
 			engine = res.Engine
@@ -307,7 +308,7 @@ func metricNames(rs []*results.Result, suffix string) []string {
 		if suffix != "" {
 			base = strings.TrimSuffix(base, suffix)
 		}
-		n := "sqlhist_" + metricPart(base)
+		n := "sqlhist_" + MetricPart(base)
 		seen[n]++
 		if k := seen[n]; k > 1 {
 			n += "_" + strconv.Itoa(k)
@@ -317,10 +318,10 @@ func metricNames(rs []*results.Result, suffix string) []string {
 	return out
 }
 
-// metricPart makes a name part of a Prometheus metric or label name:
+// MetricPart makes a name part of a Prometheus metric or label name:
 // lower case, every run of other characters than letters, digits and _
 // one _, no _ at either end, and a leading digit after a _.
-func metricPart(s string) string {
+func MetricPart(s string) string {
 	var b strings.Builder
 	under := false
 	for _, r := range strings.ToLower(s) {
@@ -350,7 +351,7 @@ func metricPart(s string) string {
 // labelName makes a key column's label name; names Prometheus or the
 // exporter uses get a _key suffix.
 func labelName(col string) string {
-	n := metricPart(col)
+	n := MetricPart(col)
 	switch n {
 	case "target", "le", "query", "engine", "job", "instance":
 		n += "_key"
@@ -500,23 +501,23 @@ func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *
 			if res.Latency.Unit == "us" {
 				unit = "microseconds"
 			}
-			base := q + "_" + metricPart(res.Latency.Label) + "_" + unit
+			base := q + "_" + MetricPart(res.Latency.Label) + "_" + unit
 			ch <- histogramMetric(prometheus.NewDesc(base, "The latency of "+title+" ("+unit+"), by the kernel's log2 buckets.", ln, nil), s, true, created, lv)
 			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(base+"_max", "The largest latency of "+title+" ("+unit+").", ln, nil), prometheus.GaugeValue, float64(s.max), lv...)
 		case histKey >= 0:
 			c := h.Columns[histKey]
-			ch <- histogramMetric(prometheus.NewDesc(q+"_"+metricPart(c.Label), "The distribution of "+c.Label+" in "+title+" (its sum is not counted: NaN).", ln, nil), s, histKind == "log2", created, lv)
+			ch <- histogramMetric(prometheus.NewDesc(q+"_"+MetricPart(c.Label), "The distribution of "+c.Label+" in "+title+" (its sum is not counted: NaN).", ln, nil), s, histKind == "log2", created, lv)
 		default:
 			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_events_total", "Events of "+title+" counted.", ln, nil), prometheus.CounterValue, float64(s.count), created, lv...)
 		}
 		for i, j := range sums {
 			c := h.Columns[j]
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_"+metricPart(c.Label)+"_total", "The sum of "+c.Label+" over "+title+"'s events.", ln, nil), prometheus.CounterValue, float64(s.sums[i]), created, lv...)
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_"+MetricPart(c.Label)+"_total", "The sum of "+c.Label+" over "+title+"'s events.", ln, nil), prometheus.CounterValue, float64(s.sums[i]), created, lv...)
 		}
 		for i, j := range maxes {
 			if s.hasMax[i] {
 				c := h.Columns[j]
-				ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(q+"_"+metricPart(c.Label), "The largest "+c.Label+" of "+title+".", ln, nil), prometheus.GaugeValue, s.maxes[i], lv...)
+				ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(q+"_"+MetricPart(c.Label), "The largest "+c.Label+" of "+title+".", ln, nil), prometheus.GaugeValue, s.maxes[i], lv...)
 			}
 		}
 	}
@@ -617,4 +618,14 @@ func (b bothHistogram) Write(out *dto.Metric) error {
 	h.Schema, h.ZeroThreshold, h.ZeroCount = nh.Schema, nh.ZeroThreshold, nh.ZeroCount
 	h.PositiveSpan, h.PositiveDelta = nh.PositiveSpan, nh.PositiveDelta
 	return nil
+}
+
+// errnoText is the system's message for a failed call, without the path
+// or address.
+func errnoText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

@@ -1,4 +1,4 @@
-package live
+package exporter
 
 import (
 	"bytes"
@@ -230,8 +230,8 @@ func TestExporterFleet(t *testing.T) {
 // uses as labels are not taken by a column.
 func TestMetricNames(t *testing.T) {
 	for in, want := range map[string]string{"wakeup_lat": "wakeup_lat", "SUM(ret)": "sum_ret", "a--b": "a_b", "9lives": "_9lives", "": "x", "__x": "x"} {
-		if got := metricPart(in); got != want {
-			t.Errorf("metricPart(%q) = %q, want %q", in, got, want)
+		if got := MetricPart(in); got != want {
+			t.Errorf("MetricPart(%q) = %q, want %q", in, got, want)
 		}
 	}
 	if got := labelName("target"); got != "target_key" {
