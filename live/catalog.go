@@ -264,7 +264,7 @@ func CheckGlobs(args []string) ([]string, error) {
 // Inspect writes what the catalog holds: with list, the events matching
 // globs (ListEvents); else the event named describe (DescribeEvent).
 // Its errors are *CatalogError when they are about the catalog.
-func Inspect(w io.Writer, cat *Catalog, describe string, list bool, globs []string) error {
+func Inspect(w io.Writer, cat *tracefs.Catalog, describe string, list bool, globs []string) error {
 	if list {
 		return ListEvents(w, cat, globs)
 	}

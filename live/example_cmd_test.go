@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 )
@@ -21,7 +22,7 @@ func ExampleNewScript() {
 		return
 	}
 	src := source.NewSource("wakeup.sql", wakeup)
-	plan, diags := live.Compile(src, cat, live.CompileOptions{Name: "wl"})
+	plan, diags := live.Compile(src, cat, planner.Options{Name: "wl"})
 	if plan == nil {
 		fmt.Print(diags.Render(src))
 		return

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 			return code
 		}
 	}
-	exp, stopMetrics, err := live.FleetMetrics(e, &o.live, o.viaJobs, len(cmds))
+	exp, stopMetrics, err := FleetMetrics(e, &o.live, o.viaJobs, len(cmds))
 	if err != nil {
 		return refuse(e, err)
 	}
@@ -86,7 +86,10 @@ func (o *options) viaFleet(e env, fl *pflag.FlagSet, cmds []string) int {
 		te, to := e, *o
 		te.Stdout, te.Stderr = t.Stdout, t.Stderr
 		te.Collect = func(rep *results.Report) { t.Report = rep }
-		te.Exporter, te.Label = exp, t.Label
+		te.Label = t.Label
+		if exp != nil { // not a nil *Exporter in the interface
+			te.Exporter = exp
+		}
 		trace := ""
 		if o.viaTrace != "" {
 			trace = fmt.Sprintf("%s.%d", o.viaTrace, t.N) // FILE.N, N its place

@@ -1,4 +1,4 @@
-package live
+package cli
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/exporter"
+	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/results"
 )
 
@@ -36,17 +37,17 @@ func serveExporter(ctx context.Context, c *Choices, log io.Writer, what string) 
 	return exp, func() { cancel(); <-served }, nil
 }
 
-// ServeMetrics sets a run on h up to serve --metrics (c.Metrics; nothing
+// serveMetrics sets a run on h up to serve --metrics (c.Metrics; nothing
 // without it): a lone run listens on the address itself (refused before
 // anything is applied), a fleet's target (h.Exporter) updates the
 // fleet's exporter under h.Label. opt reads the results every -i or
 // MetricsEvery. done ends the serving once the run returned.
-func (h Host) ServeMetrics(ctx context.Context, c *Choices, opt *Options) (done func(error), err error) {
+func serveMetrics(ctx context.Context, h live.Host, c *Choices, opt *live.Options) (done func(error), err error) {
 	if c.Metrics == "" {
 		return func(error) {}, nil
 	}
 	// A server, not a run that ends: Go's default collector target.
-	TuneGC(os.Getenv, true)
+	live.TuneGC(os.Getenv, true)
 	exp, stop := h.Exporter, func() {}
 	if exp == nil {
 		if exp, stop, err = serveExporter(ctx, c, h.Stderr, ""); err != nil {
@@ -66,7 +67,7 @@ func (h Host) ServeMetrics(ctx context.Context, c *Choices, opt *Options) (done 
 // --via (Host.Exporter and Label). Every target must be worked on at
 // once, or the last would wait for the first to end. Without --metrics
 // or -r, nothing.
-func FleetMetrics(h Host, c *Choices, jobs, targets int) (*exporter.Exporter, func(), error) {
+func FleetMetrics(h live.Host, c *Choices, jobs, targets int) (*exporter.Exporter, func(), error) {
 	if c.Metrics == "" || !c.Run {
 		return nil, func() {}, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	_ "embed"
@@ -10,6 +10,7 @@ import (
 	"github.com/sqlhist/sqlhist/exporter"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/results"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // newFlags defines the flags of sqlhist on o: --help, the man page and
@@ -22,7 +23,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.StringVarP(&o.file, "file", "f", "", "read SQL from `FILE` ('-' for stdin)")
 	fl.StringVarP(&o.Root, "tracefs", "t", "/sys/kernel/tracing", "the tracefs `DIR` on the target: the root of printed paths, and where -e, -r and --cleanup write (libtracefs's -t only says where formats are read: here that is --formats)")
 	fl.StringVar(&o.Formats, "formats", "", "read event formats from `DIR` (a tracefs or a copy); default: the -t dir when it holds events/, else the embedded catalog")
-	fl.StringVar(&o.Kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+live.EmbeddedSummary()+")")
+	fl.StringVar(&o.Kernel, "kernel", "", "use the embedded catalog of this kernel `VERSION` ("+tracefs.EmbeddedSummary()+")")
 	fl.StringVar(&o.Arch, "arch", "", "the target's architecture `ARCH` (x86_64, arm64, arm, riscv64): picks --kernel's catalog and the registers and binaries probes may use; default: what the catalog or the machine tells, else x86_64")
 	fl.BoolVarP(&o.execute, "execute", "e", false, "apply the commands to tracefs (all or nothing)")
 	fl.BoolVar(&o.teardown, "teardown", false, "print (or with -e apply) the commands that remove what the query creates")
@@ -66,11 +67,11 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.BoolVar(&o.version, "version", false, "print the build's commit, Go version and architecture, and the embedded catalogs")
 	// The values of the flags with a fixed set, for the completions.
 	values := func(name, key string, vs []string) { fl.SetAnnotation(name, key, vs) }
-	values("kernel", "values", live.EmbeddedVersions())
-	values("arch", "values", live.ArchNames())
-	values("engine", "values", live.Engines)
-	values("output", "values", live.PrintFormats)
-	values("output", "run-values", live.RunFormats)
+	values("kernel", "values", EmbeddedVersions())
+	values("arch", "values", ArchNames())
+	values("engine", "values", Engines)
+	values("output", "values", PrintFormats)
+	values("output", "run-values", RunFormats)
 	values("output", "merge-values", results.Formats) // sqlhist merge -o
 	fl.Usage = func() { writeHelp(stderr, fl) }
 	return fl
@@ -116,8 +117,8 @@ func writeHelp(w io.Writer, fl *pflag.FlagSet) {
 }
 
 // flagDocs describes the flags for the man page and the completions.
-func flagDocs(fl *pflag.FlagSet) []live.Flag {
-	var fs []live.Flag
+func flagDocs(fl *pflag.FlagSet) []Flag {
+	var fs []Flag
 	fl.VisitAll(func(f *pflag.Flag) {
 		arg, usage := pflag.UnquoteUsage(f)
 		if arg == "bool" {
@@ -126,7 +127,7 @@ func flagDocs(fl *pflag.FlagSet) []live.Flag {
 		if arg == "stringArray" {
 			arg = "VALUE"
 		}
-		fs = append(fs, live.Flag{Name: f.Name, Short: f.Shorthand, Arg: arg, Usage: usage,
+		fs = append(fs, Flag{Name: f.Name, Short: f.Shorthand, Arg: arg, Usage: usage,
 			Values: f.Annotations["values"], RunValues: f.Annotations["run-values"], MergeValues: f.Annotations["merge-values"]})
 	})
 	return fs
@@ -146,7 +147,7 @@ func runDocs(args []string, e env) int {
 		if len(args) != 2 {
 			return usageError(e, "completion takes one shell: bash, zsh or fish")
 		}
-		if err := live.Completion(e.Stdout, args[1], "sqlhist", flagDocs(fl), []string{"merge", "heatmap", "read", "man", "completion"}); err != nil {
+		if err := Completion(e.Stdout, args[1], "sqlhist", flagDocs(fl), []string{"merge", "heatmap", "read", "man", "completion"}); err != nil {
 			return usageError(e, "%v", err)
 		}
 		return exitOK
@@ -154,7 +155,7 @@ func runDocs(args []string, e env) int {
 	if len(args) != 1 {
 		return usageError(e, "man takes no arguments")
 	}
-	if err := live.Manual(e.Stdout, "sqlhist", "SQL over Linux trace events, as ftrace hist triggers", []string{
+	if err := Manual(e.Stdout, "sqlhist", "SQL over Linux trace events, as ftrace hist triggers", []string{
 		"[flags] [SQL ...]", "merge [-o table|json|csv] FILE.json ...", "heatmap [-o svg|html] [--keys N] FILE.json", "read [-o table|json|csv] [FILE|-]", "man | completion bash|zsh|fish",
 	}, manual, flagDocs(fl)); err != nil {
 		fmt.Fprintf(e.Stderr, "sqlhist: %v\n", err)

@@ -1,4 +1,4 @@
-package live
+package cli
 
 import (
 	"context"
@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // PrintsAwk reports whether printing (no -r, -e or --teardown) gives the
@@ -16,12 +18,12 @@ import (
 // or with no --engine for a catalog without hist triggers the user chose
 // (--kernel, --formats, --via: hint is "" then; the machine's own
 // tracefs read by default is refused with a hint, as before).
-func (c *Choices) PrintsAwk(given func(string) bool, cat *Catalog, hint string) bool {
+func (c *Choices) PrintsAwk(given func(string) bool, cat *tracefs.Catalog, hint string) bool {
 	if c.Run || c.Execute || c.Teardown || c.PlanFile != "" || c.Output != "script" || c.TeardownOut != "" || c.PlanOut != "" {
 		return false
 	}
 	switch c.Engine {
-	case EngineStream, EngineAwk:
+	case live.EngineStream, live.EngineAwk:
 		return true
 	}
 	f := cat.Features()
@@ -43,11 +45,11 @@ func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
 		return nil
 	}
 	switch c.Engine {
-	case EngineStream, EngineAwk:
+	case live.EngineStream, live.EngineAwk:
 		return fmt.Errorf("--engine %s without --run prints the awk engine's script: drop -e, --teardown, --teardown-out, --plan, --plan-out and -o (its script removes what it creates)", c.Engine)
-	case EngineKernel, EngineAuto:
+	case live.EngineKernel, live.EngineAuto:
 		return errors.New("--engine goes with --run (-r), or (stream) when printing the awk engine's script")
-	case EngineBPF:
+	case live.EngineBPF:
 		return errors.New("--engine bpf goes with --run (-r): the BPF engine loads its programs from this process; printed scripts, -e, --plan and bootconfig write tracefs (hist triggers, or with --engine stream the awk engine's script)")
 	}
 	return fmt.Errorf("--engine %q: give bpf, kernel, stream, awk or auto", c.Engine)
@@ -58,14 +60,14 @@ func (c *Choices) CheckAwk(given func(string) bool, awk bool) error {
 // hist files every c.Every too (-i; 0: at the end only); its header names
 // the query and the target (cat, named catalog); its output starts with
 // args, what plans the query again (AwkScriptOptions.Args).
-func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, cat *Catalog, catalog, root string, args []string) error {
+func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, cat *tracefs.Catalog, catalog, root string, args []string) error {
 	arch, _ := cat.Arch()
-	ap, err := NewAwkPlan(plan, cat, arch)
+	ap, err := live.NewAwkPlan(plan, cat, arch)
 	if err != nil {
 		return err
 	}
-	return WriteAwkScript(w, ap, AwkScriptOptions{Root: root, Duration: c.Collect, Interval: c.Every,
-		Source: src, Target: targetText(catalogTarget(cat, catalog)), BufferKB: c.BufferKB, Args: args})
+	return live.WriteAwkScript(w, ap, live.AwkScriptOptions{Root: root, Duration: c.Collect, Interval: c.Every,
+		Source: src, Target: live.CatalogTarget(cat, catalog), BufferKB: c.BufferKB, Args: args})
 }
 
 // RunAwkVia runs a stream-engine run through --via on the target's awk
@@ -75,22 +77,22 @@ func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, 
 // target and a query the awk engine computes. A nil report and error
 // mean: stream the events instead (said on stderr when the target was
 // asked).
-func (h Host) RunAwkVia(ctx context.Context, c *Choices, plan *planner.Plan, opt Options, root string) (*results.Report, error) {
-	if h.Shell == nil || opt.Engine != EngineStream || c.Engine == EngineStream || opt.Events != nil || c.Metrics != "" {
+func runAwkViaTarget(ctx context.Context, h live.Host, c *Choices, plan *planner.Plan, opt live.Options, root string) (*results.Report, error) {
+	if h.Shell == nil || opt.Engine != live.EngineStream || c.Engine == live.EngineStream || opt.Events != nil || c.Metrics != "" {
 		return nil, nil
 	}
 	var rep *results.Report
 	var err error
 	if h.AwkRan != nil {
-		*h.AwkRan = awkInstance(plan)
+		*h.AwkRan = live.AwkInstance(plan)
 	}
-	if opt.Interval > 0 || opt.Duration <= 0 || opt.Duration > AwkViaMax {
+	if opt.Interval > 0 || opt.Duration <= 0 || opt.Duration > live.AwkViaMax {
 		// In the background on the target, its output polled.
-		rep, err = RunAwkViaIntervals(ctx, h.Shell, plan, c.Catalog, root, opt, h.Stderr)
+		rep, err = live.RunAwkViaIntervals(ctx, h.Shell, plan, c.Catalog, root, opt, h.Stderr)
 	} else {
-		rep, err = runAwkVia(ctx, h.Shell, plan, c.Catalog, root, opt.Duration, opt.BufferKB, h.Stderr)
+		rep, err = live.RunAwkViaFor(ctx, h.Shell, plan, c.Catalog, root, opt.Duration, opt.BufferKB, h.Stderr)
 	}
-	var fb *AwkFallback
+	var fb *live.AwkFallback
 	if errors.As(err, &fb) {
 		if h.AwkRan != nil {
 			*h.AwkRan = ""

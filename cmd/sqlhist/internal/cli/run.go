@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -9,9 +9,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Exit codes.
@@ -37,7 +40,7 @@ type options struct {
 	snapshot, trace                     bool
 	save                                string
 	instance                            string
-	live                                live.Choices
+	live                                Choices
 	describe                            string        // --describe EVENT
 	listEvents                          bool          // --list-events [GLOB …]
 	pids, tids                          []string      // -p, -L as given
@@ -81,7 +84,7 @@ func run(args []string, e env) int {
 		return exitOK
 	}
 	if o.version {
-		fmt.Fprint(e.Stdout, live.Version())
+		fmt.Fprint(e.Stdout, Version())
 		return exitOK
 	}
 	if len(o.via) > 0 || o.viaFile != "" {
@@ -117,7 +120,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		return o.runPlan(e, fl)
 	}
 	if o.live.Output == "bootconfig" {
-		popt.ProbeGroup = live.BootProbeGroup
+		popt.ProbeGroup = emit.BootProbeGroup
 	}
 	src, code := o.source(fl.Args(), e)
 	if code != exitOK {
@@ -212,7 +215,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 // compile parses and plans the SQL against the catalog, checks its
 // probes on the target (live.Place.Compile: what cannot be checked is
 // said on log), printing the diagnostics (warnings too).
-func (o *options) compile(e env, src *source.Source, cat *live.Catalog, popt live.CompileOptions, log io.Writer) (*live.Plan, int) {
+func (o *options) compile(e env, src *source.Source, cat *tracefs.Catalog, popt planner.Options, log io.Writer) (*planner.Plan, int) {
 	plan, diags := o.Place.Compile(e, src, cat, popt, log)
 	if len(diags) > 0 {
 		io.WriteString(e.Stderr, diags.Render(src))
@@ -235,10 +238,10 @@ func report(e env, src *source.Source, err error) int {
 
 // runLive runs the plan with -r: collect until -d or a signal, then print
 // the results (or, with --events, what was streamed).
-func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
+func (o *options) runLive(e env, src *source.Source, plan *planner.Plan) int {
 	ctx, stop := e.SignalContext()
 	defer stop()
-	opt := e.RunOptions(&o.live)
+	opt := runOptions(e, &o.live)
 	var ivErr error
 	view := o.liveView(e)
 	if o.live.Every > 0 && view == nil {
@@ -249,7 +252,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 		}
 	}
 	opt.OnInterval = o.heatmapHook(e, src, opt.OnInterval)
-	done, err := e.ServeMetrics(ctx, &o.live, &opt)
+	done, err := serveMetrics(ctx, e, &o.live, &opt)
 	if err != nil {
 		return refuse(e, err)
 	}
@@ -268,7 +271,7 @@ func (o *options) runLive(e env, src *source.Source, plan *live.Plan) int {
 	t := e.Target(o.Root)
 	opt.BPF = o.bpf
 	defer o.bpf.Close() // unloaded when the run did not take it
-	rep, err := e.RunAwkVia(ctx, &o.live, plan, opt, o.Root)
+	rep, err := runAwkViaTarget(ctx, e, &o.live, plan, opt, o.Root)
 	if rep == nil && err == nil {
 		rep, err = live.Run(ctx, t, plan, opt)
 	}
@@ -322,12 +325,12 @@ func usageError(e env, format string, args ...any) int {
 	return exitUsage
 }
 
-func (o *options) plannerOptions(e env) (live.CompileOptions, int) {
-	p := live.CompileOptions{Name: o.name, OnMax: o.onmax, OnChange: o.onchange,
+func (o *options) plannerOptions(e env) (planner.Options, int) {
+	p := planner.Options{Name: o.name, OnMax: o.onmax, OnChange: o.onchange,
 		Snapshot: o.snapshot, Trace: o.trace, Instance: o.instance, Teardown: o.teardown,
 		ReadFile: e.ReadFile, Deref: o.deref}
 	var err error
-	if p.Save, err = live.ParseSave(o.save); err == nil {
+	if p.Save, err = planner.ParseSave(o.save); err == nil {
 		err = p.Check()
 	}
 	if err != nil {
@@ -364,7 +367,7 @@ func refuse(e env, err error) int {
 }
 
 // catalog opens the event catalog the flags choose (live.Place.Catalog).
-func (o *options) catalog(e env) (*live.Catalog, int) {
+func (o *options) catalog(e env) (*tracefs.Catalog, int) {
 	cat, err := o.Place.Catalog(e, e.Stderr)
 	return cat, refuse(e, err)
 }

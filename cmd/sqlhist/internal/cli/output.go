@@ -1,16 +1,19 @@
-package main
+package cli
 
 import (
 	"fmt"
-	"github.com/sqlhist/sqlhist/live"
-	"github.com/sqlhist/sqlhist/source"
 	"io"
 	"slices"
+
+	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // output prints (or with -e applies) the commands of a compiled plan in
 // the form -o chose.
-func (o *options) output(e env, src *source.Source, cat *live.Catalog, plan *live.Plan) int {
+func (o *options) output(e env, src *source.Source, cat *tracefs.Catalog, plan *planner.Plan) int {
 	s := live.NewScript(src, plan, cat, live.ScriptOptions{Format: o.live.Output, Teardown: o.teardown,
 		Instance: o.instance, Root: o.Root, Catalog: o.CatalogName()})
 	if err := s.SaveAlso(o.live.TeardownOut, o.live.PlanOut, e.ReplaceFile); err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // inspect runs --describe EVENT and --list-events [GLOB …]: they print
@@ -53,7 +54,7 @@ func (o *options) inspect(args []string, e env) int {
 
 // compileInto plans the SQL against cat, which defines the query's own
 // events there; the script itself is not printed.
-func (o *options) compileInto(cat *live.Catalog, args []string, e env) int {
+func (o *options) compileInto(cat *tracefs.Catalog, args []string, e env) int {
 	popt, code := o.plannerOptions(e)
 	if code != exitOK {
 		return code

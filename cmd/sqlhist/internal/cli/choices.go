@@ -1,12 +1,14 @@
-package live
+package cli
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Choices are the choices of a command line that decide what is printed
@@ -39,7 +41,7 @@ type Choices struct {
 	// (ChooseEngine), why, and the catalog the plan was compiled against.
 	Used       string
 	UsedReason string
-	Catalog    *Catalog
+	Catalog    *tracefs.Catalog
 }
 
 // Check validates the choices against each other (given reports
@@ -54,8 +56,8 @@ func (c *Choices) Check(given func(name string) bool) error {
 			return fmt.Errorf("--plan replays the writes of a plan as they are: drop --size (give it when the plan is made)")
 		}
 	}
-	if given("buffer-kb") && (c.BufferKB < MinBufferKB || c.BufferKB > MaxBufferKB) {
-		return fmt.Errorf("--buffer-kb %d: give %d to %d KiB of ring buffer per CPU", c.BufferKB, MinBufferKB, MaxBufferKB)
+	if given("buffer-kb") && (c.BufferKB < live.MinBufferKB || c.BufferKB > live.MaxBufferKB) {
+		return fmt.Errorf("--buffer-kb %d: give %d to %d KiB of ring buffer per CPU", c.BufferKB, live.MinBufferKB, live.MaxBufferKB)
 	}
 	if err := c.checkAlso(); err != nil {
 		return err
@@ -70,7 +72,7 @@ func (c *Choices) Check(given func(name string) bool) error {
 		}
 		if given("interval") {
 			// The awk engine's script prints per interval too.
-			iv, err := ParseDuration(c.Interval)
+			iv, err := live.ParseDuration(c.Interval)
 			if err != nil {
 				return fmt.Errorf("-i: %v", strings.TrimPrefix(err.Error(), "-d "))
 			}
@@ -79,7 +81,7 @@ func (c *Choices) Check(given func(name string) bool) error {
 		if err := c.checkPrint(); err != nil || c.Duration == "" {
 			return err
 		}
-		d, err := ParseDuration(c.Duration)
+		d, err := live.ParseDuration(c.Duration)
 		if err != nil {
 			return err
 		}
@@ -104,7 +106,7 @@ func (c *Choices) Check(given func(name string) bool) error {
 		if c.Events {
 			return fmt.Errorf("-i prints results per interval; --events streams every event: use one of them")
 		}
-		iv, err := ParseDuration(c.Interval)
+		iv, err := live.ParseDuration(c.Interval)
 		if err != nil {
 			return fmt.Errorf("-i: %v", strings.TrimPrefix(err.Error(), "-d "))
 		}
@@ -117,7 +119,7 @@ func (c *Choices) Check(given func(name string) bool) error {
 		return err
 	}
 	if c.Duration != "" {
-		d, err := ParseDuration(c.Duration)
+		d, err := live.ParseDuration(c.Duration)
 		if err != nil {
 			return err
 		}

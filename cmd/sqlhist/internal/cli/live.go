@@ -1,7 +1,7 @@
-package main
+package cli
 
 // checkLive validates the choices of printing and of --run together
-// (live.Choices.Check); fl reports whether a flag was given.
+// (Choices.Check); fl reports whether a flag was given.
 func (o *options) checkLive(e env, fl func(name string) bool) int {
 	c := &o.live
 	c.Run, c.Execute, c.Teardown, c.Initrd = o.run, o.execute, o.teardown, o.initrd

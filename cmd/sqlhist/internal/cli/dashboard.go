@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/exporter"
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
 )
 
@@ -20,7 +20,7 @@ func (o *options) checkDashboard(e env) int {
 
 // writeDashboard writes the Grafana dashboard of the plan's metrics to
 // --metrics-dashboard FILE, before the run applies anything.
-func (o *options) writeDashboard(e env, src *source.Source, plan *live.Plan) error {
+func (o *options) writeDashboard(e env, src *source.Source, plan *planner.Plan) error {
 	if o.dashboard == "" {
 		return nil
 	}
