@@ -31,7 +31,7 @@ func Main(args []string) int {
 // machine, NewFlags and FlagDocs the flag set --help, the man page and
 // the docs are made of, wrapped at HelpColumns.
 type (
-	Env     = env
+	Env         = env
 	CommandLine = options
 )
 
