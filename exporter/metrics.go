@@ -43,7 +43,7 @@ const OtherLabel = "_other"
 // bucket i is the kernel's log2 bucket i: (2^(i-1), 2^i], with 0 and 1
 // in the zero bucket); MAX columns and a latency's maximum as gauges.
 // The values are the kernel's cumulative counts (a hist map only grows)
-// read at each [Options.OnTotal]; the counters carry the run's start as
+// read at each live.Options.OnTotal; the counters carry the run's start as
 // their created time, so that a run started again begins new series.
 //
 // Each target (a fleet's, labelled target=NAME; "" for a lone run, whose
@@ -94,7 +94,7 @@ func NewExporter() *Exporter {
 // Start says a target's run has begun collecting (now): it is up, with
 // no results yet, and its counters start from nothing. suffix is the
 // run's suffix of derived synthetic event names ("_<id>", see
-// [Prepare]), left out of the metrics' names so that they stay the same
+// live.Prepare), left out of the metrics' names so that they stay the same
 // from run to run.
 func (e *Exporter) Start(target, suffix string) {
 	e.mu.Lock()

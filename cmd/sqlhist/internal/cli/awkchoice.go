@@ -70,7 +70,7 @@ func (c *Choices) PrintAwk(w io.Writer, src *source.Source, plan *planner.Plan, 
 		Source: src, Target: live.CatalogTarget(cat, catalog), BufferKB: c.BufferKB, Args: args})
 }
 
-// RunAwkVia runs a stream-engine run through --via on the target's awk
+// runAwkViaTarget runs a stream-engine run through --via on the target's awk
 // (only the results cross the line) when it can (--engine auto or awk;
 // --engine stream streams the events): -d (of at most AwkViaMax without
 // -i: RunAwkViaIntervals with it), no --events or --metrics, awk on the
