@@ -11,16 +11,14 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-
-	"github.com/sqlhist/sqlhist/live"
 )
 
 // Main runs sqlhist with the arguments (without the program's name) on
 // this machine and returns its exit status: 0 ok, 1 a bad query or a
 // failed apply, 2 bad usage.
 func Main(args []string) int {
-	live.TuneGC(os.Getenv, false)
-	stop := live.StartCPUProfile(os.Getenv)
+	TuneGC(os.Getenv, false)
+	stop := StartCPUProfile(os.Getenv)
 	code := run(args, osEnv())
 	stop()
 	return code

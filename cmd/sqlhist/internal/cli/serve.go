@@ -47,7 +47,7 @@ func serveMetrics(ctx context.Context, h live.Host, c *Choices, opt *live.Option
 		return func(error) {}, nil
 	}
 	// A server, not a run that ends: Go's default collector target.
-	live.TuneGC(os.Getenv, true)
+	TuneGC(os.Getenv, true)
 	exp, stop := h.Exporter, func() {}
 	if exp == nil {
 		if exp, stop, err = serveExporter(ctx, c, h.Stderr, ""); err != nil {

@@ -1,4 +1,4 @@
-package live
+package cli
 
 import "runtime/debug"
 
