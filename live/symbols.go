@@ -2,13 +2,12 @@ package live
 
 import (
 	"fmt"
+	"github.com/sqlhist/sqlhist/tracefs"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Sym is a kernel text symbol as /proc/kallsyms gives it (defined in
