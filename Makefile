@@ -33,9 +33,9 @@ unit: test-shells
 	$(FUZZCHECK) -time 6s ./live/remote FuzzAnswer
 	$(FUZZCHECK) -time 5s ./live/remote FuzzListing
 	$(FUZZCHECK) -time 5s ./live/remote FuzzParseOD
-	$(FUZZCHECK) -time 6s ./live FuzzReadJSONReport
+	$(FUZZCHECK) -time 6s ./results FuzzReadJSONReport
 	$(FUZZCHECK) -time 6s ./live FuzzReadAwkOutput
-	$(FUZZCHECK) -time 5s ./live FuzzHeatmap
+	$(FUZZCHECK) -time 5s ./results FuzzHeatmap
 	$(FUZZCHECK) -time 5s ./bpf FuzzReadMaps
 
 # The shells printed scripts are run under by emit's unit tests (dash,

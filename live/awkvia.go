@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -50,13 +51,13 @@ func (f *AwkFallback) Error() string { return f.Why }
 // leaves nothing behind. An *AwkFallback error says the target or the
 // query cannot take it (no awk, or a query the awk engine refuses): the
 // caller streams the events instead.
-func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, log io.Writer) (*Report, error) {
+func RunAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, log io.Writer) (*results.Report, error) {
 	return runAwkVia(ctx, run, plan, cat, root, d, 0, log)
 }
 
 // runAwkVia is RunAwkVia with the instance's buffer per CPU (--buffer-kb;
 // 0: the script's own).
-func runAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, bufferKB int, log io.Writer) (*Report, error) {
+func runAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, d time.Duration, bufferKB int, log io.Writer) (*results.Report, error) {
 	if d <= 0 || d > AwkViaMax {
 		return nil, &AwkFallback{fmt.Sprintf("-d %v: the target's awk answers runs of at most %v", d, AwkViaMax)}
 	}
@@ -87,13 +88,13 @@ func runAwkVia(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tr
 // AwkReport is the report of a run whose results the awk engine's
 // program of plan printed (out): its hist files read as a run reads
 // the kernel's.
-func AwkReport(plan *planner.Plan, out *AwkOutput) (*Report, error) {
+func AwkReport(plan *planner.Plan, out *AwkOutput) (*results.Report, error) {
 	r := &runState{plan: plan, eng: &awkEngine{out}}
 	snap, err := r.snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("the awk engine's output: %v", err)
 	}
-	rep := &Report{Results: snap.results(), Engine: EngineAwk, Lost: int(min(out.Lost, 1<<31))}
+	rep := &results.Report{Results: snap.results(), Engine: EngineAwk, Lost: int(min(out.Lost, 1<<31))}
 	for _, res := range rep.Results {
 		res.Engine, res.Lost = EngineAwk, rep.Lost
 	}
@@ -126,7 +127,7 @@ const awkPollEOF = "@@sqlawk-eof"
 // named after the instance, and that only for awkViaKeep after the
 // script's end); a signal here ends its awk at once (the end marker), and
 // its instance is removed at opt.Duration.
-func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, opt Options, log io.Writer) (*Report, error) {
+func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan, cat *tracefs.Catalog, root string, opt Options, log io.Writer) (*results.Report, error) {
 	d, every := opt.Duration, opt.Interval
 	arch, _ := cat.Arch()
 	ap, err := NewAwkPlan(plan, cat, arch)

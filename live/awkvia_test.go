@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 )
 
 // TestRunAwkVia runs the awk engine as a run through a transport does,
@@ -73,7 +74,7 @@ func TestRunAwkVia(t *testing.T) {
 		t.Errorf("results %+v (%d rows), want %+v (%d rows)", got.Totals(), len(got.Rows), exp.Totals(), len(exp.Rows))
 	}
 	var table strings.Builder
-	if err := renderTables(&table, rep.Results); err != nil || !strings.Contains(table.String(), "engine: awk (the target's awk") {
+	if err := results.Write(&table, rep.Results, "table"); err != nil || !strings.Contains(table.String(), "engine: awk (the target's awk") {
 		t.Errorf("the table does not name the engine (%v):\n%s", err, table.String())
 	}
 
@@ -129,8 +130,8 @@ func TestRunAwkViaIntervals(t *testing.T) {
 		out, err := c.CombinedOutput()
 		return string(out), err
 	}
-	var ivs []*Interval
-	opt := Options{Duration: time.Second, Interval: 400 * time.Millisecond, OnInterval: func(iv *Interval) { ivs = append(ivs, iv) }}
+	var ivs []*results.Interval
+	opt := Options{Duration: time.Second, Interval: 400 * time.Millisecond, OnInterval: func(iv *results.Interval) { ivs = append(ivs, iv) }}
 	rep, err := RunAwkViaIntervals(context.Background(), run, plan, cat, root, opt, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sqlhist/sqlhist/bpf"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/stream"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -294,7 +295,7 @@ func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, onSynth func(
 
 // runBPF is Run for the BPF engine: no tracefs writes, no instance and no
 // lease; the collection, the intervals and the reading are a run's.
-func runBPF(ctx context.Context, t *Target, plan *planner.Plan, opt Options, r *runState) (*Report, error) {
+func runBPF(ctx context.Context, t *Target, plan *planner.Plan, opt Options, r *runState) (*results.Report, error) {
 	var events *streamer
 	if opt.Events != nil {
 		events = newStreamer(opt.Events, plan, opt.Format)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -204,7 +205,7 @@ func DescribeEvent(w io.Writer, cat *tracefs.Catalog, ev *tracefs.Event) error {
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	return WriteTable(w, []string{"FIELD", "TYPE", "SIZE", "OFFSET", "SIGNED"}, rows)
+	return results.WriteTable(w, []string{"FIELD", "TYPE", "SIZE", "OFFSET", "SIGNED"}, rows)
 }
 
 // FindEvent resolves "event", "system.event" or "system/event" in the
@@ -263,7 +264,7 @@ func CheckGlobs(args []string) ([]string, error) {
 // Inspect writes what the catalog holds: with list, the events matching
 // globs (ListEvents); else the event named describe (DescribeEvent).
 // Its errors are *CatalogError when they are about the catalog.
-func Inspect(w io.Writer, cat *Catalog, describe string, list bool, globs []string) error {
+func Inspect(w io.Writer, cat *tracefs.Catalog, describe string, list bool, globs []string) error {
 	if list {
 		return ListEvents(w, cat, globs)
 	}

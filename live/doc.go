@@ -17,12 +17,10 @@
 //     [Prepare]'s options: apply in the run's own instance, collect for
 //     [Options].Duration or until the context ends, stop the sources so
 //     the counts are final, read, tear down on every way out, and return
-//     a [Report] of [Result]s: rows of cells, counts, a JOIN's exact
-//     latency statistics and distribution, the kernel's totals.
-//   - [Write] prints results as the command does (table, JSON, CSV);
-//     [WriteFolded] and [WriteProfile] draw the results keyed by a stack
-//     trace as folded stacks (flamegraph.pl, inferno, speedscope) or a
-//     gzipped pprof profile ([Profile] builds it).
+//     a [results.Report] of [results.Result]s: rows of cells, counts, a
+//     JOIN's exact latency statistics and distribution, the kernel's
+//     totals. Package results prints them as the command does (table,
+//     JSON, CSV, folded stacks, pprof), reads them back and merges them.
 //
 // A [Target] is the tracefs written to and read from: [Dir] for the
 // machine's (root is needed to write), or any fs.FS and tracefs.Writer,

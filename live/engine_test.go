@@ -45,23 +45,3 @@ func TestChooseEngine(t *testing.T) {
 		t.Errorf("an unknown engine: %v", err)
 	}
 }
-
-// The reason an engine answered is in the table's engine line and in the
-// JSON, and reads back from it.
-func TestEngineReasonInReports(t *testing.T) {
-	a, _ := wakeupFleet(t)
-	for _, res := range a.Results {
-		res.Engine, res.EngineReason, res.Lost = live.EngineStream, "auto: this kernel has no hist triggers", 2
-	}
-	if tab := tableOf(t, a); !strings.Contains(tab, "engine: stream (sqlhist computed the triggers from the events; auto: this kernel has no hist triggers), 2 events lost") {
-		t.Errorf("the table does not say why the engine answered:\n%s", tab)
-	}
-	js := jsonOf(t, a)
-	if !strings.Contains(js, `"engine_reason": "auto: this kernel has no hist triggers"`) {
-		t.Errorf("the JSON does not say why the engine answered:\n%s", js)
-	}
-	_, back := readBack(t, js)
-	if back.Results[0].EngineReason != "auto: this kernel has no hist triggers" {
-		t.Errorf("read back: reason %q", back.Results[0].EngineReason)
-	}
-}

@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
 )
 
-// Print a query as sqlhist does, with only live and source: the catalog
-// a Place chooses (here an embedded one), the compile, and the Script
+// Print a query as sqlhist does: the catalog a Place chooses (here an embedded one), the compile, and the Script
 // with its target line, the JOIN's fields and how to read the answer.
 func ExampleNewScript() {
 	p := live.Place{Root: "/sys/kernel/tracing", Kernel: "6.1"}
@@ -20,7 +20,7 @@ func ExampleNewScript() {
 		return
 	}
 	src := source.NewSource("wakeup.sql", wakeup)
-	plan, diags := live.Compile(src, cat, live.CompileOptions{Name: "wl"})
+	plan, diags := live.Compile(src, cat, planner.Options{Name: "wl"})
 	if plan == nil {
 		fmt.Print(diags.Render(src))
 		return
@@ -48,26 +48,4 @@ func ExampleViaCommands() {
 	// Output:
 	// ssh root@board1 | ssh root@board2 | adb shell su 0 sh <nil>
 	// --via ssh root@board1: the same target twice
-}
-
-// sqlhist merge: saved -r -o json results of several machines, each
-// shown and merged; a file that is not one is placed with its line and a
-// caret.
-func ExampleMergeFiles() {
-	files := map[string]string{"cut.json": "{\"label\": \"board1\",\n  \"results\": 5\n}\n"}
-	read := func(name string) ([]byte, error) { return []byte(files[name]), nil }
-	ok := live.MergeFiles(os.Stdout, os.Stdout, "table", []string{"cut.json"}, read)
-	fmt.Println("merged:", ok)
-	// Output:
-	// cut.json:2:14: results: a JSON number, not a list of results: not the -o json output of sqlhist -r
-	//   2 |   "results": 5
-	//     |              ^
-	// merged: false
-}
-
-// A --out FILE of -i: interval N goes to FILE with .N before its
-// extensions.
-func ExampleIntervalPath() {
-	fmt.Println(live.IntervalPath("offcpu.pb.gz", 3), live.IntervalPath("/tmp/out", 2))
-	// Output: offcpu.3.pb.gz /tmp/out.2
 }

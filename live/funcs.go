@@ -19,6 +19,7 @@ import (
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // The files of a tracefs root that list the functions the kernel can
@@ -673,7 +674,7 @@ func nearestFunc(fn string, candidates []string) string {
 // a uprobe's binary on a --via target. Where only an embedded catalog is
 // known, a warning on log says the functions are not checked. A
 // teardown is not checked.
-func (p *Place) Compile(h Host, src *source.Source, cat *Catalog, opt CompileOptions, log io.Writer) (*Plan, source.Diags) {
+func (p *Place) Compile(h Host, src *source.Source, cat *tracefs.Catalog, opt planner.Options, log io.Writer) (*planner.Plan, source.Diags) {
 	plan, diags := Compile(src, cat, opt)
 	if plan == nil || opt.Teardown || !hasProbes(plan) {
 		return plan, diags
@@ -753,7 +754,7 @@ func (p *Place) kernelSyms(h Host, fsys fs.FS) *KernelSyms {
 	return nil
 }
 
-func hasProbes(plan *Plan) bool {
+func hasProbes(plan *planner.Plan) bool {
 	for _, u := range plan.Units {
 		if len(u.Probes) > 0 {
 			return true

@@ -36,7 +36,7 @@ const funcList = "vfs_read\nvfs_readv\nvfs_write\nksys_read\ndo_sys_openat2\nnvm
 
 // funcsCase compiles query for the place, the event formats the
 // embedded 6.1 catalog's plus files at the root.
-func funcsCase(t *testing.T, p *live.Place, h live.Host, files fstest.MapFS, query string) (*live.Plan, string, string) {
+func funcsCase(t *testing.T, p *live.Place, h live.Host, files fstest.MapFS, query string) (*planner.Plan, string, string) {
 	t.Helper()
 	emb, err := tracefs.Embedded("6.1")
 	if err != nil {

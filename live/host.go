@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/sqlhist/sqlhist/results"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Host is everything a command touches outside itself: its standard
@@ -21,7 +23,7 @@ type Host struct {
 	Stdout, Stderr io.Writer
 	Dir            func(path string) (fs.FS, error)  // a directory: tracefs, --formats, /proc/PID
 	ReadFile       func(path string) ([]byte, error) // -f FILE
-	Writer         func(root string) Writer          // writes under a tracefs (-e, -r, --cleanup)
+	Writer         func(root string) tracefs.Writer  // writes under a tracefs (-e, -r, --cleanup)
 	Mounts         func() ([]byte, error)            // /proc/mounts, to find tracefs
 	// Signals delivers SIGINT, SIGTERM and SIGHUP while -r collects; the
 	// function it returns stops the delivery.
@@ -48,11 +50,11 @@ type Host struct {
 	Uname   func() (release, machine string)
 	Beat    bool
 	Uptime  func() (float64, error)
-	Collect func(*Report)
+	Collect func(*results.Report)
 	// Exporter, for a fleet with --metrics, serves every target's
 	// results, this one's labelled Label (nil: a lone run serves its
 	// own).
-	Exporter *Exporter
+	Exporter MetricsSink
 	Label    string
 	// Via describes the target for messages ("" on this machine).
 	Via string
@@ -86,7 +88,7 @@ func ThisMachine() Host {
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Dir:      OpenDir,
 		ReadFile: os.ReadFile,
-		Writer:   KillHook(func(root string) Writer { return DirWriter{Root: root} }, os.Getenv, os.Stderr, SelfKill),
+		Writer:   KillHook(func(root string) tracefs.Writer { return tracefs.DirWriter{Root: root} }, os.Getenv, os.Stderr, SelfKill),
 		Mounts:   func() ([]byte, error) { return os.ReadFile("/proc/mounts") },
 		Signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
@@ -159,21 +161,11 @@ func (h Host) SignalContext() (ctx context.Context, stop func()) {
 	return ctx, func() { unnotify(); cancel(nil) }
 }
 
-// RunOptions are Run's options for the choices c on h: its clock, its
-// log, a run id and marker of h's, how often a --via target's objects are
-// checked, and --events' stream to h's stdout.
-func (h Host) RunOptions(c *Choices) Options {
-	opt := Options{Duration: c.Collect, Log: h.Stderr, After: h.After, Marker: "sqlhist-end-" + strconv.Itoa(h.PID), Alive: h.Alive, ID: h.PID,
-		Engine: c.Used, EngineReason: c.UsedReason, Catalog: c.Catalog, BufferKB: c.BufferKB}
-	if h.Via != "" {
-		// Each check of the run's objects is requests to the target.
-		opt.Watch = 5 * time.Second
-	}
-	if c.Events {
-		opt.Events, opt.Format = h.Stdout, c.Output
-	}
-	if c.Every > 0 {
-		opt.Interval, opt.Tick = c.Every, h.Tick
-	}
-	return opt
+// MetricsSink is where a fleet's target sends its results for --metrics
+// (the fleet's exporter): Start when its run starts (suffix: the names'
+// suffix of the run), Update at each reading, Down when it ends.
+type MetricsSink interface {
+	Start(target, suffix string)
+	Update(target string, rs []*results.Result)
+	Down(target string, err error)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -57,7 +58,7 @@ func TestRunKeepsLabels(t *testing.T) {
 				w      *strings.Builder
 				format string
 			}{{&table, "table"}, {&csv, "csv"}, {&js, "json"}} {
-				if err := live.Write(o.w, rep.Results, o.format); err != nil {
+				if err := results.Write(o.w, rep.Results, o.format); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -86,12 +87,12 @@ func TestRunKeepsLabels(t *testing.T) {
 					t.Errorf("JSON row %v has no %q", doc.Results[0].Rows[0], l)
 				}
 			}
-			_, back, err := live.ReadJSONReport(strings.NewReader(js.String()))
+			_, back, err := results.ReadJSONReport(strings.NewReader(js.String()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var again strings.Builder
-			live.Write(&again, back.Results, "table")
+			results.Write(&again, back.Results, "table")
 			if again.String() != table.String() {
 				t.Errorf("read back:\n%s\nwant:\n%s", again.String(), table.String())
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -95,7 +96,7 @@ func runTable(t *testing.T, fsys fs.FS, query, file, hist string) string {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if err := live.Write(&b, rep.Results, "table"); err != nil {
+	if err := results.Write(&b, rep.Results, "table"); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

@@ -12,13 +12,14 @@ import (
 
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // runOn runs sql as run id on a fake tracefs whose hist file of the event
 // (relative to the run's instance) holds hist, and returns the report.
-func runOn(t *testing.T, sql string, id int, event, hist string) *live.Report {
+func runOn(t *testing.T, sql string, id int, event, hist string) *results.Report {
 	t.Helper()
 	fsys, err := tracefs.Embedded("6.1")
 	if err != nil {
@@ -72,7 +73,7 @@ Totals:
 }
 
 // Two targets' runs of the wakeup JOIN.
-func wakeupFleet(t *testing.T) (a, b *live.Report) {
+func wakeupFleet(t *testing.T) (a, b *results.Report) {
 	a = runOn(t, wakeup, 9, "synthetic/sched_waking_to_sched_switch_9", joinHist(9,
 		"{ comm: sh                                                 , lat: ~ 2^4  } hitcount:          3  lat:         36\n\tmax:         12  lat:         12\n"+
 			"{ comm: kworker/0:1                                        , lat: ~ 2^3  } hitcount:          2  lat:         10\n\tmax:          5  lat:          5\n"+
@@ -91,7 +92,7 @@ func wakeupFleet(t *testing.T) (a, b *live.Report) {
 // is one row, a key on one is kept.
 func TestMergeJoin(t *testing.T) {
 	a, b := wakeupFleet(t)
-	m, err := live.Merge([]*live.Report{a, b})
+	m, err := results.Merge([]*results.Report{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +109,9 @@ func TestMergeJoin(t *testing.T) {
 		Sum   float64
 		Max   uint64
 		Dist  map[int]uint64
-		P50   live.Percentile
-		P90   live.Percentile
-		P99   live.Percentile
+		P50   results.Percentile
+		P90   results.Percentile
+		P99   results.Percentile
 		Bound bool
 	}
 	var got []row
@@ -122,11 +123,11 @@ func TestMergeJoin(t *testing.T) {
 	// (16, 32] on the second. The median is the 4th of 8: the first of
 	// the 4 in (16, 32], interpolated over 17…32: 17 + 0.5/4*15. p90 and
 	// p99 are the 8th, the maximum.
-	max100 := live.Percentile{Value: 100, Low: 100, High: 100}
+	max100 := results.Percentile{Value: 100, Low: 100, High: 100}
 	want := []row{
-		{"sh", 8, 236, 100, map[int]uint64{4: 3, 7: 1, 5: 4}, live.Percentile{Value: 18.875, Low: 16, High: 32}, max100, max100, false},
-		{"kworker/0:1", 2, 10, 5, map[int]uint64{3: 2}, live.Percentile{Value: 5, Low: 4, High: 5}, live.Percentile{Value: 5, Low: 5, High: 5}, live.Percentile{Value: 5, Low: 5, High: 5}, false},
-		{"rcu_preempt", 2, 3000, 1500, map[int]uint64{11: 2}, live.Percentile{Value: 1025 + 0.25*475, Low: 1024, High: 1500}, live.Percentile{Value: 1500, Low: 1500, High: 1500}, live.Percentile{Value: 1500, Low: 1500, High: 1500}, false},
+		{"sh", 8, 236, 100, map[int]uint64{4: 3, 7: 1, 5: 4}, results.Percentile{Value: 18.875, Low: 16, High: 32}, max100, max100, false},
+		{"kworker/0:1", 2, 10, 5, map[int]uint64{3: 2}, results.Percentile{Value: 5, Low: 4, High: 5}, results.Percentile{Value: 5, Low: 5, High: 5}, results.Percentile{Value: 5, Low: 5, High: 5}, false},
+		{"rcu_preempt", 2, 3000, 1500, map[int]uint64{11: 2}, results.Percentile{Value: 1025 + 0.25*475, Low: 1024, High: 1500}, results.Percentile{Value: 1500, Low: 1500, High: 1500}, results.Percentile{Value: 1500, Low: 1500, High: 1500}, false},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("merged rows (-want +got):\n%s", d)
@@ -173,12 +174,12 @@ func TestMergeAggregates(t *testing.T) {
 	b := runOn(t, kmallocSQL, 11, "kmem/kmalloc", kmallocHist(
 		"{ common_pid:        100 } hitcount:          2  bytes_alloc:       1000\n\tmax:        512  bytes_req:        512\n"+
 			"{ common_pid:        300 } hitcount:          5  bytes_alloc:         50\n\tmax:         10  bytes_req:         10\n", 7, 2, 1))
-	m, err := live.Merge([]*live.Report{a, b})
+	m, err := results.Merge([]*results.Report{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if err := live.Write(&out, m.Results, "csv"); err != nil {
+	if err := results.Write(&out, m.Results, "csv"); err != nil {
 		t.Fatal(err)
 	}
 	want := "common_pid,n,sum(bytes_alloc),max(bytes_req)\n100,5,1300,512\n300,5,50,10\n200,1,32,32\n"
@@ -196,46 +197,46 @@ func TestMergeRefusesDifferentQueries(t *testing.T) {
 	k := runOn(t, kmallocSQL, 13, "kmem/kmalloc", kmallocHist("", 0, 0, 0))
 	other := runOn(t, `SELECT call_site, COUNT(*) AS n, SUM(bytes_alloc), MAX(bytes_req) FROM kmalloc GROUP BY call_site`, 15, "kmem/kmalloc", kmallocHist("", 0, 0, 0))
 	for _, c := range []struct {
-		reps []*live.Report
+		reps []*results.Report
 		want string
 	}{
-		{[]*live.Report{a, k}, "report 1 and report 2 ran different queries: statement 1 reads synthetic/sched_waking_to_sched_switch_9 against kmem/kmalloc"},
-		{[]*live.Report{k, other}, "statement 1 (kmem/kmalloc) shows common_pid (key)"},
-		{[]*live.Report{k, {Results: append(k.Results, k.Results...)}}, "1 statements against 2"},
+		{[]*results.Report{a, k}, "report 1 and report 2 ran different queries: statement 1 reads synthetic/sched_waking_to_sched_switch_9 against kmem/kmalloc"},
+		{[]*results.Report{k, other}, "statement 1 (kmem/kmalloc) shows common_pid (key)"},
+		{[]*results.Report{k, {Results: append(k.Results, k.Results...)}}, "1 statements against 2"},
 	} {
-		_, err := live.Merge(c.reps)
+		_, err := results.Merge(c.reps)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
 	}
-	if _, err := live.Merge(nil); err == nil {
+	if _, err := results.Merge(nil); err == nil {
 		t.Error("merged nothing")
 	}
 }
 
 // jsonOf is what sqlhist -r -o json prints for a report.
-func jsonOf(t *testing.T, rep *live.Report) string {
+func jsonOf(t *testing.T, rep *results.Report) string {
 	t.Helper()
 	var b strings.Builder
-	if err := live.Write(&b, rep.Results, "json"); err != nil {
+	if err := results.Write(&b, rep.Results, "json"); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
 
-func tableOf(t *testing.T, rep *live.Report) string {
+func tableOf(t *testing.T, rep *results.Report) string {
 	t.Helper()
 	var b strings.Builder
-	if err := live.Write(&b, rep.Results, "table"); err != nil {
+	if err := results.Write(&b, rep.Results, "table"); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
 
 // readBack reads a report back from its JSON.
-func readBack(t *testing.T, js string) (string, *live.Report) {
+func readBack(t *testing.T, js string) (string, *results.Report) {
 	t.Helper()
-	label, rep, err := live.ReadJSONReport(strings.NewReader(js))
+	label, rep, err := results.ReadJSONReport(strings.NewReader(js))
 	if err != nil {
 		t.Fatalf("%v in\n%s", err, js)
 	}
@@ -262,11 +263,11 @@ Totals:
     Entries: 2
     Dropped: 0
 `)
-	m, err := live.Merge([]*live.Report{a, b})
+	m, err := results.Merge([]*results.Report{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, rep := range map[string]*live.Report{"join": a, "aggregates": k, "log2 key": agg, "merged": m} {
+	for name, rep := range map[string]*results.Report{"join": a, "aggregates": k, "log2 key": agg, "merged": m} {
 		js := jsonOf(t, rep)
 		_, back := readBack(t, js)
 		if d := cmp.Diff(js, jsonOf(t, back)); d != "" {
@@ -275,7 +276,7 @@ Totals:
 		if d := cmp.Diff(tableOf(t, rep), tableOf(t, back)); d != "" {
 			t.Errorf("%s: table of the JSON read back (-want +got):\n%s", name, d)
 		}
-		one, err := live.Merge([]*live.Report{back})
+		one, err := results.Merge([]*results.Report{back})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +286,7 @@ Totals:
 	}
 	_, ra := readBack(t, jsonOf(t, a))
 	_, rb := readBack(t, jsonOf(t, b))
-	m2, err := live.Merge([]*live.Report{ra, rb})
+	m2, err := results.Merge([]*results.Report{ra, rb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestReadJSONForms(t *testing.T) {
 		t.Errorf("label %q, results read back differ", label)
 	}
 	var iv strings.Builder
-	(&live.Interval{N: 1, Results: a.Results}).WriteLabelled(&iv, "json", "b2")
+	(&results.Interval{N: 1, Results: a.Results}).WriteLabelled(&iv, "json", "b2")
 	intervals := iv.String()
 	a.WriteTotalLabelled(&iv, &errw, "json", "b2")
 	label, back = readBack(t, iv.String())
@@ -333,7 +334,7 @@ func TestReadJSONForms(t *testing.T) {
 		{strings.Replace(jsonOf(t, a), `"kinds"`, `"kindz"`, 1), "no \"kinds\" (written by an sqlhist older than merge"},
 		{strings.Replace(jsonOf(t, a), `"lat.log2"`, `"lat.logg"`, 1), `results[0].keys[1]: expression "lat.logg": unknown modifier "logg"`},
 	} {
-		_, _, err := live.ReadJSONReport(strings.NewReader(c.in))
+		_, _, err := results.ReadJSONReport(strings.NewReader(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%.40q: error %v, want %q", c.in, err, c.want)
 		}
@@ -345,13 +346,13 @@ func TestReadJSONForms(t *testing.T) {
 // objects one target's -o json prints.
 func TestWriteFleet(t *testing.T) {
 	a, b := wakeupFleet(t)
-	targets := []live.Labelled{{Label: "A", Report: a}, {Label: "B", Report: b}, {Label: "C", Err: fmt.Errorf("the transport closed")}}
-	m, err := live.MergeLabelled(targets)
+	targets := []results.Labelled{{Label: "A", Report: a}, {Label: "B", Report: b}, {Label: "C", Err: fmt.Errorf("the transport closed")}}
+	m, err := results.MergeLabelled(targets)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out, errw strings.Builder
-	if err := live.WriteFleet(&out, &errw, "table", targets, m); err != nil {
+	if err := results.WriteFleet(&out, &errw, "table", targets, m); err != nil {
 		t.Fatal(err)
 	}
 	want := "=== A\n" + tableOf(t, a) + "\n=== B\n" + tableOf(t, b) + "\n=== merged (2 of 3 targets)\n" + tableOf(t, m)
@@ -365,7 +366,7 @@ func TestWriteFleet(t *testing.T) {
 
 	out.Reset()
 	errw.Reset()
-	if err := live.WriteFleet(&out, &errw, "json", targets, m); err != nil {
+	if err := results.WriteFleet(&out, &errw, "json", targets, m); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -379,7 +380,7 @@ func TestWriteFleet(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
 		t.Fatal(err)
 	}
-	results := func(rep *live.Report) []any {
+	resultsOf := func(rep *results.Report) []any {
 		var one struct{ Results []any }
 		if err := json.Unmarshal([]byte(jsonOf(t, rep)), &one); err != nil {
 			t.Fatal(err)
@@ -389,15 +390,15 @@ func TestWriteFleet(t *testing.T) {
 	if len(doc.Targets) != 3 || doc.Targets[0].Label != "A" || doc.Targets[2].Error != "the transport closed" || doc.Targets[2].Results != nil {
 		t.Fatalf("targets: %+v", doc.Targets)
 	}
-	if d := cmp.Diff(results(a), doc.Targets[0].Results); d != "" {
+	if d := cmp.Diff(resultsOf(a), doc.Targets[0].Results); d != "" {
 		t.Errorf("target A's results differ from its -o json (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(results(m), doc.Merged.Results); d != "" {
+	if d := cmp.Diff(resultsOf(m), doc.Merged.Results); d != "" {
 		t.Errorf("merged results (-want +got):\n%s", d)
 	}
 
 	out.Reset()
-	if err := live.WriteFleet(&out, &errw, "csv", targets, m); err != nil {
+	if err := results.WriteFleet(&out, &errw, "csv", targets, m); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -432,14 +433,14 @@ func TestWriteLabelled(t *testing.T) {
 		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
 	}
 	out.Reset()
-	(&live.Interval{N: 2, Results: k.Results}).WriteLabelled(&out, "csv", "adb shell")
+	(&results.Interval{N: 2, Results: k.Results}).WriteLabelled(&out, "csv", "adb shell")
 	k.WriteTotalLabelled(&out, &errw, "csv", "adb shell")
 	if want := "target,interval,common_pid,n,sum(bytes_alloc),max(bytes_req)\nadb shell,2,100,3,300,64\n" +
 		"target,interval,common_pid,n,sum(bytes_alloc),max(bytes_req)\nadb shell,total,100,3,300,64\n"; out.String() != want {
 		t.Errorf("-i csv:\n%s\nwant:\n%s", out.String(), want)
 	}
 	out.Reset()
-	(&live.Interval{N: 2, Results: k.Results}).WriteLabelled(&out, "table", "adb shell")
+	(&results.Interval{N: 2, Results: k.Results}).WriteLabelled(&out, "table", "adb shell")
 	if !strings.HasPrefix(out.String(), "=== adb shell: interval 2: 0.0 s to 0.0 s\nkmem/kmalloc\n") {
 		t.Errorf("-i table:\n%s", out.String())
 	}
@@ -458,7 +459,7 @@ func TestMergeStreamed(t *testing.T) {
 	a, b := wakeupFleet(t)
 	a.Streamed, a.Lost = map[string]int{"sched_waking_to_sched_switch_9": 6}, 1
 	b.Streamed, b.Lost = map[string]int{"sched_waking_to_sched_switch_11": 5}, 2
-	m, err := live.Merge([]*live.Report{a, b})
+	m, err := results.Merge([]*results.Report{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,16 +477,16 @@ func TestMergeStreamed(t *testing.T) {
 // its error; one target's as itself.
 func TestReadJSONTargets(t *testing.T) {
 	a, b := wakeupFleet(t)
-	targets := []live.Labelled{{Label: "A", Report: a}, {Label: "C", Err: fmt.Errorf("the transport closed")}, {Label: "B", Report: b}}
-	m, err := live.MergeLabelled(targets)
+	targets := []results.Labelled{{Label: "A", Report: a}, {Label: "C", Err: fmt.Errorf("the transport closed")}, {Label: "B", Report: b}}
+	m, err := results.MergeLabelled(targets)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if err := live.WriteFleet(&out, io.Discard, "json", targets, m); err != nil {
+	if err := results.WriteFleet(&out, io.Discard, "json", targets, m); err != nil {
 		t.Fatal(err)
 	}
-	got, err := live.ReadJSONTargets(strings.NewReader(out.String()))
+	got, err := results.ReadJSONTargets(strings.NewReader(out.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,16 +496,16 @@ func TestReadJSONTargets(t *testing.T) {
 	if jsonOf(t, got[0].Report) != jsonOf(t, a) || jsonOf(t, got[2].Report) != jsonOf(t, b) {
 		t.Error("a target's results read back differ")
 	}
-	m2, err := live.MergeLabelled(got)
+	m2, err := results.MergeLabelled(got)
 	if err != nil || jsonOf(t, m2) != jsonOf(t, m) {
 		t.Errorf("merge of the targets read back differs (%v)", err)
 	}
-	one, err := live.ReadJSONTargets(strings.NewReader(jsonOf(t, a)))
+	one, err := results.ReadJSONTargets(strings.NewReader(jsonOf(t, a)))
 	if err != nil || len(one) != 1 || one[0].Label != "" || jsonOf(t, one[0].Report) != jsonOf(t, a) {
 		t.Errorf("one target's JSON: %+v, %v", one, err)
 	}
 	bad := strings.Replace(out.String(), `"label": "B"`, `"labl": "B"`, 1)
-	if _, err := live.ReadJSONTargets(strings.NewReader(bad)); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("%d:5: targets[2]: no \"label\"", strings.Count(bad[:strings.Index(bad, `"labl"`)], "\n"))) {
+	if _, err := results.ReadJSONTargets(strings.NewReader(bad)); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("%d:5: targets[2]: no \"label\"", strings.Count(bad[:strings.Index(bad, `"labl"`)], "\n"))) {
 		t.Errorf("error %v", err)
 	}
 }
@@ -539,7 +540,7 @@ func TestStreamEngineInReports(t *testing.T) {
 	if !strings.Contains(errw.String(), "lost 3 events") || !strings.Contains(errw.String(), "not whole") {
 		t.Errorf("no warning of the loss:\n%s", errw.String())
 	}
-	m, err := live.Merge([]*live.Report{a, b})
+	m, err := results.Merge([]*results.Report{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +568,7 @@ func TestMergeFilesPlacesResultsErrors(t *testing.T) {
 			bad := good[:i] + c.new + good[i+len(c.old):]
 			var out, errw strings.Builder
 			read := func(string) ([]byte, error) { return []byte(bad), nil }
-			if live.MergeFiles(&out, &errw, "table", []string{"b.json"}, read) {
+			if results.MergeFiles(&out, &errw, "table", []string{"b.json"}, read) {
 				t.Fatal("merged a bad file")
 			}
 			off := strings.Index(bad[i:], c.caretAt) + i
@@ -582,5 +583,25 @@ func TestMergeFilesPlacesResultsErrors(t *testing.T) {
 				t.Errorf("caret not under column %d:\n%s", col, errw.String())
 			}
 		})
+	}
+}
+
+// The reason an engine answered is in the table's engine line and in the
+// JSON, and reads back from it.
+func TestEngineReasonInReports(t *testing.T) {
+	a, _ := wakeupFleet(t)
+	for _, res := range a.Results {
+		res.Engine, res.EngineReason, res.Lost = results.EngineStream, "auto: this kernel has no hist triggers", 2
+	}
+	if tab := tableOf(t, a); !strings.Contains(tab, "engine: stream (sqlhist computed the triggers from the events; auto: this kernel has no hist triggers), 2 events lost") {
+		t.Errorf("the table does not say why the engine answered:\n%s", tab)
+	}
+	js := jsonOf(t, a)
+	if !strings.Contains(js, `"engine_reason": "auto: this kernel has no hist triggers"`) {
+		t.Errorf("the JSON does not say why the engine answered:\n%s", js)
+	}
+	_, back := readBack(t, js)
+	if back.Results[0].EngineReason != "auto: this kernel has no hist triggers" {
+		t.Errorf("read back: reason %q", back.Results[0].EngineReason)
 	}
 }

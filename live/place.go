@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // Place is where a command compiles for and writes to: the choices of
@@ -34,7 +35,7 @@ type Place struct {
 // error saying which and what to do.
 func (p *Place) ForWrite(h Host, what string, explicit, readOnly bool) error {
 	if p.Formats != "" || p.Kernel != "" || p.Arch != "" {
-		return usagef("%s compiles against the tracefs it writes to: drop --formats, --kernel and --arch (they choose what a printed script is compiled for)", what)
+		return source.Usagef("%s compiles against the tracefs it writes to: drop --formats, --kernel and --arch (they choose what a printed script is compiled for)", what)
 	}
 	var mounts []byte
 	if h.Mounts != nil {
@@ -74,7 +75,7 @@ func (p *Place) FindVia(h Host, explicit, printing bool) error {
 	root, err := Find(p.Root, !explicit, string(mounts), h.Dir)
 	if err != nil {
 		if printing && p.Formats == "" && p.Kernel == "" {
-			return fmt.Errorf("%w\nhint: to print without the target's tracefs, name its kernel with --kernel VERSION (embedded: %s) or read a copy of its tracefs with --formats DIR", p.onTarget(err), EmbeddedSummary())
+			return fmt.Errorf("%w\nhint: to print without the target's tracefs, name its kernel with --kernel VERSION (embedded: %s) or read a copy of its tracefs with --formats DIR", p.onTarget(err), tracefs.EmbeddedSummary())
 		}
 		return nil // -e, -r and --cleanup say so
 	}
@@ -89,9 +90,9 @@ func (p *Place) FindVia(h Host, explicit, printing bool) error {
 // the -t directory when it holds events/, else the newest embedded
 // catalog, which is then named on log (a printed script's target is
 // never chosen in silence).
-func (p *Place) Catalog(h Host, log io.Writer) (*Catalog, error) {
+func (p *Place) Catalog(h Host, log io.Writer) (*tracefs.Catalog, error) {
 	if p.Formats != "" && p.Kernel != "" {
-		return nil, usagef("--formats and --kernel both choose the event catalog: give one")
+		return nil, source.Usagef("--formats and --kernel both choose the event catalog: give one")
 	}
 	src := CatalogSource{Formats: p.Formats, Machine: p.Machine, Kernel: p.Kernel,
 		Arch: p.Arch, Root: p.Root, Dir: h.Dir, FormatsDir: h.HostDir, Uname: h.Uname}
@@ -100,7 +101,7 @@ func (p *Place) Catalog(h Host, log io.Writer) (*Catalog, error) {
 	}
 	cat, err := OpenCatalog(src)
 	if err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, &source.UsageError{Msg: err.Error()}
 	}
 	if p.Formats == "" && p.Kernel == "" && !HasEvents(src.Dir, p.Root) && log != nil {
 		why := "not mounted there"
@@ -113,14 +114,14 @@ func (p *Place) Catalog(h Host, log io.Writer) (*Catalog, error) {
 		}
 		fmt.Fprintf(log, "sqlhist: no tracefs at %s (%s): compiling for the embedded catalog of %s; "+
 			"name the target's kernel with --kernel VERSION (embedded: %s), read its formats with --formats DIR, or reach it with --via COMMAND\n",
-			p.Root, why, p.TargetName(cat), EmbeddedSummary())
+			p.Root, why, p.TargetName(cat), tracefs.EmbeddedSummary())
 	}
 	return cat, nil
 }
 
 // TargetName names the kernel and machine a catalog describes: "Linux
 // 6.1.0-18-amd64 x86_64".
-func (p *Place) TargetName(cat *Catalog) string {
+func (p *Place) TargetName(cat *tracefs.Catalog) string {
 	s := "Linux " + cat.Features().Kernel
 	if cat.Features().Kernel == "" {
 		s = "an unknown kernel"
@@ -156,7 +157,7 @@ func (p *Place) OtherTargetHint(h Host, writes bool) string {
 	}
 	return fmt.Sprintf("the event formats came from this machine's tracefs (%s), read because neither --kernel nor --formats was given; "+
 		"to print for another machine, name its kernel with --kernel VERSION (embedded: %s) or read a copy of its tracefs with --formats DIR",
-		p.Root, EmbeddedSummary())
+		p.Root, tracefs.EmbeddedSummary())
 }
 
 // ReadSQL reads the query: the arguments joined by spaces, or file
@@ -165,11 +166,11 @@ func (p *Place) OtherTargetHint(h Host, writes bool) string {
 func ReadSQL(args []string, file string, stdin io.Reader, readFile func(string) ([]byte, error)) (*source.Source, error) {
 	switch {
 	case file != "" && len(args) > 0:
-		return nil, usagef("give the SQL either as arguments or with -f, not both")
+		return nil, source.Usagef("give the SQL either as arguments or with -f, not both")
 	case file == "-":
 		b, err := io.ReadAll(stdin)
 		if err != nil {
-			return nil, usagef("reading stdin: %v", err)
+			return nil, source.Usagef("reading stdin: %v", err)
 		}
 		return source.NewSource("<stdin>", string(b)), nil
 	case file != "":
@@ -181,10 +182,10 @@ func ReadSQL(args []string, file string, stdin io.Reader, readFile func(string) 
 	case len(args) == 0:
 		if f, ok := stdin.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && (st.Mode()&os.ModeNamedPipe != 0 || st.Mode().IsRegular()) {
-				return nil, usagef("no SQL given; to read it from standard input (a pipe or a file here), give -f -")
+				return nil, source.Usagef("no SQL given; to read it from standard input (a pipe or a file here), give -f -")
 			}
 		}
-		return nil, usagef("no SQL given")
+		return nil, source.Usagef("no SQL given")
 	}
 	return source.NewSource("<args>", strings.Join(args, " ")), nil
 }

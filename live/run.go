@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -90,11 +91,11 @@ type Options struct {
 	// passes what each interval alone collected to OnInterval; the last,
 	// partial one when the collection ends.
 	Interval   time.Duration
-	OnInterval func(*Interval)
+	OnInterval func(*results.Interval)
 	// OnTotal, when set with Interval, receives at each tick (and at the
 	// end) everything the run has collected so far: the kernel's
 	// cumulative counts, which only grow (a --metrics exporter's).
-	OnTotal func([]*Result)
+	OnTotal func([]*results.Result)
 	// Tick replaces time.NewTicker for the intervals (for tests): it
 	// returns the ticks and a stop function.
 	Tick func(time.Duration) (<-chan time.Time, func())
@@ -125,19 +126,6 @@ type Options struct {
 	Watch time.Duration
 }
 
-// Report is what a [Run] read.
-type Report struct {
-	Results []*Result
-	// Streamed counts the events streamed to Options.Events, by synthetic
-	// event; Lost the events the kernel reported lost before they were
-	// read.
-	Streamed map[string]int
-	Lost     int
-	// Engine is the engine that answered: EngineKernel or EngineStream,
-	// and EngineReason why.
-	Engine, EngineReason string
-}
-
 // Run applies a plan prepared for a run (see [Prepare]) in its instance,
 // creating the instance when it is missing; collects for opt.Duration or
 // until ctx is done; stops the sources so that what is read is final;
@@ -145,7 +133,7 @@ type Report struct {
 // every way out once the apply succeeded. The context's cause, when it
 // ends the collection, is logged. A refused write is an *ApplyError, and
 // nothing is left behind.
-func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Report, error) {
+func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*results.Report, error) {
 	r := &runState{t: t, plan: plan, opt: opt, log: opt.Log}
 	if r.log == nil {
 		r.log = io.Discard
@@ -157,7 +145,7 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*Repo
 		// a share of everything counted is one.
 		every = 0
 	}
-	if err := checkIntervalColumns(plan, every); err != nil {
+	if err := results.CheckIntervalColumns(plan, every); err != nil {
 		return nil, err
 	}
 	if t.FS == nil || r.instance == "" {
@@ -263,7 +251,7 @@ type runState struct {
 
 func (r *runState) instanceDir() string { return "instances/" + r.instance }
 
-func (r *runState) run(ctx context.Context) (*Report, error) {
+func (r *runState) run(ctx context.Context) (*results.Report, error) {
 	if err := Apply(r.t, r.cmds); err != nil {
 		if ae, ok := err.(*ApplyError); !ok || len(ae.Undo) == 0 {
 			err = dropLease(r.t, r.lease, err)
@@ -398,13 +386,13 @@ wait:
 			fmt.Fprintf(r.log, "sqlhist: warning: the end marker did not come out of trace_pipe within %v: the events after the last one streamed were not streamed\n", endMarkerWait)
 		}
 	}
-	results, rerr := r.read()
+	rs, rerr := r.read()
 	if rerr == nil && iv.ticks != nil {
-		iv.last(results)
+		iv.last(rs)
 	}
-	rep := &Report{Results: results, Engine: r.eng.name(), EngineReason: r.opt.EngineReason, Lost: r.lost}
+	rep := &results.Report{Results: rs, Engine: r.eng.name(), EngineReason: r.opt.EngineReason, Lost: r.lost}
 	if rep.Engine != EngineKernel {
-		for _, res := range results {
+		for _, res := range rs {
 			res.Engine, res.EngineReason, res.Lost = rep.Engine, rep.EngineReason, r.lost
 		}
 	}
@@ -502,7 +490,7 @@ func (r *runState) pauseHistograms() {
 
 // read reads the histogram of each unit: a JOIN's results histogram or a
 // histogram query's own.
-func (r *runState) read() ([]*Result, error) {
+func (r *runState) read() ([]*results.Result, error) {
 	snap, err := r.snapshot()
 	if err != nil {
 		return nil, err
@@ -551,10 +539,10 @@ func (r *runState) snapshot() (*snapshot, error) {
 }
 
 // results turns a snapshot into results.
-func (s *snapshot) results() []*Result {
-	var out []*Result
+func (s *snapshot) results() []*results.Result {
+	var out []*results.Result
 	for i, u := range s.units {
-		res := newResult(u, s.hists[i], s.got[i])
+		res := results.NewResult(u, s.hists[i], s.got[i])
 		res.Negative += s.neg[i]
 		out = append(out, res)
 	}
@@ -595,7 +583,7 @@ func findHist(hs []*tracefs.Histogram, h *planner.Hist) *tracefs.Histogram {
 		// beside a statement of its own on the event): the one with this
 		// trigger's name= and filter.
 		for _, got := range keyed {
-			if sameNameAndFilter(got.TriggerInfo, h) {
+			if results.SameNameAndFilter(got.TriggerInfo, h) {
 				return got
 			}
 		}

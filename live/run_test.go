@@ -11,6 +11,7 @@ import (
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -165,7 +166,7 @@ Totals:
 		t.Fatalf("%d results, want the histogram's only", len(rep.Results))
 	}
 	var out strings.Builder
-	if err := live.Write(&out, rep.Results, "csv"); err != nil {
+	if err := results.Write(&out, rep.Results, "csv"); err != nil {
 		t.Fatal(err)
 	}
 	if want := "comm,lat,count\nkworker/0:1,\"(16, 32]\",5\nsh,\"(4, 8]\",2\n"; out.String() != want {
@@ -173,7 +174,7 @@ Totals:
 	}
 	// In JSON a log2 bucket is its lower bound, not the kernel's exponent.
 	var js strings.Builder
-	if err := live.Write(&js, rep.Results, "json"); err != nil {
+	if err := results.Write(&js, rep.Results, "json"); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(js.String(), `"lat": 32`) || !strings.Contains(js.String(), `"lat": 8`) {
@@ -219,7 +220,7 @@ func TestRunSharesWithTotals(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	f := newFakeOf("7.2")
-	_, err = live.Run(ctx, &live.Target{Root: "/t", FS: f, W: f}, plan, live.Options{Interval: time.Second, Tick: never, OnInterval: func(*live.Interval) {}})
+	_, err = live.Run(ctx, &live.Target{Root: "/t", FS: f, W: f}, plan, live.Options{Interval: time.Second, Tick: never, OnInterval: func(*results.Interval) {}})
 	if err == nil || !strings.Contains(err.Error(), "-i shows what each interval collected") || len(f.Writes) != 0 {
 		t.Errorf("-i with a share: %v, writes %q", err, f.Writes)
 	}
@@ -228,7 +229,7 @@ func TestRunSharesWithTotals(t *testing.T) {
 		"{ id: sys_read                      [  0] } hitcount:          3 hitcount (%):  75.00\n" +
 		"{ id: sys_close                     [  3] } hitcount:          1 hitcount (%):  25.00\n\nTotals:\n    Hits: 4\n    Entries: 2\n    Dropped: 0\n"
 	var totals int
-	rep, err := live.Run(ctx, &live.Target{Root: "/t", FS: f, W: f}, plan, live.Options{Interval: time.Second, Tick: never, OnTotal: func([]*live.Result) { totals++ }})
+	rep, err := live.Run(ctx, &live.Target{Root: "/t", FS: f, W: f}, plan, live.Options{Interval: time.Second, Tick: never, OnTotal: func([]*results.Result) { totals++ }})
 	if err != nil || rep == nil || totals != 1 || rep.Results[0].Totals().Hits != 4 {
 		t.Errorf("the totals with a share: %v, %d readings, %+v", err, totals, rep)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // ScriptOptions say which form of a compiled query Script makes.
@@ -40,8 +41,8 @@ type Script struct {
 	cmds   []emit.Command
 	notes  []string
 	target emit.PlanTarget
-	cat    *Catalog
-	plan   *Plan
+	cat    *tracefs.Catalog
+	plan   *planner.Plan
 	synths []emit.PlanSynthetic // the synthetic events the header names
 	reads  []emit.PlanRead      // how to read the answer
 	doc    *emit.PlanDoc        // the plan a replay (ReadPlanScript) read
@@ -49,7 +50,7 @@ type Script struct {
 
 // NewScript makes the commands of plan, compiled from src against cat,
 // in the form opt says.
-func NewScript(src *source.Source, plan *Plan, cat *Catalog, opt ScriptOptions) *Script {
+func NewScript(src *source.Source, plan *planner.Plan, cat *tracefs.Catalog, opt ScriptOptions) *Script {
 	if opt.Format == "" {
 		opt.Format = "script"
 	}
@@ -213,7 +214,7 @@ func targetText(t emit.PlanTarget) string {
 }
 
 // catalogTarget is the target of a catalog, named as catalog.
-func catalogTarget(cat *Catalog, catalog string) emit.PlanTarget {
+func catalogTarget(cat *tracefs.Catalog, catalog string) emit.PlanTarget {
 	t := emit.PlanTarget{Kernel: cat.Features().Kernel, Catalog: catalog}
 	if a, _ := cat.Arch(); a != nil {
 		t.Arch = a.Name
@@ -223,7 +224,7 @@ func catalogTarget(cat *Catalog, catalog string) emit.PlanTarget {
 
 // synthetics are the synthetic events of plan's JOINs, with their
 // fields.
-func synthetics(plan *Plan) []emit.PlanSynthetic {
+func synthetics(plan *planner.Plan) []emit.PlanSynthetic {
 	var out []emit.PlanSynthetic
 	for _, u := range plan.Units {
 		if u.Synth == nil {
@@ -259,7 +260,7 @@ func (s *Script) Reading() []string {
 
 // reads are the reads of plan's answers, their files relative to the
 // tracefs root.
-func reads(plan *Plan) []emit.PlanRead {
+func reads(plan *planner.Plan) []emit.PlanRead {
 	var out []emit.PlanRead
 	seen := map[emit.PlanRead]bool{}
 	add := func(r emit.PlanRead) {

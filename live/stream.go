@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -116,12 +117,12 @@ func (s *streamer) line(l string) {
 		fmt.Fprintln(s.w, strings.TrimLeft(l, " "))
 	case "json":
 		fields, _ := tracefs.ParseFields(rec.Body, names)
-		writeEventJSON(s.w, rec, fields)
+		results.WriteEventJSON(s.w, rec, fields)
 	case "csv":
 		fields, _ := tracefs.ParseFields(rec.Body, names)
 		if !s.header {
 			s.header = true
-			writeCSV(s.w, append([]string{"event", "timestamp", "cpu", "task", "pid"}, s.order...))
+			results.WriteCSV(s.w, append([]string{"event", "timestamp", "cpu", "task", "pid"}, s.order...))
 		}
 		row := []string{rec.Event, rec.Timestamp, strconv.Itoa(rec.CPU), rec.Comm, strconv.Itoa(rec.PID)}
 		byName := map[string]string{}
@@ -131,7 +132,7 @@ func (s *streamer) line(l string) {
 		for _, n := range s.order {
 			row = append(row, byName[n])
 		}
-		writeCSV(s.w, row)
+		results.WriteCSV(s.w, row)
 	}
 }
 
@@ -147,61 +148,4 @@ func lostEvents(l string) (int, bool) {
 		return 0, false
 	}
 	return n, true
-}
-
-// Write prints a report as sqlhist -r does: warnings on errw; then, when
-// the events were streamed, how many against the kernel's count (on errw),
-// else the results on w in format (see [Write]), with the Totals on errw
-// for CSV, which has no place for them.
-func (rep *Report) Write(w, errw io.Writer, format string) error {
-	for _, res := range rep.Results {
-		res.WriteWarnings(errw)
-	}
-	if len(rep.Results) > 0 && rep.Results[0].Lost > 0 && rep.Streamed == nil {
-		if rep.Results[0].Engine == EngineBPF {
-			fmt.Fprintf(errw, "sqlhist: warning: the kernel skipped the BPF engine's programs %d times (another BPF program ran on the CPU, as when an interrupt's wakeup comes during one): those events are not counted, the answer is not whole\n", rep.Results[0].Lost)
-		} else {
-			fmt.Fprintf(errw, "sqlhist: warning: the stream engine lost %d events (its ring buffers filled before they were read): the answer is not whole\n", rep.Results[0].Lost)
-		}
-	}
-	if rep.Streamed != nil {
-		rep.WriteStreamSummary(errw)
-		return nil
-	}
-	if err := Write(w, rep.Results, format); err != nil {
-		return err
-	}
-	if format == "csv" {
-		for _, res := range rep.Results {
-			t := res.Totals()
-			fmt.Fprintf(errw, "sqlhist: %s: hits %d, entries %d, dropped %d\n", res.Title, t.Hits, t.Entries, t.Dropped)
-		}
-	}
-	return nil
-}
-
-// WriteStreamSummary tells, after streaming, how many events were streamed
-// and what the kernel counted, which should agree.
-func (rep *Report) WriteStreamSummary(w io.Writer) {
-	for _, res := range rep.Results {
-		name := ""
-		switch u := res.Unit; {
-		case u.Synth != nil:
-			name = u.Synth.Name
-		case u.Start != nil && u.Start.System == "synthetic":
-			// a histogram on a synthetic event: it counts every one
-			if _, ok := rep.Streamed[u.Start.Event]; ok {
-				name = u.Start.Event
-			}
-		}
-		if name == "" {
-			continue
-		}
-		t := res.Read.Totals
-		fmt.Fprintf(w, "sqlhist: synthetic/%s: %d events streamed; the kernel counted %d (entries %d, dropped %d)\n",
-			name, rep.Streamed[name], t.Hits, t.Entries, t.Dropped)
-	}
-	if rep.Lost > 0 {
-		fmt.Fprintf(w, "sqlhist: warning: the kernel lost %d events before they were read (the buffer was full): enlarge instances/<name>/buffer_size_kb\n", rep.Lost)
-	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -68,7 +69,7 @@ Totals:
 		t.Fatalf("%d results (%v), want the shared histogram once", len(rep.Results), rep.Results)
 	}
 	var out strings.Builder
-	if err := live.Write(&out, rep.Results, "csv"); err != nil {
+	if err := results.Write(&out, rep.Results, "csv"); err != nil {
 		t.Fatal(err)
 	}
 	if want := "fd,biggest,n\n0,1234,5\n1,1234,5\n"; out.String() != want {

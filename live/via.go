@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live/remote"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -200,9 +201,9 @@ type FleetTarget struct {
 	Label  string
 	Stdout io.Writer
 	Stderr io.Writer
-	Code   int     // its exit status
-	Report *Report // -r's results, when there are some
-	Err    error   // what ended it, when it failed
+	Code   int             // its exit status
+	Report *results.Report // -r's results, when there are some
+	Err    error           // what ended it, when it failed
 	out    bytes.Buffer
 }
 
@@ -257,10 +258,10 @@ func WriteFleetOutput(w io.Writer, targets []*FleetTarget) {
 
 // FleetLabelled is the targets' reports for MergeLabelled and
 // WriteFleet; a target without one has its error.
-func FleetLabelled(targets []*FleetTarget) []Labelled {
-	var ls []Labelled
+func FleetLabelled(targets []*FleetTarget) []results.Labelled {
+	var ls []results.Labelled
 	for _, t := range targets {
-		l := Labelled{Label: t.Label, Report: t.Report}
+		l := results.Labelled{Label: t.Label, Report: t.Report}
 		if t.Report == nil {
 			l.Err = t.Err
 			if l.Err == nil {
@@ -311,9 +312,9 @@ func (p *linePrefixer) flush() {
 // as mergeErr, the targets still written.
 func WriteFleetResults(w, errw io.Writer, format string, targets []*FleetTarget) (mergeErr, err error) {
 	labelled := FleetLabelled(targets)
-	merged, mergeErr := MergeLabelled(labelled)
+	merged, mergeErr := results.MergeLabelled(labelled)
 	if mergeErr != nil {
 		fmt.Fprintf(errw, "sqlhist: merging the targets' results: %v\n", mergeErr)
 	}
-	return mergeErr, WriteFleet(w, errw, format, labelled, merged)
+	return mergeErr, results.WriteFleet(w, errw, format, labelled, merged)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/sqlhist/sqlhist/cmd/sqlhist/internal/cli"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -221,7 +222,7 @@ func TestCompletion(t *testing.T) {
 			words []string
 			want  string
 		}{
-			{[]string{"sqlhist", "--kernel", "''"}, strings.Join(live.EmbeddedVersions(), "\n")},
+			{[]string{"sqlhist", "--kernel", "''"}, strings.Join(cli.EmbeddedVersions(), "\n")},
 			{[]string{"sqlhist", "--kernel", "6."}, "6.1\n6.12"},
 			{[]string{"sqlhist", "--arch", "ar"}, "arm64\narm"},
 			{[]string{"sqlhist", "--engine", "''"}, "auto\nbpf\nkernel\nstream\nawk"},
@@ -246,7 +247,7 @@ func TestCompletion(t *testing.T) {
 func TestCompletionValues(t *testing.T) {
 	var o options
 	flags := flagDocs(newFlags(&o, nil))
-	with := map[string]live.Flag{}
+	with := map[string]cli.Flag{}
 	for _, f := range flags {
 		if len(f.Values) > 0 {
 			with[f.Name] = f
@@ -326,7 +327,7 @@ func TestCompletionValues(t *testing.T) {
 			vs = with["output"].RunValues
 		}
 		for _, v := range vs {
-			c := live.Choices{Run: run, Output: v, Out: "f"}
+			c := cli.Choices{Run: run, Output: v, Out: "f"}
 			if err := c.Check(given); err != nil {
 				t.Errorf("-o %s (run %v): %v", v, run, err)
 			}

@@ -10,7 +10,7 @@ import (
 // TestHeatmapCommand: sqlhist heatmap draws saved -i JSON as SVG or
 // HTML, and refuses bad usage (exit 2) and a bad file (exit 1, placed).
 func TestHeatmapCommand(t *testing.T) {
-	const fixture = "../../live/testdata/heatmap/intervals.json"
+	const fixture = "../../results/testdata/heatmap/intervals.json"
 	for _, c := range []struct {
 		args []string
 		code int

@@ -3,6 +3,7 @@ package main
 import (
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,13 +15,27 @@ import (
 // reads tracefs's feature table), emit reaches no further back than the
 // planner, the stream engine (stream) computes the planner's triggers from
 // events beside emit, and the BPF engine (bpf) compiles them into
-// programs, live (apply, run, results)
-// sits on top of the pipeline and reaches other machines through its
-// transport (live/remote), nothing in the pipeline imports live, the
-// command (cmd/sqlhist, tests aside) imports only live and source, and
-// only compiler imports the tidb parser.
+// programs. Above the pipeline, each package has one job:
+//
+//   - results shows what a run read (tables, JSON, CSV, merge, fleets,
+//     stacks, pprof, heatmaps, the live view) and reads it back; it runs
+//     nothing and imports no engine, nor live;
+//   - live runs a plan on a target (apply, the engines, the run loop,
+//     targets) and reaches other machines through its transport
+//     (live/remote); it hands its reports to results;
+//   - exporter serves results to Prometheus; it is the only package that
+//     imports the Prometheus client, and imports neither live nor the
+//     engines;
+//   - cmd/sqlhist/internal/cli is the command's plumbing (flags and their
+//     checks, the man page, completions, the wiring of the packages above);
+//     the command (cmd/sqlhist, tests aside) imports only it and source,
+//     and no other package imports it.
+//
+// Nothing in the pipeline imports live, results or exporter, and only
+// compiler imports the tidb parser.
 func TestImportGraph(t *testing.T) {
 	const mod = "github.com/sqlhist/sqlhist/"
+	const cli = "cmd/sqlhist/internal/cli"
 	allowed := map[string][]string{
 		"source":      {},
 		"compiler":    {"source"},
@@ -29,9 +44,12 @@ func TestImportGraph(t *testing.T) {
 		"emit":        {"planner", "source", "tracefs"},
 		"stream":      {"planner", "tracefs"},
 		"bpf":         {"planner", "stream", "tracefs"},
-		"live":        {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "live/remote"},
+		"results":     {"planner", "source", "tracefs"},
+		"exporter":    {"planner", "results", "source", "tracefs"},
+		"live":        {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "results", "live/remote"},
 		"live/remote": {"emit", "tracefs"},
-		"cmd/sqlhist": {"live", "source"},
+		cli:           {"live", "results", "exporter", "compiler", "planner", "emit", "tracefs", "source"},
+		"cmd/sqlhist": {cli, "source"},
 	}
 	for pkg, ok := range allowed {
 		files, _ := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
@@ -51,6 +69,9 @@ func TestImportGraph(t *testing.T) {
 				if strings.HasPrefix(path, "github.com/pingcap/") && pkg != "compiler" {
 					t.Errorf("%s imports %s: only compiler may import the tidb parser", f, path)
 				}
+				if strings.HasPrefix(path, "github.com/prometheus/") && pkg != "exporter" {
+					t.Errorf("%s imports %s: only exporter may import the Prometheus client", f, path)
+				}
 				if rest, own := strings.CutPrefix(path, mod); own {
 					found := false
 					for _, a := range ok {
@@ -60,6 +81,23 @@ func TestImportGraph(t *testing.T) {
 						t.Errorf("%s imports %s, against the pipeline's direction", f, path)
 					}
 				}
+			}
+		}
+	}
+}
+
+// A Go program that runs queries with live, or shows results with
+// results, links no Prometheus client (nor, through it, protobuf and
+// net/http's server): only the exporter brings them in.
+func TestLiveLinksNoExporter(t *testing.T) {
+	for _, pkg := range []string{"../../live", "../../results"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "github.com/prometheus/") || strings.HasSuffix(dep, "sqlhist/exporter") {
+				t.Errorf("%s depends on %s", pkg, dep)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -32,8 +33,8 @@ func TestRunLive(t *testing.T) {
 	e.IsTerminal = func(io.Writer) bool { return true }
 	e.TermSize = func(io.Writer) (int, int, bool) { return 100, 30, true }
 	e.Tick = func(d time.Duration) (<-chan time.Time, func()) {
-		if d != live.DefaultLiveEvery {
-			t.Errorf("redraws every %v, want %v", d, live.DefaultLiveEvery)
+		if d != results.DefaultLiveEvery {
+			t.Errorf("redraws every %v, want %v", d, results.DefaultLiveEvery)
 		}
 		return ticks, func() {}
 	}

@@ -3,13 +3,7 @@ package main
 import (
 	"os"
 
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/cmd/sqlhist/internal/cli"
 )
 
-func main() {
-	live.TuneGC(os.Getenv, false)
-	stop := live.StartCPUProfile(os.Getenv)
-	code := run(os.Args[1:], osEnv())
-	stop()
-	os.Exit(code)
-}
+func main() { os.Exit(cli.Main(os.Args[1:])) }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlhist/sqlhist/live"
+	"github.com/sqlhist/sqlhist/cmd/sqlhist/internal/cli"
 )
 
 // freeAddr is a loopback address with a port nothing listens on.
@@ -57,8 +57,8 @@ func TestRunMetrics(t *testing.T) {
 	ticks := make(chan time.Time)
 	e, stdout, stderr := liveEnv(f)
 	e.Tick = func(d time.Duration) (<-chan time.Time, func()) {
-		if d != live.MetricsEvery {
-			t.Errorf("reads every %v, want %v", d, live.MetricsEvery)
+		if d != cli.MetricsEvery {
+			t.Errorf("reads every %v, want %v", d, cli.MetricsEvery)
 		}
 		return ticks, func() {}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -87,7 +88,7 @@ func readWant(t *testing.T, text []byte, format string) string {
 		t.Fatal(err)
 	}
 	var b, errb bytes.Buffer
-	if err := live.WriteResults(&b, &errb, rep, live.ResultsOptions{Format: format}); err != nil {
+	if err := results.WriteResults(&b, &errb, rep, results.ResultsOptions{Format: format}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

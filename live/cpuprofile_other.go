@@ -1,6 +1,0 @@
-//go:build !linux
-
-package live
-
-// StartCPUProfile is a no-op here: profiles are written on Linux only.
-func StartCPUProfile(getenv func(string) string) func() { return func() {} }
