@@ -16,6 +16,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,8 @@ echo "@@bpfjoin-json"; cat /tmp/out; echo "@@bpfjoin-stderr"; cat /tmp/err
 echo "@@bpfhist-json"; cat /tmp/out; echo "@@bpfhist-stderr"; cat /tmp/err
 /work/sqlhist -r --engine bpf -d 2 -o json "$BA" > /tmp/out 2> /tmp/err; echo "@@bpfagg-exit $?"
 echo "@@bpfagg-json"; cat /tmp/out; echo "@@bpfagg-stderr"; cat /tmp/err
+/work/sqlhist -r --engine bpf --events -d 1 "$J" > /tmp/out 2> /tmp/err; echo "@@bpfev-exit $?"
+echo "@@bpfev-count $(wc -l < /tmp/out)"; echo "@@bpfev-stderr"; cat /tmp/err
 /work/sqlhist -r -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@autohist-exit $?"
 echo "@@autohist-json"; cat /tmp/out; echo "@@autohist-stderr"; cat /tmp/err
 echo "@@bpf-done"
@@ -69,7 +73,7 @@ func checkBPFRun(t *testing.T, kname, out string) string {
 	if !has {
 		// Refused before anything is written, saying why; auto takes the
 		// kernel's hist triggers and says why not BPF.
-		for _, q := range []string{"bpfjoin", "bpfhist", "bpfagg"} {
+		for _, q := range []string{"bpfjoin", "bpfhist", "bpfagg", "bpfev"} {
 			if !strings.Contains(out, "@@"+q+"-exit 1\n") || !strings.Contains(sec[q+"-stderr"], "bpf") || sec[q+"-json"] != "" {
 				t.Errorf("%s: %s without the bpf() system call: want exit 1 and the reason, got:\n%s\n%s", kname, q, sec[q+"-json"], sec[q+"-stderr"])
 			}
@@ -82,7 +86,14 @@ func checkBPFRun(t *testing.T, kname, out string) string {
 		}
 		return "bpf: refused (no bpf() system call), auto: hist triggers"
 	}
-	wantLines(t, out, "@@bpfjoin-exit 0", "@@bpfhist-exit 0", "@@bpfagg-exit 0", "@@autohist-exit 0")
+	wantLines(t, out, "@@bpfjoin-exit 0", "@@bpfhist-exit 0", "@@bpfagg-exit 0", "@@bpfev-exit 0", "@@autohist-exit 0")
+	// --events: the programs' synthetic events through their perf
+	// buffer, as many lines as the JOIN's results counted.
+	if m := regexp.MustCompile(`@@bpfev-count (\d+)`).FindStringSubmatch(out); m == nil {
+		t.Errorf("%s: bpf --events: no line count; stderr:\n%s", kname, sec["bpfev-stderr"])
+	} else if n, _ := strconv.Atoi(m[1]); streamProblem(sec["bpfev-stderr"], n) != "" {
+		t.Errorf("%s: bpf --events: %s; stderr:\n%s", kname, streamProblem(sec["bpfev-stderr"], n), sec["bpfev-stderr"])
+	}
 	checkJoin(t, "bpf join", sec["bpfjoin-json"])
 	checkHist(t, sec["bpfhist-json"])
 	checkHist(t, sec["autohist-json"])
@@ -101,5 +112,5 @@ func checkBPFRun(t *testing.T, kname, out string) string {
 	if e := engineOf("autohist"); !strings.HasPrefix(e.Reason, "auto: BPF") {
 		t.Errorf("%s: auto's reason %q", kname, e.Reason)
 	}
-	return "bpf: join, hist, aggregate, auto"
+	return "bpf: join, hist, aggregate, --events, auto"
 }
