@@ -465,6 +465,10 @@ func TestAwkScriptEndsEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ap, _, _, _ := awkPlanOf(t, awkQueries["join"], k.version, k.arch)
+	// Six scripts at a time: 48 at once (each a shell, its awk and the
+	// stand-in's feeder polling every 50 ms) on two loaded cores made a
+	// signal-twice run wait out the awk's 10 s watchdog.
+	slots := make(chan struct{}, 6)
 	for _, sh := range [][]string{{"dash"}, {"mksh"}, {"bash", "--posix"}} {
 		p, err := exec.LookPath(sh[0])
 		if err != nil {
@@ -479,6 +483,8 @@ func TestAwkScriptEndsEarly(t *testing.T) {
 			for _, how := range []string{"signal", "signal-twice", "marker", "duration"} {
 				t.Run(sh[0]+"/"+iname+"/"+how, func(t *testing.T) {
 					t.Parallel()
+					slots <- struct{}{}
+					defer func() { <-slots }()
 					awkScriptEnds(t, p, sh[1:], awk, ap, text, how)
 				})
 			}
