@@ -46,6 +46,15 @@ type Options struct {
 	// one event at a time, the event the engine's until it returns.
 	// Events the buffer had no room for are counted (Stop's lost).
 	OnSynth func(*stream.Event)
+	// Probes are the plan's probes (kprobes, kretprobes, uprobes and
+	// uretprobes; planner.Unit.Probes): the triggers on their events run
+	// in programs attached to the functions through the kernel's perf
+	// kprobe and uprobe PMUs, their records computed as the probe events'
+	// (planner.ProbeFormat). An eprobe is refused.
+	Probes []*planner.Probe
+	// Arch is the target's architecture (the registers of the probes'
+	// fetch arguments); nil is this machine's.
+	Arch *tracefs.Arch
 }
 
 // Engine is a set of triggers compiled into BPF programs and maps.
@@ -69,6 +78,13 @@ type Engine struct {
 
 	coll  *ebpf.Collection
 	links []link.Link
+	// probes are the plan's probes by "group/name"; fcaps the bytes of
+	// their string fields that hold less than a __data_loc string's 256
+	// ($comm, immediate strings); probeFDs the perf events of the
+	// attached probes.
+	probes   map[string]*probeInfo
+	fcaps    map[*tracefs.Field]int
+	probeFDs []int
 }
 
 // New compiles the triggers (in the order the kernel would run them on
@@ -79,7 +95,19 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 	if opt.LongSize == 0 {
 		opt.LongSize = 8
 	}
-	e := &Engine{opt: opt, triggers: triggers, synths: map[string]*tracefs.Event{}}
+	if opt.Arch == nil {
+		opt.Arch = hostArch()
+	}
+	e := &Engine{opt: opt, triggers: triggers, synths: map[string]*tracefs.Event{}, fcaps: map[*tracefs.Field]int{}}
+	var common []*tracefs.Field
+	if ev, err := format("sched", "sched_switch"); err == nil {
+		for _, f := range ev.Fields {
+			if f.IsCommon() {
+				common = append(common, f)
+			}
+		}
+	}
+	e.probeEvents(common)
 	for _, s := range synths {
 		e.synths[s.Name] = planner.SynthFormat(s, opt.LongSize)
 		e.synthNames = append(e.synthNames, s.Name)
@@ -126,6 +154,9 @@ func (e *Engine) computeCaps(format func(system, event string) (*tracefs.Event, 
 	evOf := func(t *Trigger) *tracefs.Event {
 		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
 			return e.synths[t.Event]
+		}
+		if pi := e.probes[t.System+"/"+t.Event]; pi != nil {
+			return pi.ev
 		}
 		ev, err := format(t.System, t.Event)
 		if err != nil {
@@ -317,7 +348,11 @@ func (e *Engine) spec() *ebpf.CollectionSpec {
 		ValueSize: uint32(8 * max(1, len(e.maps))), MaxEntries: 1}
 	for i, p := range e.progs {
 		name := progName(i)
-		cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL",
+		typ := ebpf.TracePoint
+		if p.probe != nil {
+			typ = ebpf.Kprobe
+		}
+		cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: typ, License: "GPL",
 			Instructions: p.insns}
 	}
 	return cs
@@ -341,6 +376,19 @@ func (e *Engine) Load() error {
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{})
 	if err != nil {
 		return e.verifierError(err)
+	}
+	// A probe is attached through the kernel's perf PMU only: without
+	// one the programs are unloaded and the probe refused (cilium/ebpf's
+	// link.Kprobe would write kprobe_events instead; Start never calls
+	// it).
+	for _, p := range e.progs {
+		if p.probe == nil {
+			continue
+		}
+		if err := p.probe.checkPMU(); err != nil {
+			coll.Close()
+			return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: err.Error(), Probe: p.probe.p}
+		}
 	}
 	e.coll = coll
 	return nil
@@ -392,7 +440,7 @@ func (e *Engine) verifierError(err error) error {
 // event's tracepoint (through perf_event_open: the event's id is read
 // from tracefs, which must be mounted). Nothing is pinned or written.
 func (e *Engine) Start() error {
-	if len(e.links) > 0 || e.reader != nil {
+	if len(e.links) > 0 || len(e.probeFDs) > 0 || e.reader != nil {
 		return errors.New("the BPF engine is started already")
 	}
 	if err := e.Load(); err != nil {
@@ -408,6 +456,15 @@ func (e *Engine) Start() error {
 		go e.readEvents()
 	}
 	for i, p := range e.progs {
+		if p.probe != nil {
+			fd, err := attachProbe(p.probe, e.coll.Programs[progName(i)].FD())
+			if err != nil {
+				e.Stop()
+				return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error(), Probe: p.probe.p}
+			}
+			e.probeFDs = append(e.probeFDs, fd)
+			continue
+		}
 		l, err := link.Tracepoint(p.system, p.event, e.coll.Programs[progName(i)], nil)
 		if err != nil {
 			e.Stop()
@@ -455,6 +512,9 @@ func (e *Engine) Stop() (lost uint64, err error) {
 		}
 	}
 	e.links = nil
+	if cerr := e.closeProbes(); cerr != nil && err == nil {
+		err = cerr
+	}
 	if e.reader != nil {
 		e.reader.Close()
 		<-e.readDone

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
+	"golang.org/x/sys/unix"
 )
 
 // Supported says whether this machine loads tracepoint programs for this
@@ -29,6 +30,17 @@ func (e *Engine) Detach() error {
 		err = errors.Join(err, l.Close())
 	}
 	e.links = nil
+	return errors.Join(err, e.closeProbes())
+}
+
+// closeProbes closes the probes' perf events: the kernel removes the
+// probes with them.
+func (e *Engine) closeProbes() error {
+	var err error
+	for _, fd := range e.probeFDs {
+		err = errors.Join(err, unix.Close(fd))
+	}
+	e.probeFDs = nil
 	return err
 }
 
