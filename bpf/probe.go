@@ -314,13 +314,23 @@ func (fc *fetchGen) str(a planner.ProbeArg, off int16, n int) error {
 	} else {
 		g.ins(asm.LoadImm(asm.R3, int64(x.N), asm.DWord))
 	}
-	fn := asm.FnProbeReadKernelStr
-	if user {
-		fn = asm.FnProbeReadUserStr
-	}
 	g.ins(asm.Mov.Reg(asm.R1, g.fp), asm.Add.Imm(asm.R1, int32(off)),
-		asm.Mov.Imm(asm.R2, int32(n)),
-		fn.Call())
+		asm.Mov.Imm(asm.R2, int32(n)))
+	if user {
+		g.ins(asm.FnProbeReadUserStr.Call())
+		return nil
+	}
+	// A kprobe's :string at a user address (below TASK_SIZE: the top
+	// bit clear, on x86-64 and arm64) is read from user memory, as the
+	// kernel's fetch_store_string does on architectures whose address
+	// spaces do not overlap (a file name passed to a system call).
+	kernel, done := g.label(), g.label()
+	g.ins(asm.JSLT.Imm(asm.R3, 0, kernel),
+		asm.FnProbeReadUserStr.Call(),
+		asm.Ja.Label(done))
+	g.at(kernel)
+	g.ins(asm.FnProbeReadKernelStr.Call())
+	g.at(done)
 	return nil
 }
 

@@ -70,16 +70,26 @@ func (p *probePlan) engine(format func(system, event string) (*tracefs.Event, er
 	return New(FromHists(p.hists), p.synths, format, Options{Probes: p.probes, Arch: a})
 }
 
-// result is the index of the histogram a unit's answer is read from
-// (Results for a JOIN, Start for a histogram).
-func (p *probePlan) result(u int) int {
-	h := p.plan.Units[u].Results
-	if h == nil {
-		h = p.plan.Units[u].Start
-	}
-	for i, x := range p.hists {
-		if x == h {
-			return i
+// result is the index of the histogram the k-th answer is read from:
+// the k-th unit that feeds no other's Results (a JOIN's) or Start (a
+// histogram's, or the aggregate over a JOIN).
+func (p *probePlan) result(k int) int {
+	for _, u := range p.plan.Units {
+		if u.Feeds {
+			continue
+		}
+		if k > 0 {
+			k--
+			continue
+		}
+		h := u.Results
+		if h == nil {
+			h = u.Start
+		}
+		for i, x := range p.hists {
+			if x == h {
+				return i
+			}
 		}
 	}
 	return -1
@@ -94,8 +104,9 @@ func embedded61(system, event string) (*tracefs.Event, error) {
 }
 
 // TestProbePrograms compiles kprobes, kretprobes and uprobes with every
-// kind of fetch argument, for x86-64 and arm64, and loads the x86-64
-// programs into this kernel's verifier (when it loads programs): the
+// kind of fetch argument, for x86-64 and arm64, and loads the programs
+// of this machine's architecture into its kernel's verifier (when it
+// loads programs): the
 // records computed from pt_regs and memory are taken as they are.
 func TestProbePrograms(t *testing.T) {
 	queries := []string{
@@ -117,7 +128,7 @@ func TestProbePrograms(t *testing.T) {
 				t.Errorf("%s: %s: %v", arch, q, err)
 				continue
 			}
-			if arch != "x86_64" || canLoad() != "" {
+			if arch != hostArch().Name || canLoad() != "" {
 				continue
 			}
 			coll, err := ebpf.NewCollection(e.spec())
@@ -338,7 +349,7 @@ SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS ns, COUNT(*) FROM uprobe('` + bin + `', 
 	var joined uint64
 	for _, ent := range hs[p.result(2)].Entries {
 		joined += ent.Values[0].Num
-		t.Logf("latency %d ns: %d", ent.Keys[0].Num, ent.Values[0].Num)
+		t.Logf("latency ~2^%d ns: %d", ent.Keys[0].Num, ent.Values[0].Num)
 	}
 	if joined != n {
 		t.Errorf("the JOIN counted %d calls, want %d", joined, n)
