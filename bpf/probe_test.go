@@ -30,10 +30,11 @@ type probePlan struct {
 
 func planSQL(t *testing.T, sql string) *probePlan { return planSQLOn(t, sql, "6.1") }
 
-// planSQLOn plans on the embedded catalog of a kernel version.
+// planSQLOn plans on the embedded catalog of a kernel version, of this
+// machine's architecture (the registers the planner takes are its).
 func planSQLOn(t *testing.T, sql, kernel string) *probePlan {
 	t.Helper()
-	fsys, err := tracefs.Embedded(kernel)
+	fsys, err := tracefs.EmbeddedOf(kernel, hostArch())
 	if err != nil {
 		t.Fatal(err)
 	}
