@@ -18,9 +18,10 @@ import (
 
 // EngineBPF compiles the plan's triggers (the stream engine's plan) into
 // BPF programs and maps (package bpf), attached to the events'
-// tracepoints of this machine: nothing is written to tracefs, and a run
-// killed at any point leaves nothing (its programs, maps and links are
-// file descriptors of the process).
+// tracepoints of this machine and to the plan's kprobes and uprobes
+// through the kernel's perf PMUs: nothing is written to tracefs, and a
+// run killed at any point leaves nothing (its programs, maps, links and
+// probes are file descriptors of the process).
 const EngineBPF = "bpf"
 
 // EngineUnavailable says that an engine cannot answer a plan on a
