@@ -228,8 +228,8 @@ func checkKills(t *testing.T, kname, out string) string {
 		b, _ := strconv.ParseFloat(f[1], 64)
 		secs = strconv.FormatFloat(b-a, 'f', 0, 64) + " s"
 	}
-	t.Logf("%s: %d kill points over %d queries, all recovered (%s); same -n at once: %s; a trigger removed: %s", kname, points, len(seen), secs,
-		firstLines(sec["same2-stderr"], 1), firstLines(sec["changed-stderr"], 3))
+	t.Logf("%s: %d kill points over %d queries, all recovered (%s); same -n at once: %s; a trigger removed: %s; the BPF engine's kprobe JOIN killed: %s", kname, points, len(seen), secs,
+		firstLines(sec["same2-stderr"], 1), firstLines(sec["changed-stderr"], 3), firstLine(out, "@@bpf-kill "))
 	return strconv.Itoa(points) + " kill points"
 }
 
