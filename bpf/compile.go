@@ -217,6 +217,10 @@ type gen struct {
 	ts, pid    int16 // stack offsets of the time, the pid, the CPU
 	cpu        int16
 	depth      int // synthetic events fired, nested
+	// fentry says the program is a probe's fentry or fexit variant: its
+	// context is the function's arguments (and return value), not
+	// pt_regs.
+	fentry bool
 }
 
 func (g *gen) ins(list ...asm.Instruction) {
@@ -1231,11 +1235,13 @@ func (e *Engine) needs(ts []*ctrig, depth int, ts0, pid0, cpu0 *bool) {
 // program generates the program of one traced event: its triggers in
 // order.
 func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
-	p, err := e.programIn(system, event, ts, forceScratch)
+	scratch := forceScratch
+	p, err := e.programIn(system, event, ts, scratch, false)
 	var be *Error
 	if !forceScratch && errors.As(err, &be) && be.frame > 0 {
 		// Too big for the stack: the frame in the scratch map.
-		p, err = e.programIn(system, event, ts, true)
+		scratch = true
+		p, err = e.programIn(system, event, ts, true, false)
 		if p != nil {
 			e.scratch = true
 		}
@@ -1243,7 +1249,25 @@ func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
 	if forceScratch && p != nil {
 		e.scratch = true
 	}
+	if p != nil && p.probe != nil && p.probe.nargs >= 0 {
+		// The same triggers on fentry/fexit, where the probe's fetches
+		// allow it: Load tries them first.
+		if alt, aerr := e.programIn(system, event, ts, scratch, true); aerr == nil && !callsStack(alt.insns) {
+			p.alt = alt
+		}
+	}
 	return p, err
+}
+
+// callsStack says whether a program reads the kernel stack (whose frames
+// a fentry program's differ from a kprobe's).
+func callsStack(insns asm.Instructions) bool {
+	for _, ins := range insns {
+		if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetStack) {
+			return true
+		}
+	}
+	return false
 }
 
 // forceScratch puts every program's frame in the scratch map (for the
@@ -1257,8 +1281,8 @@ const (
 	scratchSize = 4096
 )
 
-func (e *Engine) programIn(system, event string, ts []*ctrig, scratch bool) (*progDef, error) {
-	g := &gen{e: e, trig: ts[0].idx, fp: asm.R10}
+func (e *Engine) programIn(system, event string, ts []*ctrig, scratch, fentry bool) (*progDef, error) {
+	g := &gen{e: e, trig: ts[0].idx, fp: asm.R10, fentry: fentry}
 	var needTS, needPID, needCPU bool
 	e.needs(ts, 0, &needTS, &needPID, &needCPU)
 	g.origin = ""
@@ -1368,6 +1392,9 @@ type progDef struct {
 	origins       []origin
 	triggers      []*ctrig
 	probe         *probeInfo // the probe the program is attached to, or nil (a tracepoint)
+	// alt is the probe's program as fentry/fexit (BTF's arguments), when
+	// its fetches allow it.
+	alt *progDef
 }
 
 // origin is what an instruction computes: for which trigger (its index)

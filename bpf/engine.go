@@ -55,6 +55,12 @@ type Options struct {
 	// Arch is the target's architecture (the registers of the probes'
 	// fetch arguments); nil is this machine's.
 	Arch *tracefs.Arch
+	// NoFentry attaches kprobes and kretprobes through the perf kprobe
+	// PMU always; else a probe at a function's entry or return whose
+	// fetches are its arguments and return value runs on fentry/fexit
+	// where the kernel's BTF describes the function and the kernel loads
+	// them (cheaper: a BPF trampoline, no breakpoint, no return probe).
+	NoFentry bool
 }
 
 // Engine is a set of triggers compiled into BPF programs and maps.
@@ -85,6 +91,9 @@ type Engine struct {
 	probes   map[string]*probeInfo
 	fcaps    map[*tracefs.Field]int
 	probeFDs []int
+	// fentry says the programs loaded are the probes' fentry/fexit
+	// variants (progDef.alt), where they have one.
+	fentry bool
 }
 
 // New compiles the triggers (in the order the kernel would run them on
@@ -108,6 +117,7 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 		}
 	}
 	e.probeEvents(common)
+	e.fentryArgs()
 	for _, s := range synths {
 		e.synths[s.Name] = planner.SynthFormat(s, opt.LongSize)
 		e.synthNames = append(e.synthNames, s.Name)
@@ -306,6 +316,28 @@ func Check(triggers []*Trigger, synths []*planner.Synth, format func(system, eve
 	return err
 }
 
+// Attachments says how each program is attached, by event: "tracepoint",
+// "kprobe PMU", "uprobe PMU", "fentry" or "fexit".
+func (e *Engine) Attachments() map[string]string {
+	out := map[string]string{}
+	for _, p := range e.progs {
+		how := "tracepoint"
+		switch {
+		case p.probe == nil:
+		case e.fentry && p.alt != nil && p.probe.p.Return:
+			how = "fexit"
+		case e.fentry && p.alt != nil:
+			how = "fentry"
+		case p.probe.user():
+			how = "uprobe PMU"
+		default:
+			how = "kprobe PMU"
+		}
+		out[p.system+"/"+p.event] = how
+	}
+	return out
+}
+
 // Events lists the events the programs attach to ("system/event").
 func (e *Engine) Events() []string {
 	var out []string
@@ -352,6 +384,15 @@ func (e *Engine) spec() *ebpf.CollectionSpec {
 		if p.probe != nil {
 			typ = ebpf.Kprobe
 		}
+		if e.fentry && p.alt != nil {
+			at := ebpf.AttachTraceFEntry
+			if p.probe.p.Return {
+				at = ebpf.AttachTraceFExit
+			}
+			cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.Tracing, AttachType: at,
+				AttachTo: p.probe.p.Symbol, License: "GPL", Instructions: p.alt.insns}
+			continue
+		}
 		cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: typ, License: "GPL",
 			Instructions: p.insns}
 	}
@@ -372,17 +413,30 @@ func (e *Engine) Load() error {
 	// default is 64 KiB): lift it there; a no-op where memory cgroups
 	// account for it.
 	liftMemlock()
-	cs := e.spec()
-	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{})
-	if err != nil {
-		return e.verifierError(err)
+	// The probes on fentry/fexit first, where they have a variant; the
+	// kernel may refuse them (no BTF trampolines, a function it cannot
+	// attach to): then every probe on the perf kprobe PMU.
+	e.fentry = slices.ContainsFunc(e.progs, func(p *progDef) bool { return p.alt != nil })
+	var coll *ebpf.Collection
+	var err error
+	if e.fentry {
+		coll, err = ebpf.NewCollectionWithOptions(e.spec(), ebpf.CollectionOptions{})
+		if err != nil {
+			e.fentry = false
+		}
+	}
+	if coll == nil {
+		coll, err = ebpf.NewCollectionWithOptions(e.spec(), ebpf.CollectionOptions{})
+		if err != nil {
+			return e.verifierError(err)
+		}
 	}
 	// A probe is attached through the kernel's perf PMU only: without
 	// one the programs are unloaded and the probe refused (cilium/ebpf's
 	// link.Kprobe would write kprobe_events instead; Start never calls
 	// it).
 	for _, p := range e.progs {
-		if p.probe == nil {
+		if p.probe == nil || e.fentry && p.alt != nil {
 			continue
 		}
 		if err := p.probe.checkPMU(); err != nil {
@@ -456,6 +510,15 @@ func (e *Engine) Start() error {
 		go e.readEvents()
 	}
 	for i, p := range e.progs {
+		if p.probe != nil && e.fentry && p.alt != nil {
+			l, err := link.AttachTracing(link.TracingOptions{Program: e.coll.Programs[progName(i)]})
+			if err != nil {
+				e.Stop()
+				return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching fentry/fexit: " + err.Error(), Probe: p.probe.p}
+			}
+			e.links = append(e.links, l)
+			continue
+		}
 		if p.probe != nil {
 			fd, err := attachProbe(p.probe, e.coll.Programs[progName(i)].FD())
 			if err != nil {

@@ -77,7 +77,10 @@ func TestHoldEngine(t *testing.T) {
 			ts = append(ts, tr)
 		}
 		synths = append(synths, p.synths...)
-		opt.Probes = p.probes
+		// On the PMUs: the probes are perf events of the process
+		// (fentry/fexit programs' links are file descriptors as the
+		// tracepoints' are).
+		opt.Probes, opt.NoFentry = p.probes, true
 	}
 	e, err := New(ts, synths, hostFormat, opt)
 	if err != nil {

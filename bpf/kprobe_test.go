@@ -43,18 +43,29 @@ func openMissing(path string, n int) func() {
 }
 
 // TestHostKprobes attaches kprobes and a kretprobe to do_sys_openat2
-// while a thread opens a missing file a known number of times (where the
-// kernel has the perf kprobe PMU: the e2e bpf phase's guests; this
-// host's kernel has no kprobes): every call counted once, with its
-// arguments read from registers ($arg1), user memory ($arg2's string)
-// and kernel memory (+0($arg3): the open_how's flags), its return value
+// while a thread opens a missing file a known number of times, through
+// the perf kprobe PMU (where the kernel has it: the e2e bpf phase's
+// guests; this host's kernel has no kprobes) and as fentry/fexit (where
+// its BTF and trampolines allow: this host too): every call counted
+// once, with its arguments ($arg1), user memory ($arg2's string) and
+// kernel memory (+0($arg3): the open_how's flags), its return value
 // (-ENOENT) and task name, and the JOIN of entry and return.
 func TestHostKprobes(t *testing.T) {
 	if !inTracefs(t) {
 		return
 	}
-	if _, _, err := pmu("kprobe", true); err != nil {
-		t.Skip(err)
+	for _, how := range []string{"kprobe PMU", "fentry"} {
+		t.Run(strings.ReplaceAll(how, " ", "-"), func(t *testing.T) { hostKprobes(t, how) })
+	}
+}
+
+// hostKprobes is TestHostKprobes with the probes attached how: through
+// the "kprobe PMU" or as "fentry" and fexit programs.
+func hostKprobes(t *testing.T, how string) {
+	if how == "kprobe PMU" {
+		if _, _, err := pmu("kprobe", true); err != nil {
+			t.Skip(err)
+		}
 	}
 	const n = 500
 	path := fmt.Sprintf("/nonexistent-sqlhist-%d/kprobe-test", os.Getpid())
@@ -67,14 +78,26 @@ func TestHostKprobes(t *testing.T) {
 SELECT r, c, COUNT(*) FROM kretprobe(do_sys_openat2, r=$retval:s64, c=$comm) WHERE common_pid = %d GROUP BY r, c;
 SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS ns, COUNT(*) FROM kprobe(do_sys_openat2) AS start JOIN kretprobe(do_sys_openat2) AS end ON start.common_pid = end.common_pid WHERE start.common_pid = %d GROUP BY ns`, tid, tid, tid)
 	p := planSQL(t, sql)
-	e, err := p.engine(hostFormat, hostArch().Name)
+	e, err := p.engineWith(hostFormat, hostArch().Name, how != "fentry")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Start(); err != nil {
+		if how == "fentry" && !e.fentry {
+			t.Skipf("the kernel took no fentry/fexit programs, and: %v", err)
+		}
 		t.Fatal(err)
 	}
 	defer e.Stop()
+	for ev, a := range e.Attachments() {
+		if want := map[bool]string{true: "kprobe PMU", false: "fentry"}[how != "fentry"]; a != want && !(want == "fentry" && a == "fexit") {
+			if how == "fentry" {
+				t.Skipf("%s is attached by %s: the kernel took no fentry/fexit programs", ev, a)
+			}
+			t.Fatalf("%s is attached by %s, want %s", ev, a, how)
+		}
+	}
+	t.Logf("attached: %v", e.Attachments())
 	run()
 	hs, err := e.Read()
 	if err != nil {
@@ -160,14 +183,20 @@ func TestProbesAgainstHist(t *testing.T) {
 	sql := fmt.Sprintf(`SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS ns, COUNT(*) FROM kprobe(vfs_read) AS start JOIN kretprobe(vfs_read) AS end ON start.common_pid = end.common_pid WHERE start.common_pid = %d GROUP BY ns;
 SELECT name, COUNT(*) FROM kprobe(do_sys_openat2, name=+0($arg2):string) WHERE common_pid = %d GROUP BY name`, tid, tid)
 	p := planSQL(t, sql)
-	e, err := p.engine(hostFormat, hostArch().Name)
-	if err != nil {
-		t.Fatal(err)
+	// Two engines at once: the probes on the perf kprobe PMU, and as
+	// fentry/fexit where the kernel takes them.
+	var engines []*Engine
+	for _, noFentry := range []bool{true, false} {
+		e, err := p.engineWith(hostFormat, hostArch().Name, noFentry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer e.Stop()
+		engines = append(engines, e)
 	}
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer e.Stop()
 	write := func(file, text string) error {
 		f, err := os.OpenFile(tracefsRoot+"/"+file, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -177,7 +206,7 @@ SELECT name, COUNT(*) FROM kprobe(do_sys_openat2, name=+0($arg2):string) WHERE c
 		_, err = f.WriteString(text)
 		return err
 	}
-	// The kernel's, after the engine's programs: its probe events, the
+	// The kernel's, after the engines' programs: its probe events, the
 	// synthetic event, the triggers (removed in the reverse order).
 	for _, pr := range p.probes {
 		if err := write("kprobe_events", pr.Line); err != nil {
@@ -200,9 +229,13 @@ SELECT name, COUNT(*) FROM kprobe(do_sys_openat2, name=+0($arg2):string) WHERE c
 	}
 	run()
 	time.Sleep(20 * time.Millisecond)
-	hs, err := e.Read()
-	if err != nil {
-		t.Fatal(err)
+	var reads [][]*tracefs.Histogram
+	for _, e := range engines {
+		hs, err := e.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, hs)
 	}
 	kernel := func(i int) *tracefs.Histogram {
 		h := p.hists[i]
@@ -217,11 +250,20 @@ SELECT name, COUNT(*) FROM kprobe(do_sys_openat2, name=+0($arg2):string) WHERE c
 		return kh[0]
 	}
 	lat, names := kernel(p.result(0)), kernel(p.result(1))
-	lost, err := e.Stop()
-	if err != nil {
-		t.Fatal(err)
+	for i, e := range engines {
+		how := e.Attachments()
+		lost, err := e.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareProbes(t, fmt.Sprint(how), reads[i], p, lat, names, lost, n, path)
 	}
-	// The latencies.
+}
+
+// compareProbes compares an engine's answers to TestProbesAgainstHist's
+// queries with the kernel's.
+func compareProbes(t *testing.T, how string, hs []*tracefs.Histogram, p *probePlan, lat, names *tracefs.Histogram, lost uint64, n int, path string) {
+	t.Helper()
 	buckets := func(h *tracefs.Histogram) (map[uint64]uint64, uint64) {
 		out := map[uint64]uint64{}
 		var all uint64
@@ -238,12 +280,12 @@ SELECT name, COUNT(*) FROM kprobe(do_sys_openat2, name=+0($arg2):string) WHERE c
 		if b[exp] == 0 && k[exp] == 0 {
 			continue
 		}
-		t.Logf("vfs_read ~2^%d ns: BPF %d, kernel %d", exp, b[exp], k[exp])
+		t.Logf("%s: vfs_read ~2^%d ns: BPF %d, kernel %d", how, exp, b[exp], k[exp])
 		diff += max(b[exp], k[exp]) - min(b[exp], k[exp])
 	}
-	t.Logf("vfs_read calls joined: BPF %d, kernel %d, of %d; %d runs skipped; %d latencies in another bucket", ball, kall, n, lost, diff/2)
-	if ball > kall || ball+lost < kall || kall != n {
-		t.Errorf("BPF joined %d calls, the kernel %d, of %d (%d runs skipped)", ball, kall, n, lost)
+	t.Logf("%s: vfs_read calls joined: BPF %d, kernel %d, of %d; %d runs skipped; %d latencies in another bucket", how, ball, kall, n, lost, diff/2)
+	if ball > kall || ball+lost < kall || kall != uint64(n) {
+		t.Errorf("%s: BPF joined %d calls, the kernel %d, of %d (%d runs skipped)", how, ball, kall, n, lost)
 	}
 	median := func(m map[uint64]uint64, total uint64) uint64 {
 		var seen uint64
@@ -255,11 +297,10 @@ SELECT name, COUNT(*) FROM kprobe(do_sys_openat2, name=+0($arg2):string) WHERE c
 		return 64
 	}
 	mb, mk := median(b, ball), median(k, kall)
-	t.Logf("median bucket: BPF 2^%d, kernel 2^%d", mb, mk)
+	t.Logf("%s: median bucket: BPF 2^%d, kernel 2^%d", how, mb, mk)
 	if ball == 0 || mb > mk+1 || mk > mb+1 {
-		t.Errorf("median latency bucket: BPF 2^%d, kernel 2^%d", mb, mk)
+		t.Errorf("%s: median latency bucket: BPF 2^%d, kernel 2^%d", how, mb, mk)
 	}
-	// The names.
 	byName := func(h *tracefs.Histogram) string {
 		var out []string
 		for _, ent := range h.Entries {
@@ -269,11 +310,10 @@ SELECT name, COUNT(*) FROM kprobe(do_sys_openat2, name=+0($arg2):string) WHERE c
 		return strings.Join(out, " ")
 	}
 	bn, kn := byName(hs[p.result(1)]), byName(names)
-	t.Logf("do_sys_openat2 names: BPF %s; kernel %s", bn, kn)
+	t.Logf("%s: do_sys_openat2 names: BPF %s; kernel %s", how, bn, kn)
 	w := []string{fmt.Sprintf("%s=%d", path, n/2), fmt.Sprintf("%s2=%d", path, n/4)}
 	sort.Strings(w)
-	want := strings.Join(w, " ")
-	if kn != want || bn != kn && lost == 0 {
-		t.Errorf("names: BPF %s, kernel %s, want %s", bn, kn, want)
+	if want := strings.Join(w, " "); kn != want || bn != kn && lost == 0 {
+		t.Errorf("%s: names: BPF %s, kernel %s, want %s", how, bn, kn, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"github.com/sqlhist/sqlhist/compiler"
@@ -34,6 +35,10 @@ import (
 type probeInfo struct {
 	p  *planner.Probe
 	ev *tracefs.Event
+	// nargs is the kernel function's arguments, from the kernel's BTF,
+	// when its triggers may run on fentry/fexit instead of a kprobe: -1
+	// when not.
+	nargs int
 }
 
 // user says whether the probe is in user space (a uprobe or uretprobe).
@@ -85,7 +90,7 @@ func (e *Engine) probeEvents(common []*tracefs.Field) {
 	e.probes = map[string]*probeInfo{}
 	for _, p := range e.opt.Probes {
 		ev := planner.ProbeFormat(p, common, e.opt.Arch)
-		e.probes[p.Group+"/"+p.Name] = &probeInfo{p: p, ev: ev}
+		e.probes[p.Group+"/"+p.Name] = &probeInfo{p: p, ev: ev, nargs: -1}
 		for _, a := range p.Args {
 			f := ev.Field(a.Name)
 			if f == nil || !f.IsString() {
@@ -97,6 +102,47 @@ func (e *Engine) probeEvents(common []*tracefs.Field) {
 			case compiler.FetchImmString:
 				e.fcaps[f] = align8(len(a.Fetch.Name) + 1)
 			}
+		}
+	}
+}
+
+// fentryArgs finds, in the kernel's BTF, the arguments of the functions
+// of the kprobes and kretprobes whose triggers may run on fentry/fexit
+// (at a function's entry or return, not in a module, on this machine's
+// architecture, with at most 6 arguments of at most 8 bytes each).
+func (e *Engine) fentryArgs() {
+	if e.opt.NoFentry || e.opt.Arch.Name != hostArch().Name {
+		return
+	}
+	var spec *btf.Spec
+	for _, pi := range e.probes {
+		p := pi.p
+		if p.Kind != compiler.KProbe && p.Kind != compiler.KRetProbe || p.Module != "" || p.Offset != 0 {
+			continue
+		}
+		if spec == nil {
+			s, err := btf.LoadKernelSpec()
+			if err != nil {
+				return // no BTF: kprobes
+			}
+			spec = s
+		}
+		var fn *btf.Func
+		if err := spec.TypeByName(p.Symbol, &fn); err != nil {
+			continue
+		}
+		proto, ok := fn.Type.(*btf.FuncProto)
+		if !ok || len(proto.Params) > 6 {
+			continue
+		}
+		fits := true
+		for _, a := range proto.Params {
+			if n, err := btf.Sizeof(a.Type); err != nil || n > 8 {
+				fits = false
+			}
+		}
+		if fits {
+			pi.nargs = len(proto.Params)
 		}
 	}
 }
@@ -126,7 +172,7 @@ func (g *gen) probeRecord(ct *ctrig, pi *probeInfo) (map[string]int16, error) {
 		if f == nil || strings.Contains(a.Type, "[") {
 			return nil, ct.probeErr(pi, a.String(), "an array of a probe's argument is not compiled by the BPF engine")
 		}
-		fc := &fetchGen{g: g, ct: ct, pi: pi, regs: regs, arch: arch.Name, tmp: tmp}
+		fc := &fetchGen{g: g, ct: ct, pi: pi, regs: regs, arch: arch.Name, tmp: tmp, fentry: g.fentry}
 		if f.IsString() {
 			n := g.e.fieldBytes(pi.ev, f)
 			off := g.alloc(n)
@@ -156,6 +202,9 @@ type fetchGen struct {
 	regs map[string]int16
 	arch string
 	tmp  int16 // an 8-byte slot of the frame
+	// fentry: the context is the function's arguments as u64s (then,
+	// on fexit, its return value), not pt_regs.
+	fentry bool
 }
 
 func (fc *fetchGen) refuse(x *compiler.Fetch, format string, args ...any) error {
@@ -164,6 +213,9 @@ func (fc *fetchGen) refuse(x *compiler.Fetch, format string, args ...any) error 
 
 // reg loads a register of pt_regs into R1.
 func (fc *fetchGen) reg(x *compiler.Fetch, name string) error {
+	if fc.fentry {
+		return fc.refuse(x, "a register is not in a fentry program's context")
+	}
 	off, ok := fc.regs[name]
 	if !ok {
 		return fc.refuse(x, "%s has no register %%%s", fc.arch, name)
@@ -204,6 +256,13 @@ func (fc *fetchGen) num(x *compiler.Fetch, size int) error {
 			return fc.refuse(x, "$argN in a return probe is not compiled by the BPF engine: read it in a kprobe on the entry and JOIN the two")
 		}
 		n := int(x.N) - 1
+		if fc.fentry {
+			if n >= fc.pi.nargs {
+				return fc.refuse(x, "the function has %d arguments", fc.pi.nargs)
+			}
+			g.ins(asm.LoadMem(asm.R1, rCtx, int16(8*n), asm.DWord))
+			return nil
+		}
 		regs := argRegs[fc.arch]
 		switch {
 		case n < len(regs):
@@ -220,6 +279,11 @@ func (fc *fetchGen) num(x *compiler.Fetch, size int) error {
 		}
 		return nil
 	case compiler.FetchRetval:
+		if fc.fentry {
+			// fexit: the return value follows the arguments.
+			g.ins(asm.LoadMem(asm.R1, rCtx, int16(8*fc.pi.nargs), asm.DWord))
+			return nil
+		}
 		return fc.reg(x, retReg[fc.arch])
 	case compiler.FetchStack:
 		return fc.reg(x, "sp")

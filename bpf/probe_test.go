@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,11 +65,17 @@ func planSQLOn(t *testing.T, sql, kernel string) *probePlan {
 
 // engine compiles the plan for the BPF engine on format.
 func (p *probePlan) engine(format func(system, event string) (*tracefs.Event, error), arch string) (*Engine, error) {
+	return p.engineWith(format, arch, false)
+}
+
+// engineWith is engine, with kprobes always on the perf kprobe PMU when
+// noFentry.
+func (p *probePlan) engineWith(format func(system, event string) (*tracefs.Event, error), arch string, noFentry bool) (*Engine, error) {
 	a, err := tracefs.LookupArch(arch)
 	if err != nil {
 		return nil, err
 	}
-	return New(FromHists(p.hists), p.synths, format, Options{Probes: p.probes, Arch: a})
+	return New(FromHists(p.hists), p.synths, format, Options{Probes: p.probes, Arch: a, NoFentry: noFentry})
 }
 
 // result is the index of the histogram the k-th answer is read from:
@@ -116,7 +123,7 @@ func TestProbePrograms(t *testing.T) {
 		`SELECT ret, COUNT(*) FROM kretprobe(do_sys_openat2, ret=$retval:s64) GROUP BY ret`,
 		`SELECT c, u, COUNT(*) FROM kprobe(do_sys_openat2, c=$comm, u=+0(+u0($arg2)):u8, us=+0($arg2):ustring) GROUP BY c, u`,
 	}
-	loaded := 0
+	loaded, fentries := 0, 0
 	for _, arch := range []string{"x86_64", "arm64"} {
 		for _, q := range queries {
 			q := q
@@ -139,6 +146,19 @@ func TestProbePrograms(t *testing.T) {
 			}
 			coll.Close()
 			loaded++
+			// Its fentry/fexit variants, where the kernel's BTF has
+			// the function and it takes them.
+			if slices.ContainsFunc(e.progs, func(p *progDef) bool { return p.alt != nil }) {
+				e.fentry = true
+				coll, err := ebpf.NewCollection(e.spec())
+				e.fentry = false
+				if err != nil {
+					t.Logf("%s: fentry/fexit not loaded: %v", q, err)
+					continue
+				}
+				coll.Close()
+				fentries++
+			}
 		}
 	}
 	if why := canLoad(); why != "" {
@@ -146,6 +166,7 @@ func TestProbePrograms(t *testing.T) {
 	} else if loaded != len(queries) {
 		t.Errorf("%d of %d loaded", loaded, len(queries))
 	}
+	t.Logf("%d of %d loaded, %d as fentry/fexit too", loaded, len(queries), fentries)
 }
 
 // TestProbeRefusals: what the engine does not compile is refused with
