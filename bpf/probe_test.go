@@ -211,7 +211,7 @@ func TestProbeNoPMU(t *testing.T) {
 	pmuDir = dir
 	defer func() { pmuDir = old }()
 	p := planSQL(t, `SELECT common_pid, COUNT(*) FROM kprobe(do_sys_openat2) GROUP BY common_pid`)
-	e, err := p.engine(embedded61, "x86_64")
+	e, err := p.engineWith(embedded61, hostArch().Name, true)
 	if err != nil {
 		t.Fatal(err)
 	}
