@@ -125,6 +125,14 @@ func checkBPFEngine(t *testing.T, kname string, hist bool, out string) string {
 			t.Errorf("%s: no PASS of %s on a kernel with hist triggers", kname, name)
 		}
 	}
+	// The probes' figures, for the log: how they were attached, what the
+	// kernel's own triggers counted beside them.
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "kprobe_test.go") && (strings.Contains(l, "joined:") || strings.Contains(l, "median bucket") ||
+			strings.Contains(l, "names:") || strings.Contains(l, "attached:") || strings.Contains(l, "calls")) {
+			t.Logf("%s: %s", kname, strings.TrimSpace(l))
+		}
+	}
 	rest := strings.NewReplacer("--- SKIP: TestStacksAgainstHist", "", "--- SKIP: TestJoinAgainstHist", "", "--- SKIP: TestProbesAgainstHist", "").Replace(out)
 	if hist {
 		rest = out
