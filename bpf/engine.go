@@ -92,8 +92,9 @@ type Engine struct {
 	fcaps    map[*tracefs.Field]int
 	probeFDs []int
 	// fentry says the programs loaded are the probes' fentry/fexit
-	// variants (progDef.alt), where they have one.
-	fentry bool
+	// variants (progDef.alt), where they have one; noFentry that the
+	// kernel could not attach them.
+	fentry, noFentry bool
 }
 
 // New compiles the triggers (in the order the kernel would run them on
@@ -416,7 +417,7 @@ func (e *Engine) Load() error {
 	// The probes on fentry/fexit first, where they have a variant; the
 	// kernel may refuse them (no BTF trampolines, a function it cannot
 	// attach to): then every probe on the perf kprobe PMU.
-	e.fentry = slices.ContainsFunc(e.progs, func(p *progDef) bool { return p.alt != nil })
+	e.fentry = !e.noFentry && slices.ContainsFunc(e.progs, func(p *progDef) bool { return p.alt != nil })
 	var coll *ebpf.Collection
 	var err error
 	if e.fentry {
@@ -500,11 +501,30 @@ func (e *Engine) Start() error {
 	if err := e.Load(); err != nil {
 		return err
 	}
+	fentry, err := e.attach()
+	if err != nil && fentry {
+		// The kernel loaded the fentry/fexit programs and cannot attach
+		// them (6.1 on arm64 has no BPF trampolines): everything again,
+		// the probes on the perf kprobe PMU.
+		e.Stop()
+		e.lostEvents.Store(0)
+		e.noFentry = true
+		if err := e.Load(); err != nil {
+			return err
+		}
+		_, err = e.attach()
+	}
+	return err
+}
+
+// attach attaches the loaded programs; fentry says that attaching a
+// fentry/fexit program failed. On an error everything is closed.
+func (e *Engine) attach() (fentry bool, err error) {
 	if e.opt.OnSynth != nil {
 		rd, err := perf.NewReader(e.coll.Maps[eventsMap], 64*os.Getpagesize())
 		if err != nil {
 			e.Stop()
-			return fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
+			return false, fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
 		}
 		e.reader, e.readDone = rd, make(chan struct{})
 		go e.readEvents()
@@ -514,7 +534,7 @@ func (e *Engine) Start() error {
 			l, err := link.AttachTracing(link.TracingOptions{Program: e.coll.Programs[progName(i)]})
 			if err != nil {
 				e.Stop()
-				return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching fentry/fexit: " + err.Error(), Probe: p.probe.p}
+				return true, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching fentry/fexit: " + err.Error(), Probe: p.probe.p}
 			}
 			e.links = append(e.links, l)
 			continue
@@ -523,7 +543,7 @@ func (e *Engine) Start() error {
 			fd, err := attachProbe(p.probe, e.coll.Programs[progName(i)].FD())
 			if err != nil {
 				e.Stop()
-				return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error(), Probe: p.probe.p}
+				return false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error(), Probe: p.probe.p}
 			}
 			e.probeFDs = append(e.probeFDs, fd)
 			continue
@@ -531,11 +551,11 @@ func (e *Engine) Start() error {
 		l, err := link.Tracepoint(p.system, p.event, e.coll.Programs[progName(i)], nil)
 		if err != nil {
 			e.Stop()
-			return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error()}
+			return false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error()}
 		}
 		e.links = append(e.links, l)
 	}
-	return nil
+	return false, nil
 }
 
 // Stats are a program's runs and time (the kernel counts them while

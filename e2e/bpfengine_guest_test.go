@@ -137,6 +137,12 @@ func checkBPFEngine(t *testing.T, kname string, hist bool, out string) string {
 	if hist {
 		rest = out
 	}
+	if k, err := vm.LookupKernel(kname); err == nil && k.Arch == "arm64" {
+		// Debian's arm64 6.1 loads fentry/fexit programs and has no BPF
+		// trampolines to attach them (the probes then go on the PMU,
+		// checked beside): those rounds say so and skip.
+		rest = strings.NewReplacer("--- SKIP: TestHostKprobes/fentry", "", "--- SKIP: TestProbesAgainstHist/fentry", "").Replace(rest)
+	}
 	if strings.Contains(rest, "--- SKIP") {
 		t.Errorf("%s: a test skipped in the guest", kname)
 	}
