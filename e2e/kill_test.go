@@ -103,23 +103,24 @@ kp aggregate-n-B-new -n ka -B sqlhist_kbnew "$A"
 kp hist-B -B sqlhist_kb "$H LIMIT 3"
 k1=$(cut -d' ' -f1 /proc/uptime)
 echo "@@kp-seconds $k0 $k1"
-# The BPF engine on the kprobe JOIN: its kprobe and kretprobe are perf
-# events of the kernel's kprobe PMU, file descriptors of the process;
-# nothing is in tracefs while it collects, and nothing is left after a
-# SIGKILL (no probe event, no perf event of any process).
+# The BPF engine on the kprobe JOIN: its kprobe and kretprobe are
+# fentry/fexit links or perf events of the kernel's kprobe PMU, file
+# descriptors of the process; nothing is in tracefs while it collects,
+# and nothing is left after a SIGKILL (no probe event, no perf event or
+# BPF link of any process).
 if [ -e /sys/bus/event_source/devices/kprobe/type ] && [ -e /proc/sys/kernel/unprivileged_bpf_disabled ]; then
 	: > /tmp/kw
 	/work/sqlhist -r --engine bpf "$K" > /dev/null 2> /tmp/kw &
 	P=$!
 	i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/kw; do sleep 0.05; i=$((i + 1)); done
 	[ $i -lt 600 ] || { echo "@@timeout waiting 30 s for the bpf run to collect"; cat /tmp/kw; }
-	pe=$(ls -l /proc/$P/fd 2>/dev/null | grep -c 'perf_event')
+	pe=$(ls -l /proc/$P/fd 2>/dev/null | grep -c -E 'perf_event|bpf_link')
 	kstateall > /tmp/k1
 	cmp -s /tmp/kall0 /tmp/k1 && echo "@@bpf-during same" || { echo "@@bpf-during changed"; diff /tmp/kall0 /tmp/k1 | sed "s/^@@/ @@/"; }
 	kill -KILL $P; wait $P
 	kstateall > /tmp/k1
 	cmp -s /tmp/kall0 /tmp/k1 && echo "@@bpf-after same" || { echo "@@bpf-after changed"; diff /tmp/kall0 /tmp/k1 | sed "s/^@@/ @@/"; }
-	left=$(ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c 'perf_event')
+	left=$(ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c -E 'perf_event|bpf_link')
 	echo "@@bpf-kill perf=$pe left=$left"
 else
 	echo "@@bpf-kill none"
@@ -211,7 +212,7 @@ func checkKills(t *testing.T, kname, out string) string {
 		wantLines(t, out, "@@bpf-during same", "@@bpf-after same")
 		var pe, left int
 		if _, err := fmt.Sscanf(firstLine(out, "@@bpf-kill "), "@@bpf-kill perf=%d left=%d", &pe, &left); err != nil || pe < 2 || left != 0 {
-			t.Errorf("the BPF engine's kprobe JOIN: %q (%v): want its kprobe and kretprobe as perf events of the process while it collects, and no perf event left after its SIGKILL", firstLine(out, "@@bpf-kill "), err)
+			t.Errorf("the BPF engine's kprobe JOIN: %q (%v): want its kprobe and kretprobe as perf events or BPF links of the process while it collects, and none left after its SIGKILL", firstLine(out, "@@bpf-kill "), err)
 		}
 	}
 	sec := sections(out)
