@@ -56,7 +56,12 @@
 // uprobe's memory and +u), strings (the _str variants; a kprobe's
 // :string at a user address from user memory, as the kernel's), sizes
 // and signedness of the probe types; the triggers then read it as a
-// fired synthetic event's fields.
+// fired synthetic event's fields. A kprobe or kretprobe at a function's
+// entry whose fetches are its arguments and return value, and whose
+// triggers read no stack, runs as fentry/fexit instead (progDef.alt: the
+// arguments read from the context's u64s, the return value after them,
+// their count from the kernel's BTF) where the kernel loads and
+// attaches those programs, else on the PMU (Options.NoFentry forces it).
 //
 // Refused, with the expression: stack traces of the record's own array
 // fields, globs other than a prefix (text*), a snapshot, variables in
