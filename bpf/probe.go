@@ -120,6 +120,13 @@ func (e *Engine) fentryArgs() {
 		if p.Kind != compiler.KProbe && p.Kind != compiler.KRetProbe || p.Module != "" || p.Offset != 0 {
 			continue
 		}
+		if !readsContext(p) {
+			// No $argN, no $retval: the count of arguments is not
+			// needed (the kernel checks the function when it loads the
+			// program), and the kernel's BTF is not parsed here.
+			pi.nargs = 0
+			continue
+		}
 		if spec == nil {
 			s, err := btf.LoadKernelSpec()
 			if err != nil {
@@ -145,6 +152,27 @@ func (e *Engine) fentryArgs() {
 			pi.nargs = len(proto.Params)
 		}
 	}
+}
+
+// readsContext says whether a probe's fetches read the function's
+// arguments or return value.
+func readsContext(p *planner.Probe) bool {
+	var walk func(f *compiler.Fetch) bool
+	walk = func(f *compiler.Fetch) bool {
+		switch {
+		case f == nil:
+			return false
+		case f.Kind == compiler.FetchArg || f.Kind == compiler.FetchRetval:
+			return true
+		}
+		return walk(f.X)
+	}
+	for _, a := range p.Args {
+		if walk(a.Fetch) {
+			return true
+		}
+	}
+	return false
 }
 
 // probeErr is a refusal of a probe's argument.
