@@ -285,5 +285,13 @@ func describeEvents(e engine) string {
 	if !ok {
 		return "its events"
 	}
-	return strings.Join(b.e.Events(), ", ")
+	how := b.e.Attachments()
+	var out []string
+	for _, ev := range b.e.Events() {
+		if h := how[ev]; h != "" && h != "tracepoint" {
+			ev += " (" + h + ")"
+		}
+		out = append(out, ev)
+	}
+	return strings.Join(out, ", ")
 }
