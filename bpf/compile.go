@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -55,13 +56,18 @@ func (e *Engine) compileTriggers(format func(system, event string) (*tracefs.Eve
 		ct := &ctrig{idx: i, t: t, own: map[string]int{}, once: map[string]bool{}, strVars: map[int]*tracefs.Field{}, stackVars: map[int]bool{}, e: e}
 		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
 			ct.ev = e.synths[t.Event]
+		} else if pi := e.probes[t.System+"/"+t.Event]; pi != nil {
+			if pi.p.Kind == compiler.EProbe {
+				return ct.probeErr(pi, "", "an eprobe is not attached by the BPF engine (it attaches tracepoints, kprobes, kretprobes, uprobes and uretprobes)")
+			}
+			ct.ev = pi.ev
 		} else {
 			ev, err := format(t.System, t.Event)
 			if err != nil {
 				return &Error{Trigger: i, Event: t.System + "/" + t.Event, Reason: err.Error()}
 			}
 			if ev.ID == 0 {
-				return ct.errf("", "%s/%s is not an event of the kernel yet (a probe the run would create): the BPF engine attaches to tracepoints, not yet to kprobes, uprobes or eprobes", t.System, t.Event)
+				return ct.errf("", "%s/%s is not an event of the kernel yet (a probe the run would create, not given to the engine)", t.System, t.Event)
 			}
 			ct.ev = ev
 		}
@@ -211,6 +217,10 @@ type gen struct {
 	ts, pid    int16 // stack offsets of the time, the pid, the CPU
 	cpu        int16
 	depth      int // synthetic events fired, nested
+	// fentry says the program is a probe's fentry or fexit variant: its
+	// context is the function's arguments (and return value), not
+	// pt_regs.
+	fentry bool
 }
 
 func (g *gen) ins(list ...asm.Instruction) {
@@ -277,6 +287,8 @@ func (g *gen) zero(off int16, n int) {
 type evctx struct {
 	ev    *tracefs.Event
 	synth map[string]int16 // by field: the stack offset of its value or bytes
+	// probe says the event is a probe's: synth holds its record.
+	probe bool
 }
 
 var regs = []asm.Register{asm.R1, asm.R2, asm.R3, asm.R4, asm.R5}
@@ -295,6 +307,9 @@ func (g *gen) loadField(ct *ctrig, ec *evctx, f *tracefs.Field, dst asm.Register
 	if f.Name == "common_pid" {
 		g.ins(asm.LoadMem(dst, g.fp, g.pid, asm.DWord))
 		return nil
+	}
+	if ec.probe {
+		return ct.errf(f.Name, "%s of a probe's record is not compiled by the BPF engine (its fetch arguments and common_pid are)", f.Name)
 	}
 	if ec.synth != nil {
 		return ct.errf(f.Name, "field %s of a synthetic event is not set by the program", f.Name)
@@ -1220,11 +1235,13 @@ func (e *Engine) needs(ts []*ctrig, depth int, ts0, pid0, cpu0 *bool) {
 // program generates the program of one traced event: its triggers in
 // order.
 func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
-	p, err := e.programIn(system, event, ts, forceScratch)
+	scratch := forceScratch
+	p, err := e.programIn(system, event, ts, scratch, false)
 	var be *Error
 	if !forceScratch && errors.As(err, &be) && be.frame > 0 {
 		// Too big for the stack: the frame in the scratch map.
-		p, err = e.programIn(system, event, ts, true)
+		scratch = true
+		p, err = e.programIn(system, event, ts, true, false)
 		if p != nil {
 			e.scratch = true
 		}
@@ -1232,7 +1249,25 @@ func (e *Engine) program(system, event string, ts []*ctrig) (*progDef, error) {
 	if forceScratch && p != nil {
 		e.scratch = true
 	}
+	if p != nil && p.probe != nil && p.probe.nargs >= 0 {
+		// The same triggers on fentry/fexit, where the probe's fetches
+		// allow it: Load tries them first.
+		if alt, aerr := e.programIn(system, event, ts, scratch, true); aerr == nil && !callsStack(alt.insns) {
+			p.alt = alt
+		}
+	}
 	return p, err
+}
+
+// callsStack says whether a program reads the kernel stack (whose frames
+// a fentry program's differ from a kprobe's).
+func callsStack(insns asm.Instructions) bool {
+	for _, ins := range insns {
+		if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetStack) {
+			return true
+		}
+	}
+	return false
 }
 
 // forceScratch puts every program's frame in the scratch map (for the
@@ -1246,8 +1281,8 @@ const (
 	scratchSize = 4096
 )
 
-func (e *Engine) programIn(system, event string, ts []*ctrig, scratch bool) (*progDef, error) {
-	g := &gen{e: e, trig: ts[0].idx, fp: asm.R10}
+func (e *Engine) programIn(system, event string, ts []*ctrig, scratch, fentry bool) (*progDef, error) {
+	g := &gen{e: e, trig: ts[0].idx, fp: asm.R10, fentry: fentry}
 	var needTS, needPID, needCPU bool
 	e.needs(ts, 0, &needTS, &needPID, &needCPU)
 	g.origin = ""
@@ -1279,6 +1314,14 @@ func (e *Engine) programIn(system, event string, ts []*ctrig, scratch bool) (*pr
 		g.ins(asm.FnGetSmpProcessorId.Call(), asm.Mov.Reg32(asm.R0, asm.R0), asm.StoreMem(g.fp, g.cpu, asm.R0, asm.DWord))
 	}
 	ec := &evctx{ev: ts[0].ev}
+	pi := e.probes[system+"/"+event]
+	if pi != nil {
+		rec, err := g.probeRecord(ts[0], pi)
+		if err != nil {
+			return nil, err
+		}
+		ec.synth, ec.probe = rec, true
+	}
 	for _, ct := range ts {
 		if err := g.trigger(ct, ec); err != nil {
 			return nil, err
@@ -1295,7 +1338,7 @@ func (e *Engine) programIn(system, event string, ts []*ctrig, scratch bool) (*pr
 			Reason: fmt.Sprintf("the program needs %d bytes for its keys and records; it has %d (fewer or shorter string keys)", g.max, scratchSize)}
 	}
 	insns, origins := reachable(g.insns, g.origins)
-	return &progDef{system: system, event: event, insns: insns, origins: origins, triggers: ts}, nil
+	return &progDef{system: system, event: event, insns: insns, origins: origins, triggers: ts, probe: pi}, nil
 }
 
 // reachable drops the instructions no path reaches (a label no jump
@@ -1348,6 +1391,10 @@ type progDef struct {
 	insns         asm.Instructions
 	origins       []origin
 	triggers      []*ctrig
+	probe         *probeInfo // the probe the program is attached to, or nil (a tracepoint)
+	// alt is the probe's program as fentry/fexit (BTF's arguments), when
+	// its fetches allow it.
+	alt *progDef
 }
 
 // origin is what an instruction computes: for which trigger (its index)

@@ -2,9 +2,9 @@
 // (the triggers the kernel's hist engine and the stream engine run) into
 // BPF programs and maps, built in Go with cilium/ebpf's assembler (no
 // LLVM, no BTF), loads them through the bpf() system call, attaches one
-// program to each traced event's tracepoint, and reads the maps back
-// into the histograms a hist file gives ([tracefs.Histogram]), so that
-// every reader of results works unchanged.
+// program to each traced event's tracepoint or probe, and reads the maps
+// back into the histograms a hist file gives ([tracefs.Histogram]), so
+// that every reader of results works unchanged.
 //
 // A tracepoint program reads its event's record at the offsets of the
 // event's format file: the same formats every other engine reads. The
@@ -38,17 +38,45 @@
 // top (6.1: __traceiter_sched_switch) are dropped when read, so the
 // frames are the kernel's hist stacks' (checked on 6.1).
 //
+// The plan's kprobes, kretprobes, uprobes and uretprobes
+// (Options.Probes) are attached without a probe event: a program of type
+// kprobe on a perf event of the kernel's kprobe or uprobe PMU
+// (perf_event_open with the PMU's type from
+// /sys/bus/event_source/devices, PERF_EVENT_IOC_SET_BPF), a probe that
+// lives as long as its file descriptor. Without the PMU (or its
+// retprobe bit) the probe is refused before anything is attached:
+// nothing is ever written to kprobe_events or uprobe_events
+// (cilium/ebpf's link.Kprobe falls back to them, and is not called). The
+// program first computes the probe's record, the fields of the probe
+// event as the planner typed it (planner.ProbeFormat), from struct
+// pt_regs and memory as the kernel's fetch arguments read them, for
+// x86-64 and arm64 (probe.go): registers, $argN (the kernel's
+// regs_get_kernel_argument), $retval, $stack, $stackN, $comm,
+// immediates, dereferences (bpf_probe_read_kernel, or _user for a
+// uprobe's memory and +u), strings (the _str variants; a kprobe's
+// :string at a user address from user memory, as the kernel's), sizes
+// and signedness of the probe types; the triggers then read it as a
+// fired synthetic event's fields. A kprobe or kretprobe at a function's
+// entry whose fetches are its arguments and return value, and whose
+// triggers read no stack, runs as fentry/fexit instead (progDef.alt: the
+// arguments read from the context's u64s, the return value after them,
+// their count from the kernel's BTF) where the kernel loads and
+// attaches those programs, else on the PMU (Options.NoFentry forces it).
+//
 // Refused, with the expression: stack traces of the record's own array
 // fields, globs other than a prefix (text*), a snapshot, variables in
-// keys, values or filters, string or stack values used as numbers,
-// events the kernel has not got (probes a run would create: kprobes,
-// uprobes and eprobes are not attached yet).
+// keys, values or filters, string or stack values used as numbers;
+// eprobes, a probe's arrays, @SYMBOL and @+FILE_OFFSET fetches, $argN in
+// a return probe, __probe_ip/__probe_func/__probe_ret_ip, probes on
+// other architectures than x86-64 and arm64 (Error.Probe names the
+// probe).
 //
 // Everything the engine makes lives as file descriptors of the process
-// (programs, maps, perf-event links): nothing is pinned and nothing is
-// written to tracefs, so a process killed at any point leaves nothing
-// behind. Attaching a tracepoint needs the event's id, which
-// cilium/ebpf reads from tracefs (or debugfs): it must be mounted.
+// (programs, maps, perf-event links, the probes' perf events): nothing
+// is pinned and nothing is written to tracefs, so a process killed at
+// any point leaves nothing behind. Attaching a tracepoint needs the
+// event's id, which cilium/ebpf reads from tracefs (or debugfs): it must
+// be mounted.
 //
 // A run uses it as it uses the stream engine: the plan's triggers in
 // the order a run writes them (emit.RunCommands, as live's planHists),

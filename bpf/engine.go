@@ -46,6 +46,21 @@ type Options struct {
 	// one event at a time, the event the engine's until it returns.
 	// Events the buffer had no room for are counted (Stop's lost).
 	OnSynth func(*stream.Event)
+	// Probes are the plan's probes (kprobes, kretprobes, uprobes and
+	// uretprobes; planner.Unit.Probes): the triggers on their events run
+	// in programs attached to the functions through the kernel's perf
+	// kprobe and uprobe PMUs, their records computed as the probe events'
+	// (planner.ProbeFormat). An eprobe is refused.
+	Probes []*planner.Probe
+	// Arch is the target's architecture (the registers of the probes'
+	// fetch arguments); nil is this machine's.
+	Arch *tracefs.Arch
+	// NoFentry attaches kprobes and kretprobes through the perf kprobe
+	// PMU always; else a probe at a function's entry or return whose
+	// fetches are its arguments and return value runs on fentry/fexit
+	// where the kernel's BTF describes the function and the kernel loads
+	// them (cheaper: a BPF trampoline, no breakpoint, no return probe).
+	NoFentry bool
 }
 
 // Engine is a set of triggers compiled into BPF programs and maps.
@@ -69,6 +84,17 @@ type Engine struct {
 
 	coll  *ebpf.Collection
 	links []link.Link
+	// probes are the plan's probes by "group/name"; fcaps the bytes of
+	// their string fields that hold less than a __data_loc string's 256
+	// ($comm, immediate strings); probeFDs the perf events of the
+	// attached probes.
+	probes   map[string]*probeInfo
+	fcaps    map[*tracefs.Field]int
+	probeFDs []int
+	// fentry says the programs loaded are the probes' fentry/fexit
+	// variants (progDef.alt), where they have one; noFentry that the
+	// kernel could not attach them.
+	fentry, noFentry bool
 }
 
 // New compiles the triggers (in the order the kernel would run them on
@@ -79,7 +105,20 @@ func New(triggers []*Trigger, synths []*planner.Synth, format func(system, event
 	if opt.LongSize == 0 {
 		opt.LongSize = 8
 	}
-	e := &Engine{opt: opt, triggers: triggers, synths: map[string]*tracefs.Event{}}
+	if opt.Arch == nil {
+		opt.Arch = hostArch()
+	}
+	e := &Engine{opt: opt, triggers: triggers, synths: map[string]*tracefs.Event{}, fcaps: map[*tracefs.Field]int{}}
+	var common []*tracefs.Field
+	if ev, err := format("sched", "sched_switch"); err == nil {
+		for _, f := range ev.Fields {
+			if f.IsCommon() {
+				common = append(common, f)
+			}
+		}
+	}
+	e.probeEvents(common)
+	e.fentryArgs()
 	for _, s := range synths {
 		e.synths[s.Name] = planner.SynthFormat(s, opt.LongSize)
 		e.synthNames = append(e.synthNames, s.Name)
@@ -126,6 +165,9 @@ func (e *Engine) computeCaps(format func(system, event string) (*tracefs.Event, 
 	evOf := func(t *Trigger) *tracefs.Event {
 		if t.System == SyntheticSystem && e.synths[t.Event] != nil {
 			return e.synths[t.Event]
+		}
+		if pi := e.probes[t.System+"/"+t.Event]; pi != nil {
+			return pi.ev
 		}
 		ev, err := format(t.System, t.Event)
 		if err != nil {
@@ -275,6 +317,28 @@ func Check(triggers []*Trigger, synths []*planner.Synth, format func(system, eve
 	return err
 }
 
+// Attachments says how each program is attached, by event: "tracepoint",
+// "kprobe PMU", "uprobe PMU", "fentry" or "fexit".
+func (e *Engine) Attachments() map[string]string {
+	out := map[string]string{}
+	for _, p := range e.progs {
+		how := "tracepoint"
+		switch {
+		case p.probe == nil:
+		case e.fentry && p.alt != nil && p.probe.p.Return:
+			how = "fexit"
+		case e.fentry && p.alt != nil:
+			how = "fentry"
+		case p.probe.user():
+			how = "uprobe PMU"
+		default:
+			how = "kprobe PMU"
+		}
+		out[p.system+"/"+p.event] = how
+	}
+	return out
+}
+
 // Events lists the events the programs attach to ("system/event").
 func (e *Engine) Events() []string {
 	var out []string
@@ -317,7 +381,20 @@ func (e *Engine) spec() *ebpf.CollectionSpec {
 		ValueSize: uint32(8 * max(1, len(e.maps))), MaxEntries: 1}
 	for i, p := range e.progs {
 		name := progName(i)
-		cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL",
+		typ := ebpf.TracePoint
+		if p.probe != nil {
+			typ = ebpf.Kprobe
+		}
+		if e.fentry && p.alt != nil {
+			at := ebpf.AttachTraceFEntry
+			if p.probe.p.Return {
+				at = ebpf.AttachTraceFExit
+			}
+			cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.Tracing, AttachType: at,
+				AttachTo: p.probe.p.Symbol, License: "GPL", Instructions: p.alt.insns}
+			continue
+		}
+		cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: typ, License: "GPL",
 			Instructions: p.insns}
 	}
 	return cs
@@ -337,10 +414,36 @@ func (e *Engine) Load() error {
 	// default is 64 KiB): lift it there; a no-op where memory cgroups
 	// account for it.
 	liftMemlock()
-	cs := e.spec()
-	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{})
-	if err != nil {
-		return e.verifierError(err)
+	// The probes on fentry/fexit first, where they have a variant; the
+	// kernel may refuse them (no BTF trampolines, a function it cannot
+	// attach to): then every probe on the perf kprobe PMU.
+	e.fentry = !e.noFentry && slices.ContainsFunc(e.progs, func(p *progDef) bool { return p.alt != nil })
+	var coll *ebpf.Collection
+	var err error
+	if e.fentry {
+		coll, err = ebpf.NewCollectionWithOptions(e.spec(), ebpf.CollectionOptions{})
+		if err != nil {
+			e.fentry = false
+		}
+	}
+	if coll == nil {
+		coll, err = ebpf.NewCollectionWithOptions(e.spec(), ebpf.CollectionOptions{})
+		if err != nil {
+			return e.verifierError(err)
+		}
+	}
+	// A probe is attached through the kernel's perf PMU only: without
+	// one the programs are unloaded and the probe refused (cilium/ebpf's
+	// link.Kprobe would write kprobe_events instead; Start never calls
+	// it).
+	for _, p := range e.progs {
+		if p.probe == nil || e.fentry && p.alt != nil {
+			continue
+		}
+		if err := p.probe.checkPMU(); err != nil {
+			coll.Close()
+			return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: err.Error(), Probe: p.probe.p}
+		}
 	}
 	e.coll = coll
 	return nil
@@ -392,30 +495,67 @@ func (e *Engine) verifierError(err error) error {
 // event's tracepoint (through perf_event_open: the event's id is read
 // from tracefs, which must be mounted). Nothing is pinned or written.
 func (e *Engine) Start() error {
-	if len(e.links) > 0 || e.reader != nil {
+	if len(e.links) > 0 || len(e.probeFDs) > 0 || e.reader != nil {
 		return errors.New("the BPF engine is started already")
 	}
 	if err := e.Load(); err != nil {
 		return err
 	}
+	fentry, err := e.attach()
+	if err != nil && fentry {
+		// The kernel loaded the fentry/fexit programs and cannot attach
+		// them (6.1 on arm64 has no BPF trampolines): everything again,
+		// the probes on the perf kprobe PMU.
+		e.Stop()
+		e.lostEvents.Store(0)
+		e.noFentry = true
+		if err := e.Load(); err != nil {
+			return err
+		}
+		_, err = e.attach()
+	}
+	return err
+}
+
+// attach attaches the loaded programs; fentry says that attaching a
+// fentry/fexit program failed. On an error everything is closed.
+func (e *Engine) attach() (fentry bool, err error) {
 	if e.opt.OnSynth != nil {
 		rd, err := perf.NewReader(e.coll.Maps[eventsMap], 64*os.Getpagesize())
 		if err != nil {
 			e.Stop()
-			return fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
+			return false, fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
 		}
 		e.reader, e.readDone = rd, make(chan struct{})
 		go e.readEvents()
 	}
 	for i, p := range e.progs {
+		if p.probe != nil && e.fentry && p.alt != nil {
+			l, err := link.AttachTracing(link.TracingOptions{Program: e.coll.Programs[progName(i)]})
+			if err != nil {
+				e.Stop()
+				return true, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching fentry/fexit: " + err.Error(), Probe: p.probe.p}
+			}
+			e.links = append(e.links, l)
+			continue
+		}
+		if p.probe != nil {
+			fd, err := attachProbe(p.probe, e.coll.Programs[progName(i)].FD())
+			if err != nil {
+				e.Stop()
+				return false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error(), Probe: p.probe.p}
+			}
+			e.probeFDs = append(e.probeFDs, fd)
+			continue
+		}
 		l, err := link.Tracepoint(p.system, p.event, e.coll.Programs[progName(i)], nil)
 		if err != nil {
 			e.Stop()
-			return &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error()}
+			return false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error()}
 		}
 		e.links = append(e.links, l)
 	}
-	return nil
+	return false, nil
 }
 
 // Stats are a program's runs and time (the kernel counts them while
@@ -451,6 +591,9 @@ func (e *Engine) Stats() ([]Stats, error) {
 func (e *Engine) Stop() (lost uint64, err error) {
 	err = closeLinks(e.links)
 	e.links = nil
+	if cerr := e.closeProbes(); cerr != nil && err == nil {
+		err = cerr
+	}
 	if e.reader != nil {
 		e.reader.Close()
 		<-e.readDone

@@ -79,6 +79,9 @@ func (e *Engine) fieldBytes(ev *tracefs.Event, f *tracefs.Field) int {
 	case tracefs.KindDynArray:
 		return stackBytes
 	}
+	if n := e.fcaps[f]; n > 0 {
+		return n
+	}
 	if ev.System == SyntheticSystem && e.synths[ev.Name] == ev {
 		if n := e.caps[ev.Name+"/"+f.Name]; n > 0 {
 			return n

@@ -25,11 +25,15 @@ import (
 // planned compiles a query as -r plans it for the stream engine (every
 // hist feature, whatever the kernel has) on the catalog: its triggers in
 // the order a run writes them, and its synthetic events.
-func planned(t *testing.T, sql string, cat *tracefs.Catalog) ([]*planner.Hist, []*planner.Synth, error) {
+func planned(t *testing.T, sql string, cat *tracefs.Catalog) ([]*planner.Hist, []*planner.Synth, []*planner.Probe, error) {
 	t.Helper()
 	plan, diags := live.Compile(source.NewSource("q.sql", sql), cat, live.Prepare(planner.Options{Stream: true}, 7))
 	if plan == nil {
-		return nil, nil, errors.New(diags.Error())
+		return nil, nil, nil, errors.New(diags.Error())
+	}
+	var probes []*planner.Probe
+	for _, u := range plan.Units {
+		probes = append(probes, u.Probes...)
 	}
 	var hists []*planner.Hist
 	var synths []*planner.Synth
@@ -41,7 +45,7 @@ func planned(t *testing.T, sql string, cat *tracefs.Catalog) ([]*planner.Hist, [
 			synths = append(synths, c.Synth)
 		}
 	}
-	return hists, synths, nil
+	return hists, synths, probes, nil
 }
 
 func loadable() string {
@@ -96,11 +100,12 @@ func TestQueries(t *testing.T) {
 			continue
 		}
 		cat := tracefs.Open(fsys)
-		hists, synths, err := planned(t, sql, cat)
+		hists, synths, probes, err := planned(t, sql, cat)
 		if err != nil {
 			continue // the planner's refusal: not the engine's
 		}
-		e, err := bpf.New(bpf.FromHists(hists), synths, cat.Event, bpf.Options{})
+		arch, _ := cat.Arch()
+		e, err := bpf.New(bpf.FromHists(hists), synths, cat.Event, bpf.Options{Probes: probes, Arch: arch})
 		if err != nil {
 			var be *bpf.Error
 			if !errors.As(err, &be) {
@@ -118,13 +123,19 @@ func TestQueries(t *testing.T) {
 			continue
 		}
 		if err := e.Load(); err != nil {
+			var be *bpf.Error
+			if errors.As(err, &be) && be.Probe != nil && strings.Contains(be.Reason, "PMU") {
+				// This kernel has not got the probe's PMU.
+				t.Logf("%s: not loaded: %v", name, err)
+				continue
+			}
 			t.Errorf("%s: compiled, and the verifier refuses it: %v", name, err)
 			continue
 		}
 		loaded++
 		e.Stop()
 		// With its synthetic events sent out too (--events).
-		e, err = bpf.New(bpf.FromHists(hists), synths, cat.Event, bpf.Options{OnSynth: func(*stream.Event) {}})
+		e, err = bpf.New(bpf.FromHists(hists), synths, cat.Event, bpf.Options{Probes: probes, Arch: arch, OnSynth: func(*stream.Event) {}})
 		if err != nil {
 			t.Errorf("%s: compiled, and not with OnSynth: %v", name, err)
 			continue

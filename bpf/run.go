@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // Supported says whether this machine loads tracepoint programs for this
@@ -28,6 +29,17 @@ func Supported() error {
 func (e *Engine) Detach() error {
 	err := closeLinks(e.links)
 	e.links = nil
+	return errors.Join(err, e.closeProbes())
+}
+
+// closeProbes closes the probes' perf events: the kernel removes the
+// probes with them.
+func (e *Engine) closeProbes() error {
+	var err error
+	for _, fd := range e.probeFDs {
+		err = errors.Join(err, unix.Close(fd))
+	}
+	e.probeFDs = nil
 	return err
 }
 

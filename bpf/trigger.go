@@ -125,6 +125,9 @@ type Error struct {
 	// Log is the verifier's log, when the kernel refused the program
 	// (its last lines: where it stopped).
 	Log []string
+	// Probe is the probe whose definition is refused (an argument the
+	// engine does not compile, a kernel without the probe's PMU), or nil.
+	Probe *planner.Probe
 	// frame is the bytes a program's frame needs, when that is why.
 	frame int
 }

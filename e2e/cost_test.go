@@ -282,6 +282,8 @@ func costShapes(t *testing.T, kname string) []costShape {
 		{name: "bpf-syscount", about: "libbpf-tools syscount", part: "syscalls", tool: "syscount"},
 		{name: "sqlhist-funclatency", about: "kprobe/kretprobe JOIN, log2 GROUP BY", part: "opens",
 			cmds: costCompile(t, kname, "fl", costFuncLat, costPrinted)},
+		{name: "sqlhist-funclatency-bpf", about: "kprobe/kretprobe JOIN, log2 GROUP BY, answered by sqlhist -r --engine bpf in the guest (fentry/fexit where the kernel takes them, else the perf kprobe PMU)", part: "opens",
+			stream: costFuncLat, engine: "bpf"},
 		{name: "bpf-funclatency", about: "libbpf-tools funclatency", part: "opens", tool: "funclatency " + costFuncLatFn},
 	}
 	shapes = append(shapes,
@@ -299,6 +301,8 @@ func costShapes(t *testing.T, kname string) []costShape {
 			stream: costWakeupStream, engine: "bpf", empty: true},
 		costShape{about: "bpf syscall counts over no workload: loading, attaching, reading and closing", part: "syscalls",
 			stream: costSyscount, engine: "bpf", empty: true},
+		costShape{about: "bpf funclatency JOIN over no workload: loading, attaching, reading and closing", part: "opens",
+			stream: costFuncLat, engine: "bpf", empty: true},
 		costShape{about: "awk wakeup JOIN over no workload: the script's setup and stop", part: "wakeups",
 			stream: costWakeupStream, awk: costAwkScript(t, kname, costWakeupStream), empty: true},
 		costShape{about: "awk syscall counts over no workload: the script's setup and stop", part: "syscalls",

@@ -147,6 +147,28 @@ kpb bpf-aggregate "$A"
 kpb bpf-hist "$H LIMIT 3"
 k1=$(cut -d' ' -f1 /proc/uptime)
 echo "@@kp-seconds $k0 $k1"
+# The BPF engine on the kprobe JOIN: its kprobe and kretprobe are
+# fentry/fexit links or perf events of the kernel's kprobe PMU, file
+# descriptors of the process; nothing is in tracefs while it collects,
+# and nothing is left after a SIGKILL (no probe event, no perf event or
+# BPF link of any process).
+if [ -e /sys/bus/event_source/devices/kprobe/type ] && [ -e /proc/sys/kernel/unprivileged_bpf_disabled ]; then
+	: > /tmp/kw
+	/work/sqlhist -r --engine bpf "$K" > /dev/null 2> /tmp/kw &
+	P=$!
+	i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/kw; do sleep 0.05; i=$((i + 1)); done
+	[ $i -lt 600 ] || { echo "@@timeout waiting 30 s for the bpf run to collect"; cat /tmp/kw; }
+	pe=$(ls -l /proc/$P/fd 2>/dev/null | grep -c -E 'perf_event|bpf_link')
+	kstateall > /tmp/k1
+	cmp -s /tmp/kall0 /tmp/k1 && echo "@@bpf-during same" || { echo "@@bpf-during changed"; diff /tmp/kall0 /tmp/k1 | sed "s/^@@/ @@/"; }
+	kill -KILL $P; wait $P
+	kstateall > /tmp/k1
+	cmp -s /tmp/kall0 /tmp/k1 && echo "@@bpf-after same" || { echo "@@bpf-after changed"; diff /tmp/kall0 /tmp/k1 | sed "s/^@@/ @@/"; }
+	left=$(ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c -E 'perf_event|bpf_link')
+	echo "@@bpf-kill perf=$pe left=$left"
+else
+	echo "@@bpf-kill none"
+fi
 # Two runs at once with the same -n: the second is refused before any
 # write, the first answers. The first collects until the second is done
 # and it is sent SIGINT (with -d 4 a slow second run found it gone).
@@ -252,6 +274,14 @@ func checkKills(t *testing.T, kname, out string) string {
 		}
 	}
 	points += bpfPoints
+	// The BPF engine's kprobe JOIN, killed while it collects.
+	if !strings.Contains(out, "@@bpf-kill none") {
+		wantLines(t, out, "@@bpf-during same", "@@bpf-after same")
+		var pe, left int
+		if _, err := fmt.Sscanf(firstLine(out, "@@bpf-kill "), "@@bpf-kill perf=%d left=%d", &pe, &left); err != nil || pe < 2 || left != 0 {
+			t.Errorf("the BPF engine's kprobe JOIN: %q (%v): want its kprobe and kretprobe as perf events or BPF links of the process while it collects, and none left after its SIGKILL", firstLine(out, "@@bpf-kill "), err)
+		}
+	}
 	sec := sections(out)
 	if s := sec["same2-stderr"]; !strings.Contains(s, "already exists") && !strings.Contains(s, "in use by the sqlhist run") {
 		t.Errorf("the second run with the same -n: %s", s)
@@ -266,8 +296,8 @@ func checkKills(t *testing.T, kname, out string) string {
 		b, _ := strconv.ParseFloat(f[1], 64)
 		secs = strconv.FormatFloat(b-a, 'f', 0, 64) + " s"
 	}
-	t.Logf("%s: %d kill points over %d queries, all recovered (%s); same -n at once: %s; a trigger removed: %s", kname, points, len(seen), secs,
-		firstLines(sec["same2-stderr"], 1), firstLines(sec["changed-stderr"], 3))
+	t.Logf("%s: %d kill points over %d queries, all recovered (%s); same -n at once: %s; a trigger removed: %s; the BPF engine's kprobe JOIN killed: %s", kname, points, len(seen), secs,
+		firstLines(sec["same2-stderr"], 1), firstLines(sec["changed-stderr"], 3), firstLine(out, "@@bpf-kill "))
 	if bpfPoints > 0 {
 		return fmt.Sprintf("%d kill points (%d of them BPF's)", points, bpfPoints)
 	}

@@ -19,9 +19,10 @@ import (
 
 // EngineBPF compiles the plan's triggers (the stream engine's plan) into
 // BPF programs and maps (package bpf), attached to the events'
-// tracepoints of this machine: nothing is written to tracefs, and a run
-// killed at any point leaves nothing (its programs, maps and links are
-// file descriptors of the process).
+// tracepoints of this machine and to the plan's kprobes and uprobes
+// through the kernel's perf PMUs: nothing is written to tracefs, and a
+// run killed at any point leaves nothing (its programs, maps, links and
+// probes are file descriptors of the process).
 const EngineBPF = "bpf"
 
 // EngineUnavailable says that an engine cannot answer a plan on a
@@ -52,7 +53,12 @@ func unavailable(err error, hists []*planner.Hist) *EngineUnavailable {
 		}
 		if be.Trigger >= 0 && be.Trigger < len(hists) {
 			h := hists[be.Trigger]
-			d := &source.Diag{Pos: h.Pos, End: h.End, Msg: "the BPF engine cannot run this: " + u.Reason}
+			pos, end := h.Pos, h.End
+			if be.Probe != nil {
+				// A probe's argument or the kernel's PMU: at the probe.
+				pos, end = be.Probe.Pos, be.Probe.End
+			}
+			d := &source.Diag{Pos: pos, End: end, Msg: "the BPF engine cannot run this: " + u.Reason}
 			if len(be.Log) > 0 {
 				d.Hint = "the verifier said: " + strings.Join(be.Log, " | ")
 			}
@@ -261,12 +267,11 @@ func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, onSynth func(
 		return nil, nil, &EngineUnavailable{Engine: EngineBPF, Reason: err.Error()}
 	}
 	hists, synths := planHists(plan)
+	// The plan's probes are attached by the engine itself (perf
+	// kprobe/uprobe PMU): none is created in tracefs.
+	var probes []*planner.Probe
 	for _, u := range plan.Units {
-		if len(u.Probes) > 0 {
-			p := u.Probes[0]
-			return nil, nil, &EngineUnavailable{Engine: EngineBPF, Reason: "it does not attach probes (kprobes, uprobes) yet",
-				Diag: &source.Diag{Pos: p.Pos, End: p.End, Msg: "the BPF engine does not attach probes (kprobes, uprobes) yet"}}
-		}
+		probes = append(probes, u.Probes...)
 	}
 	if arch == nil {
 		arch, _ = tracefs.Open(t.FS).Arch()
@@ -285,7 +290,8 @@ func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, onSynth func(
 		}
 	}
 	syms := newSymCache(t)
-	opt := bpf.Options{LongSize: longSize, Syscall: syscallNames(t, arch), Sym: syms.name, OnSynth: onSynth}
+	opt := bpf.Options{LongSize: longSize, Syscall: syscallNames(t, arch), Sym: syms.name, OnSynth: onSynth,
+		Probes: probes, Arch: arch}
 	e, err := bpf.New(bpf.FromHists(hists), synths, format, opt)
 	if err != nil {
 		return nil, nil, unavailable(err, hists)
@@ -333,5 +339,13 @@ func describeEvents(e engine) string {
 	if !ok {
 		return "its events"
 	}
-	return strings.Join(b.e.Events(), ", ")
+	how := b.e.Attachments()
+	var out []string
+	for _, ev := range b.e.Events() {
+		if h := how[ev]; h != "" && h != "tracepoint" {
+			ev += " (" + h + ")"
+		}
+		out = append(out, ev)
+	}
+	return strings.Join(out, ", ")
 }

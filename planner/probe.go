@@ -367,10 +367,30 @@ func (p *planner) checkArgs(pr *compiler.Probe) {
 // common fields, the probe's own fields, then one field per argument,
 // typed as the kernel's format file types them.
 func (p *planner) probeEvent(probe *Probe, pr *compiler.Probe) *tracefs.Event {
+	arch, _ := p.cat.Arch()
+	return probeFormat(probe, p.commonFields(), arch)
+}
+
+// ProbeFormat describes the event the kernel would create for a probe of
+// the plan, as the planner typed it (the fields its triggers were checked
+// against), with the kernel's common fields (nil: the default ones) on
+// arch: what the BPF engine, which creates no probe event, reads the
+// probe's record as.
+func ProbeFormat(probe *Probe, common []*tracefs.Field, arch *tracefs.Arch) *tracefs.Event {
+	if len(common) == 0 {
+		common = defaultCommonFields()
+	}
+	if arch == nil {
+		arch = tracefs.Arches[0]
+	}
+	return probeFormat(probe, common, arch)
+}
+
+func probeFormat(probe *Probe, common []*tracefs.Field, arch *tracefs.Arch) *tracefs.Event {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: %s\nID: 0\nformat:\n", probe.Name)
 	off := 0
-	for _, f := range p.commonFields() {
+	for _, f := range common {
 		fmt.Fprintf(&b, "\tfield:%s %s;\toffset:%d;\tsize:%d;\tsigned:%d;\n", f.Decl, f.Name, f.Offset, f.Size, b2i(f.Signed))
 		off = max(off, f.Offset+f.Size)
 	}
@@ -379,18 +399,17 @@ func (p *planner) probeEvent(probe *Probe, pr *compiler.Probe) *tracefs.Event {
 		fmt.Fprintf(&b, "\tfield:%s %s;\toffset:%d;\tsize:%d;\tsigned:%d;\n", decl, name, off, size, b2i(signed))
 		off += size
 	}
-	arch, _ := p.cat.Arch()
 	word := arch.LongSize()
 	off = (off + word - 1) &^ (word - 1)
 	switch {
-	case pr.Kind == compiler.EProbe:
-	case pr.Return:
+	case probe.Kind == compiler.EProbe:
+	case probe.Return:
 		field("unsigned long", "__probe_func", word, false)
 		field("unsigned long", "__probe_ret_ip", word, false)
 	default:
 		field("unsigned long", "__probe_ip", word, false)
 	}
-	for _, a := range pr.Args {
+	for _, a := range probe.Args {
 		decl, size, signed, count := argFieldType(a.Type, arch.Bits)
 		name := a.Name
 		if count > 0 {
