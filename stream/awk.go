@@ -60,6 +60,8 @@ type awkGen struct {
 	b    strings.Builder
 	tidx map[*trigger]int
 	evs  map[string]*textEvent
+	// shown are the triggers whose hist files the program prints.
+	shown map[*trigger]bool
 }
 
 // Awk writes a POSIX awk program that computes the machine's triggers
@@ -85,7 +87,12 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	g := &awkGen{m: m, opt: opt, tidx: map[*trigger]int{}, evs: evs}
+	g := &awkGen{m: m, opt: opt, tidx: map[*trigger]int{}, evs: evs, shown: map[*trigger]bool{}}
+	for _, e := range g.show() {
+		for _, t := range m.byEvent[e] {
+			g.shown[t] = true
+		}
+	}
 	for i, t := range m.triggers {
 		g.tidx[t] = i
 		if err := g.check(t); err != nil {
@@ -573,32 +580,42 @@ func (g *awkGen) trigger(t *trigger) {
 	ctx := &awkCtx{g: g, t: t, ti: ti}
 	for i, r := range t.refs {
 		oi := g.tidx[r.t]
-		g.p("\tif (!((%d, k, %d) in VSET)) return", oi, r.idx)
-		g.p("\tr%d = VAR[%d, k, %d]", i, oi, r.idx)
+		g.p("\tif (!(k in VAR%d_%d)) return", oi, r.idx)
+		g.p("\tr%d = VAR%d_%d[k]", i, oi, r.idx)
 		if t.readOnce[t.refNames[i]] {
-			g.p("\tdelete VSET[%d, k, %d]", oi, r.idx)
+			g.p("\tdelete VAR%d_%d[k]", oi, r.idx)
 		}
 	}
 	size := t.m.size
-	g.p("\tif (!((%d, k) in CNT)) {", ti)
-	g.p("\t\tif (NE[%d] >= %d) { DROP[%d]++; return }", ti, size, ti)
-	g.p("\t\tNE[%d]++; ORD[%d, NE[%d]] = k; CNT[%d, k] = 0", ti, ti, ti, ti)
-	for i, k := range t.keys {
-		g.p("\t\tKV[%d, k, %d] = q%d", ti, i, i)
-		if k.mod == "execname" {
-			g.p("\t\tKC[%d, k, %d] = H_COMM", ti, i)
+	// A trigger whose hist file is not printed keeps only what its
+	// events do: its entries (a full map drops an event), variables and
+	// tracked values; not its counts, sums and keys' values.
+	shown := g.shown[t]
+	g.p("\tif (!(k in C%d)) {", ti)
+	g.p("\t\tif (NE%d >= %d) { DROP%d++; return }", ti, size, ti)
+	if shown {
+		g.p("\t\tNE%d++; ORD%d[NE%d] = k; C%d[k] = 0", ti, ti, ti, ti)
+		for i, k := range t.keys {
+			g.p("\t\tKV%d_%d[k] = q%d", ti, i, i)
+			if k.mod == "execname" {
+				g.p("\t\tKC%d_%d[k] = H_COMM", ti, i)
+			}
 		}
+	} else {
+		g.p("\t\tNE%d++; C%d[k] = 0", ti, ti)
 	}
 	g.p("\t}")
-	g.p("\tHITS[%d]++; CNT[%d, k]++", ti, ti)
-	for i, x := range t.vals {
-		g.p("\tSUM[%d, k, %d] += %s", ti, i, ctx.expr(x))
+	if shown {
+		g.p("\tHITS%d++; C%d[k]++", ti, ti)
+		for i, x := range t.vals {
+			g.p("\tSUM%d_%d[k] += %s", ti, i, ctx.expr(x))
+		}
 	}
 	for i, x := range t.vars {
 		g.p("\tOK = 1; n%d = %s; s%d = OK", i, ctx.expr(x), i)
 	}
 	for i := range t.vars {
-		g.p("\tif (s%d) { VAR[%d, k, %d] = n%d; VSET[%d, k, %d] = 1 }", i, ti, i, i, ti, i)
+		g.p("\tif (s%d) VAR%d_%d[k] = n%d", i, ti, i, i)
 	}
 	for i, a := range t.actions {
 		g.action(ctx, i, a)
@@ -632,7 +649,7 @@ func (c *awkCtx) expr(x *expr) string {
 			}
 		}
 		if idx, ok := c.t.own[x.name]; ok {
-			return fmt.Sprintf("sqlhist_own(%d, k, %d)", c.ti, idx)
+			return fmt.Sprintf("((k in VAR%d_%d) ? VAR%d_%d[k] : sqlhist_unset())", c.ti, idx, c.ti, idx)
 		}
 		return "sqlhist_unset()"
 	case opBinary:
@@ -680,18 +697,21 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 		g.fire(c, i, a, "\t")
 	case "onmax", "onchange":
 		idx := c.t.own[a.track]
-		g.p("\tif ((%d, k, %d) in VSET) {", c.ti, idx)
-		g.p("\t\tv = VAR[%d, k, %d]", c.ti, idx)
-		cmp := "sqlhist_ucmp(v, TRK[%d, k, %d]) > 0"
+		g.p("\tif (k in VAR%d_%d) {", c.ti, idx)
+		g.p("\t\tv = VAR%d_%d[k]", c.ti, idx)
+		cmp := "sqlhist_ucmp(v, TRK%d_%d[k]) > 0"
 		if a.handler == "onchange" {
-			cmp = "v != TRK[%d, k, %d] + 0"
+			cmp = "v != TRK%d_%d[k] + 0"
 		}
 		g.p("\t\tif ("+cmp+") {", c.ti, a.slot)
-		g.p("\t\t\tTRK[%d, k, %d] = v", c.ti, a.slot)
+		g.p("\t\t\tTRK%d_%d[k] = v", c.ti, a.slot)
 		switch a.what {
 		case "save":
+			if !g.shown[c.t] {
+				break // only printed
+			}
 			for j, p := range a.params {
-				g.p("\t\t\tOK = 1; SAV[%d, k, %d, %d] = %s", c.ti, a.slot, j, c.expr(p))
+				g.p("\t\t\tOK = 1; SAV%d_%d_%d[k] = %s", c.ti, a.slot, j, c.expr(p))
 			}
 		case "trace":
 			g.fire(c, i, a, "\t\t\t")
@@ -764,16 +784,22 @@ func (g *awkGen) filter(f *filter) string {
 	return "(" + cmp + " " + f.op + " 0)"
 }
 
+// show lists the events whose hist files the program prints (opt.Show, or
+// all).
+func (g *awkGen) show() []string {
+	if g.opt.Show != nil {
+		return g.opt.Show
+	}
+	show := g.m.Events()
+	for _, n := range sortedKeys(g.m.synths) {
+		show = append(show, SyntheticSystem+"/"+n)
+	}
+	return show
+}
+
 // output writes END's printing of the hist files.
 func (g *awkGen) output() {
-	show := g.opt.Show
-	if show == nil {
-		show = g.m.Events()
-		for _, n := range sortedKeys(g.m.synths) {
-			show = append(show, SyntheticSystem+"/"+n)
-		}
-	}
-	for _, e := range show {
+	for _, e := range g.show() {
 		ts := g.m.byEvent[e]
 		if len(ts) == 0 {
 			continue
@@ -795,7 +821,7 @@ func (g *awkGen) printFuncs() {
 		ti := g.tidx[t]
 		g.p("function sqlhist_print%d(   i, n, k, l, v) {", ti)
 		g.p("\tprintf \"%%s\", %s", awkString("# event histogram\n#\n# trigger info: "+t.info()+" [active]\n#\n\n"))
-		g.p("\tn = NE[%d]; for (i = 1; i <= n; i++) O[i] = ORD[%d, i]", ti, ti)
+		g.p("\tn = NE%d; for (i = 1; i <= n; i++) O[i] = ORD%d[i]", ti, ti)
 		g.p("\tsqlhist_sort(%d, n)", ti)
 		g.p("\tfor (i = 1; i <= n; i++) {")
 		g.p("\t\tk = O[i]; l = \"{ \"")
@@ -803,18 +829,18 @@ func (g *awkGen) printFuncs() {
 			if i > 0 {
 				g.p("\t\tl = l \", \"")
 			}
-			g.p("\t\tv = KV[%d, k, %d]", ti, i)
+			g.p("\t\tv = KV%d_%d[k]", ti, i)
 			g.p("\t\tl = l %s", g.printKey(t, k, i))
 		}
 		g.p("\t\tl = l \" }\"")
 		if !t.spec.NoHitcount {
-			g.p("\t\tl = l sprintf(\" hitcount: %%10s\", sqlhist_u64(CNT[%d, k]))", ti)
+			g.p("\t\tl = l sprintf(\" hitcount: %%10s\", sqlhist_u64(C%d[k]))", ti)
 		}
 		for i, v := range t.vals {
 			if v.mod == "hex" {
-				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_hexs(SUM[%d, k, %d]))", awkString(v.name), ti, i)
+				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_hexs(SUM%d_%d[k]))", awkString(v.name), ti, i)
 			} else {
-				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SUM[%d, k, %d]))", awkString(v.name), ti, i)
+				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SUM%d_%d[k]))", awkString(v.name), ti, i)
 			}
 		}
 		for _, a := range t.actions {
@@ -825,20 +851,20 @@ func (g *awkGen) printFuncs() {
 			if a.handler == "onchange" {
 				word = "changed"
 			}
-			g.p("\t\tl = l sprintf(\"\\n\\t%s: %%10s\", sqlhist_u64(TRK[%d, k, %d]))", word, ti, a.slot)
+			g.p("\t\tl = l sprintf(\"\\n\\t%s: %%10s\", sqlhist_u64(TRK%d_%d[k]))", word, ti, a.slot)
 			if a.what == "save" {
 				for j, p := range a.params {
 					if p.isString() {
-						g.p("\t\tl = l sprintf(\"  %%s: %%-32s\", %s, SAV[%d, k, %d, %d])", awkString(p.name), ti, a.slot, j)
+						g.p("\t\tl = l sprintf(\"  %%s: %%-32s\", %s, SAV%d_%d_%d[k])", awkString(p.name), ti, a.slot, j)
 					} else {
-						g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SAV[%d, k, %d, %d]))", awkString(paramName(p)), ti, a.slot, j)
+						g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SAV%d_%d_%d[k]))", awkString(paramName(p)), ti, a.slot, j)
 					}
 				}
 			}
 		}
 		g.p("\t\tprintf \"%%s\\n\", l")
 		g.p("\t}")
-		g.p("\tprintf \"\\nTotals:\\n    Hits: %%s\\n    Entries: %%s\\n    Dropped: %%s\\n\", sqlhist_u64(HITS[%d]), sqlhist_u64(NE[%d]), sqlhist_u64(DROP[%d])", ti, ti, ti)
+		g.p("\tprintf \"\\nTotals:\\n    Hits: %%s\\n    Entries: %%s\\n    Dropped: %%s\\n\", sqlhist_u64(HITS%d), sqlhist_u64(NE%d), sqlhist_u64(DROP%d)", ti, ti, ti)
 		g.p("}")
 	}
 }
@@ -862,7 +888,7 @@ func (g *awkGen) printKey(t *trigger, k *expr, i int) string {
 	case "hex":
 		return fmt.Sprintf("sprintf(\"%%s: %%s\", %s, sqlhist_hexs(v))", n)
 	case "execname":
-		return fmt.Sprintf("sprintf(\"%%s: %%-16s[%%10s]\", %s, KC[%d, k, %d], sqlhist_u64(v))", n, g.tidx[t], i)
+		return fmt.Sprintf("sprintf(\"%%s: %%-16s[%%10s]\", %s, KC%d_%d[k], sqlhist_u64(v))", n, g.tidx[t], i)
 	case "syscall":
 		return fmt.Sprintf("sprintf(\"%%s: %%-30s[%%3s]\", %s, ((v \"\") in SC) ? SC[v \"\"] : \"unknown_syscall\", sqlhist_u64(v))", n)
 	}
@@ -886,14 +912,14 @@ func (g *awkGen) cmpFunc() {
 			base, _, _ := strings.Cut(name, ".")
 			cmp := ""
 			if base == "hitcount" {
-				cmp = fmt.Sprintf("sqlhist_ucmp(CNT[%d, x], CNT[%d, y])", ti, ti)
+				cmp = fmt.Sprintf("sqlhist_ucmp(C%d[x], C%d[y])", ti, ti)
 			} else {
 				for i, k := range t.keys {
 					if k.name == base || k.text == name {
 						if k.isString() {
-							cmp = fmt.Sprintf("sqlhist_scmps(KV[%d, x, %d], KV[%d, y, %d])", ti, i, ti, i)
+							cmp = fmt.Sprintf("sqlhist_scmps(KV%d_%d[x], KV%d_%d[y])", ti, i, ti, i)
 						} else {
-							cmp = fmt.Sprintf("sqlhist_ucmp(KV[%d, x, %d], KV[%d, y, %d])", ti, i, ti, i)
+							cmp = fmt.Sprintf("sqlhist_ucmp(KV%d_%d[x], KV%d_%d[y])", ti, i, ti, i)
 						}
 						break
 					}
@@ -901,7 +927,7 @@ func (g *awkGen) cmpFunc() {
 				if cmp == "" {
 					for i, v := range t.vals {
 						if v.name == base || v.text == name {
-							cmp = fmt.Sprintf("sqlhist_ucmp(SUM[%d, x, %d], SUM[%d, y, %d])", ti, i, ti, i)
+							cmp = fmt.Sprintf("sqlhist_ucmp(SUM%d_%d[x], SUM%d_%d[y])", ti, i, ti, i)
 							break
 						}
 					}
@@ -1082,11 +1108,6 @@ function sqlhist_kpart(v, size) {
 	v += 0
 	if (v < 0 && size < 8) v += POW[8 * size]
 	return sprintf("%.0f", v)
-}
-function sqlhist_own(t, k, i) {
-	if ((t, k, i) in VSET) return VAR[t, k, i]
-	OK = 0
-	return 0
 }
 function sqlhist_unset() { OK = 0; return 0 }
 function sqlhist_u64(v,   s, t, i, d, b, r) {
