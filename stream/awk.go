@@ -2,6 +2,7 @@ package stream
 
 import (
 	"github.com/sqlhist/sqlhist/planner"
+	"regexp"
 
 	"fmt"
 	"slices"
@@ -330,7 +331,7 @@ func (g *awkGen) event(i int, te *textEvent) {
 		v := l.Values[run[0]]
 		f := l.Event.Fields[v.Field]
 		if f.IsString() {
-			g.p("\tF[0, %s] = s", awkString(f.Name))
+			g.p("\t%s = s", awkField(f.Name, "0"))
 			continue
 		}
 		hex := 0
@@ -350,11 +351,11 @@ func (g *awkGen) event(i int, te *textEvent) {
 			g.p("\t\tif (!sqlhist_isnum(s, 0)) { UNREAD++; return }")
 			g.p("\t\tv = sqlhist_num(s, 0, %d, %d, %d)", v.Bytes, min(f.Size, 8), signed)
 			g.p("\t}")
-			g.p("\tF[0, %s] = v", awkString(f.Name))
+			g.p("\t%s = v", awkField(f.Name, "0"))
 			continue
 		}
 		g.p("\tif (!sqlhist_isnum(s, %d)) { UNREAD++; return }", hex)
-		g.p("\tF[0, %s] = sqlhist_num(s, %d, %d, %d, %d)", awkString(f.Name), hex, v.Bytes, min(f.Size, 8), signed)
+		g.p("\t%s = sqlhist_num(s, %d, %d, %d, %d)", awkField(f.Name, "0"), hex, v.Bytes, min(f.Size, 8), signed)
 	}
 	g.p("\tD = 0; P[0] = H_PID")
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
@@ -458,7 +459,7 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 		}
 		f := l.Event.Fields[t.field]
 		if f.IsString() {
-			g.p("\tF[0, %s] = %s", awkString(f.Name), s)
+			g.p("\t%s = %s", awkField(f.Name, "0"), s)
 			continue
 		}
 		var conv byte
@@ -480,7 +481,7 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 		if conv == 'x' {
 			g.p("\ts = %s", s)
 			g.p("\tif (!sqlhist_isnum(s, 1)) { UNREAD++; return }")
-			g.p("\tF[0, %s] = sqlhist_num(s, 1, %d, %d, %d)", awkString(f.Name), bytes, min(f.Size, 8), signed)
+			g.p("\t%s = sqlhist_num(s, 1, %d, %d, %d)", awkField(f.Name, "0"), bytes, min(f.Size, 8), signed)
 			continue
 		}
 		// A decimal as the kernel prints it: no leading zero, no sign
@@ -491,7 +492,7 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 		g.p("\t\tif (!sqlhist_isnum(s, 0)) { UNREAD++; return }")
 		g.p("\t\tv = sqlhist_num(s, 0, %d, %d, %d)", bytes, min(f.Size, 8), signed)
 		g.p("\t}")
-		g.p("\tF[0, %s] = v", awkString(f.Name))
+		g.p("\t%s = v", awkField(f.Name, "0"))
 	}
 	g.p("\tD = 0; P[0] = H_PID")
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
@@ -673,7 +674,20 @@ func (g *awkGen) field(x *expr) string {
 	if x.def != nil && x.def.Name == "common_pid" {
 		return "P[D]"
 	}
-	return fmt.Sprintf("F[D, %s]", awkString(x.name))
+	return awkField(x.name, "D")
+}
+
+// awkIdent matches the names awk takes as part of a variable's.
+var awkIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// awkField is the element holding an event's field at a depth: an array
+// of the field's own, F_name[depth] (one subscript, no SUBSEP join), or
+// F[depth, "name"] for a name awk takes no variable by.
+func awkField(name, depth string) string {
+	if awkIdent.MatchString(name) {
+		return "F_" + name + "[" + depth + "]"
+	}
+	return "F[" + depth + ", " + awkString(name) + "]"
 }
 
 // keyValue is the awk expression of a key part's value as printed
@@ -745,7 +759,7 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 			}
 			val = fmt.Sprintf("sqlhist_trunc(%s, %d, %d)", val, f.Size, signed)
 		}
-		g.p("%s\tF[D, %s] = %s", ind, awkString(f.Name), val)
+		g.p("%s\t%s = %s", ind, awkField(f.Name, "D"), val)
 	}
 	g.p("%s\tsqlhist_s_%s()", ind, a.synth)
 	g.p("%s\tD--", ind)
