@@ -63,6 +63,8 @@ type awkGen struct {
 	evs  map[string]*textEvent
 	// shown are the triggers whose hist files the program prints.
 	shown map[*trigger]bool
+	// readsPID says that a trigger reads an event's common_pid.
+	readsPID bool
 }
 
 // Awk writes a POSIX awk program that computes the machine's triggers
@@ -100,8 +102,41 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 			return "", fmt.Errorf("%s/%s: %s: %v", t.spec.System, t.spec.Event, t.spec.Spec(), err)
 		}
 	}
+	g.readsPID = m.readsPID()
 	g.program()
 	return g.b.String(), nil
+}
+
+// readsPID reports whether a trigger reads an event's common_pid (in
+// its filter, keys, values, variables or actions' parameters).
+func (m *Machine) readsPID() bool {
+	reads := false
+	note := func(x *expr) {
+		x.walk(func(o *expr) { reads = reads || o.kind == opField && o.def != nil && o.def.Name == "common_pid" })
+	}
+	var noteFilter func(f *filter)
+	noteFilter = func(f *filter) {
+		if f == nil {
+			return
+		}
+		if f.field != nil {
+			note(f.field)
+		}
+		noteFilter(f.l)
+		noteFilter(f.r)
+	}
+	for _, t := range m.triggers {
+		for _, x := range append(append(append([]*expr{}, t.keys...), t.vals...), t.vars...) {
+			note(x)
+		}
+		for _, a := range t.actions {
+			for _, p := range a.params {
+				note(p)
+			}
+		}
+		noteFilter(t.filter)
+	}
+	return reads
 }
 
 // check refuses what the program does not compute.
@@ -240,7 +275,7 @@ func (g *awkGen) program() {
 	for _, t := range g.m.triggers {
 		g.trigger(t)
 	}
-	g.fastHead(strings.Contains(g.b.String()[from:], "H_CPU"), strings.Contains(g.b.String()[from:], "H_COMM"))
+	g.fastHead(strings.Contains(g.b.String()[from:], "sqlhist_hcpu()"), strings.Contains(g.b.String()[from:], "H_COMM"))
 	g.printFuncs()
 	g.cmpFunc()
 }
@@ -357,7 +392,7 @@ func (g *awkGen) event(i int, te *textEvent) {
 		g.p("\tif (!sqlhist_isnum(s, %d)) { UNREAD++; return }", hex)
 		g.p("\t%s = sqlhist_num(s, %d, %d, %d, %d)", awkField(f.Name, "0"), hex, v.Bytes, min(f.Size, 8), signed)
 	}
-	g.p("\tD = 0; P[0] = H_PID")
+	g.setDepth0()
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
 		g.p("\tsqlhist_t%d()", g.tidx[t])
 	}
@@ -494,11 +529,21 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 		g.p("\t}")
 		g.p("\t%s = v", awkField(f.Name, "0"))
 	}
-	g.p("\tD = 0; P[0] = H_PID")
+	g.setDepth0()
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
 		g.p("\tsqlhist_t%d()", g.tidx[t])
 	}
 	g.p("}")
+}
+
+// setDepth0 starts an event's triggers at depth 0, with its pid when a
+// trigger reads common_pid.
+func (g *awkGen) setDepth0() {
+	if g.readsPID {
+		g.p("\tD = 0; P[0] = H_PID")
+	} else {
+		g.p("\tD = 0")
+	}
 }
 
 // fastHead writes sqlhist_fhead, which reads the header of a line read
@@ -507,16 +552,27 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 // CPU (word 2, "[CCC]") and the task name.
 func (g *awkGen) fastHead(cpu, comm bool) {
 	g.p("function sqlhist_fhead() {")
-	g.p("\tH_PID = substr($0, 18, 7) + 0")
+	if g.readsPID {
+		g.p("\tH_PID = substr($0, 18, 7) + 0")
+	}
 	g.p("\tH_TS = int($4 * 1000000 + 0.5)")
 	if cpu {
-		g.p("\tH_CPU = (\"1\" substr($2, 2)) - 1000")
-		g.p("\tif (H_CPU < 0 || H_CPU >= 1000) H_CPU = sqlhist_dec(substr($2, 2, length($2) - 2))")
+		// Read when a trigger asks (sqlhist_hcpu), not on every line.
+		g.p("\tH_CPU = -1")
 	}
 	if comm {
 		g.p("\tH_COMM = substr($0, 1, 16); if (substr(H_COMM, 1, 1) == \" \") sub(/^ +/, \"\", H_COMM)")
 	}
 	g.p("}")
+	if cpu {
+		g.p("function sqlhist_hcpu() {")
+		g.p("\tif (H_CPU < 0) {")
+		g.p("\t\tH_CPU = (\"1\" substr($2, 2)) - 1000")
+		g.p("\t\tif (H_CPU < 0 || H_CPU >= 1000) H_CPU = sqlhist_dec(substr($2, 2, length($2) - 2))")
+		g.p("\t}")
+		g.p("\treturn H_CPU")
+		g.p("}")
+	}
 }
 
 // awkFitLimit is the least value a field of size bytes does not hold as
@@ -554,7 +610,7 @@ func (g *awkGen) trigger(t *trigger) {
 	for i := range t.vars {
 		locals = append(locals, fmt.Sprintf("n%d", i), fmt.Sprintf("s%d", i))
 	}
-	locals = append(locals, "k", "v", "ok", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7")
+	locals = append(locals, "k", "v", "t", "ok", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7")
 	for i := range t.actions {
 		for j := range t.actions[i].params {
 			locals = append(locals, fmt.Sprintf("a%d_%d", i, j))
@@ -567,10 +623,15 @@ func (g *awkGen) trigger(t *trigger) {
 	// The key: its parts as the map compares them.
 	var parts []string
 	for i, k := range t.keys {
-		if k.isString() {
+		switch {
+		case k.isString():
 			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, g.keyValue(k)))
-		} else {
-			parts = append(parts, fmt.Sprintf("sqlhist_kpart(q%d = %s, %d)", i, g.keyValue(k), k.size()))
+		case k.mod == "log2":
+			// 0 to 64: a number awk writes as its digits.
+			parts = append(parts, fmt.Sprintf("((q%d = %s) \"\")", i, g.keyValue(k)))
+		default:
+			// sqlhist_kpart's common case at once.
+			parts = append(parts, fmt.Sprintf("((q%d = %s) >= 0 && q%d < 2147483648 ? q%d \"\" : sqlhist_kpart(q%d, %d))", i, g.keyValue(k), i, i, i, k.size()))
 		}
 	}
 	if len(parts) == 0 {
@@ -612,12 +673,30 @@ func (g *awkGen) trigger(t *trigger) {
 			g.p("\tSUM%d_%d[k] += %s", ti, i, ctx.expr(x))
 		}
 	}
+	// A variable whose expression reads no variable that may be unset
+	// is set by every event (always): the actions read it as computed
+	// (n0), and it is stored only where it is read later (by other
+	// triggers, by onmax/onchange, by this trigger's values or
+	// variables, which read the value before the event).
+	fresh := map[int]string{}
 	for i, x := range t.vars {
-		g.p("\tOK = 1; n%d = %s; s%d = OK", i, ctx.expr(x), i)
+		e := ctx.expr(x)
+		if strings.Contains(e, "sqlhist_unset()") {
+			g.p("\tOK = 1; n%d = %s; s%d = OK", i, e, i)
+			continue
+		}
+		g.p("\tn%d = %s", i, e)
+		fresh[i] = fmt.Sprintf("n%d", i)
 	}
 	for i := range t.vars {
-		g.p("\tif (s%d) VAR%d_%d[k] = n%d", i, ti, i, i)
+		switch _, always := fresh[i]; {
+		case !always:
+			g.p("\tif (s%d) VAR%d_%d[k] = n%d", i, ti, i, i)
+		case g.readLater(t, i):
+			g.p("\tVAR%d_%d[k] = n%d", ti, i, i)
+		}
 	}
+	ctx.fresh = fresh
 	for i, a := range t.actions {
 		g.action(ctx, i, a)
 	}
@@ -629,6 +708,32 @@ type awkCtx struct {
 	g  *awkGen
 	t  *trigger
 	ti int
+	// fresh are the trigger's own variables set by the event, by slot:
+	// the actions read their values as computed.
+	fresh map[int]string
+}
+
+// readLater reports whether trigger t's variable i, set by every event
+// of t, is read after the event that sets it: by another trigger, or by
+// t's values or variables (which read the entry's value from before the
+// event). Its actions (an onmax, onchange or its parameters) read it as
+// the event computed it.
+func (g *awkGen) readLater(t *trigger, i int) bool {
+	for _, u := range g.m.triggers {
+		for _, r := range u.refs {
+			if r.t == t && r.idx == i {
+				return true
+			}
+		}
+	}
+	name := t.varName[i]
+	read := false
+	for _, x := range append(append([]*expr{}, t.vals...), t.vars...) {
+		x.walk(func(o *expr) {
+			read = read || o.kind == opVar && o.name == name && !slices.Contains(t.refNames, name)
+		})
+	}
+	return read
 }
 
 // expr is an awk expression of the value (a number as the machine's
@@ -640,7 +745,7 @@ func (c *awkCtx) expr(x *expr) string {
 	case opTimestamp:
 		return "H_TS"
 	case opCPU:
-		return "H_CPU"
+		return "sqlhist_hcpu()"
 	case opConst:
 		return awkNumber(x.n)
 	case opVar:
@@ -650,6 +755,9 @@ func (c *awkCtx) expr(x *expr) string {
 			}
 		}
 		if idx, ok := c.t.own[x.name]; ok {
+			if n, ok := c.fresh[idx]; ok {
+				return n
+			}
 			return fmt.Sprintf("((k in VAR%d_%d) ? VAR%d_%d[k] : sqlhist_unset())", c.ti, idx, c.ti, idx)
 		}
 		return "sqlhist_unset()"
@@ -711,9 +819,16 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 		g.fire(c, i, a, "\t")
 	case "onmax", "onchange":
 		idx := c.t.own[a.track]
-		g.p("\tif (k in VAR%d_%d) {", c.ti, idx)
-		g.p("\t\tv = VAR%d_%d[k]", c.ti, idx)
-		cmp := "sqlhist_ucmp(v, TRK%d_%d[k]) > 0"
+		if n, ok := c.fresh[idx]; ok {
+			g.p("\tif (1) {")
+			g.p("\t\tv = %s", n)
+		} else {
+			g.p("\tif (k in VAR%d_%d) {", c.ti, idx)
+			g.p("\t\tv = VAR%d_%d[k]", c.ti, idx)
+		}
+		// sqlhist_ucmp(v, TRK…) > 0 written out (+ 0 first: busybox
+		// awk orders an unset element before 0).
+		cmp := "(v < 0 ? v + 18446744073709551616 : v) > ((t = TRK%[1]d_%[2]d[k] + 0) < 0 ? t + 18446744073709551616 : t)"
 		if a.handler == "onchange" {
 			cmp = "v != TRK%d_%d[k] + 0"
 		}
@@ -740,12 +855,29 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 	def := g.m.synths[a.synth]
 	first := firstSynthField(def)
-	g.p("%sOK = 1", ind)
-	for j, p := range a.params {
-		g.p("%sa%d_%d = %s", ind, i, j, c.expr(p))
+	var params []string
+	unset := false
+	for _, p := range a.params {
+		e := c.expr(p)
+		params = append(params, e)
+		unset = unset || strings.Contains(e, "sqlhist_unset()")
 	}
-	g.p("%sif (OK && D < 16) {", ind)
-	g.p("%s\tD++; P[D] = P[D - 1]", ind)
+	if unset {
+		g.p("%sOK = 1", ind)
+	}
+	for j, e := range params {
+		g.p("%sa%d_%d = %s", ind, i, j, e)
+	}
+	if unset {
+		g.p("%sif (OK && D < 16) {", ind)
+	} else {
+		g.p("%sif (D < 16) {", ind)
+	}
+	if g.readsPID {
+		g.p("%s\tD++; P[D] = P[D - 1]", ind)
+	} else {
+		g.p("%s\tD++", ind)
+	}
 	for j := range a.params {
 		if first+j >= len(def.Fields) {
 			break
@@ -790,6 +922,25 @@ func (g *awkGen) filter(f *filter) string {
 		v = (&awkCtx{g: g}).expr(f.field)
 	}
 	var cmp string
+	if !f.field.signed() && f.num <= 1<<63 {
+		// Below 2^63 a value is held as itself and one at or above
+		// it as a negative double (or, read in full, a double at or
+		// above 2^63): against such a constant the unsigned order is
+		// the doubles' with the negative ones last.
+		// (-2^63 is 2^63 itself: <= and > only below it.)
+		n := awkNumber(f.num)
+		below := f.num < 1<<63
+		switch {
+		case f.op == "<":
+			return "(" + v + " >= 0 && " + v + " < " + n + ")"
+		case f.op == "<=" && below:
+			return "(" + v + " >= 0 && " + v + " <= " + n + ")"
+		case f.op == ">" && below:
+			return "(" + v + " < 0 || " + v + " > " + n + ")"
+		case f.op == ">=":
+			return "(" + v + " < 0 || " + v + " >= " + n + ")"
+		}
+	}
 	if f.field.signed() {
 		cmp = fmt.Sprintf("sqlhist_scmp(%s, %s)", v, awkSigned(f.num))
 	} else {
@@ -1090,15 +1241,15 @@ function sqlhist_trunc(v, size, signed,   m) {
 	return v
 }
 function sqlhist_wrap(v) {
-	if (v >= POW[63]) v -= POW[64]
-	if (v < -(POW[63])) v += POW[64]
+	if (v >= 9223372036854775808) v -= 18446744073709551616
+	else if (v < -9223372036854775808) v += 18446744073709551616
 	return v
 }
-function sqlhist_u(v) { v += 0; return v < 0 ? v + POW[64] : v }
+function sqlhist_u(v) { v += 0; return v < 0 ? v + 18446744073709551616 : v }
 function sqlhist_ucmp(a, b) {
 	a += 0; b += 0
-	if (a < 0) a += POW[64]
-	if (b < 0) b += POW[64]
+	if (a < 0) a += 18446744073709551616
+	if (b < 0) b += 18446744073709551616
 	return a < b ? -1 : a > b ? 1 : 0
 }
 function sqlhist_scmp(a, b) { a += 0; b += 0; return a < b ? -1 : a > b ? 1 : 0 }
@@ -1109,8 +1260,20 @@ function sqlhist_div(a, b) {
 }
 function sqlhist_log2(v,   n, p) {
 	v += 0
-	if (v < 0) v += POW[64]
-	if (v <= 1) return 0
+	if (v <= 1) {
+		if (v >= 0) return 0
+		v += 18446744073709551616
+	}
+	if (v <= 4294967296) {
+		# The least n with 2^n >= v by halving: p = 2^n < v throughout.
+		n = 0; p = 1
+		if (v > 65536) { n = 16; p = 65536 }
+		if (v > p * 256) { n += 8; p *= 256 }
+		if (v > p * 16) { n += 4; p *= 16 }
+		if (v > p * 4) { n += 2; p *= 4 }
+		if (v > p * 2) { n++; p *= 2 }
+		return n + 1
+	}
 	n = 0; p = 1
 	while (p * 256 < v && n < 56) { p *= 256; n += 8 }
 	while (p < v && n < 64) { p *= 2; n++ }
