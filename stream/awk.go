@@ -63,8 +63,9 @@ type awkGen struct {
 	evs  map[string]*textEvent
 	// shown are the triggers whose hist files the program prints.
 	shown map[*trigger]bool
-	// readsPID says that a trigger reads an event's common_pid.
-	readsPID bool
+	// readsPID says that a trigger reads an event's common_pid, readsTS
+	// that one reads its timestamp.
+	readsPID, readsTS bool
 }
 
 // Awk writes a POSIX awk program that computes the machine's triggers
@@ -102,17 +103,18 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 			return "", fmt.Errorf("%s/%s: %s: %v", t.spec.System, t.spec.Event, t.spec.Spec(), err)
 		}
 	}
-	g.readsPID = m.readsPID()
+	g.readsPID = m.reads(func(o *expr) bool { return o.kind == opField && o.def != nil && o.def.Name == "common_pid" })
+	g.readsTS = m.reads(func(o *expr) bool { return o.kind == opTimestamp })
 	g.program()
 	return g.b.String(), nil
 }
 
-// readsPID reports whether a trigger reads an event's common_pid (in
-// its filter, keys, values, variables or actions' parameters).
-func (m *Machine) readsPID() bool {
+// reads reports whether an expression of a trigger (its filter, keys,
+// values, variables or actions' parameters) has an operand that is.
+func (m *Machine) reads(is func(*expr) bool) bool {
 	reads := false
 	note := func(x *expr) {
-		x.walk(func(o *expr) { reads = reads || o.kind == opField && o.def != nil && o.def.Name == "common_pid" })
+		x.walk(func(o *expr) { reads = reads || is(o) })
 	}
 	var noteFilter func(f *filter)
 	noteFilter = func(f *filter) {
@@ -555,7 +557,9 @@ func (g *awkGen) fastHead(cpu, comm bool) {
 	if g.readsPID {
 		g.p("\tH_PID = substr($0, 18, 7) + 0")
 	}
-	g.p("\tH_TS = int($4 * 1000000 + 0.5)")
+	if g.readsTS {
+		g.p("\tH_TS = int($4 * 1000000 + 0.5)")
+	}
 	if cpu {
 		// Read when a trigger asks (sqlhist_hcpu), not on every line.
 		g.p("\tH_CPU = -1")
@@ -668,7 +672,8 @@ func (g *awkGen) trigger(t *trigger) {
 	}
 	g.p("\t}")
 	if shown {
-		g.p("\tHITS%d++; C%d[k]++", ti, ti)
+		// Hits is the counts' sum (sqlhist_printN).
+		g.p("\tC%d[k]++", ti)
 		for i, x := range t.vals {
 			g.p("\tSUM%d_%d[k] += %s", ti, i, ctx.expr(x))
 		}
@@ -984,7 +989,7 @@ func (g *awkGen) output() {
 func (g *awkGen) printFuncs() {
 	for _, t := range g.m.triggers {
 		ti := g.tidx[t]
-		g.p("function sqlhist_print%d(   i, n, k, l, v) {", ti)
+		g.p("function sqlhist_print%d(   i, n, k, l, v, h) {", ti)
 		g.p("\tprintf \"%%s\", %s", awkString("# event histogram\n#\n# trigger info: "+t.info()+" [active]\n#\n\n"))
 		g.p("\tn = NE%d; for (i = 1; i <= n; i++) O[i] = ORD%d[i]", ti, ti)
 		g.p("\tsqlhist_sort(%d, n)", ti)
@@ -1029,7 +1034,8 @@ func (g *awkGen) printFuncs() {
 		}
 		g.p("\t\tprintf \"%%s\\n\", l")
 		g.p("\t}")
-		g.p("\tprintf \"\\nTotals:\\n    Hits: %%s\\n    Entries: %%s\\n    Dropped: %%s\\n\", sqlhist_u64(HITS%d), sqlhist_u64(NE%d), sqlhist_u64(DROP%d)", ti, ti, ti)
+		g.p("\th = 0; for (i = 1; i <= n; i++) h += C%d[ORD%d[i]]", ti, ti)
+		g.p("\tprintf \"\\nTotals:\\n    Hits: %%s\\n    Entries: %%s\\n    Dropped: %%s\\n\", sqlhist_u64(h), sqlhist_u64(NE%d), sqlhist_u64(DROP%d)", ti, ti)
 		g.p("}")
 	}
 }
