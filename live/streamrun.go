@@ -81,6 +81,7 @@ type streamRun struct {
 	m       *stream.Machine
 	cpus    []*cpuReader
 	decoder tracefs.FieldDecoder
+	native  bool // decoder reads the machine's own byte order (see int)
 	pageH   *tracefs.PageHeader
 	eventH  *tracefs.EventHeader
 	formats map[int]*tracefs.Event // by event id
@@ -135,6 +136,9 @@ type eventKind struct {
 	pid   *tracefs.Field
 	uses  []int
 	event stream.Event
+	// last is the string each used field had in the record decoded
+	// before (by uses' index): the same bytes again are that string.
+	last []string
 }
 
 // rawEvent is a record read and not fed yet: its bytes in a page read
@@ -235,6 +239,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		}
 	}
 	s.decoder = tracefs.FieldDecoder{Order: binary.NativeEndian, LongSize: s.pageH.LongSize()}
+	s.native = true
 	s.formats = map[int]*tracefs.Event{}
 	format := func(system, name string) (*tracefs.Event, error) {
 		text, err := read("events/" + system + "/" + name + "/format")
@@ -272,6 +277,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		}
 		k := &eventKind{idx: int32(len(s.kindTab)), def: ev, pid: ev.Field("common_pid"), uses: s.m.Uses(ev.System, ev.Name)}
 		k.event.Def, k.event.Fields = ev, make([]stream.Value, len(ev.Fields))
+		k.last = make([]string, len(k.uses))
 		if id >= len(s.kinds) {
 			s.kinds = append(s.kinds, make([]*eventKind, id+1-len(s.kinds))...)
 		}
@@ -649,25 +655,59 @@ func (s *streamRun) decode(r *rawEvent) *stream.Event {
 		ev.Stack = s.stacks[r.stack-1]
 	}
 	if k.pid != nil {
-		n, _ := s.decoder.Int(k.pid, data)
-		ev.PID = int(n)
+		ev.PID = int(s.int(k.pid, data))
 	}
 	// Only the fields the triggers read: the rest stay zero.
-	for _, i := range k.uses {
+	for j, i := range k.uses {
 		f := k.def.Fields[i]
 		switch f.Kind {
 		case tracefs.KindString, tracefs.KindDynString:
 			b, _ := s.decoder.Bytes(f, data)
-			ev.Fields[i] = stream.Text(s.text(b))
+			if n := bytes.IndexByte(b, 0); n >= 0 {
+				b = b[:n]
+			}
+			if string(b) != k.last[j] {
+				k.last[j] = s.text(b)
+			}
+			ev.Fields[i] = stream.Text(k.last[j])
 		case tracefs.KindArray, tracefs.KindDynArray:
 			a, _ := s.decoder.Array(f, data)
 			ev.Fields[i] = stream.Value{Stack: a}
 		default:
-			n, _ := s.decoder.Int(f, data)
-			ev.Fields[i] = stream.Num(uint64(n))
+			ev.Fields[i] = stream.Num(uint64(s.int(f, data)))
 		}
 	}
 	return ev
+}
+
+// int is decoder.Int (0 where it fails) with the common case at once: a
+// field of 1, 2, 4 or 8 bytes inside the record, in the machine's byte
+// order (the order a stream run reads: the target's own).
+func (s *streamRun) int(f *tracefs.Field, data []byte) int64 {
+	if s.native && f.Offset >= 0 && f.Offset+f.Size <= len(data) {
+		b := data[f.Offset:]
+		var v uint64
+		switch f.Size {
+		case 4:
+			v = uint64(binary.NativeEndian.Uint32(b))
+		case 8:
+			return int64(binary.NativeEndian.Uint64(b))
+		case 2:
+			v = uint64(binary.NativeEndian.Uint16(b))
+		case 1:
+			v = uint64(b[0])
+		default:
+			n, _ := s.decoder.Int(f, data)
+			return n
+		}
+		if f.Signed {
+			shift := uint(64 - 8*f.Size)
+			return int64(v<<shift) >> shift
+		}
+		return int64(v)
+	}
+	n, _ := s.decoder.Int(f, data)
+	return n
 }
 
 // maxStrs bounds the strings a stream run keeps to reuse.

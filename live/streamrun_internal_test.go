@@ -2,9 +2,12 @@ package live
 
 import (
 	"cmp"
+	"encoding/binary"
 	"math/rand"
 	"slices"
 	"testing"
+
+	"github.com/sqlhist/sqlhist/tracefs"
 )
 
 // TestSortPending: the runs a stream run's pending records come in (the
@@ -41,6 +44,28 @@ func TestSortPending(t *testing.T) {
 		s.sortPending()
 		if !slices.Equal(s.pending, again) {
 			t.Fatalf("round %d, again: merged\n%v\nwant\n%v", round, s.pending, again)
+		}
+	}
+}
+
+// TestStreamInt: a stream run's integer read is the field decoder's, for
+// every size, signed or not, inside the record or past its end.
+func TestStreamInt(t *testing.T) {
+	s := &streamRun{decoder: tracefs.FieldDecoder{Order: binary.NativeEndian, LongSize: 8}, native: true}
+	rng := rand.New(rand.NewSource(2))
+	data := make([]byte, 24)
+	for range 2000 {
+		rng.Read(data)
+		for _, size := range []int{1, 2, 3, 4, 8} {
+			for off := 0; off <= len(data); off += 3 {
+				for _, signed := range []bool{false, true} {
+					f := &tracefs.Field{Name: "f", Offset: off, Size: size, Signed: signed}
+					want, _ := s.decoder.Int(f, data)
+					if got := s.int(f, data); got != want {
+						t.Fatalf("size %d at %d, signed %v: %d, want %d", size, off, signed, got, want)
+					}
+				}
+			}
 		}
 	}
 }
