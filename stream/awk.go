@@ -213,6 +213,21 @@ func (g *awkGen) p(format string, args ...any) {
 // program writes the whole program: BEGIN, the line rule, END and the
 // functions.
 func (g *awkGen) program() {
+	// The trigger functions first, apart: what they read decides what
+	// reading a line computes.
+	tg := &awkGen{m: g.m, opt: g.opt, tidx: g.tidx, evs: g.evs, shown: g.shown, readsPID: g.readsPID, readsTS: g.readsTS}
+	for _, t := range g.m.triggers {
+		tg.trigger(t)
+	}
+	trig := tg.b.String()
+	cpu, comm := strings.Contains(trig, "sqlhist_hcpu()"), strings.Contains(trig, "H_COMM")
+	// A line read by its words is checked for the kernel's columns (the
+	// task name's 16, then "-") where its pid or task name is read from
+	// them.
+	layout := ""
+	if g.readsPID || comm {
+		layout = " && substr($0, 17, 1) == \"-\""
+	}
 	g.p("BEGIN {")
 	g.p("\tD = 0; LOST = 0; UNREAD = 0; NTICK = 0; MARK = %s; TICK = %s", awkString(g.opt.Marker), awkString(g.opt.Tick))
 	// SQLHIST_AWK_TEE names a file that gets every line read, as read:
@@ -238,7 +253,7 @@ func (g *awkGen) program() {
 	for i, n := range names {
 		if tk := newAwkTokens(g.evs[n]); tk != nil {
 			fast[n] = tk
-			g.p("\tif (NF == %d && $5 == %s && substr($0, 17, 1) == \"-\") { sqlhist_fhead(); sqlhist_f%d(); next }", 5+tk.words, awkString(n+":"), i)
+			g.p("\tif (NF == %d && $5 == %s%s) { sqlhist_fhead(); sqlhist_f%d(); next }", 5+tk.words, awkString(n+":"), layout, i)
 		}
 	}
 	g.p("\tif (!sqlhist_head($0)) {")
@@ -273,11 +288,8 @@ func (g *awkGen) program() {
 	for _, name := range sortedKeys(g.m.synths) {
 		g.synthFunc(name)
 	}
-	from := g.b.Len()
-	for _, t := range g.m.triggers {
-		g.trigger(t)
-	}
-	g.fastHead(strings.Contains(g.b.String()[from:], "sqlhist_hcpu()"), strings.Contains(g.b.String()[from:], "H_COMM"))
+	g.b.WriteString(trig)
+	g.fastHead(cpu, comm)
 	g.printFuncs()
 	g.cmpFunc()
 }
