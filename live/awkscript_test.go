@@ -28,6 +28,9 @@ var awkQueries = map[string]string{
 	"chain3": `SELECT sw.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS w JOIN sched_wakeup AS wk ON w.pid = wk.pid JOIN sched_switch AS sw ON sw.next_pid = wk.pid`,
 	"where":  `SELECT end.next_pid AS pid, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid WHERE end.prev_prio >= 100`,
 	"prio":   `SELECT next_prio, CAST(prev_pid AS LOG2) AS p, COUNT(*) FROM sched_switch GROUP BY next_prio, p`,
+	// Unsigned comparisons the program writes out (> and <=, against
+	// a constant below 2^63), on a view's latency.
+	"ucmp": `CREATE VIEW wl AS SELECT start.pid, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid; SELECT pid, lat.log2, COUNT(*) FROM wl WHERE lat > 20 AND lat <= 3000`,
 }
 
 // awkKernels are the captured trace_pipe texts (testdata/awk, from the
@@ -134,7 +137,7 @@ func TestAwkProgram(t *testing.T) {
 		for _, text := range texts {
 			k, data := k, text.data
 			k.name = text.name
-			for _, name := range []string{"agg", "chain3", "hist", "join", "prio", "where"} {
+			for _, name := range []string{"agg", "chain3", "hist", "join", "prio", "ucmp", "where"} {
 				t.Run(k.name+"/"+name, func(t *testing.T) {
 					ap, plan, cat, a := awkPlanOf(t, awkQueries[name], k.version, k.arch)
 					want := awkReference(t, ap, plan, cat, a, string(data))

@@ -81,10 +81,11 @@ type streamRun struct {
 	m       *stream.Machine
 	cpus    []*cpuReader
 	decoder tracefs.FieldDecoder
+	native  bool // decoder reads the machine's own byte order (see int)
 	pageH   *tracefs.PageHeader
 	eventH  *tracefs.EventHeader
 	formats map[int]*tracefs.Event // by event id
-	kinds   map[int]*eventKind     // by event id: how its records are decoded
+	kinds   []*eventKind           // by event id: how its records are decoded (nil: not read)
 	kindTab []*eventKind           // by rawEvent.kind
 	comms   *commCache
 	syms    *symCache
@@ -111,6 +112,10 @@ type streamRun struct {
 	// They hold no pointers: the collector has nothing to scan in
 	// them, and growing the slice copies bytes.
 	pending []rawEvent
+	// merged is where sortPending merges the runs of pending into (its
+	// other half), runs where they start.
+	merged []rawEvent
+	runs   []int
 	// stacks are the kernel stacks of pending events (rawEvent.stack-1).
 	stacks [][]uint64
 	// lostBefore is what the buffers had lost when the run began (an
@@ -131,6 +136,9 @@ type eventKind struct {
 	pid   *tracefs.Field
 	uses  []int
 	event stream.Event
+	// last is the string each used field had in the record decoded
+	// before (by uses' index): the same bytes again are that string.
+	last []string
 }
 
 // rawEvent is a record read and not fed yet: its bytes in a page read
@@ -231,6 +239,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		}
 	}
 	s.decoder = tracefs.FieldDecoder{Order: binary.NativeEndian, LongSize: s.pageH.LongSize()}
+	s.native = true
 	s.formats = map[int]*tracefs.Event{}
 	format := func(system, name string) (*tracefs.Event, error) {
 		text, err := read("events/" + system + "/" + name + "/format")
@@ -261,10 +270,17 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 	if err != nil {
 		return fmt.Errorf("the stream engine: %v", err)
 	}
-	s.kinds = map[int]*eventKind{}
+	s.kinds = nil
 	for id, ev := range s.formats {
+		if id < 0 || id > 0xffff {
+			continue // a record's type is 16 bits: no record has it
+		}
 		k := &eventKind{idx: int32(len(s.kindTab)), def: ev, pid: ev.Field("common_pid"), uses: s.m.Uses(ev.System, ev.Name)}
 		k.event.Def, k.event.Fields = ev, make([]stream.Value, len(ev.Fields))
+		k.last = make([]string, len(k.uses))
+		if id >= len(s.kinds) {
+			s.kinds = append(s.kinds, make([]*eventKind, id+1-len(s.kinds))...)
+		}
 		s.kinds[id] = k
 		s.kindTab = append(s.kindTab, k)
 	}
@@ -469,7 +485,7 @@ func (s *streamRun) feed(final bool) {
 	if final {
 		mark = ^uint64(0)
 	}
-	slices.SortStableFunc(s.pending, func(a, b rawEvent) int { return cmp.Compare(a.ts, b.ts) })
+	s.sortPending()
 	n := sort.Search(len(s.pending), func(i int) bool { return s.pending[i].ts > mark })
 	s.trimStacks(s.pending[:n])
 	// In batches, so that a reading of the results (an interval's) waits
@@ -491,6 +507,67 @@ func (s *streamRun) feed(final bool) {
 	}
 	s.pending = append(s.pending[:0], s.pending[n:]...)
 	s.keepStacks()
+}
+
+// sortPending orders pending by timestamp, stably (as
+// slices.SortStableFunc would): it is made of runs already in order (those
+// left from the last feed, then each CPU's records of a round, in the
+// order each buffer gave them), so the runs are found and merged, two
+// neighbours at a time, the left one's first on equal timestamps. With one
+// CPU, or one busy CPU, that is one pass that finds one run.
+func (s *streamRun) sortPending() {
+	p := s.pending
+	runs := append(s.runs[:0], 0)
+	for i := 1; i < len(p); i++ {
+		if p[i].ts < p[i-1].ts {
+			runs = append(runs, i)
+		}
+	}
+	s.runs = runs
+	if len(runs) == 1 {
+		return
+	}
+	if len(runs) > 256 {
+		// Not runs of CPUs' buffers: sort.
+		slices.SortStableFunc(p, func(a, b rawEvent) int { return cmp.Compare(a.ts, b.ts) })
+		return
+	}
+	if cap(s.merged) < len(p) {
+		s.merged = make([]rawEvent, len(p), cap(p))
+	}
+	out := s.merged[:len(p)]
+	for len(runs) > 1 {
+		next := runs[:0]
+		for i := 0; i < len(runs); i += 2 {
+			lo := runs[i]
+			if i+1 == len(runs) {
+				copy(out[lo:], p[lo:])
+				next = append(next, lo)
+				break
+			}
+			mid, hi := runs[i+1], len(p)
+			if i+2 < len(runs) {
+				hi = runs[i+2]
+			}
+			a, b, k := lo, mid, lo
+			for a < mid && b < hi {
+				if p[b].ts < p[a].ts {
+					out[k] = p[b]
+					b++
+				} else {
+					out[k] = p[a]
+					a++
+				}
+				k++
+			}
+			k += copy(out[k:], p[a:mid])
+			copy(out[k:], p[b:hi])
+			next = append(next, lo)
+		}
+		runs = next
+		p, out = out, p
+	}
+	s.pending, s.merged = p, out[:0]
 }
 
 // keepStacks drops the stacks of the events fed: all of them once none
@@ -541,7 +618,10 @@ func (s *streamRun) keep(cpu int, rec tracefs.Record, page *rawPage) bool {
 	if err != nil {
 		return false
 	}
-	k := s.kinds[id]
+	var k *eventKind
+	if id >= 0 && id < len(s.kinds) {
+		k = s.kinds[id]
+	}
 	if k == nil {
 		return false // an event the run did not ask for (a trace_marker write)
 	}
@@ -575,25 +655,59 @@ func (s *streamRun) decode(r *rawEvent) *stream.Event {
 		ev.Stack = s.stacks[r.stack-1]
 	}
 	if k.pid != nil {
-		n, _ := s.decoder.Int(k.pid, data)
-		ev.PID = int(n)
+		ev.PID = int(s.int(k.pid, data))
 	}
 	// Only the fields the triggers read: the rest stay zero.
-	for _, i := range k.uses {
+	for j, i := range k.uses {
 		f := k.def.Fields[i]
 		switch f.Kind {
 		case tracefs.KindString, tracefs.KindDynString:
 			b, _ := s.decoder.Bytes(f, data)
-			ev.Fields[i] = stream.Text(s.text(b))
+			if n := bytes.IndexByte(b, 0); n >= 0 {
+				b = b[:n]
+			}
+			if string(b) != k.last[j] {
+				k.last[j] = s.text(b)
+			}
+			ev.Fields[i] = stream.Text(k.last[j])
 		case tracefs.KindArray, tracefs.KindDynArray:
 			a, _ := s.decoder.Array(f, data)
 			ev.Fields[i] = stream.Value{Stack: a}
 		default:
-			n, _ := s.decoder.Int(f, data)
-			ev.Fields[i] = stream.Num(uint64(n))
+			ev.Fields[i] = stream.Num(uint64(s.int(f, data)))
 		}
 	}
 	return ev
+}
+
+// int is decoder.Int (0 where it fails) with the common case at once: a
+// field of 1, 2, 4 or 8 bytes inside the record, in the machine's byte
+// order (the order a stream run reads: the target's own).
+func (s *streamRun) int(f *tracefs.Field, data []byte) int64 {
+	if s.native && f.Offset >= 0 && f.Offset+f.Size <= len(data) {
+		b := data[f.Offset:]
+		var v uint64
+		switch f.Size {
+		case 4:
+			v = uint64(binary.NativeEndian.Uint32(b))
+		case 8:
+			return int64(binary.NativeEndian.Uint64(b))
+		case 2:
+			v = uint64(binary.NativeEndian.Uint16(b))
+		case 1:
+			v = uint64(b[0])
+		default:
+			n, _ := s.decoder.Int(f, data)
+			return n
+		}
+		if f.Signed {
+			shift := uint(64 - 8*f.Size)
+			return int64(v<<shift) >> shift
+		}
+		return int64(v)
+	}
+	n, _ := s.decoder.Int(f, data)
+	return n
 }
 
 // maxStrs bounds the strings a stream run keeps to reuse.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"github.com/sqlhist/sqlhist/planner"
+	"regexp"
 
 	"fmt"
 	"slices"
@@ -60,6 +61,11 @@ type awkGen struct {
 	b    strings.Builder
 	tidx map[*trigger]int
 	evs  map[string]*textEvent
+	// shown are the triggers whose hist files the program prints.
+	shown map[*trigger]bool
+	// readsPID says that a trigger reads an event's common_pid, readsTS
+	// that one reads its timestamp.
+	readsPID, readsTS bool
 }
 
 // Awk writes a POSIX awk program that computes the machine's triggers
@@ -85,15 +91,54 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	g := &awkGen{m: m, opt: opt, tidx: map[*trigger]int{}, evs: evs}
+	g := &awkGen{m: m, opt: opt, tidx: map[*trigger]int{}, evs: evs, shown: map[*trigger]bool{}}
+	for _, e := range g.show() {
+		for _, t := range m.byEvent[e] {
+			g.shown[t] = true
+		}
+	}
 	for i, t := range m.triggers {
 		g.tidx[t] = i
 		if err := g.check(t); err != nil {
 			return "", fmt.Errorf("%s/%s: %s: %v", t.spec.System, t.spec.Event, t.spec.Spec(), err)
 		}
 	}
+	g.readsPID = m.reads(func(o *expr) bool { return o.kind == opField && o.def != nil && o.def.Name == "common_pid" })
+	g.readsTS = m.reads(func(o *expr) bool { return o.kind == opTimestamp })
 	g.program()
 	return g.b.String(), nil
+}
+
+// reads reports whether an expression of a trigger (its filter, keys,
+// values, variables or actions' parameters) has an operand that is.
+func (m *Machine) reads(is func(*expr) bool) bool {
+	reads := false
+	note := func(x *expr) {
+		x.walk(func(o *expr) { reads = reads || is(o) })
+	}
+	var noteFilter func(f *filter)
+	noteFilter = func(f *filter) {
+		if f == nil {
+			return
+		}
+		if f.field != nil {
+			note(f.field)
+		}
+		noteFilter(f.l)
+		noteFilter(f.r)
+	}
+	for _, t := range m.triggers {
+		for _, x := range append(append(append([]*expr{}, t.keys...), t.vals...), t.vars...) {
+			note(x)
+		}
+		for _, a := range t.actions {
+			for _, p := range a.params {
+				note(p)
+			}
+		}
+		noteFilter(t.filter)
+	}
+	return reads
 }
 
 // check refuses what the program does not compute.
@@ -168,6 +213,21 @@ func (g *awkGen) p(format string, args ...any) {
 // program writes the whole program: BEGIN, the line rule, END and the
 // functions.
 func (g *awkGen) program() {
+	// The trigger functions first, apart: what they read decides what
+	// reading a line computes.
+	tg := &awkGen{m: g.m, opt: g.opt, tidx: g.tidx, evs: g.evs, shown: g.shown, readsPID: g.readsPID, readsTS: g.readsTS}
+	for _, t := range g.m.triggers {
+		tg.trigger(t)
+	}
+	trig := tg.b.String()
+	cpu, comm := strings.Contains(trig, "sqlhist_hcpu()"), strings.Contains(trig, "H_COMM")
+	// A line read by its words is checked for the kernel's columns (the
+	// task name's 16, then "-") where its pid or task name is read from
+	// them.
+	layout := ""
+	if g.readsPID || comm {
+		layout = " && substr($0, 17, 1) == \"-\""
+	}
 	g.p("BEGIN {")
 	g.p("\tD = 0; LOST = 0; UNREAD = 0; NTICK = 0; MARK = %s; TICK = %s", awkString(g.opt.Marker), awkString(g.opt.Tick))
 	// SQLHIST_AWK_TEE names a file that gets every line read, as read:
@@ -193,7 +253,7 @@ func (g *awkGen) program() {
 	for i, n := range names {
 		if tk := newAwkTokens(g.evs[n]); tk != nil {
 			fast[n] = tk
-			g.p("\tif (NF == %d && $5 == %s && substr($0, 17, 1) == \"-\") { sqlhist_fhead(); sqlhist_f%d(); next }", 5+tk.words, awkString(n+":"), i)
+			g.p("\tif (NF == %d && $5 == %s%s) { sqlhist_fhead(); sqlhist_f%d(); next }", 5+tk.words, awkString(n+":"), layout, i)
 		}
 	}
 	g.p("\tif (!sqlhist_head($0)) {")
@@ -228,11 +288,8 @@ func (g *awkGen) program() {
 	for _, name := range sortedKeys(g.m.synths) {
 		g.synthFunc(name)
 	}
-	from := g.b.Len()
-	for _, t := range g.m.triggers {
-		g.trigger(t)
-	}
-	g.fastHead(strings.Contains(g.b.String()[from:], "H_CPU"), strings.Contains(g.b.String()[from:], "H_COMM"))
+	g.b.WriteString(trig)
+	g.fastHead(cpu, comm)
 	g.printFuncs()
 	g.cmpFunc()
 }
@@ -323,7 +380,7 @@ func (g *awkGen) event(i int, te *textEvent) {
 		v := l.Values[run[0]]
 		f := l.Event.Fields[v.Field]
 		if f.IsString() {
-			g.p("\tF[0, %s] = s", awkString(f.Name))
+			g.p("\t%s = s", awkField(f.Name, "0"))
 			continue
 		}
 		hex := 0
@@ -343,13 +400,13 @@ func (g *awkGen) event(i int, te *textEvent) {
 			g.p("\t\tif (!sqlhist_isnum(s, 0)) { UNREAD++; return }")
 			g.p("\t\tv = sqlhist_num(s, 0, %d, %d, %d)", v.Bytes, min(f.Size, 8), signed)
 			g.p("\t}")
-			g.p("\tF[0, %s] = v", awkString(f.Name))
+			g.p("\t%s = v", awkField(f.Name, "0"))
 			continue
 		}
 		g.p("\tif (!sqlhist_isnum(s, %d)) { UNREAD++; return }", hex)
-		g.p("\tF[0, %s] = sqlhist_num(s, %d, %d, %d, %d)", awkString(f.Name), hex, v.Bytes, min(f.Size, 8), signed)
+		g.p("\t%s = sqlhist_num(s, %d, %d, %d, %d)", awkField(f.Name, "0"), hex, v.Bytes, min(f.Size, 8), signed)
 	}
-	g.p("\tD = 0; P[0] = H_PID")
+	g.setDepth0()
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
 		g.p("\tsqlhist_t%d()", g.tidx[t])
 	}
@@ -451,7 +508,7 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 		}
 		f := l.Event.Fields[t.field]
 		if f.IsString() {
-			g.p("\tF[0, %s] = %s", awkString(f.Name), s)
+			g.p("\t%s = %s", awkField(f.Name, "0"), s)
 			continue
 		}
 		var conv byte
@@ -473,7 +530,7 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 		if conv == 'x' {
 			g.p("\ts = %s", s)
 			g.p("\tif (!sqlhist_isnum(s, 1)) { UNREAD++; return }")
-			g.p("\tF[0, %s] = sqlhist_num(s, 1, %d, %d, %d)", awkString(f.Name), bytes, min(f.Size, 8), signed)
+			g.p("\t%s = sqlhist_num(s, 1, %d, %d, %d)", awkField(f.Name, "0"), bytes, min(f.Size, 8), signed)
 			continue
 		}
 		// A decimal as the kernel prints it: no leading zero, no sign
@@ -484,13 +541,23 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 		g.p("\t\tif (!sqlhist_isnum(s, 0)) { UNREAD++; return }")
 		g.p("\t\tv = sqlhist_num(s, 0, %d, %d, %d)", bytes, min(f.Size, 8), signed)
 		g.p("\t}")
-		g.p("\tF[0, %s] = v", awkString(f.Name))
+		g.p("\t%s = v", awkField(f.Name, "0"))
 	}
-	g.p("\tD = 0; P[0] = H_PID")
+	g.setDepth0()
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
 		g.p("\tsqlhist_t%d()", g.tidx[t])
 	}
 	g.p("}")
+}
+
+// setDepth0 starts an event's triggers at depth 0, with its pid when a
+// trigger reads common_pid.
+func (g *awkGen) setDepth0() {
+	if g.readsPID {
+		g.p("\tD = 0; P[0] = H_PID")
+	} else {
+		g.p("\tD = 0")
+	}
 }
 
 // fastHead writes sqlhist_fhead, which reads the header of a line read
@@ -499,16 +566,29 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 // CPU (word 2, "[CCC]") and the task name.
 func (g *awkGen) fastHead(cpu, comm bool) {
 	g.p("function sqlhist_fhead() {")
-	g.p("\tH_PID = substr($0, 18, 7) + 0")
-	g.p("\tH_TS = int($4 * 1000000 + 0.5)")
+	if g.readsPID {
+		g.p("\tH_PID = substr($0, 18, 7) + 0")
+	}
+	if g.readsTS {
+		g.p("\tH_TS = int($4 * 1000000 + 0.5)")
+	}
 	if cpu {
-		g.p("\tH_CPU = (\"1\" substr($2, 2)) - 1000")
-		g.p("\tif (H_CPU < 0 || H_CPU >= 1000) H_CPU = sqlhist_dec(substr($2, 2, length($2) - 2))")
+		// Read when a trigger asks (sqlhist_hcpu), not on every line.
+		g.p("\tH_CPU = -1")
 	}
 	if comm {
 		g.p("\tH_COMM = substr($0, 1, 16); if (substr(H_COMM, 1, 1) == \" \") sub(/^ +/, \"\", H_COMM)")
 	}
 	g.p("}")
+	if cpu {
+		g.p("function sqlhist_hcpu() {")
+		g.p("\tif (H_CPU < 0) {")
+		g.p("\t\tH_CPU = (\"1\" substr($2, 2)) - 1000")
+		g.p("\t\tif (H_CPU < 0 || H_CPU >= 1000) H_CPU = sqlhist_dec(substr($2, 2, length($2) - 2))")
+		g.p("\t}")
+		g.p("\treturn H_CPU")
+		g.p("}")
+	}
 }
 
 // awkFitLimit is the least value a field of size bytes does not hold as
@@ -546,7 +626,7 @@ func (g *awkGen) trigger(t *trigger) {
 	for i := range t.vars {
 		locals = append(locals, fmt.Sprintf("n%d", i), fmt.Sprintf("s%d", i))
 	}
-	locals = append(locals, "k", "v", "ok", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7")
+	locals = append(locals, "k", "v", "t", "ok", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7")
 	for i := range t.actions {
 		for j := range t.actions[i].params {
 			locals = append(locals, fmt.Sprintf("a%d_%d", i, j))
@@ -559,10 +639,15 @@ func (g *awkGen) trigger(t *trigger) {
 	// The key: its parts as the map compares them.
 	var parts []string
 	for i, k := range t.keys {
-		if k.isString() {
+		switch {
+		case k.isString():
 			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, g.keyValue(k)))
-		} else {
-			parts = append(parts, fmt.Sprintf("sqlhist_kpart(q%d = %s, %d)", i, g.keyValue(k), k.size()))
+		case k.mod == "log2":
+			// 0 to 64: a number awk writes as its digits.
+			parts = append(parts, fmt.Sprintf("((q%d = %s) \"\")", i, g.keyValue(k)))
+		default:
+			// sqlhist_kpart's common case at once.
+			parts = append(parts, fmt.Sprintf("((q%d = %s) >= 0 && q%d < 2147483648 ? q%d \"\" : sqlhist_kpart(q%d, %d))", i, g.keyValue(k), i, i, i, k.size()))
 		}
 	}
 	if len(parts) == 0 {
@@ -573,33 +658,62 @@ func (g *awkGen) trigger(t *trigger) {
 	ctx := &awkCtx{g: g, t: t, ti: ti}
 	for i, r := range t.refs {
 		oi := g.tidx[r.t]
-		g.p("\tif (!((%d, k, %d) in VSET)) return", oi, r.idx)
-		g.p("\tr%d = VAR[%d, k, %d]", i, oi, r.idx)
+		g.p("\tif (!(k in VAR%d_%d)) return", oi, r.idx)
+		g.p("\tr%d = VAR%d_%d[k]", i, oi, r.idx)
 		if t.readOnce[t.refNames[i]] {
-			g.p("\tdelete VSET[%d, k, %d]", oi, r.idx)
+			g.p("\tdelete VAR%d_%d[k]", oi, r.idx)
 		}
 	}
 	size := t.m.size
-	g.p("\tif (!((%d, k) in CNT)) {", ti)
-	g.p("\t\tif (NE[%d] >= %d) { DROP[%d]++; return }", ti, size, ti)
-	g.p("\t\tNE[%d]++; ORD[%d, NE[%d]] = k; CNT[%d, k] = 0", ti, ti, ti, ti)
-	for i, k := range t.keys {
-		g.p("\t\tKV[%d, k, %d] = q%d", ti, i, i)
-		if k.mod == "execname" {
-			g.p("\t\tKC[%d, k, %d] = H_COMM", ti, i)
+	// A trigger whose hist file is not printed keeps only what its
+	// events do: its entries (a full map drops an event), variables and
+	// tracked values; not its counts, sums and keys' values.
+	shown := g.shown[t]
+	g.p("\tif (!(k in C%d)) {", ti)
+	g.p("\t\tif (NE%d >= %d) { DROP%d++; return }", ti, size, ti)
+	if shown {
+		g.p("\t\tNE%d++; ORD%d[NE%d] = k; C%d[k] = 0", ti, ti, ti, ti)
+		for i, k := range t.keys {
+			g.p("\t\tKV%d_%d[k] = q%d", ti, i, i)
+			if k.mod == "execname" {
+				g.p("\t\tKC%d_%d[k] = H_COMM", ti, i)
+			}
 		}
+	} else {
+		g.p("\t\tNE%d++; C%d[k] = 0", ti, ti)
 	}
 	g.p("\t}")
-	g.p("\tHITS[%d]++; CNT[%d, k]++", ti, ti)
-	for i, x := range t.vals {
-		g.p("\tSUM[%d, k, %d] += %s", ti, i, ctx.expr(x))
+	if shown {
+		// Hits is the counts' sum (sqlhist_printN).
+		g.p("\tC%d[k]++", ti)
+		for i, x := range t.vals {
+			g.p("\tSUM%d_%d[k] += %s", ti, i, ctx.expr(x))
+		}
 	}
+	// A variable whose expression reads no variable that may be unset
+	// is set by every event (always): the actions read it as computed
+	// (n0), and it is stored only where it is read later (by other
+	// triggers, by onmax/onchange, by this trigger's values or
+	// variables, which read the value before the event).
+	fresh := map[int]string{}
 	for i, x := range t.vars {
-		g.p("\tOK = 1; n%d = %s; s%d = OK", i, ctx.expr(x), i)
+		e := ctx.expr(x)
+		if strings.Contains(e, "sqlhist_unset()") {
+			g.p("\tOK = 1; n%d = %s; s%d = OK", i, e, i)
+			continue
+		}
+		g.p("\tn%d = %s", i, e)
+		fresh[i] = fmt.Sprintf("n%d", i)
 	}
 	for i := range t.vars {
-		g.p("\tif (s%d) { VAR[%d, k, %d] = n%d; VSET[%d, k, %d] = 1 }", i, ti, i, i, ti, i)
+		switch _, always := fresh[i]; {
+		case !always:
+			g.p("\tif (s%d) VAR%d_%d[k] = n%d", i, ti, i, i)
+		case g.readLater(t, i):
+			g.p("\tVAR%d_%d[k] = n%d", ti, i, i)
+		}
 	}
+	ctx.fresh = fresh
 	for i, a := range t.actions {
 		g.action(ctx, i, a)
 	}
@@ -611,6 +725,32 @@ type awkCtx struct {
 	g  *awkGen
 	t  *trigger
 	ti int
+	// fresh are the trigger's own variables set by the event, by slot:
+	// the actions read their values as computed.
+	fresh map[int]string
+}
+
+// readLater reports whether trigger t's variable i, set by every event
+// of t, is read after the event that sets it: by another trigger, or by
+// t's values or variables (which read the entry's value from before the
+// event). Its actions (an onmax, onchange or its parameters) read it as
+// the event computed it.
+func (g *awkGen) readLater(t *trigger, i int) bool {
+	for _, u := range g.m.triggers {
+		for _, r := range u.refs {
+			if r.t == t && r.idx == i {
+				return true
+			}
+		}
+	}
+	name := t.varName[i]
+	read := false
+	for _, x := range append(append([]*expr{}, t.vals...), t.vars...) {
+		x.walk(func(o *expr) {
+			read = read || o.kind == opVar && o.name == name && !slices.Contains(t.refNames, name)
+		})
+	}
+	return read
 }
 
 // expr is an awk expression of the value (a number as the machine's
@@ -622,7 +762,7 @@ func (c *awkCtx) expr(x *expr) string {
 	case opTimestamp:
 		return "H_TS"
 	case opCPU:
-		return "H_CPU"
+		return "sqlhist_hcpu()"
 	case opConst:
 		return awkNumber(x.n)
 	case opVar:
@@ -632,7 +772,10 @@ func (c *awkCtx) expr(x *expr) string {
 			}
 		}
 		if idx, ok := c.t.own[x.name]; ok {
-			return fmt.Sprintf("sqlhist_own(%d, k, %d)", c.ti, idx)
+			if n, ok := c.fresh[idx]; ok {
+				return n
+			}
+			return fmt.Sprintf("((k in VAR%d_%d) ? VAR%d_%d[k] : sqlhist_unset())", c.ti, idx, c.ti, idx)
 		}
 		return "sqlhist_unset()"
 	case opBinary:
@@ -656,7 +799,20 @@ func (g *awkGen) field(x *expr) string {
 	if x.def != nil && x.def.Name == "common_pid" {
 		return "P[D]"
 	}
-	return fmt.Sprintf("F[D, %s]", awkString(x.name))
+	return awkField(x.name, "D")
+}
+
+// awkIdent matches the names awk takes as part of a variable's.
+var awkIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// awkField is the element holding an event's field at a depth: an array
+// of the field's own, F_name[depth] (one subscript, no SUBSEP join), or
+// F[depth, "name"] for a name awk takes no variable by.
+func awkField(name, depth string) string {
+	if awkIdent.MatchString(name) {
+		return "F_" + name + "[" + depth + "]"
+	}
+	return "F[" + depth + ", " + awkString(name) + "]"
 }
 
 // keyValue is the awk expression of a key part's value as printed
@@ -680,18 +836,28 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 		g.fire(c, i, a, "\t")
 	case "onmax", "onchange":
 		idx := c.t.own[a.track]
-		g.p("\tif ((%d, k, %d) in VSET) {", c.ti, idx)
-		g.p("\t\tv = VAR[%d, k, %d]", c.ti, idx)
-		cmp := "sqlhist_ucmp(v, TRK[%d, k, %d]) > 0"
+		if n, ok := c.fresh[idx]; ok {
+			g.p("\tif (1) {")
+			g.p("\t\tv = %s", n)
+		} else {
+			g.p("\tif (k in VAR%d_%d) {", c.ti, idx)
+			g.p("\t\tv = VAR%d_%d[k]", c.ti, idx)
+		}
+		// sqlhist_ucmp(v, TRK…) > 0 written out (+ 0 first: busybox
+		// awk orders an unset element before 0).
+		cmp := "(v < 0 ? v + 18446744073709551616 : v) > ((t = TRK%[1]d_%[2]d[k] + 0) < 0 ? t + 18446744073709551616 : t)"
 		if a.handler == "onchange" {
-			cmp = "v != TRK[%d, k, %d] + 0"
+			cmp = "v != TRK%d_%d[k] + 0"
 		}
 		g.p("\t\tif ("+cmp+") {", c.ti, a.slot)
-		g.p("\t\t\tTRK[%d, k, %d] = v", c.ti, a.slot)
+		g.p("\t\t\tTRK%d_%d[k] = v", c.ti, a.slot)
 		switch a.what {
 		case "save":
+			if !g.shown[c.t] {
+				break // only printed
+			}
 			for j, p := range a.params {
-				g.p("\t\t\tOK = 1; SAV[%d, k, %d, %d] = %s", c.ti, a.slot, j, c.expr(p))
+				g.p("\t\t\tOK = 1; SAV%d_%d_%d[k] = %s", c.ti, a.slot, j, c.expr(p))
 			}
 		case "trace":
 			g.fire(c, i, a, "\t\t\t")
@@ -706,12 +872,29 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 	def := g.m.synths[a.synth]
 	first := firstSynthField(def)
-	g.p("%sOK = 1", ind)
-	for j, p := range a.params {
-		g.p("%sa%d_%d = %s", ind, i, j, c.expr(p))
+	var params []string
+	unset := false
+	for _, p := range a.params {
+		e := c.expr(p)
+		params = append(params, e)
+		unset = unset || strings.Contains(e, "sqlhist_unset()")
 	}
-	g.p("%sif (OK && D < 16) {", ind)
-	g.p("%s\tD++; P[D] = P[D - 1]", ind)
+	if unset {
+		g.p("%sOK = 1", ind)
+	}
+	for j, e := range params {
+		g.p("%sa%d_%d = %s", ind, i, j, e)
+	}
+	if unset {
+		g.p("%sif (OK && D < 16) {", ind)
+	} else {
+		g.p("%sif (D < 16) {", ind)
+	}
+	if g.readsPID {
+		g.p("%s\tD++; P[D] = P[D - 1]", ind)
+	} else {
+		g.p("%s\tD++", ind)
+	}
 	for j := range a.params {
 		if first+j >= len(def.Fields) {
 			break
@@ -725,7 +908,7 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 			}
 			val = fmt.Sprintf("sqlhist_trunc(%s, %d, %d)", val, f.Size, signed)
 		}
-		g.p("%s\tF[D, %s] = %s", ind, awkString(f.Name), val)
+		g.p("%s\t%s = %s", ind, awkField(f.Name, "D"), val)
 	}
 	g.p("%s\tsqlhist_s_%s()", ind, a.synth)
 	g.p("%s\tD--", ind)
@@ -756,6 +939,25 @@ func (g *awkGen) filter(f *filter) string {
 		v = (&awkCtx{g: g}).expr(f.field)
 	}
 	var cmp string
+	if !f.field.signed() && f.num <= 1<<63 {
+		// Below 2^63 a value is held as itself and one at or above
+		// it as a negative double (or, read in full, a double at or
+		// above 2^63): against such a constant the unsigned order is
+		// the doubles' with the negative ones last.
+		// (-2^63 is 2^63 itself: <= and > only below it.)
+		n := awkNumber(f.num)
+		below := f.num < 1<<63
+		switch {
+		case f.op == "<":
+			return "(" + v + " >= 0 && " + v + " < " + n + ")"
+		case f.op == "<=" && below:
+			return "(" + v + " >= 0 && " + v + " <= " + n + ")"
+		case f.op == ">" && below:
+			return "(" + v + " < 0 || " + v + " > " + n + ")"
+		case f.op == ">=":
+			return "(" + v + " < 0 || " + v + " >= " + n + ")"
+		}
+	}
 	if f.field.signed() {
 		cmp = fmt.Sprintf("sqlhist_scmp(%s, %s)", v, awkSigned(f.num))
 	} else {
@@ -764,16 +966,22 @@ func (g *awkGen) filter(f *filter) string {
 	return "(" + cmp + " " + f.op + " 0)"
 }
 
+// show lists the events whose hist files the program prints (opt.Show, or
+// all).
+func (g *awkGen) show() []string {
+	if g.opt.Show != nil {
+		return g.opt.Show
+	}
+	show := g.m.Events()
+	for _, n := range sortedKeys(g.m.synths) {
+		show = append(show, SyntheticSystem+"/"+n)
+	}
+	return show
+}
+
 // output writes END's printing of the hist files.
 func (g *awkGen) output() {
-	show := g.opt.Show
-	if show == nil {
-		show = g.m.Events()
-		for _, n := range sortedKeys(g.m.synths) {
-			show = append(show, SyntheticSystem+"/"+n)
-		}
-	}
-	for _, e := range show {
+	for _, e := range g.show() {
 		ts := g.m.byEvent[e]
 		if len(ts) == 0 {
 			continue
@@ -793,9 +1001,9 @@ func (g *awkGen) output() {
 func (g *awkGen) printFuncs() {
 	for _, t := range g.m.triggers {
 		ti := g.tidx[t]
-		g.p("function sqlhist_print%d(   i, n, k, l, v) {", ti)
+		g.p("function sqlhist_print%d(   i, n, k, l, v, h) {", ti)
 		g.p("\tprintf \"%%s\", %s", awkString("# event histogram\n#\n# trigger info: "+t.info()+" [active]\n#\n\n"))
-		g.p("\tn = NE[%d]; for (i = 1; i <= n; i++) O[i] = ORD[%d, i]", ti, ti)
+		g.p("\tn = NE%d; for (i = 1; i <= n; i++) O[i] = ORD%d[i]", ti, ti)
 		g.p("\tsqlhist_sort(%d, n)", ti)
 		g.p("\tfor (i = 1; i <= n; i++) {")
 		g.p("\t\tk = O[i]; l = \"{ \"")
@@ -803,18 +1011,18 @@ func (g *awkGen) printFuncs() {
 			if i > 0 {
 				g.p("\t\tl = l \", \"")
 			}
-			g.p("\t\tv = KV[%d, k, %d]", ti, i)
+			g.p("\t\tv = KV%d_%d[k]", ti, i)
 			g.p("\t\tl = l %s", g.printKey(t, k, i))
 		}
 		g.p("\t\tl = l \" }\"")
 		if !t.spec.NoHitcount {
-			g.p("\t\tl = l sprintf(\" hitcount: %%10s\", sqlhist_u64(CNT[%d, k]))", ti)
+			g.p("\t\tl = l sprintf(\" hitcount: %%10s\", sqlhist_u64(C%d[k]))", ti)
 		}
 		for i, v := range t.vals {
 			if v.mod == "hex" {
-				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_hexs(SUM[%d, k, %d]))", awkString(v.name), ti, i)
+				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_hexs(SUM%d_%d[k]))", awkString(v.name), ti, i)
 			} else {
-				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SUM[%d, k, %d]))", awkString(v.name), ti, i)
+				g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SUM%d_%d[k]))", awkString(v.name), ti, i)
 			}
 		}
 		for _, a := range t.actions {
@@ -825,20 +1033,21 @@ func (g *awkGen) printFuncs() {
 			if a.handler == "onchange" {
 				word = "changed"
 			}
-			g.p("\t\tl = l sprintf(\"\\n\\t%s: %%10s\", sqlhist_u64(TRK[%d, k, %d]))", word, ti, a.slot)
+			g.p("\t\tl = l sprintf(\"\\n\\t%s: %%10s\", sqlhist_u64(TRK%d_%d[k]))", word, ti, a.slot)
 			if a.what == "save" {
 				for j, p := range a.params {
 					if p.isString() {
-						g.p("\t\tl = l sprintf(\"  %%s: %%-32s\", %s, SAV[%d, k, %d, %d])", awkString(p.name), ti, a.slot, j)
+						g.p("\t\tl = l sprintf(\"  %%s: %%-32s\", %s, SAV%d_%d_%d[k])", awkString(p.name), ti, a.slot, j)
 					} else {
-						g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SAV[%d, k, %d, %d]))", awkString(paramName(p)), ti, a.slot, j)
+						g.p("\t\tl = l sprintf(\"  %%s: %%10s\", %s, sqlhist_u64(SAV%d_%d_%d[k]))", awkString(paramName(p)), ti, a.slot, j)
 					}
 				}
 			}
 		}
 		g.p("\t\tprintf \"%%s\\n\", l")
 		g.p("\t}")
-		g.p("\tprintf \"\\nTotals:\\n    Hits: %%s\\n    Entries: %%s\\n    Dropped: %%s\\n\", sqlhist_u64(HITS[%d]), sqlhist_u64(NE[%d]), sqlhist_u64(DROP[%d])", ti, ti, ti)
+		g.p("\th = 0; for (i = 1; i <= n; i++) h += C%d[ORD%d[i]]", ti, ti)
+		g.p("\tprintf \"\\nTotals:\\n    Hits: %%s\\n    Entries: %%s\\n    Dropped: %%s\\n\", sqlhist_u64(h), sqlhist_u64(NE%d), sqlhist_u64(DROP%d)", ti, ti)
 		g.p("}")
 	}
 }
@@ -862,7 +1071,7 @@ func (g *awkGen) printKey(t *trigger, k *expr, i int) string {
 	case "hex":
 		return fmt.Sprintf("sprintf(\"%%s: %%s\", %s, sqlhist_hexs(v))", n)
 	case "execname":
-		return fmt.Sprintf("sprintf(\"%%s: %%-16s[%%10s]\", %s, KC[%d, k, %d], sqlhist_u64(v))", n, g.tidx[t], i)
+		return fmt.Sprintf("sprintf(\"%%s: %%-16s[%%10s]\", %s, KC%d_%d[k], sqlhist_u64(v))", n, g.tidx[t], i)
 	case "syscall":
 		return fmt.Sprintf("sprintf(\"%%s: %%-30s[%%3s]\", %s, ((v \"\") in SC) ? SC[v \"\"] : \"unknown_syscall\", sqlhist_u64(v))", n)
 	}
@@ -886,14 +1095,14 @@ func (g *awkGen) cmpFunc() {
 			base, _, _ := strings.Cut(name, ".")
 			cmp := ""
 			if base == "hitcount" {
-				cmp = fmt.Sprintf("sqlhist_ucmp(CNT[%d, x], CNT[%d, y])", ti, ti)
+				cmp = fmt.Sprintf("sqlhist_ucmp(C%d[x], C%d[y])", ti, ti)
 			} else {
 				for i, k := range t.keys {
 					if k.name == base || k.text == name {
 						if k.isString() {
-							cmp = fmt.Sprintf("sqlhist_scmps(KV[%d, x, %d], KV[%d, y, %d])", ti, i, ti, i)
+							cmp = fmt.Sprintf("sqlhist_scmps(KV%d_%d[x], KV%d_%d[y])", ti, i, ti, i)
 						} else {
-							cmp = fmt.Sprintf("sqlhist_ucmp(KV[%d, x, %d], KV[%d, y, %d])", ti, i, ti, i)
+							cmp = fmt.Sprintf("sqlhist_ucmp(KV%d_%d[x], KV%d_%d[y])", ti, i, ti, i)
 						}
 						break
 					}
@@ -901,7 +1110,7 @@ func (g *awkGen) cmpFunc() {
 				if cmp == "" {
 					for i, v := range t.vals {
 						if v.name == base || v.text == name {
-							cmp = fmt.Sprintf("sqlhist_ucmp(SUM[%d, x, %d], SUM[%d, y, %d])", ti, i, ti, i)
+							cmp = fmt.Sprintf("sqlhist_ucmp(SUM%d_%d[x], SUM%d_%d[y])", ti, i, ti, i)
 							break
 						}
 					}
@@ -1050,15 +1259,15 @@ function sqlhist_trunc(v, size, signed,   m) {
 	return v
 }
 function sqlhist_wrap(v) {
-	if (v >= POW[63]) v -= POW[64]
-	if (v < -(POW[63])) v += POW[64]
+	if (v >= 9223372036854775808) v -= 18446744073709551616
+	else if (v < -9223372036854775808) v += 18446744073709551616
 	return v
 }
-function sqlhist_u(v) { v += 0; return v < 0 ? v + POW[64] : v }
+function sqlhist_u(v) { v += 0; return v < 0 ? v + 18446744073709551616 : v }
 function sqlhist_ucmp(a, b) {
 	a += 0; b += 0
-	if (a < 0) a += POW[64]
-	if (b < 0) b += POW[64]
+	if (a < 0) a += 18446744073709551616
+	if (b < 0) b += 18446744073709551616
 	return a < b ? -1 : a > b ? 1 : 0
 }
 function sqlhist_scmp(a, b) { a += 0; b += 0; return a < b ? -1 : a > b ? 1 : 0 }
@@ -1069,8 +1278,20 @@ function sqlhist_div(a, b) {
 }
 function sqlhist_log2(v,   n, p) {
 	v += 0
-	if (v < 0) v += POW[64]
-	if (v <= 1) return 0
+	if (v <= 1) {
+		if (v >= 0) return 0
+		v += 18446744073709551616
+	}
+	if (v <= 4294967296) {
+		# The least n with 2^n >= v by halving: p = 2^n < v throughout.
+		n = 0; p = 1
+		if (v > 65536) { n = 16; p = 65536 }
+		if (v > p * 256) { n += 8; p *= 256 }
+		if (v > p * 16) { n += 4; p *= 16 }
+		if (v > p * 4) { n += 2; p *= 4 }
+		if (v > p * 2) { n++; p *= 2 }
+		return n + 1
+	}
 	n = 0; p = 1
 	while (p * 256 < v && n < 56) { p *= 256; n += 8 }
 	while (p < v && n < 64) { p *= 2; n++ }
@@ -1082,11 +1303,6 @@ function sqlhist_kpart(v, size) {
 	v += 0
 	if (v < 0 && size < 8) v += POW[8 * size]
 	return sprintf("%.0f", v)
-}
-function sqlhist_own(t, k, i) {
-	if ((t, k, i) in VSET) return VAR[t, k, i]
-	OK = 0
-	return 0
 }
 function sqlhist_unset() { OK = 0; return 0 }
 function sqlhist_u64(v,   s, t, i, d, b, r) {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -43,6 +44,9 @@ type expr struct {
 	mod    string
 	bucket uint64
 	text   string // as written, for printing
+	// number says that a key yields a number (isNumber), read without
+	// making a Value.
+	number bool
 }
 
 // isString says whether the expression yields a string.
@@ -195,6 +199,58 @@ func (x *expr) eval(ev *Event, vars varLookup) (v Value, ok bool) {
 	return Value{}, true
 }
 
+// num is eval of an expression that is no stack trace (its value's
+// number), without making a Value: variables read through t.
+func (x *expr) num(ev *Event, t *trigger) (uint64, bool) {
+	switch x.kind {
+	case opField:
+		if x.field >= 0 && x.field < len(ev.Fields) {
+			return ev.Fields[x.field].N, true
+		}
+		return 0, true
+	case opTimestamp:
+		if x.usecs {
+			return (ev.TS + 500) / 1000, true
+		}
+		return ev.TS, true
+	case opCPU:
+		return uint64(ev.CPU), true
+	case opConst:
+		return x.n, true
+	case opVar:
+		return t.varNum(x)
+	case opBinary:
+		l, ok := x.l.num(ev, t)
+		if !ok {
+			return 0, false
+		}
+		r, ok := x.r.num(ev, t)
+		if !ok {
+			return 0, false
+		}
+		switch x.op {
+		case '+':
+			return l + r, true
+		case '-':
+			return l - r, true
+		case '*':
+			return l * r, true
+		case '/':
+			if r == 0 {
+				return ^uint64(0), true
+			}
+			return l / r, true
+		}
+		return 0, true
+	}
+	var lookup varLookup
+	if t != nil {
+		lookup = t.lookup
+	}
+	v, ok := x.eval(ev, lookup)
+	return v.N, ok
+}
+
 // readOnce lists the variables read as a direct operand of an operator:
 // the kernel reads those references once (a read clears the variable).
 func (x *expr) readOnce(out []string) []string {
@@ -235,9 +291,6 @@ func log2Bucket(v uint64) uint64 {
 	if v <= 1 {
 		return 0
 	}
-	n := uint64(0)
-	for p := uint64(1); p < v && n < 64; p <<= 1 {
-		n++
-	}
-	return n
+	// The least n with 2^n >= v: the bits of v-1.
+	return uint64(bits.Len64(v - 1))
 }

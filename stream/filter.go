@@ -130,8 +130,8 @@ func (f *filter) match(ev *Event, comm func(pid int) string) bool {
 		}
 		return eq == (f.op != "!=")
 	}
-	v, _ := f.field.eval(ev, nil)
-	a, b := v.N, f.num
+	a, _ := f.field.num(ev, nil)
+	b := f.num
 	if f.op == "&" {
 		return a&b != 0
 	}

@@ -44,8 +44,11 @@ type Options struct {
 type Machine struct {
 	opt     Options
 	byEvent map[string][]*trigger // system/event → triggers, in the order written
-	// byDef caches byEvent by the format of the events fed: an event's
-	// triggers found without making its system/event key.
+	// defs and defTrig cache byEvent by the format of the events fed
+	// (the first maxDefs formats, looked up in order), byDef the rest:
+	// an event's triggers found without making its system/event key.
+	defs     []*tracefs.Event
+	defTrig  [][]*trigger
 	byDef    map[*tracefs.Event][]*trigger
 	triggers []*trigger
 	named    map[string]*tmap
@@ -121,8 +124,12 @@ type action struct {
 	trackVar *expr
 	what     string // "trace", "save", "snapshot"
 	synth    string // trace: the synthetic event
-	params   []*expr
-	slot     int // onmax/onchange: the tracked slot of an entry
+	// synthDef is synth's format, first its first field after the
+	// common ones and pidField its common_pid (-1: none), found once.
+	synthDef        *tracefs.Event
+	first, pidField int
+	params          []*expr
+	slot            int // onmax/onchange: the tracked slot of an entry
 }
 
 // tmap is a trigger's map (shared by the triggers of one name=).
@@ -248,8 +255,18 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 		t.lookup = t.lookupVar
 		t.resolveVars()
 		for _, a := range t.actions {
-			if a.what == "trace" && m.synths[a.synth] == nil {
+			if a.what != "trace" {
+				continue
+			}
+			def := m.synths[a.synth]
+			if def == nil {
 				return nil, fmt.Errorf("%s/%s: no synthetic event %s", t.spec.System, t.spec.Event, a.synth)
+			}
+			a.synthDef, a.first, a.pidField = def, firstSynthField(def), -1
+			for i, f := range def.Fields {
+				if f.Name == "common_pid" {
+					a.pidField = i
+				}
 			}
 		}
 	}
@@ -295,6 +312,7 @@ func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) 
 		if x.kind == opStack {
 			t.hasStack = true
 		}
+		x.number = x.isNumber()
 		t.keys = append(t.keys, x)
 	}
 	for _, v := range h.Vals {
@@ -566,18 +584,33 @@ func (m *Machine) NeedsStack(system, event string) bool {
 // Feed runs the triggers of the event's event on it. Events must come in
 // the order of their timestamps.
 func (m *Machine) Feed(ev *Event) {
+	for i, d := range m.defs {
+		if d == ev.Def {
+			for _, t := range m.defTrig[i] {
+				m.hit(t, ev)
+			}
+			return
+		}
+	}
 	ts, ok := m.byDef[ev.Def]
 	if !ok {
-		if m.byDef == nil {
-			m.byDef = map[*tracefs.Event][]*trigger{}
-		}
 		ts = m.byEvent[ev.Def.System+"/"+ev.Def.Name]
-		m.byDef[ev.Def] = ts
+		if len(m.defs) < maxDefs {
+			m.defs, m.defTrig = append(m.defs, ev.Def), append(m.defTrig, ts)
+		} else {
+			if m.byDef == nil {
+				m.byDef = map[*tracefs.Event][]*trigger{}
+			}
+			m.byDef[ev.Def] = ts
+		}
 	}
 	for _, t := range ts {
 		m.hit(t, ev)
 	}
 }
+
+// maxDefs is how many event formats Feed finds by a scan, not a map.
+const maxDefs = 8
 
 func (m *Machine) comm(pid int) string {
 	if m.opt.Comm == nil {
@@ -599,7 +632,12 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 	t.kbuf = t.kbuf[:0]
 	var num uint64
 	for i, k := range t.keys {
-		v, _ := k.eval(ev, nil)
+		var v Value
+		if k.number {
+			v.N, _ = k.num(ev, nil)
+		} else {
+			v, _ = k.eval(ev, nil)
+		}
 		v = keyValue(k, v)
 		t.key[i] = v
 		if t.numKey {
@@ -650,20 +688,22 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 	e.count++
 	t.cur = e
 	for i, x := range t.vals {
-		v, _ := x.eval(ev, t.lookup)
-		e.sums[i] += v.N
+		n, _ := x.num(ev, t)
+		e.sums[i] += n
 	}
 	// Variables are computed from what the event and the other triggers
 	// give; a variable reading another of the same trigger reads the
 	// value it had before this event (as the kernel computes them all
 	// from the references resolved first).
 	for i, x := range t.vars {
+		if x.kind != opStack {
+			t.newVals[i], t.newSet[i] = x.num(ev, t)
+			continue
+		}
 		v, ok := x.eval(ev, t.lookup)
 		t.newVals[i], t.newSet[i] = v.N, ok
-		if x.kind == opStack {
-			// A copy: the reader reuses an event's stack.
-			t.newStacks[i] = append([]uint64(nil), v.Stack...)
-		}
+		// A copy: the reader reuses an event's stack.
+		t.newStacks[i] = append([]uint64(nil), v.Stack...)
 	}
 	for i := range t.vars {
 		if t.newSet[i] {
@@ -695,6 +735,23 @@ func (t *trigger) lookupVar(x *expr) (Value, bool) {
 		return Num(t.cur.vars[x.own]), true
 	}
 	return Value{}, false
+}
+
+// varNum is lookupVar's number.
+func (t *trigger) varNum(x *expr) (uint64, bool) {
+	if x.ref >= 0 {
+		if x.stack {
+			return 0, true
+		}
+		return t.refVals[x.ref], true
+	}
+	if x.own >= 0 && t.cur != nil && t.cur.set[x.own] {
+		if x.stack && t.cur.stacks != nil {
+			return 0, true
+		}
+		return t.cur.vars[x.own], true
+	}
+	return 0, false
 }
 
 // resolveVars locates each variable the trigger's expressions read, by
@@ -767,7 +824,7 @@ func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLook
 // fire builds the synthetic event of a trace action from the event and
 // runs the triggers on it at once, as the kernel's trace_synth does.
 func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
-	def := m.synths[a.synth]
+	def := a.synthDef
 	if def == nil || m.depth > 16 {
 		return
 	}
@@ -782,7 +839,7 @@ func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
 	fields = fields[:len(def.Fields)]
 	clear(fields)
 	*s = Event{Def: def, TS: ev.TS, CPU: ev.CPU, PID: ev.PID, Stack: ev.Stack, Fields: fields}
-	first := firstSynthField(def)
+	first := a.first
 	for i, p := range a.params {
 		v, ok := p.eval(ev, lookup)
 		if !ok {
@@ -798,7 +855,9 @@ func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
 		}
 		s.Fields[j] = v
 	}
-	setCommon(s)
+	if a.pidField >= 0 {
+		s.Fields[a.pidField] = Num(uint64(int64(s.PID)))
+	}
 	if m.opt.OnSynth != nil {
 		m.opt.OnSynth(s)
 	}
@@ -866,15 +925,6 @@ func keyNumber(k *expr, v Value) uint64 {
 		n &= 1<<(uint(sz)*8) - 1
 	}
 	return n
-}
-
-// setCommon fills a synthetic event's common fields from its context.
-func setCommon(s *Event) {
-	for i, f := range s.Def.Fields {
-		if f.Name == "common_pid" {
-			s.Fields[i] = Num(uint64(int64(s.PID)))
-		}
-	}
 }
 
 func firstSynthField(def *tracefs.Event) int {
