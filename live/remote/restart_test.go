@@ -261,3 +261,24 @@ func TestCheckUnapplied(t *testing.T) {
 		t.Fatalf("a write answered whole: %q, %v", out, err)
 	}
 }
+
+// TestRunWithCheck: a command given to Run with WithCheck (the awk
+// engine's launch, through live.ShellRunner) whose answer the line lost
+// is answered by its read-back, not run again.
+func TestRunWithCheck(t *testing.T) {
+	oldR := ResendAfter
+	ResendAfter = 200 * time.Millisecond
+	defer func() { ResendAfter = oldR }()
+	filter := `TMPDIR=. dash 2>&1 | while IFS= read -r l; do case $l in *" Y "*) printf '%s\n' "$l";; *" 2 B"|*" 2 E "*) ;; *) printf '%s\n' "$l";; esac; done`
+	dir := t.TempDir()
+	var trace bytes.Buffer
+	s := dial(t, "cd "+emit.Quote(dir)+" && "+filter, Options{Timeout: 10 * time.Second, Trace: &trace})
+	out, err := s.RunFor(WithCheck(context.Background(), "if [ -e launched ]; then P applied; P \"@@file $(cat launched)\"; else P unapplied; fi"),
+		"a launch", "echo f1 > launched; echo \"@@file $(cat launched)\"", time.Second)
+	if err != nil || out != "@@file f1\n" {
+		t.Fatalf("a launch whose answer was lost: %q, %v\n%s", out, err, trace.String())
+	}
+	if !strings.Contains(trace.String(), "reading back what it changes") {
+		t.Errorf("the launch was not read back:\n%s", trace.String())
+	}
+}

@@ -374,14 +374,28 @@ func (e *AnswerError) Error() string {
 // have run it (see do); one it ran whose answer was lost is an error, not
 // run twice.
 func (s *Session) Run(ctx context.Context, step, cmd string) (string, error) {
-	return s.do(ctx, step, cmd, s.opt.Timeout, kind{})
+	return s.do(ctx, step, cmd, s.opt.Timeout, kind{check: checkOf(ctx)})
+}
+
+type checkKey struct{}
+
+// WithCheck is ctx carrying check, a read-back of the command that Run
+// or RunFor is given with it (see RunChecked): for a caller that reaches
+// the session through a function of Run's form (live.ShellRunner).
+func WithCheck(ctx context.Context, check string) context.Context {
+	return context.WithValue(ctx, checkKey{}, check)
+}
+
+func checkOf(ctx context.Context) string {
+	c, _ := ctx.Value(checkKey{}).(string)
+	return c
 }
 
 // RunFor is Run with its own bound on the answer's time instead of
 // Options.Timeout (at least that): for a command that runs for a while
 // by design (the awk engine's script, live.RunAwkVia).
 func (s *Session) RunFor(ctx context.Context, step, cmd string, timeout time.Duration) (string, error) {
-	return s.do(ctx, step, cmd, max(timeout, s.opt.Timeout), kind{})
+	return s.do(ctx, step, cmd, max(timeout, s.opt.Timeout), kind{check: checkOf(ctx)})
 }
 
 // RunChecked is Run for a command that changes something on the target
