@@ -194,7 +194,7 @@ func TestLostMarkersOfWrites(t *testing.T) {
 				s := dial(t, "cd "+emit.Quote(dir)+" && "+env+" "+sh+" 2>&1 | "+dropMarkers(3), Options{Timeout: 20 * time.Second, Trace: &trace})
 				w := s.Writer(root)
 				var want strings.Builder
-				for i := range 12 {
+				for i := range 5 {
 					line := fmt.Sprintf("hist:keys=pid:v%d=common_timestamp", i)
 					if err := w.Append("trigger", line); err != nil {
 						t.Fatalf("append %d: %v\n%s", i, err, trace.String())
