@@ -96,8 +96,7 @@ type Session struct {
 
 	mu     sync.Mutex // one request at a time
 	seq    int
-	broken error         // set once the session cannot be used
-	slow   time.Duration // the recent answers' slowest begin (began)
+	broken error // set once the session cannot be used
 
 	// Counters, for measurements: bytes sent and received, requests.
 	sent, received, requests atomic.Int64
@@ -452,9 +451,12 @@ const (
 // finding out what became of it (Session.sync). A shell that started
 // again (a serial line's, restarted at each disconnect) lost the greeting's
 // functions and answers "R: not found" at once, which starts the same.
-// Each wait is drawn from 3/4 to 5/4 of it (or of twice the recent
-// answers' slowest begin, when longer: see began), so that the waits do
-// not fall in step with a line that ends its shell on a period.
+// Each wait is drawn from 3/4 to 5/4 of it, so that the waits do not fall
+// in step with a line that ends its shell on a period. (A wait grown with
+// the target's slow answers was tried: in the 6.1 guest under emulation
+// on a loaded host, a request the line dropped between two shells then
+// waited 6-8 s, and a -r of the JOIN ran past 8 minutes; an early sync
+// costs the greeting again, about 1 KB, and finds a slow answer begun.)
 var ResendAfter = 2 * time.Second
 
 // StallAfter is how long an answer that began may go without a line
@@ -559,7 +561,6 @@ func (s *Session) doLocked(ctx context.Context, step, cmd string, b *bound, k ki
 			return nil, s.lostErrLocked(step, err)
 		}
 		b.sent++
-		a.sentAt = time.Now()
 		out, err := s.settle(ctx, step, a, b, k)
 		if err != nil {
 			return nil, err
@@ -701,7 +702,7 @@ func (s *Session) next(ctx context.Context, step string, b *bound, quiet <-chan 
 // the target was asked).
 func (s *Session) await(ctx context.Context, step string, a *answer, b *bound, n int) (int, error) {
 	var quiet <-chan time.Time
-	wait := jitter(max(ResendAfter, min(2*s.slow, 4*ResendAfter)), 0)
+	wait := jitter(ResendAfter, 0)
 	if a.started {
 		wait = jitter(StallAfter, n)
 	}
@@ -731,11 +732,7 @@ func (s *Session) await(ctx context.Context, step string, a *answer, b *bound, n
 		if !a.started && notFound(l) {
 			return unsure, nil
 		}
-		wasStarted := a.started
 		done, err := a.feed(l)
-		if a.started && !wasStarted {
-			s.began(a)
-		}
 		if err == errRejected {
 			return rejected, nil
 		}
@@ -747,19 +744,6 @@ func (s *Session) await(ctx context.Context, step string, a *answer, b *bound, n
 			return answered, nil
 		}
 	}
-}
-
-// began notes how long attempt a's answer took to begin: a loaded or
-// emulated target's answers begin late, and a wait for an answer to begin
-// (await) is at least twice the slowest of the recent ones (a decaying
-// maximum; at most 4 ResendAfter), so that a slow answer is not taken
-// for a lost request and followed by a sync, which costs the line the
-// greeting again and the target its evaluation.
-func (s *Session) began(a *answer) {
-	if a.sentAt.IsZero() {
-		return
-	}
-	s.slow = max(time.Since(a.sentAt), s.slow*7/8)
 }
 
 // notFound reports whether a line of the transport's output is a shell's
@@ -858,7 +842,6 @@ func (s *Session) sync(ctx context.Context, step string, a *answer, b *bound, gr
 			return synced{answered: true}, nil
 		}
 		if a.started && !wasStarted {
-			s.began(a)
 			return synced{begun: true}, nil
 		}
 	}
@@ -959,7 +942,6 @@ type answer struct {
 	begin, end, reject string
 	max                int
 	started            bool
-	sentAt             time.Time // when its request was written
 	body               bytes.Buffer
 	pending            []byte // the last line: the end marker's own newline may end it
 	out                string
