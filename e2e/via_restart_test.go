@@ -128,14 +128,16 @@ func viaRestartingChecks(t *testing.T, kname, via, dev, bin string, local []stri
 	}
 	checkViaIntervals(t, out)
 	// --cleanup: a run SIGKILLed while it collects, its heartbeat let go
-	// stale, is removed.
+	// stale, is removed. Its setup on this line takes as long as -r's
+	// (under emulation on a loaded host, over 2 minutes): it is waited
+	// for as long as a run is.
 	var errb syncBuffer
-	cmd := exec.Command(bin, viaArgs("--via", via, "-r", "-o", "json", q.join)...)
+	cmd := exec.Command(bin, viaArgs("--via", via, "--via-trace", filepath.Join(dir, "via-restart-"+kname+"-killed.trace"), "-r", "-o", "json", q.join)...)
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(restartRunBound); !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
