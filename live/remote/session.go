@@ -268,14 +268,14 @@ const resync = "\n\n# '\n# \"\n\n"
 // (standard input /dev/null, standard error into the answer) between the
 // markers "<nonce> SEQ B" and "<nonce> SEQ E STATUS", each on a line of
 // its own; it records SEQ in L, and "SEQ B" in the record file (V),
-// before, and "SEQ E STATUS" in the record file after (a record that cannot be
-// written, a read-only /tmp, is left out quietly); a call with another
-// number of arguments, with two different SEQs or with a CMD whose
-// length is not LEN bytes is a cut line (or a request sent in pieces
-// that lost one) and is answered "<nonce> SEQ X". Y SEQ answers
+// before, and "SEQ E STATUS" in the record file after (a record that
+// cannot be written, a read-only /tmp, is left out quietly); a call with
+// another number of arguments, with two different SEQs or with a CMD
+// whose length is not LEN bytes is a cut line (or a request sent in
+// pieces that lost one) and is answered "<nonce> SEQ X". Y SEQ answers
 // "<nonce> SEQ Y L RECORD": the last request this shell started, and the
-// record file's line ("-" for none; see Session.sync). Q N sets the status N; P prints its argument as it
-// is and a newline, with a builtin (mksh's printf is a program: a process
+// record file's line ("-" for none; see Session.sync). Q N sets the
+// status N; P prints its argument as it is and a newline, with a builtin (mksh's printf is a program: a process
 // a line). Only builtins: a request costs the target no process unless
 // its command runs one. mksh counts ${#3} in characters in its UTF-8
 // mode, which it leaves (set +U). The text travels escaped and is run by
@@ -371,8 +371,8 @@ func (e *AnswerError) Error() string {
 // printed (standard output and error); a non-zero status is an
 // *AnswerError. step names the request in errors ("reading error_log").
 // A request the line lost is sent again once the target is known not to
-// have run it (see do); one it ran whose answer was lost is an error, not
-// run twice.
+// have run it (see do); one it ran whose answer was lost is read back
+// when ctx carries a check (WithCheck), else an error, not run twice.
 func (s *Session) Run(ctx context.Context, step, cmd string) (string, error) {
 	return s.do(ctx, step, cmd, s.opt.Timeout, kind{check: checkOf(ctx)})
 }
@@ -402,9 +402,10 @@ func (s *Session) RunFor(ctx context.Context, step, cmd string, timeout time.Dur
 // and whose output is needed, with check: a command that changes nothing
 // and prints "applied" on its first line when cmd's change is there
 // (then what cmd would have printed, which RunChecked returns),
-// "unapplied" when it is certainly not (cmd is then sent again), anything else when
-// it cannot tell. It is run only when the line lost cmd's answer and the
-// target's record cannot tell what became of it.
+// "unapplied" when it is certainly not (cmd is then sent again), anything
+// else when it cannot tell. It is run only when the line lost cmd's
+// answer and cmd ran, or may have (the target's record, when it keeps
+// one, says a request that never started is sent again).
 func (s *Session) RunChecked(ctx context.Context, step, cmd, check string) (string, error) {
 	return s.do(ctx, step, cmd, s.opt.Timeout, kind{check: check})
 }
