@@ -176,6 +176,19 @@ func viaRestore(t *testing.T, via, dev string) {
 			t.Fatalf("stopping the line's killer: %q", out)
 		}
 	}
+	// A shell of the loop answers first: with the killer stopped, the
+	// line then keeps its shell, and the line that puts it back reaches
+	// one whole (not the moment between two shells, whose bytes are
+	// dropped).
+	for deadline := time.Now().Add(time.Minute); ; {
+		out, _ := viaSession("exec "+via, "echo loop-$((6*7))", 5*time.Second)
+		if strings.Contains(out, "loop-42") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarting line, its killer stopped, never answered: %q", out)
+		}
+	}
 	back := fmt.Sprintf("kill $(cat /tmp/via-loop); ( sleep 1; exec 3<>%[1]s; while :; do sh %[1]s <&3 >&3 2>&3; done ) </dev/null >/dev/null 2>&1 & kill $(cat /tmp/via-cat); exit\n", dev)
 	if out, err := viaSessionRaw(via, back); err != nil {
 		t.Fatalf("putting the line back: %v: %s", err, out)

@@ -47,15 +47,15 @@ func dropMarkers(n int) string {
 // once, in order. The trace shows that shells were lost and greeted again
 // (else the test proved nothing).
 func TestRequestsSurviveARestartingShell(t *testing.T) {
-	oldR, oldG := ResendAfter, GreetEvery
-	ResendAfter, GreetEvery = 300*time.Millisecond, 300*time.Millisecond
-	defer func() { ResendAfter, GreetEvery = oldR, oldG }()
+	oldR, oldG, oldS := ResendAfter, GreetEvery, StallAfter
+	ResendAfter, GreetEvery, StallAfter = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	defer func() { ResendAfter, GreetEvery, StallAfter = oldR, oldG, oldS }()
 	eachShell(t, func(t *testing.T, sh string) {
 		for _, drop := range []int{1, 7} {
-			// With drop 7, every 5th marker of the answers is lost too.
+			// With drop 7, every 9th marker of the answers is lost too.
 			line := restartingLine(sh, 600, drop)
 			if drop == 7 {
-				line = "{ " + line + "; } | " + dropMarkers(5)
+				line = "{ " + line + "; } | " + dropMarkers(9)
 			}
 			t.Run(fmt.Sprintf("drop%d", drop), func(t *testing.T) {
 				dir := t.TempDir()

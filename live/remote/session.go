@@ -462,8 +462,8 @@ var ResendAfter = 2 * time.Second
 
 // StallAfter is how long an answer that began may go without a line
 // before the target is asked what became of its request (its end marker
-// lost, or its shell gone): the first wait, doubled at each ask (to four
-// times), each drawn as ResendAfter's. The ask is a short line, read by
+// lost, or its shell gone): the first wait, doubled after the first ask,
+// each drawn as ResendAfter's. The ask is a short line, read by
 // the shell after the command it is running: a command that runs for a
 // while by design costs a few lines.
 var StallAfter = 4 * time.Second
@@ -484,9 +484,9 @@ const (
 // errRejected is answer.feed's error for a rejected line.
 var errRejected = errors.New("the target's shell rejected a request line as cut; the transport changed or dropped bytes")
 
-// jitter is d, grown to d<<n (at most 4d), drawn from 3/4 to 5/4 of that.
+// jitter is d, doubled when n > 0, drawn from 3/4 to 5/4 of that.
 func jitter(d time.Duration, n int) time.Duration {
-	d <<= min(n, 2)
+	d <<= min(n, 1)
 	return d*3/4 + time.Duration(mrand.Int64N(int64(d)/2+1))
 }
 
@@ -908,7 +908,7 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 				return "", s.lostErrLocked(step, err)
 			}
 			sent++
-			t.Reset(jitter(resend, min(sent-1, 1)))
+			t.Reset(jitter(resend, sent-1))
 			continue
 		case <-timer.C:
 			times := ""
