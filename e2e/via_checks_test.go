@@ -429,12 +429,9 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	viaKillChecks(t, kname, via, bin, before, gstate)
 	lap("kills")
 	// A line that restarts its shell (issue 45): x86-64's (the arm64
-	// guest runs under emulation, its line slower still). Not in the
-	// suite yet: in 6.1 under a loaded host print and --cleanup passed on
-	// their first try, -r ran past its bound and -i failed on a write
-	// whose begin marker the line lost (refused, as a write is never
-	// repeated blindly); SQLHIST_VIA_RESTART=1 runs it (FINDINGS).
-	if arch == "x86_64" && os.Getenv("SQLHIST_VIA_RESTART") == "1" {
+	// guest runs under emulation, its line slower still). print, -r, -i
+	// and --cleanup, each on its first try (FINDINGS).
+	if arch == "x86_64" {
 		viaRestartingChecks(t, kname, via, "/dev/ttyS1", bin, local, before, gstate)
 		lap("restarting line")
 	}

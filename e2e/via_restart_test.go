@@ -128,14 +128,16 @@ func viaRestartingChecks(t *testing.T, kname, via, dev, bin string, local []stri
 	}
 	checkViaIntervals(t, out)
 	// --cleanup: a run SIGKILLed while it collects, its heartbeat let go
-	// stale, is removed.
+	// stale, is removed. Its setup on this line takes as long as -r's
+	// (under emulation on a loaded host, over 2 minutes): it is waited
+	// for as long as a run is.
 	var errb syncBuffer
-	cmd := exec.Command(bin, viaArgs("--via", via, "-r", "-o", "json", q.join)...)
+	cmd := exec.Command(bin, viaArgs("--via", via, "--via-trace", filepath.Join(dir, "via-restart-"+kname+"-killed.trace"), "-r", "-o", "json", q.join)...)
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(restartRunBound); !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
@@ -172,6 +174,19 @@ func viaRestore(t *testing.T, via, dev string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("stopping the line's killer: %q", out)
+		}
+	}
+	// A shell of the loop answers first: with the killer stopped, the
+	// line then keeps its shell, and the line that puts it back reaches
+	// one whole (not the moment between two shells, whose bytes are
+	// dropped).
+	for deadline := time.Now().Add(time.Minute); ; {
+		out, _ := viaSession("exec "+via, "echo loop-$((6*7))", 5*time.Second)
+		if strings.Contains(out, "loop-42") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarting line, its killer stopped, never answered: %q", out)
 		}
 	}
 	back := fmt.Sprintf("kill $(cat /tmp/via-loop); ( sleep 1; exec 3<>%[1]s; while :; do sh %[1]s <&3 >&3 2>&3; done ) </dev/null >/dev/null 2>&1 & kill $(cat /tmp/via-cat); exit\n", dev)

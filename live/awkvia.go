@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/emit"
+	"github.com/sqlhist/sqlhist/live/remote"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -147,7 +148,11 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 	launch := "f=$(mktemp \"${TMPDIR:-/tmp}/" + ap.Instance + ".XXXXXX\") || exit 1\n" +
 		"( sh -c " + emit.Quote(script.String()) + " < /dev/null > \"$f\" 2>&1; sleep " + keep + "; rm -f \"$f\" ) < /dev/null > /dev/null 2>&1 &\n" +
 		"echo \"@@sqlawk $f\""
-	out, err := run(ctx, "starting the awk engine's script", launch, 0)
+	// Its answer lost on the line, the launch is found out by its file:
+	// there, it ran (the file names it); not there, it did not.
+	check := "f=; for g in \"${TMPDIR:-/tmp}\"/" + emit.Quote(ap.Instance+".") + "*; do [ -e \"$g\" ] && f=$g; done; " +
+		"if [ -n \"$f\" ]; then P applied; P \"@@sqlawk $f\"; else P unapplied; fi"
+	out, err := run(remote.WithCheck(ctx, check), "starting the awk engine's script", launch, 0)
 	if err != nil {
 		return nil, err
 	}

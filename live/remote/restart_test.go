@@ -32,6 +32,14 @@ func restartingLine(sh string, k0, drop int) string {
 done`, k0, sh, drop)
 }
 
+// dropMarkers is a filter of a shell's output that loses every nth line
+// that is a begin or end marker of an answer (SQH<nonce> SEQ B, SQH<nonce>
+// SEQ E STATUS), as a line that drops bytes the target sends loses them:
+// the requests whose markers it drops ran, and their answers are lost.
+func dropMarkers(n int) string {
+	return fmt.Sprintf(`awk '/^SQH[0-9a-f]+ [0-9]+ [BE]/ { if (++m %% %d == 0) { fflush(); next } } { print; fflush() }'`, n)
+}
+
 // TestRequestsSurviveARestartingShell: on a line whose shell restarts
 // every 300 to 3300 bytes and which loses bytes between shells, every
 // request (reads, writes, a request sent in pieces) is answered, and each
@@ -39,18 +47,23 @@ done`, k0, sh, drop)
 // once, in order. The trace shows that shells were lost and greeted again
 // (else the test proved nothing).
 func TestRequestsSurviveARestartingShell(t *testing.T) {
-	oldR, oldG := ResendAfter, GreetEvery
-	ResendAfter, GreetEvery = 300*time.Millisecond, 300*time.Millisecond
-	defer func() { ResendAfter, GreetEvery = oldR, oldG }()
+	oldR, oldG, oldS := ResendAfter, GreetEvery, StallAfter
+	ResendAfter, GreetEvery, StallAfter = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	defer func() { ResendAfter, GreetEvery, StallAfter = oldR, oldG, oldS }()
 	eachShell(t, func(t *testing.T, sh string) {
 		for _, drop := range []int{1, 7} {
+			// With drop 7, every 9th marker of the answers is lost too.
+			line := restartingLine(sh, 600, drop)
+			if drop == 7 {
+				line = "{ " + line + "; } | " + dropMarkers(9)
+			}
 			t.Run(fmt.Sprintf("drop%d", drop), func(t *testing.T) {
 				dir := t.TempDir()
 				root := filepath.Join(dir, "tracefs")
 				os.MkdirAll(filepath.Join(root, "instances"), 0o755)
 				os.WriteFile(filepath.Join(root, "stats"), []byte("entries: 3\noverrun: 0\n"), 0o644)
 				var trace bytes.Buffer
-				s, err := Dial(context.Background(), "cd "+emit.Quote(dir)+" && "+restartingLine(sh, 600, drop),
+				s, err := Dial(context.Background(), "cd "+emit.Quote(dir)+" && "+line,
 					Options{Timeout: 30 * time.Second, Trace: &trace})
 				if err != nil {
 					t.Fatalf("Dial: %v", err)
@@ -96,7 +109,10 @@ func TestRequestsSurviveARestartingShell(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(root, "pwned")); !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("something ran: %v", err)
 				}
-				t.Logf("%d requests; %d sent again, %d syncs", s.Stats().Requests, strings.Count(tr, "sent again as"), strings.Count(tr, "greeted again"))
+				if drop == 7 && !strings.Contains(tr, "the target's record says status 0") {
+					t.Errorf("no write's answer was lost and answered by the record: the markers were not dropped:\n%s", tr)
+				}
+				t.Logf("%d requests; %d sent again, %d syncs, %d answered by the record", s.Stats().Requests, strings.Count(tr, "sent again as"), strings.Count(tr, "greeted again"), strings.Count(tr, "record says"))
 			})
 		}
 	})
@@ -111,7 +127,7 @@ func TestRanAnswerLost(t *testing.T) {
 	oldR := ResendAfter
 	ResendAfter = 200 * time.Millisecond
 	defer func() { ResendAfter = oldR }()
-	filter := `dash 2>&1 | while IFS= read -r l; do case $l in *" 2 B"|*" 2 E "*) ;; *) printf '%s\n' "$l";; esac; done`
+	filter := `dash 2>&1 | while IFS= read -r l; do case $l in *" Y "*) printf '%s\n' "$l";; *" 2 B"|*" 2 E "*) ;; *) printf '%s\n' "$l";; esac; done`
 	dir := t.TempDir()
 	var trace bytes.Buffer
 	s := dial(t, "cd "+emit.Quote(dir)+" && "+filter, Options{Timeout: 10 * time.Second, Trace: &trace})
@@ -151,5 +167,118 @@ func TestPieceLost(t *testing.T) {
 	}
 	if !strings.Contains(trace.String(), "rejected as cut") {
 		t.Errorf("the short request was not rejected:\n%s", trace.String())
+	}
+}
+
+// TestLostMarkersOfWrites: on a line that loses every 3rd marker of the
+// answers (begin or end), every write of a Writer runs once: answered
+// by the target's record of its status, or, on a target where the record
+// cannot be written (TMPDIR a missing directory), read back (a trigger
+// by its variable, an instance by its directory; a setting is written
+// again). The trace shows which.
+func TestLostMarkersOfWrites(t *testing.T) {
+	oldR, oldG, oldS := ResendAfter, GreetEvery, StallAfter
+	ResendAfter, GreetEvery, StallAfter = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	defer func() { ResendAfter, GreetEvery, StallAfter = oldR, oldG, oldS }()
+	eachShell(t, func(t *testing.T, sh string) {
+		for _, record := range []bool{true, false} {
+			t.Run(fmt.Sprintf("record=%v", record), func(t *testing.T) {
+				dir := t.TempDir()
+				root := filepath.Join(dir, "tracefs")
+				os.MkdirAll(filepath.Join(root, "instances"), 0o755)
+				env := "TMPDIR=" + emit.Quote(dir)
+				if !record {
+					env = "TMPDIR=" + emit.Quote(filepath.Join(dir, "missing"))
+				}
+				var trace bytes.Buffer
+				s := dial(t, "cd "+emit.Quote(dir)+" && "+env+" "+sh+" 2>&1 | "+dropMarkers(3), Options{Timeout: 20 * time.Second, Trace: &trace})
+				w := s.Writer(root)
+				var want strings.Builder
+				for i := range 5 {
+					line := fmt.Sprintf("hist:keys=pid:v%d=common_timestamp", i)
+					if err := w.Append("trigger", line); err != nil {
+						t.Fatalf("append %d: %v\n%s", i, err, trace.String())
+					}
+					want.WriteString(line + "\n")
+					if err := w.Append("enable", "1"); err != nil {
+						t.Fatalf("enable %d: %v\n%s", i, err, trace.String())
+					}
+					inst := fmt.Sprintf("instances/i%d", i)
+					if err := w.Mkdir(inst); err != nil {
+						t.Fatalf("mkdir %s: %v\n%s", inst, err, trace.String())
+					}
+					if err := w.Rmdir(inst); err != nil {
+						t.Fatalf("rmdir %s: %v\n%s", inst, err, trace.String())
+					}
+				}
+				if got, _ := os.ReadFile(filepath.Join(root, "trigger")); string(got) != want.String() {
+					t.Errorf("the writes, each once and in order: got\n%s\nwant\n%s", got, want.String())
+				}
+				if ents, _ := os.ReadDir(filepath.Join(root, "instances")); len(ents) != 0 {
+					t.Errorf("instances left: %v", ents)
+				}
+				tr := trace.String()
+				how := "the target's record says status 0"
+				if !record {
+					how = "reading back what it changes"
+				}
+				if !strings.Contains(tr, how) {
+					t.Errorf("no lost answer was settled by %q:\n%s", how, tr)
+				}
+				if record && strings.Contains(tr, "reading back") {
+					t.Errorf("a write was read back while the record could tell:\n%s", tr)
+				}
+				s.Close()
+				if ents, _ := filepath.Glob(filepath.Join(dir, "sqh*")); len(ents) != 0 {
+					t.Errorf("the record outlived the session: %v", ents)
+				}
+				t.Logf("%d requests; %d by the record, %d read back", s.Stats().Requests, strings.Count(tr, "record says"), strings.Count(tr, "reading back"))
+			})
+		}
+	})
+}
+
+// TestCheckUnapplied: a write the target's shell says it started, its
+// answer lost and no record, whose check says it is not there, is sent
+// again (here the check says so once: the write then runs twice, as told).
+func TestCheckUnapplied(t *testing.T) {
+	oldR := ResendAfter
+	ResendAfter = 200 * time.Millisecond
+	defer func() { ResendAfter = oldR }()
+	filter := `TMPDIR=/nonexistent/x dash 2>&1 | while IFS= read -r l; do case $l in *" Y "*) printf '%s\n' "$l";; *" 2 B"|*" 2 E "*) ;; *) printf '%s\n' "$l";; esac; done`
+	dir := t.TempDir()
+	var trace bytes.Buffer
+	s := dial(t, "cd "+emit.Quote(dir)+" && "+filter, Options{Timeout: 10 * time.Second, Trace: &trace})
+	out, err := s.RunChecked(context.Background(), "a write", "echo x >> log; echo out", "if [ -e checked ]; then P applied; P again; else : > checked; P unapplied; fi")
+	if err != nil || out != "out\n" {
+		t.Fatalf("a write read back as unapplied, then sent again: %q, %v\n%s", out, err, trace.String())
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "log")); string(got) != "x\nx\n" {
+		t.Errorf("the write ran %q, want twice (the check said it was not there)", got)
+	}
+	out, err = s.RunChecked(context.Background(), "a write", "echo y >> log2; echo out", "P applied; P read back")
+	if err != nil || out != "out\n" {
+		t.Fatalf("a write answered whole: %q, %v", out, err)
+	}
+}
+
+// TestRunWithCheck: a command given to Run with WithCheck (the awk
+// engine's launch, through live.ShellRunner) whose answer the line lost
+// is answered by its read-back, not run again.
+func TestRunWithCheck(t *testing.T) {
+	oldR := ResendAfter
+	ResendAfter = 200 * time.Millisecond
+	defer func() { ResendAfter = oldR }()
+	filter := `TMPDIR=. dash 2>&1 | while IFS= read -r l; do case $l in *" Y "*) printf '%s\n' "$l";; *" 2 B"|*" 2 E "*) ;; *) printf '%s\n' "$l";; esac; done`
+	dir := t.TempDir()
+	var trace bytes.Buffer
+	s := dial(t, "cd "+emit.Quote(dir)+" && "+filter, Options{Timeout: 10 * time.Second, Trace: &trace})
+	out, err := s.RunFor(WithCheck(context.Background(), "if [ -e launched ]; then P applied; P \"@@file $(cat launched)\"; else P unapplied; fi"),
+		"a launch", "echo f1 > launched; echo \"@@file $(cat launched)\"", time.Second)
+	if err != nil || out != "@@file f1\n" {
+		t.Fatalf("a launch whose answer was lost: %q, %v\n%s", out, err, trace.String())
+	}
+	if !strings.Contains(trace.String(), "reading back what it changes") {
+		t.Errorf("the launch was not read back:\n%s", trace.String())
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -241,10 +242,19 @@ func (s *Session) greeting() string {
 	var b strings.Builder
 	b.WriteString(resync)
 	b.WriteString("LC_ALL=C; export LC_ALL; PS1=; PS2=; PS4=; M1=" + s.m1 + "; M2=" + s.m2 + "\n")
-	b.WriteString("D=" + escape(requestFunctions) + "\n")
+	b.WriteString("D=" + escape(strings.ReplaceAll(requestFunctions, "@REC@", s.record())) + "\n")
 	b.WriteString("set -f; eval $D; set +f\n")
 	return b.String()
 }
+
+// record is the target's file where its shells record the last request
+// they started and, once it ended, its status (see requestFunctions):
+// every shell of the session writes the same file, so a shell started
+// after another (a serial line's, restarted at a disconnect) tells what
+// the one before it did with a request whose answer the line lost. It
+// is written in the functions' text, not in a variable a cut line could
+// leave half set.
+func (s *Session) record() string { return "${TMPDIR:-/tmp}/sqh" + s.m2 }
 
 // resync ends whatever partial line a cut session left in a shell that
 // outlives it: a line continuation (two newlines), an open single quote
@@ -254,21 +264,24 @@ func (s *Session) greeting() string {
 const resync = "\n\n# '\n# \"\n\n"
 
 // requestFunctions is defined in the target's shell at the start of a
-// session. R SEQ LEN CMD SEQ runs CMD (standard input /dev/null, standard
-// error into the answer) between the markers "<nonce> SEQ B" and
-// "<nonce> SEQ E STATUS", each on a line of its own, and records SEQ in
-// L before; a call with another number of arguments, with two different
-// SEQs or with a CMD whose length is not LEN bytes is a cut line (or a
-// request sent in pieces that lost one) and is answered "<nonce> SEQ X".
-// Y SEQ answers "<nonce> SEQ Y L": the last request this shell started
-// (see Session.sync). Q N sets the status N; P prints its argument as it
-// is and a newline, with a builtin (mksh's printf is a program: a process
+// session (@REC@ replaced by Session.record). R SEQ LEN CMD SEQ runs CMD
+// (standard input /dev/null, standard error into the answer) between the
+// markers "<nonce> SEQ B" and "<nonce> SEQ E STATUS", each on a line of
+// its own; it records SEQ in L, and "SEQ B" in the record file (V),
+// before, and "SEQ E STATUS" in the record file after (a record that
+// cannot be written, a read-only /tmp, is left out quietly); a call with
+// another number of arguments, with two different SEQs or with a CMD
+// whose length is not LEN bytes is a cut line (or a request sent in
+// pieces that lost one) and is answered "<nonce> SEQ X". Y SEQ answers
+// "<nonce> SEQ Y L RECORD": the last request this shell started, and the
+// record file's line ("-" for none; see Session.sync). Q N sets the
+// status N; P prints its argument as it is and a newline, with a builtin (mksh's printf is a program: a process
 // a line). Only builtins: a request costs the target no process unless
 // its command runs one. mksh counts ${#3} in characters in its UTF-8
 // mode, which it leaves (set +U). The text travels escaped and is run by
 // "eval $D" (split at single spaces, joined again): it has no runs of
 // spaces, no tabs and no newlines.
-const requestFunctions = `R() { if [ $# = 4 ] && [ "$1" = "$4" ] && [ "${#3}" = "$2" ]; then L=$1; echo; echo "$M1$M2 $1 B"; eval "$3" </dev/null 2>&1; S=$?; echo; echo "$M1$M2 $1 E $S"; else echo; echo "$M1$M2 $1 X"; fi; }; Y() { echo; echo "$M1$M2 $1 Y ${L:--}"; }; Q() { return $1; }; if [ -n "$KSH_VERSION" ]; then set +U; P() { print -r -- "$1"; }; else P() { printf '%s\n' "$1"; }; fi`
+const requestFunctions = `V() { { echo "$*" >"@REC@"; } 2>/dev/null; }; R() { if [ $# = 4 ] && [ "$1" = "$4" ] && [ "${#3}" = "$2" ]; then L=$1; V $1 B; echo; echo "$M1$M2 $1 B"; eval "$3" </dev/null 2>&1; S=$?; V $1 E $S; echo; echo "$M1$M2 $1 E $S"; else echo; echo "$M1$M2 $1 X"; fi; }; Y() { r=; { read -r r <"@REC@"; } 2>/dev/null; echo; echo "$M1$M2 $1 Y ${L:--} ${r:--}"; }; Q() { return $1; }; if [ -n "$KSH_VERSION" ]; then set +U; P() { print -r -- "$1"; }; else P() { printf '%s\n' "$1"; }; fi`
 
 // escape writes s as one shell word without quotes: every byte but
 // letters, digits and a few punctuation marks is preceded by a backslash,
@@ -332,8 +345,8 @@ func requestLines(seq, cmd string) string {
 	return b.String()
 }
 
-// write sends text to the target.
-func (s *Session) write(text string) error {
+// writeLine sends text to the target.
+func (s *Session) writeLine(text string) error {
 	s.sent.Add(int64(len(text)))
 	_, err := io.WriteString(s.in, text)
 	return err
@@ -358,36 +371,102 @@ func (e *AnswerError) Error() string {
 // printed (standard output and error); a non-zero status is an
 // *AnswerError. step names the request in errors ("reading error_log").
 // A request the line lost is sent again once the target is known not to
-// have run it (see do); one it ran whose answer was lost is an error, not
-// run twice.
+// have run it (see do); one it ran whose answer was lost is read back
+// when ctx carries a check (WithCheck), else an error, not run twice.
 func (s *Session) Run(ctx context.Context, step, cmd string) (string, error) {
-	return s.do(ctx, step, cmd, s.opt.Timeout, false)
+	return s.do(ctx, step, cmd, s.opt.Timeout, kind{check: checkOf(ctx)})
+}
+
+type checkKey struct{}
+
+// WithCheck is ctx carrying check, a read-back of the command that Run
+// or RunFor is given with it (see RunChecked): for a caller that reaches
+// the session through a function of Run's form (live.ShellRunner).
+func WithCheck(ctx context.Context, check string) context.Context {
+	return context.WithValue(ctx, checkKey{}, check)
+}
+
+func checkOf(ctx context.Context) string {
+	c, _ := ctx.Value(checkKey{}).(string)
+	return c
 }
 
 // RunFor is Run with its own bound on the answer's time instead of
 // Options.Timeout (at least that): for a command that runs for a while
 // by design (the awk engine's script, live.RunAwkVia).
 func (s *Session) RunFor(ctx context.Context, step, cmd string, timeout time.Duration) (string, error) {
-	return s.do(ctx, step, cmd, max(timeout, s.opt.Timeout), false)
+	return s.do(ctx, step, cmd, max(timeout, s.opt.Timeout), kind{check: checkOf(ctx)})
+}
+
+// RunChecked is Run for a command that changes something on the target
+// and whose output is needed, with check: a command that changes nothing
+// and prints "applied" on its first line when cmd's change is there
+// (then what cmd would have printed, which RunChecked returns),
+// "unapplied" when it is certainly not (cmd is then sent again), anything
+// else when it cannot tell. It is run only when the line lost cmd's
+// answer and cmd ran, or may have (the target's record, when it keeps
+// one, says a request that never started is sent again).
+func (s *Session) RunChecked(ctx context.Context, step, cmd, check string) (string, error) {
+	return s.do(ctx, step, cmd, s.opt.Timeout, kind{check: check})
 }
 
 // request is Run for a command that changes something (a write, a
 // mkdir, a poll that consumes a trace_pipe).
 func (s *Session) request(ctx context.Context, step, cmd string) (string, error) {
-	return s.do(ctx, step, cmd, s.opt.Timeout, false)
+	return s.do(ctx, step, cmd, s.opt.Timeout, kind{})
 }
 
 // read is Run for a command that changes nothing (a cat, a listing):
 // when the target ran it but its answer was lost, it is sent again.
 func (s *Session) read(ctx context.Context, step, cmd string) (string, error) {
-	return s.do(ctx, step, cmd, s.opt.Timeout, true)
+	return s.do(ctx, step, cmd, s.opt.Timeout, kind{idempotent: true})
 }
+
+// write is Run for a command that changes something and prints nothing
+// needed (a tracefs write, a mkdir): when its answer was lost, the
+// target's record of its status answers for it; when the record cannot
+// tell, check (as RunChecked's; "" for none) reads back what it changes.
+// A check of checkResend says the command may run twice (a setting).
+func (s *Session) write(ctx context.Context, step, cmd, check string) (string, error) {
+	if check == checkResend {
+		return s.do(ctx, step, cmd, s.opt.Timeout, kind{quiet: true, idempotent: true})
+	}
+	return s.do(ctx, step, cmd, s.opt.Timeout, kind{quiet: true, check: check})
+}
+
+// kind says what may be done with a request whose answer the line lost.
+type kind struct {
+	idempotent bool   // it changes nothing: send it again
+	quiet      bool   // its output is not needed: its recorded status answers
+	check      string // a read-back of its change (RunChecked)
+}
+
+// The first words of a check's answer.
+const (
+	checkApplied   = "applied"
+	checkUnapplied = "unapplied"
+	checkResend    = "-" // not a check: the write may run twice
+)
 
 // ResendAfter is how long a request waits for its answer to begin before
 // finding out what became of it (Session.sync). A shell that started
 // again (a serial line's, restarted at each disconnect) lost the greeting's
 // functions and answers "R: not found" at once, which starts the same.
+// Each wait is drawn from 3/4 to 5/4 of it, so that the waits do not fall
+// in step with a line that ends its shell on a period. (A wait grown with
+// the target's slow answers was tried: in the 6.1 guest under emulation
+// on a loaded host, a request the line dropped between two shells then
+// waited 6-8 s, and a -r of the JOIN ran past 8 minutes; an early sync
+// costs the greeting again, about 1 KB, and finds a slow answer begun.)
 var ResendAfter = 2 * time.Second
+
+// StallAfter is how long an answer that began may go without a line
+// before the target is asked what became of its request (its end marker
+// lost, or its shell gone): the first wait, doubled after the first ask,
+// each drawn as ResendAfter's. The ask is a short line, read by
+// the shell after the command it is running: a command that runs for a
+// while by design costs a few lines.
+var StallAfter = 4 * time.Second
 
 // maxRejects bounds the times a request is sent again after the target
 // rejected its line as cut: a line that cuts every request is an error.
@@ -398,91 +477,186 @@ const (
 	answered = iota // its answer is complete
 	rejected        // the target's R rejected the line as cut: it did not run
 	unsure          // no answer began: a shell without the functions, or a lost line
+	stalled         // its answer began, then nothing came for StallAfter
+	resend          // it did not run, or it is idempotent: send it again
 )
 
 // errRejected is answer.feed's error for a rejected line.
 var errRejected = errors.New("the target's shell rejected a request line as cut; the transport changed or dropped bytes")
 
+// jitter is d, doubled when n > 0, drawn from 3/4 to 5/4 of that.
+func jitter(d time.Duration, n int) time.Duration {
+	d <<= min(n, 1)
+	return d*3/4 + time.Duration(mrand.Int64N(int64(d)/2+1))
+}
+
+// bound is a request's deadline (its timer, and the timeout it was set
+// to, for errors) and the times it was sent: every attempt, sync and
+// check of the request waits within it.
+type bound struct {
+	timer   *time.Timer
+	timeout time.Duration
+	sent    int
+}
+
 // do makes a request and sees it answered once within timeout. Each
 // attempt goes with a sequence number of its own. An attempt whose answer
 // does not begin (within ResendAfter, or at once when a shell answers
-// "not found") is followed by a sync: the greeting again and a request
-// that answers the last request its shell started. The line keeps order:
-// whatever shell read the attempt ran it (or rejected it) before the one
-// that answers the sync read the sync, so an attempt whose begin marker
-// has not come by the sync's answer never ran, unless the sync's shell
-// says it started it (its output lost): then a read (idempotent) is sent
-// again and anything else is an error, never run twice.
-func (s *Session) do(ctx context.Context, step, cmd string, timeout time.Duration, idempotent bool) (string, error) {
+// "not found"), or stops (StallAfter), is followed by a sync: the
+// greeting again and a request that answers the last request its shell
+// started and the target's record (see requestFunctions). The line keeps
+// order: whatever shell read the attempt ran it (or rejected it) before
+// the one that answers the sync read the sync. So an attempt that the
+// record shows started in none of them never ran, and is sent again; one
+// the record shows ended has its status there (a write's answer, its
+// output lost); one started and not ended is running in a shell that
+// outlived its input, and is waited for. Without a record (no writable
+// /tmp on the target), an attempt whose begin marker has not come by the
+// sync's answer never ran unless the sync's shell says it started it.
+// A request that ran and whose output was lost is sent again when it is
+// idempotent (a read), counted done when its output is not needed and its
+// status is known (a write), else read back by its check; anything else
+// is an error, never run twice.
+func (s *Session) do(ctx context.Context, step, cmd string, timeout time.Duration, k kind) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
 		return "", fmt.Errorf("%s: %w", step, s.broken)
 	}
 	s.requests.Add(1)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	sent, rejects := 0, 0
+	b := &bound{timer: time.NewTimer(timeout), timeout: timeout}
+	defer b.timer.Stop()
 	var a *answer
 	if s.opt.Trace != nil {
 		start := time.Now()
 		fmt.Fprintf(s.opt.Trace, "%s > %d %s: %s\n", start.Format("15:04:05.000"), s.seq+1, step, cmd)
 		defer func() {
-			fmt.Fprintf(s.opt.Trace, "%s < %d status %d, %d bytes, %v\n", time.Now().Format("15:04:05.000"), s.seq, a.status, len(a.out)+a.body.Len(), time.Since(start).Round(time.Millisecond))
+			st, n := -1, 0
+			if a != nil {
+				st, n = a.status, len(a.out)+a.body.Len()
+			}
+			fmt.Fprintf(s.opt.Trace, "%s < %d status %d, %d bytes, %v\n", time.Now().Format("15:04:05.000"), s.seq, st, n, time.Since(start).Round(time.Millisecond))
 		}()
 	}
+	a, err := s.doLocked(ctx, step, cmd, b, k)
+	if err != nil {
+		return "", err
+	}
+	if a.status != 0 {
+		return a.out, &AnswerError{Step: step, Status: a.status, Output: a.out}
+	}
+	return a.out, nil
+}
+
+// doLocked is do's requests, s.mu held, within b.
+func (s *Session) doLocked(ctx context.Context, step, cmd string, b *bound, k kind) (*answer, error) {
+	rejects := 0
 	for {
 		s.seq++
 		seq := strconv.Itoa(s.seq)
-		a = newAnswer(s.mark, seq, s.opt.MaxAnswer)
-		if sent > 0 {
+		a := newAnswer(s.mark, seq, s.opt.MaxAnswer)
+		if b.sent > 0 {
 			s.tracef("> %s %s: sent again as %s", seq, step, seq)
 		}
-		if err := s.write(requestLines(seq, cmd)); err != nil {
-			return "", s.lostErrLocked(step, err)
+		if err := s.writeLine(requestLines(seq, cmd)); err != nil {
+			return nil, s.lostErrLocked(step, err)
 		}
-		sent++
-		out, err := s.await(ctx, step, a, timer, timeout, sent)
+		b.sent++
+		out, err := s.settle(ctx, step, a, b, k)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if out == rejected {
+		switch out {
+		case answered:
+			return a, nil
+		case rejected:
 			if rejects++; rejects >= maxRejects {
 				s.broken = errRejected
-				return "", fmt.Errorf("%s: %w (%d times)", step, errRejected, rejects)
+				return nil, fmt.Errorf("%s: %w (%d times)", step, errRejected, rejects)
 			}
 			s.tracef("< %s rejected as cut", seq)
-			continue
+		}
+	}
+}
+
+// settle reads attempt a's answer, finding out what became of it when
+// none comes (see do): answered (a holds it), rejected or resend.
+func (s *Session) settle(ctx context.Context, step string, a *answer, b *bound, k kind) (int, error) {
+	out, err := s.await(ctx, step, a, b, 0)
+	for n := 0; ; n++ {
+		if err != nil {
+			return 0, err
+		}
+		if out == answered || out == rejected {
+			return out, nil
 		}
 		if out == unsure {
-			s.tracef("< %s no answer begun: finding out what the target did", seq)
-			ran, err := s.sync(ctx, step, a, timer, timeout, sent)
-			if err != nil {
-				return "", err
-			}
-			if a.started {
-				// Its answer began meanwhile (a slow target, or a line
-				// that held the request's last bytes until the sync's
-				// came): read it to its end.
-				if out, err = s.await(ctx, step, a, timer, timeout, sent); err != nil {
-					return "", err
-				}
-			} else {
-				if ran && !idempotent {
-					s.broken = fmt.Errorf("the target ran the request but its answer was lost (transport %s); it is not run twice", s.Command)
-					return "", fmt.Errorf("%s: %w", step, s.broken)
-				}
-				continue
-			}
+			s.tracef("< %s no answer begun: finding out what the target did", a.seq)
+		} else {
+			s.tracef("< %s its answer stopped: finding out what the target did", a.seq)
 		}
-		if out == rejected {
+		r, err := s.sync(ctx, step, a, b, out == unsure, n)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case r.answered:
+			return answered, nil
+		case r.rejected:
+			return rejected, nil
+		case r.begun:
+			// Its answer began meanwhile (a slow target, or a line
+			// that held the request's last bytes until the sync's
+			// came): read it to its end.
+			out, err = s.await(ctx, step, a, b, n+1)
 			continue
 		}
-		if a.status != 0 {
-			return a.out, &AnswerError{Step: step, Status: a.status, Output: a.out}
+		ran, ended, status := r.outcome(a)
+		switch {
+		case !ran:
+			return resend, nil
+		case !ended:
+			s.tracef("< %s started by a shell that is still running it: waiting", a.seq)
+			out, err = s.await(ctx, step, a, b, n+1)
+			continue
+		case k.quiet && status >= 0:
+			s.tracef("< %s ran, its answer lost: the target's record says status %d", a.seq, status)
+			a.out, a.status = "", status
+			if status != 0 {
+				a.out = "(its message was lost on the line)"
+			}
+			return answered, nil
+		case k.idempotent:
+			s.tracef("< %s ran, its answer lost: sent again (it may run twice)", a.seq)
+			return resend, nil
+		case k.check != "":
+			return s.check(ctx, step, a, b, k.check)
 		}
-		return a.out, nil
+		s.broken = fmt.Errorf("the target ran the request but its answer was lost (transport %s); it is not run twice", s.Command)
+		return 0, fmt.Errorf("%s: %w", step, s.broken)
 	}
+}
+
+// check reads back what attempt a of a request would have changed (its
+// kind's check): applied is its answer, unapplied sends it again.
+func (s *Session) check(ctx context.Context, step string, a *answer, b *bound, check string) (int, error) {
+	s.tracef("< %s ran or not, its answer lost: reading back what it changes", a.seq)
+	c, err := s.doLocked(ctx, step+" (reading back what it did)", check, b, kind{idempotent: true})
+	if err != nil {
+		return 0, err
+	}
+	first, rest, _ := strings.Cut(c.out, "\n")
+	switch {
+	case c.status == 0 && first == checkApplied:
+		s.tracef("< %s applied", a.seq)
+		a.out, a.status = rest, 0
+		return answered, nil
+	case c.status == 0 && first == checkUnapplied:
+		s.tracef("< %s not applied: sent again", a.seq)
+		return resend, nil
+	}
+	s.broken = fmt.Errorf("the target may have run the request, its answer was lost (transport %s) and reading back what it does told nothing (%q); it is not run twice", s.Command, clip(c.out))
+	return 0, fmt.Errorf("%s: %w", step, s.broken)
 }
 
 // tracef writes a line of the trace, when there is one.
@@ -493,9 +667,9 @@ func (s *Session) tracef(format string, args ...any) {
 }
 
 // next is the next line of the transport's output, or the error that
-// ends the wait (timer: the request's bound; quiet: a wait for an answer
-// to begin, nil for none).
-func (s *Session) next(ctx context.Context, step string, timer *time.Timer, timeout time.Duration, sent int, quiet <-chan time.Time) (l []byte, isQuiet bool, err error) {
+// ends the wait (b's timer: the request's bound; quiet: a wait for an
+// answer to begin, nil for none).
+func (s *Session) next(ctx context.Context, step string, b *bound, quiet <-chan time.Time) (l []byte, isQuiet bool, err error) {
 	select {
 	case l = <-s.lines:
 		return l, false, nil
@@ -509,12 +683,12 @@ func (s *Session) next(ctx context.Context, step string, timer *time.Timer, time
 		}
 	case <-quiet:
 		return nil, true, nil
-	case <-timer.C:
+	case <-b.timer.C:
 		times := ""
-		if sent > 1 {
-			times = fmt.Sprintf(", sent %d times", sent)
+		if b.sent > 1 {
+			times = fmt.Sprintf(", sent %d times", b.sent)
 		}
-		s.broken = fmt.Errorf("the target did not answer within %v (transport %s%s)", timeout, s.Command, times)
+		s.broken = fmt.Errorf("the target did not answer within %v (transport %s%s)", b.timeout, s.Command, times)
 		return nil, false, fmt.Errorf("%s: %w", step, s.broken)
 	case <-ctx.Done():
 		s.broken = fmt.Errorf("interrupted while waiting for the target (%v)", context.Cause(ctx))
@@ -524,26 +698,38 @@ func (s *Session) next(ctx context.Context, step string, timer *time.Timer, time
 
 // await reads a's answer: answered once it is complete, rejected when
 // the target rejected the line, unsure when it has not begun within
-// ResendAfter or a shell said "not found" before it began.
-func (s *Session) await(ctx context.Context, step string, a *answer, timer *time.Timer, timeout time.Duration, sent int) (int, error) {
+// ResendAfter or a shell said "not found" before it began, stalled when
+// it began and then nothing came for StallAfter (grown by n, the times
+// the target was asked).
+func (s *Session) await(ctx context.Context, step string, a *answer, b *bound, n int) (int, error) {
 	var quiet <-chan time.Time
-	if !a.started && ResendAfter > 0 {
-		t := time.NewTimer(ResendAfter)
+	wait := jitter(ResendAfter, 0)
+	if a.started {
+		wait = jitter(StallAfter, n)
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		quiet = t.C
 	}
+	last := time.Now()
+	stall := jitter(StallAfter, n)
 	for {
-		l, isQuiet, err := s.next(ctx, step, timer, timeout, sent, quiet)
+		l, isQuiet, err := s.next(ctx, step, b, quiet)
 		if err != nil {
 			return 0, err
 		}
 		if isQuiet {
-			if a.started {
-				quiet = nil
-				continue
+			if !a.started {
+				return unsure, nil
 			}
-			return unsure, nil
+			if time.Since(last) >= stall {
+				return stalled, nil
+			}
+			quiet = time.After(stall - time.Since(last))
+			continue
 		}
+		last = time.Now()
 		if !a.started && notFound(l) {
 			return unsure, nil
 		}
@@ -567,49 +753,97 @@ func (s *Session) await(ctx context.Context, step string, a *answer, timer *time
 // a shell without the greeting's functions, or the rest of a cut line.
 func notFound(l []byte) bool { return bytes.Contains(l, []byte("not found")) }
 
+// synced is what a sync found.
+type synced struct {
+	answered, rejected, begun bool   // a's answer came whole, rejected, or began
+	last                      string // the last request the answering shell started ("-": none)
+	record                    string // the target's record ("SEQ B", "SEQ E STATUS"; "-": none)
+}
+
+// outcome says from the sync's answer whether attempt a ran (and
+// whether it ended, and its status, -1 when unknown).
+func (r synced) outcome(a *answer) (ran, ended bool, status int) {
+	f := strings.Fields(r.record)
+	switch {
+	case len(f) == 2 && f[0] == a.seq && f[1] == "B":
+		return true, false, -1
+	case len(f) == 3 && f[0] == a.seq && f[1] == "E":
+		st, err := strconv.Atoi(f[2])
+		if err != nil || st < 0 || st > 255 {
+			st = -1
+		}
+		return true, true, st
+	case len(f) >= 2 && f[0] != a.seq && !a.started:
+		// The record works and shows another request: no shell
+		// started this one.
+		return false, true, -1
+	}
+	return a.started || r.last == a.seq, true, -1
+}
+
 // sync finds out what became of the attempt a, whose answer did not
-// begin: it sends the greeting again (a shell started since has none of
-// its functions) with Y, again each GreetEvery until it is answered, and
+// begin (greet) or stopped: it sends Y, and the greeting before it when
+// greet (a shell started since has none of its functions) or when a
+// shell answers "not found", again after a wait (GreetEvery, grown by n
+// and by each try, each drawn as ResendAfter's) until it is answered, and
 // reads until Y's answer. Lines of a's answer may come first (a slow
-// shell): then a.started is set and sync returns at once, for do to read
-// the rest. Otherwise ran says whether the shell that answered started a
-// (its answer lost on the way).
-func (s *Session) sync(ctx context.Context, step string, a *answer, timer *time.Timer, timeout time.Duration, sent int) (ran bool, err error) {
+// shell): when they begin it (greet) sync returns at once, for do to
+// read the rest; a's end returns it answered.
+func (s *Session) sync(ctx context.Context, step string, a *answer, b *bound, greet bool, n int) (synced, error) {
 	s.seq++
 	seq := strconv.Itoa(s.seq)
-	msg := s.greeting() + "Y " + seq + "\n"
+	y := "Y " + seq + "\n"
+	msg := func() string {
+		if greet {
+			return s.greeting() + y
+		}
+		return y
+	}
 	want := s.mark + " " + seq + " Y "
-	if err := s.write(msg); err != nil {
-		return false, s.lostErrLocked(step, err)
+	if err := s.writeLine(msg()); err != nil {
+		return synced{}, s.lostErrLocked(step, err)
 	}
-	var again <-chan time.Time
-	if GreetEvery > 0 {
-		t := time.NewTicker(GreetEvery)
-		defer t.Stop()
-		again = t.C
-	}
-	for {
-		l, isQuiet, err := s.next(ctx, step, timer, timeout, sent, again)
+	t := time.NewTimer(jitter(GreetEvery, n))
+	defer t.Stop()
+	for try := 1; ; try++ {
+		l, isQuiet, err := s.next(ctx, step, b, t.C)
 		if err != nil {
-			return false, err
+			return synced{}, err
 		}
 		if isQuiet {
 			s.tracef("> %s greeting again: no answer yet, sent again", seq)
-			if err := s.write(msg); err != nil {
-				return false, s.lostErrLocked(step, err)
+			if err := s.writeLine(msg()); err != nil {
+				return synced{}, s.lostErrLocked(step, err)
 			}
+			t.Reset(jitter(GreetEvery, n+try))
 			continue
 		}
-		if _, err := a.feed(l); err != nil && err != errRejected {
+		if rest, ok := bytes.CutPrefix(trimEOL(l), []byte(want)); ok {
+			last, rec, _ := strings.Cut(string(rest), " ")
+			s.tracef("< %s greeted again; the shell's last request: %s, the target's record: %s", seq, last, rec)
+			return synced{last: last, record: rec}, nil
+		}
+		if !greet && notFound(l) {
+			// A shell without the functions (Y's line), or a's output.
+			greet = true
+			if err := s.writeLine(msg()); err != nil {
+				return synced{}, s.lostErrLocked(step, err)
+			}
+		}
+		wasStarted := a.started
+		done, err := a.feed(l)
+		if err == errRejected {
+			return synced{rejected: true}, nil
+		}
+		if err != nil {
 			s.broken = err
-			return false, fmt.Errorf("%s: %w", step, err)
+			return synced{}, fmt.Errorf("%s: %w", step, err)
 		}
-		if a.started {
-			return false, nil
+		if done {
+			return synced{answered: true}, nil
 		}
-		if last, ok := bytes.CutPrefix(trimEOL(l), []byte(want)); ok {
-			s.tracef("< %s greeted again; the shell's last request: %s", seq, last)
-			return string(last) == a.seq, nil
+		if a.started && !wasStarted {
+			return synced{begun: true}, nil
 		}
 	}
 }
@@ -630,13 +864,14 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 	s.requests.Add(1)
 	seq := strconv.Itoa(s.seq)
 	msg := prefix + requestLines(seq, cmd)
-	if err := s.write(msg); err != nil {
+	if err := s.writeLine(msg); err != nil {
 		return "", s.lostErrLocked(step, err)
 	}
 	sent := 1
 	var again <-chan time.Time
+	var t *time.Timer
 	if resend > 0 {
-		t := time.NewTicker(resend)
+		t = time.NewTimer(jitter(resend, 0))
 		defer t.Stop()
 		again = t.C
 	}
@@ -669,10 +904,11 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 			if s.opt.Trace != nil {
 				fmt.Fprintf(s.opt.Trace, "%s > %s %s: no answer yet, sent again\n", time.Now().Format("15:04:05.000"), seq, step)
 			}
-			if err := s.write(msg); err != nil {
+			if err := s.writeLine(msg); err != nil {
 				return "", s.lostErrLocked(step, err)
 			}
 			sent++
+			t.Reset(jitter(resend, sent-1))
 			continue
 		case <-timer.C:
 			times := ""
@@ -841,6 +1077,13 @@ func (s *Session) Close() error {
 	for _, f := range fns {
 		f()
 	}
+	s.mu.Lock()
+	if s.broken == nil {
+		// The record goes with the session (a line for the shell to
+		// run, not a request: its answer is not waited for).
+		s.writeLine("rm -f \"" + s.record() + "\"\n")
+	}
+	s.mu.Unlock()
 	s.in.Close()
 	select {
 	case <-s.exited:
