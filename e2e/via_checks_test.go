@@ -430,8 +430,10 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	lap("kills")
 	// A line that restarts its shell (issue 45): x86-64's (the arm64
 	// guest runs under emulation, its line slower still). print, -r, -i
-	// and --cleanup, each on its first try (FINDINGS).
-	if arch == "x86_64" {
+	// and --cleanup, each on its first try (FINDINGS). They take 11-12
+	// minutes of the guest on a loaded host, which the suite's budget
+	// has not got: SQLHIST_VIA_RESTART=1 runs them.
+	if arch == "x86_64" && os.Getenv("SQLHIST_VIA_RESTART") == "1" {
 		viaRestartingChecks(t, kname, via, "/dev/ttyS1", bin, local, before, gstate)
 		lap("restarting line")
 	}

@@ -43,7 +43,7 @@ func TestImportGraph(t *testing.T) {
 		"planner":     {"compiler", "tracefs", "source"},
 		"emit":        {"planner", "source", "tracefs"},
 		"stream":      {"planner", "tracefs"},
-		"bpf":         {"planner", "stream", "tracefs"},
+		"bpf":         {"compiler", "planner", "stream", "tracefs"},
 		"results":     {"planner", "source", "tracefs"},
 		"exporter":    {"planner", "results", "source", "tracefs"},
 		"live":        {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "results", "live/remote"},
