@@ -49,8 +49,11 @@ func dropMarkers(n int) string {
 func TestRequestsSurviveARestartingShell(t *testing.T) {
 	oldR, oldG, oldS := ResendAfter, GreetEvery, StallAfter
 	ResendAfter, GreetEvery, StallAfter = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
-	defer func() { ResendAfter, GreetEvery, StallAfter = oldR, oldG, oldS }()
+	// Restored once the shells' subtests, run at once (each mostly waits
+	// on its line), are done.
+	t.Cleanup(func() { ResendAfter, GreetEvery, StallAfter = oldR, oldG, oldS })
 	eachShell(t, func(t *testing.T, sh string) {
+		t.Parallel()
 		for _, drop := range []int{1, 7} {
 			// With drop 7, every 9th marker of the answers is lost too.
 			line := restartingLine(sh, 600, drop)
@@ -179,8 +182,9 @@ func TestPieceLost(t *testing.T) {
 func TestLostMarkersOfWrites(t *testing.T) {
 	oldR, oldG, oldS := ResendAfter, GreetEvery, StallAfter
 	ResendAfter, GreetEvery, StallAfter = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
-	defer func() { ResendAfter, GreetEvery, StallAfter = oldR, oldG, oldS }()
+	t.Cleanup(func() { ResendAfter, GreetEvery, StallAfter = oldR, oldG, oldS })
 	eachShell(t, func(t *testing.T, sh string) {
+		t.Parallel()
 		for _, record := range []bool{true, false} {
 			t.Run(fmt.Sprintf("record=%v", record), func(t *testing.T) {
 				dir := t.TempDir()
