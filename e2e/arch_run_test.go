@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sqlhist/sqlhist/e2e/vm"
+	"github.com/sqlhist/sqlhist/internal/execfile"
 )
 
 // archRunScript is --run on the kernels of other architectures than
@@ -198,4 +198,6 @@ func checkHostTrace(t *testing.T, trace string) {
 	}
 }
 
-func writeExec(path string, data []byte) error { return os.WriteFile(path, data, 0o755) }
+// writeExec writes an executable the test then runs (execfile: no
+// "text file busy" when another goroutine forks meanwhile).
+func writeExec(path string, data []byte) error { return execfile.Write(path, data) }

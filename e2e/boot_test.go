@@ -72,7 +72,7 @@ echo "@@done"
 func sqlhistHost(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sqlhist")
-	if err := os.WriteFile(bin, buildStatic(t, "amd64"), 0o755); err != nil {
+	if err := writeExec(bin, buildStatic(t, "amd64")); err != nil {
 		t.Fatal(err)
 	}
 	return bin

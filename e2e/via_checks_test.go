@@ -58,7 +58,7 @@ func viaKernelsOf() []string {
 func hostSqlhist(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "sqlhist")
-	if err := os.WriteFile(p, buildStatic(t, runtime.GOARCH), 0o755); err != nil {
+	if err := writeExec(p, buildStatic(t, runtime.GOARCH)); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlhist/sqlhist/internal/execfile"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -290,7 +291,7 @@ func TestAwkScriptShells(t *testing.T) {
 				dir := t.TempDir()
 				root, bin := standIn(t, dir, text)
 				awkLine := `exec ` + strings.Join(quoteAll(argv), " ") + ` "$@"`
-				if err := os.WriteFile(bin+"/awk", []byte("#!/bin/sh\n"+awkLine+"\n"), 0o755); err != nil {
+				if err := execfile.Write(bin+"/awk", []byte("#!/bin/sh\n"+awkLine+"\n")); err != nil {
 					t.Fatal(err)
 				}
 				var script bytes.Buffer
@@ -375,7 +376,7 @@ func standIn(t *testing.T, dir string, text []byte) (root, bin string) {
 		"rmdir": "#!/bin/sh\ncase \"$1\" in *_own_*) /bin/rm -r \"$1\"; exit ;; esac\n/bin/cp -r \"$1\" " + quoteAll([]string{dir + "/removed"})[0] + " && /bin/rm -r \"$1\"\n",
 	}
 	for n, body := range files {
-		if err := os.WriteFile(bin+"/"+n, []byte(body), 0o755); err != nil {
+		if err := execfile.Write(bin+"/"+n, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -415,7 +416,7 @@ func TestAwkScriptTicks(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			root, bin := standIn(t, dir, text)
-			if err := os.WriteFile(bin+"/awk", []byte("#!/bin/sh\nexec "+strings.Join(quoteAll(awk), " ")+" \"$@\"\n"), 0o755); err != nil {
+			if err := execfile.Write(bin+"/awk", []byte("#!/bin/sh\nexec "+strings.Join(quoteAll(awk), " ")+" \"$@\"\n")); err != nil {
 				t.Fatal(err)
 			}
 			var script bytes.Buffer
@@ -503,7 +504,7 @@ func awkScriptEnds(t *testing.T, p string, args, awk []string, ap *AwkPlan, text
 	root, bin := standIn(t, dir, text)
 	// The wrapper keeps the awk's process id (the last one started:
 	// the program's, after the version check).
-	if err := os.WriteFile(bin+"/awk", []byte("#!/bin/sh\necho $$ > "+quoteAll([]string{dir + "/awk.pid"})[0]+"\nexec "+strings.Join(quoteAll(awk), " ")+" \"$@\"\n"), 0o755); err != nil {
+	if err := execfile.Write(bin+"/awk", []byte("#!/bin/sh\necho $$ > "+quoteAll([]string{dir + "/awk.pid"})[0]+"\nexec "+strings.Join(quoteAll(awk), " ")+" \"$@\"\n")); err != nil {
 		t.Fatal(err)
 	}
 	d := time.Minute

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlhist/sqlhist/internal/execfile"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/results"
@@ -49,7 +50,7 @@ func readStandIn(t *testing.T, dir string, text []byte, argv []string) (root, bi
 		"awk":   "#!/bin/sh\nexec " + strings.Join(awk, " ") + " \"$@\"\n",
 	}
 	for n, body := range files {
-		if err := os.WriteFile(bin+"/"+n, []byte(body), 0o755); err != nil {
+		if err := execfile.Write(bin+"/"+n, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
 	}
