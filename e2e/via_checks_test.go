@@ -426,7 +426,7 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	}
 
 	lap("-p, -e")
-	viaKillChecks(t, kname, via, bin, before, gstate)
+	viaKillChecks(t, kname, via, bin, before, gstate, shell)
 	lap("kills")
 	// A line that restarts its shell (issue 45): x86-64's (the arm64
 	// guest runs under emulation, its line slower still). print, -r, -i
@@ -443,8 +443,11 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 // while its heartbeat is fresh (its shell on the serial line outlives it);
 // a run whose transport is cut exits non-zero naming what it may have
 // left and the --cleanup --via command; once both heartbeats are stale,
-// --cleanup --via removes both, and the tracefs is as before.
-func viaKillChecks(t *testing.T, kname, via, bin, before string, gstate func() string) {
+// --cleanup --via removes both, and the tracefs is as before. The two
+// killed sessions' record files (live/remote's DeadRecords), aged past
+// the ten minutes their serial line's shell, alive, makes them wait, go
+// with that --cleanup too, and nothing of sqlhist is left in /tmp.
+func viaKillChecks(t *testing.T, kname, via, bin, before string, gstate func() string, shell func(string) string) {
 	q := viaSQL
 	var errb syncBuffer
 	cmd := exec.Command(bin, viaArgs("--via", via, "-r", "-o", "json", q.probe)...)
@@ -494,15 +497,27 @@ func viaKillChecks(t *testing.T, kname, via, bin, before string, gstate func() s
 	}
 	t.Logf("%s: a run whose transport was cut said:\n%s", kname, errs)
 
+	// The killed sessions' records: two, each aged (the line's shell
+	// that wrote them is alive: only their age tells they are dead).
+	if n := strings.TrimSpace(shell(`for f in /tmp/sqh????????????????; do [ -f "$f" ] && touch -t 200001010000 "$f"; done; ls /tmp | grep -c '^sqh'`)); n != "2" {
+		t.Errorf("record files of the two killed sessions in the guest's /tmp: %s, want 2", n)
+	}
 	// Both heartbeats stale: both runs are dead.
 	time.Sleep(11 * time.Second)
+	recordRE := regexp.MustCompile(`(?m)^# the record of a killed --via session: .*\nrm -f '/tmp/sqh[0-9a-f]{16}'$`)
 	out, errs, code = sqlhistRun(bin, "--via", via, "--cleanup", "--dry-run")
 	if n := len(regexp.MustCompile(`(?m)^# left by run \d+$`).FindAllString(out, -1)); code != 0 || n != 2 {
 		t.Errorf("--cleanup --dry-run once the heartbeats are stale: %d dead runs, want 2 (exit %d):\n%s%s", n, code, out, errs)
 	}
+	if n := len(recordRE.FindAllString(out, -1)); n != 2 {
+		t.Errorf("--cleanup --dry-run: %d killed sessions' records, want 2:\n%s", n, out)
+	}
 	out, errs, code = sqlhistRun(bin, "--via", via, "--cleanup")
-	if code != 0 || !strings.Contains(out, "_beat") {
+	if code != 0 || !strings.Contains(out, "_beat") || len(recordRE.FindAllString(out, -1)) != 2 {
 		t.Errorf("--cleanup --via: exit %d:\n%s%s", code, out, errs)
+	}
+	if n := strings.TrimSpace(shell(`ls /tmp | grep -c '^sqh'`)); n != "0" {
+		t.Errorf("record files in the guest's /tmp after --cleanup --via: %s, want 0", n)
 	}
 	t.Logf("%s: --cleanup --via removed:\n%s", kname, out)
 	if _, errs, _ = sqlhistRun(bin, "--via", via, "--cleanup"); !strings.Contains(errs, "nothing left by killed runs") {

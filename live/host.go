@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sqlhist/sqlhist/live/remote"
 	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -80,6 +81,11 @@ type Host struct {
 	// script once a run has sent it (for WriteLost: that path makes no
 	// sqlhist_<id> instance).
 	AwkRan *string
+	// StaleRecords, with --via, lists the record files that killed
+	// sessions of the transport left on the target (remote.DeadRecords),
+	// and RemoveRecords removes them (--cleanup); nil: none.
+	StaleRecords  func() ([]remote.DeadRecord, error)
+	RemoveRecords func([]remote.DeadRecord) error
 }
 
 // ThisMachine is the Host of the running process.
@@ -142,6 +148,8 @@ func (v *Via) Host(h Host) Host {
 	re.Local = false
 	re.PID, re.Via = RemoteRunID(), v.Command
 	re.CatalogDir = v.CatalogDir(h.CacheDir)
+	re.StaleRecords = func() ([]remote.DeadRecord, error) { return v.DeadRecords(context.Background()) }
+	re.RemoveRecords = func(recs []remote.DeadRecord) error { return v.Session.RemoveRecords(context.Background(), recs) }
 	return re
 }
 

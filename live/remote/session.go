@@ -267,8 +267,10 @@ const resync = "\n\n# '\n# \"\n\n"
 // session (@REC@ replaced by Session.record). R SEQ LEN CMD SEQ runs CMD
 // (standard input /dev/null, standard error into the answer) between the
 // markers "<nonce> SEQ B" and "<nonce> SEQ E STATUS", each on a line of
-// its own; it records SEQ in L, and "SEQ B" in the record file (V),
-// before, and "SEQ E STATUS" in the record file after (a record that
+// its own; it records SEQ in L, and "SEQ B PPID" in the record file (V),
+// before, and "SEQ E STATUS PPID" in the record file after, PPID being
+// "P" and the shell's process id, which tells --cleanup whether the
+// session's shell is gone (a record that
 // cannot be written, a read-only /tmp, is left out quietly); a call with
 // another number of arguments, with two different SEQs or with a CMD
 // whose length is not LEN bytes is a cut line (or a request sent in
@@ -281,7 +283,7 @@ const resync = "\n\n# '\n# \"\n\n"
 // mode, which it leaves (set +U). The text travels escaped and is run by
 // "eval $D" (split at single spaces, joined again): it has no runs of
 // spaces, no tabs and no newlines.
-const requestFunctions = `V() { { echo "$*" >"@REC@"; } 2>/dev/null; }; R() { if [ $# = 4 ] && [ "$1" = "$4" ] && [ "${#3}" = "$2" ]; then L=$1; V $1 B; echo; echo "$M1$M2 $1 B"; eval "$3" </dev/null 2>&1; S=$?; V $1 E $S; echo; echo "$M1$M2 $1 E $S"; else echo; echo "$M1$M2 $1 X"; fi; }; Y() { r=; { read -r r <"@REC@"; } 2>/dev/null; echo; echo "$M1$M2 $1 Y ${L:--} ${r:--}"; }; Q() { return $1; }; if [ -n "$KSH_VERSION" ]; then set +U; P() { print -r -- "$1"; }; else P() { printf '%s\n' "$1"; }; fi`
+const requestFunctions = `V() { { echo "$* P$$" >"@REC@"; } 2>/dev/null; }; R() { if [ $# = 4 ] && [ "$1" = "$4" ] && [ "${#3}" = "$2" ]; then L=$1; V $1 B; echo; echo "$M1$M2 $1 B"; eval "$3" </dev/null 2>&1; S=$?; V $1 E $S; echo; echo "$M1$M2 $1 E $S"; else echo; echo "$M1$M2 $1 X"; fi; }; Y() { r=; { read -r r <"@REC@"; } 2>/dev/null; echo; echo "$M1$M2 $1 Y ${L:--} ${r:--}"; }; Q() { return $1; }; if [ -n "$KSH_VERSION" ]; then set +U; P() { print -r -- "$1"; }; else P() { printf '%s\n' "$1"; }; fi`
 
 // escape writes s as one shell word without quotes: every byte but
 // letters, digits and a few punctuation marks is preceded by a backslash,
@@ -757,13 +759,16 @@ func notFound(l []byte) bool { return bytes.Contains(l, []byte("not found")) }
 type synced struct {
 	answered, rejected, begun bool   // a's answer came whole, rejected, or began
 	last                      string // the last request the answering shell started ("-": none)
-	record                    string // the target's record ("SEQ B", "SEQ E STATUS"; "-": none)
+	record                    string // the target's record ("SEQ B PPID", "SEQ E STATUS PPID"; "-": none)
 }
 
 // outcome says from the sync's answer whether attempt a ran (and
 // whether it ended, and its status, -1 when unknown).
 func (r synced) outcome(a *answer) (ran, ended bool, status int) {
 	f := strings.Fields(r.record)
+	if n := len(f); n > 0 && strings.HasPrefix(f[n-1], "P") {
+		f = f[:n-1] // the shell that wrote it
+	}
 	switch {
 	case len(f) == 2 && f[0] == a.seq && f[1] == "B":
 		return true, false, -1
@@ -1142,4 +1147,57 @@ func clip(s string) string {
 		}
 		return '?'
 	}, s)
+}
+
+// DeadRecord is the record file (see Session.record) of a session whose
+// shell is gone: a session killed before it could remove it.
+type DeadRecord struct {
+	Path string // on the target, ${TMPDIR:-/tmp} expanded
+	PID  int    // the last shell that wrote it; 0: a record without one (an older sqlhist's, or not a record)
+}
+
+// DeadRecords lists the record files on the target whose sessions are
+// gone, this session's own aside: the shell that last wrote one does not
+// exist (kill -0) and it is older than a minute (a line that restarts its
+// shell is between two shells for a moment), or no request has written
+// it for ten minutes (a serial line's shell outlives the sessions it
+// serves, so its being alive proves nothing; a session's requests write
+// its record, and a run through --via sends one every BeatEvery). A
+// record whose age the target's find cannot tell stays. A session idle
+// for ten minutes that loses its record only loses the record's help
+// with a lost answer: its writes are read back instead (see write).
+func (s *Session) DeadRecords(ctx context.Context) ([]DeadRecord, error) {
+	cmd := `for f in "${TMPDIR:-/tmp}"/sqh????????????????; do [ -f "$f" ] || continue; n=${f##*/sqh}; case $n in *[!0-9a-f]*) continue;; esac; [ "$f" = "` + s.record() + `" ] && continue; r=; read -r r < "$f"; p=${r##* P}; case $p in ''|*[!0-9]*) p=;; esac; o=$(find "$f" -mmin +10 2>/dev/null); if [ -z "$o" ] && [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then o=$(find "$f" -mmin +1 2>/dev/null); fi; [ -n "$o" ] && P "$f ${p:-0}"; done; Q 0`
+	out, err := s.read(ctx, "looking for the records of dead sessions", cmd)
+	if err != nil {
+		return nil, err
+	}
+	var recs []DeadRecord
+	for _, l := range strings.Split(out, "\n") {
+		p, pid, ok := strings.Cut(l, " ")
+		if !ok || !strings.HasPrefix(p, "/") {
+			continue
+		}
+		n, err := strconv.Atoi(pid)
+		if err != nil {
+			continue
+		}
+		recs = append(recs, DeadRecord{Path: p, PID: n})
+	}
+	return recs, nil
+}
+
+// RemoveRecords removes the records DeadRecords listed (rm -f: removing
+// one twice is harmless).
+func (s *Session) RemoveRecords(ctx context.Context, recs []DeadRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("rm -f")
+	for _, r := range recs {
+		b.WriteString(" " + escape(r.Path))
+	}
+	_, err := s.write(ctx, "removing the records of dead sessions", b.String(), checkResend)
+	return err
 }
