@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sqlhist/sqlhist/internal/execfile"
 )
 
 // docCommand is an sqlhist command shown in a code block of the README
@@ -146,14 +148,18 @@ func TestDocCommands(t *testing.T) {
 		t.Fatalf("go build: %v: %s", err, out)
 	}
 	// "go run ./cmd/sqlhist" is the built binary too.
-	os.WriteFile(filepath.Join(dir, "go"), []byte("#!/bin/sh\nshift 2\nexec "+bin+" \"$@\"\n"), 0o755)
+	if err := execfile.Write(filepath.Join(dir, "go"), []byte("#!/bin/sh\nshift 2\nexec "+bin+" \"$@\"\n")); err != nil {
+		t.Fatal(err)
+	}
 	// A command that needs a target is compiled as printing would: an
 	// sqlhist that drops a run's flags (-r, -d, -i, -o, --out,
 	// --metrics, --engine, --events, --live) and --via, for Debian's newest
 	// embedded kernel unless it names one; sudo runs it as it is.
 	pdir := t.TempDir()
-	os.WriteFile(filepath.Join(pdir, "sudo"), []byte("#!/bin/sh\nexec \"$@\"\n"), 0o755)
-	os.WriteFile(filepath.Join(pdir, "sqlhist"), []byte(`#!/bin/sh
+	if err := execfile.Write(filepath.Join(pdir, "sudo"), []byte("#!/bin/sh\nexec \"$@\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := execfile.Write(filepath.Join(pdir, "sqlhist"), []byte(`#!/bin/sh
 k="--kernel 7.2"
 n=$#
 while [ $n -gt 0 ]; do
@@ -166,7 +172,9 @@ while [ $n -gt 0 ]; do
 	esac
 done
 exec `+bin+` $k "$@"
-`), 0o755)
+`)); err != nil {
+		t.Fatal(err)
+	}
 	ran, printed, skipped := 0, 0, 0
 	for _, c := range cmds {
 		path := dir
