@@ -5,9 +5,28 @@ GO ?= go
 build:
 	CGO_ENABLED=0 $(GO) build -o sqlhist ./cmd/sqlhist
 
-# What CI runs: the unit, golden and fuzz tests, then every golden case in
-# real kernels under qemu.
-test: unit kernels
+# What CI runs: the unit, golden and fuzz tests and, at the same time,
+# every golden case in real kernels under qemu. The two share the
+# machine: the unit tests leave about half of two cores idle (the
+# restarting-line tests mostly wait on their lines), and the kernels'
+# guests wait on their workloads' sleeps and the kernels' RCU. The shells
+# and tools (apt-get) are installed first, so that the two never run
+# apt-get at once. make unit's output is kept in a file and printed
+# whole when both have ended, after the kernels' summary; the recipe
+# fails when either did.
+test: test-shells
+	@ulog=$$(mktemp "$${TMPDIR:-/tmp}/sqlhist-unit.XXXXXX"); \
+	start=$$(date +%s); \
+	{ $(MAKE) --no-print-directory unit > "$$ulog" 2>&1; echo "$$? $$(( $$(date +%s) - start ))" > "$$ulog.rc"; } & \
+	upid=$$!; \
+	echo "make unit runs beside make kernels; its output follows the kernels'"; \
+	$(MAKE) --no-print-directory kernels; krc=$$?; kend=$$(( $$(date +%s) - start )); \
+	wait $$upid; \
+	read urc usec < "$$ulog.rc"; \
+	echo "=== make unit (beside make kernels): exit $$urc after $${usec}s"; \
+	cat "$$ulog"; rm -f "$$ulog" "$$ulog.rc"; \
+	echo "=== make unit: exit $$urc after $${usec}s; make kernels: exit $$krc after $${kend}s"; \
+	[ "$$urc" = 0 ] && [ "$$krc" = 0 ]
 
 # The fast part: the shells of emit's script tests (installed when
 # missing), vet, every unit and golden test once in random order, and
