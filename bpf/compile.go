@@ -221,6 +221,9 @@ type gen struct {
 	// context is the function's arguments (and return value), not
 	// pt_regs.
 	fentry bool
+	// rawUse, for a raw tracepoint's variant (rawtp.go), collects the
+	// record fields it reads; nil for the others.
+	rawUse *rawUse
 }
 
 func (g *gen) ins(list ...asm.Instruction) {
@@ -319,6 +322,9 @@ func (g *gen) loadField(ct *ctrig, ec *evctx, f *tracefs.Field, dst asm.Register
 	}
 	if f.Offset < 8 {
 		return ct.errf(f.Name, "%s is in the record's first 8 bytes, which a BPF program cannot read", f.Name)
+	}
+	if g.rawUse != nil && !g.rawRead(ec.ev, f) {
+		return ct.errf(f.Name, "%s is not given by the raw tracepoint's arguments", f.Name)
 	}
 	if _, ok := sizes[f.Size]; !ok {
 		return ct.errf(f.Name, "%s has %d bytes: a number of 1, 2, 4 or 8 is compiled", f.Name, f.Size)
@@ -539,6 +545,9 @@ func (g *gen) stringOf(s *tstate, name string, want int) (strSrc, error) {
 		if f.Offset < 8 {
 			return strSrc{}, s.ct.errf(name, "%s is in the record's first 8 bytes", name)
 		}
+		if g.rawUse != nil && !g.rawRead(s.ec.ev, f) {
+			return strSrc{}, s.ct.errf(name, "%s is not given by the raw tracepoint's arguments", name)
+		}
 		return strSrc{ctx: true, off: int16(f.Offset), size: f.Size, field: f}, nil
 	case tracefs.KindDynString:
 		if f.Offset < 8 || f.Offset%4 != 0 {
@@ -556,6 +565,7 @@ func (g *gen) stringOf(s *tstate, name string, want int) (strSrc, error) {
 // dynString reads a __data_loc string into n bytes at buf (zeroed):
 // bpf_probe_read_kernel_str from the record's address plus loc&0xffff.
 func (g *gen) dynString(f *tracefs.Field, buf int16, n int) {
+	g.notRaw("__data_loc " + f.Name)
 	g.ins(asm.LoadMem(asm.R3, rCtx, int16(f.Offset), asm.Word),
 		asm.And.Imm(asm.R3, 0xffff),
 		asm.Add.Reg(asm.R3, rCtx),
@@ -620,6 +630,7 @@ func (g *gen) stringVar(s *tstate, i int, f *tracefs.Field) error {
 		if f.Offset < 8 || f.Offset%4 != 0 {
 			return s.ct.errf(f.Name, "%s's location is not readable", f.Name)
 		}
+		g.notRaw("__data_loc " + f.Name)
 		g.ins(asm.LoadMem(asm.R3, rCtx, int16(f.Offset), asm.Word),
 			asm.And.Imm(asm.R3, 0xffff),
 			asm.Add.Reg(asm.R3, rCtx),
@@ -1147,7 +1158,7 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 			asm.StoreMem(g.fp, block+16, asm.R1, asm.DWord),
 			asm.LoadMem(asm.R1, g.fp, g.cpu, asm.DWord),
 			asm.StoreMem(g.fp, block+24, asm.R1, asm.DWord),
-			asm.Mov.Reg(asm.R1, rCtx),
+			asm.Mov.Reg(asm.R1, g.ctxReg()),
 			asm.LoadMapPtr(asm.R2, 0).WithReference(eventsMap),
 			asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
 			asm.Mov.Reg(asm.R4, g.fp), asm.Add.Imm(asm.R4, int32(block)),
@@ -1282,11 +1293,24 @@ const (
 )
 
 func (e *Engine) programIn(system, event string, ts []*ctrig, scratch, fentry bool) (*progDef, error) {
-	g := &gen{e: e, trig: ts[0].idx, fp: asm.R10, fentry: fentry}
+	return e.programWith(system, event, ts, scratch, fentry, nil, nil)
+}
+
+// programRaw compiles p's triggers as a raw tracepoint's program (see
+// rawtp.go): with task nil, only to collect in use the fields it reads.
+func (e *Engine) programRaw(p *progDef, use *rawUse, task map[string]int) (*progDef, error) {
+	return e.programWith(p.system, p.event, p.triggers, e.scratch, false, use, task)
+}
+
+func (e *Engine) programWith(system, event string, ts []*ctrig, scratch, fentry bool, raw *rawUse, task map[string]int) (*progDef, error) {
+	g := &gen{e: e, trig: ts[0].idx, fp: asm.R10, fentry: fentry, rawUse: raw}
 	var needTS, needPID, needCPU bool
 	e.needs(ts, 0, &needTS, &needPID, &needCPU)
 	g.origin = ""
 	g.ins(asm.Mov.Reg(rCtx, asm.R1))
+	if raw != nil {
+		g.ins(asm.Mov.Reg(rawCtx, asm.R1))
+	}
 	limit := maxFrame
 	if scratch {
 		// R8 = the CPU's scratch value + its size (the program cannot
@@ -1314,6 +1338,9 @@ func (e *Engine) programIn(system, event string, ts []*ctrig, scratch, fentry bo
 		g.ins(asm.FnGetSmpProcessorId.Call(), asm.Mov.Reg32(asm.R0, asm.R0), asm.StoreMem(g.fp, g.cpu, asm.R0, asm.DWord))
 	}
 	ec := &evctx{ev: ts[0].ev}
+	if raw != nil && task != nil {
+		g.rawPrologue(ec.ev, task)
+	}
 	pi := e.probes[system+"/"+event]
 	if pi != nil {
 		rec, err := g.probeRecord(ts[0], pi)
@@ -1395,6 +1422,9 @@ type progDef struct {
 	// alt is the probe's program as fentry/fexit (BTF's arguments), when
 	// its fetches allow it.
 	alt *progDef
+	// raw is the tracepoint's program as a raw tracepoint's (rawtp.go),
+	// when the tracepoint's arguments give what it reads; set by Load.
+	raw *progDef
 }
 
 // origin is what an instruction computes: for which trigger (its index)

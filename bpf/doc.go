@@ -7,7 +7,14 @@
 // that every reader of results works unchanged.
 //
 // A tracepoint program reads its event's record at the offsets of the
-// event's format file: the same formats every other engine reads. The
+// event's format file: the same formats every other engine reads. Where
+// the fields it reads are the tracepoint's own arguments or members of
+// the tasks they point to (pids and names of the scheduler's events, a
+// system call's number or return), and the running kernel's BTF gives
+// the members' offsets, it runs as a raw tracepoint program instead: no
+// record is built for it, and its prologue copies just those fields
+// into a record of the same layout on its frame (rawtp.go; cheaper by
+// the record's cost, and Options.NoRaw forces the classic kind). The
 // record's first 8 bytes are not readable (the kernel keeps a pointer
 // there): common_pid comes from bpf_get_current_pid_tgid, the time from
 // bpf_ktime_get_ns (CLOCK_MONOTONIC, where hist triggers read the ring

@@ -61,6 +61,12 @@ type Options struct {
 	// where the kernel's BTF describes the function and the kernel loads
 	// them (cheaper: a BPF trampoline, no breakpoint, no return probe).
 	NoFentry bool
+	// NoRaw attaches every tracepoint's program as a classic tracepoint
+	// program (on the record the kernel builds); else a program whose
+	// fields the tracepoint's arguments give runs as a raw tracepoint's
+	// where the kernel's BTF and verifier allow it (rawtp.go: cheaper,
+	// no record built).
+	NoRaw bool
 }
 
 // Engine is a set of triggers compiled into BPF programs and maps.
@@ -95,6 +101,10 @@ type Engine struct {
 	// variants (progDef.alt), where they have one; noFentry that the
 	// kernel could not attach them.
 	fentry, noFentry bool
+	// raw says the programs loaded are the tracepoints' raw variants
+	// (progDef.raw), where they have one; noRaw that the kernel refused
+	// them.
+	raw, noRaw bool
 }
 
 // New compiles the triggers (in the order the kernel would run them on
@@ -324,6 +334,8 @@ func (e *Engine) Attachments() map[string]string {
 	for _, p := range e.progs {
 		how := "tracepoint"
 		switch {
+		case p.probe == nil && e.raw && p.raw != nil:
+			how = "raw tracepoint"
 		case p.probe == nil:
 		case e.fentry && p.alt != nil && p.probe.p.Return:
 			how = "fexit"
@@ -385,6 +397,11 @@ func (e *Engine) spec() *ebpf.CollectionSpec {
 		if p.probe != nil {
 			typ = ebpf.Kprobe
 		}
+		if e.raw && p.raw != nil {
+			cs.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.RawTracepoint, License: "GPL",
+				Instructions: p.raw.insns}
+			continue
+		}
 		if e.fentry && p.alt != nil {
 			at := ebpf.AttachTraceFEntry
 			if p.probe.p.Return {
@@ -418,12 +435,29 @@ func (e *Engine) Load() error {
 	// kernel may refuse them (no BTF trampolines, a function it cannot
 	// attach to): then every probe on the perf kprobe PMU.
 	e.fentry = !e.noFentry && slices.ContainsFunc(e.progs, func(p *progDef) bool { return p.alt != nil })
+	// The tracepoints' raw variants likewise (rawtp.go), compiled here:
+	// only the machine that loads them reads its BTF.
+	if !e.noRaw && !e.opt.NoRaw {
+		for _, p := range e.progs {
+			if p.raw == nil {
+				p.raw = e.rawVariant(p)
+			}
+		}
+	}
+	e.raw = !e.noRaw && !e.opt.NoRaw && slices.ContainsFunc(e.progs, func(p *progDef) bool { return p.raw != nil })
 	var coll *ebpf.Collection
 	var err error
-	if e.fentry {
+	for e.fentry || e.raw {
 		coll, err = ebpf.NewCollectionWithOptions(e.spec(), ebpf.CollectionOptions{})
-		if err != nil {
+		if err == nil {
+			break
+		}
+		// Without the fentry/fexit variants first, then without the raw
+		// ones.
+		if e.fentry {
 			e.fentry = false
+		} else {
+			e.raw = false
 		}
 	}
 	if coll == nil {
@@ -501,30 +535,34 @@ func (e *Engine) Start() error {
 	if err := e.Load(); err != nil {
 		return err
 	}
-	fentry, err := e.attach()
-	if err != nil && fentry {
+	for {
+		fentry, raw, err := e.attach()
+		if err == nil || !fentry && !raw {
+			return err
+		}
 		// The kernel loaded the fentry/fexit programs and cannot attach
-		// them (6.1 on arm64 has no BPF trampolines): everything again,
-		// the probes on the perf kprobe PMU.
+		// them (6.1 on arm64 has no BPF trampolines), or a raw
+		// tracepoint: everything again, the probes on the perf kprobe
+		// PMU, the tracepoints classic.
 		e.Stop()
 		e.lostEvents.Store(0)
-		e.noFentry = true
+		e.noFentry = e.noFentry || fentry
+		e.noRaw = e.noRaw || raw
 		if err := e.Load(); err != nil {
 			return err
 		}
-		_, err = e.attach()
 	}
-	return err
 }
 
-// attach attaches the loaded programs; fentry says that attaching a
-// fentry/fexit program failed. On an error everything is closed.
-func (e *Engine) attach() (fentry bool, err error) {
+// attach attaches the loaded programs; fentry and raw say that
+// attaching a fentry/fexit program, or a raw tracepoint's, failed. On an
+// error everything is closed.
+func (e *Engine) attach() (fentry, raw bool, err error) {
 	if e.opt.OnSynth != nil {
 		rd, err := perf.NewReader(e.coll.Maps[eventsMap], 64*os.Getpagesize())
 		if err != nil {
 			e.Stop()
-			return false, fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
+			return false, false, fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
 		}
 		e.reader, e.readDone = rd, make(chan struct{})
 		go e.readEvents()
@@ -534,7 +572,7 @@ func (e *Engine) attach() (fentry bool, err error) {
 			l, err := link.AttachTracing(link.TracingOptions{Program: e.coll.Programs[progName(i)]})
 			if err != nil {
 				e.Stop()
-				return true, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching fentry/fexit: " + err.Error(), Probe: p.probe.p}
+				return true, false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching fentry/fexit: " + err.Error(), Probe: p.probe.p}
 			}
 			e.links = append(e.links, l)
 			continue
@@ -543,19 +581,28 @@ func (e *Engine) attach() (fentry bool, err error) {
 			fd, err := attachProbe(p.probe, e.coll.Programs[progName(i)].FD())
 			if err != nil {
 				e.Stop()
-				return false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error(), Probe: p.probe.p}
+				return false, false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error(), Probe: p.probe.p}
 			}
 			e.probeFDs = append(e.probeFDs, fd)
+			continue
+		}
+		if e.raw && p.raw != nil {
+			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.event, Program: e.coll.Programs[progName(i)]})
+			if err != nil {
+				e.Stop()
+				return false, true, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching the raw tracepoint: " + err.Error()}
+			}
+			e.links = append(e.links, l)
 			continue
 		}
 		l, err := link.Tracepoint(p.system, p.event, e.coll.Programs[progName(i)], nil)
 		if err != nil {
 			e.Stop()
-			return false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error()}
+			return false, false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error()}
 		}
 		e.links = append(e.links, l)
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // Stats are a program's runs and time (the kernel counts them while

@@ -271,6 +271,15 @@ func TestHostJoin(t *testing.T) {
 		t.Logf("%s: %d runs, %d ns, %d ns a run, %d skipped", s.Event, s.Runs, s.RunTimeNs, per, s.RecursionMisses)
 	}
 	t.Logf("lost %d", lost)
+	// Where the kernel has BTF, every program here reads only what its
+	// raw tracepoint's arguments give: each runs raw (rawtp.go).
+	if _, err := taskFields(); err == nil {
+		for ev, how := range e.Attachments() {
+			if how != "raw tracepoint" {
+				t.Errorf("%s attached as a %s, want a raw tracepoint", ev, how)
+			}
+		}
+	}
 	res, neg := hs[2], hs[3]
 	var count, sum, maxLat uint64
 	for _, ent := range res.Entries {
