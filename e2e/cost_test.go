@@ -550,20 +550,21 @@ func costScript(shapes []costShape) string {
 				}
 				continue
 			}
-			b.WriteString(costWrites(s.cmds, false))
 			if s.tool != "" {
-				fmt.Fprintf(&b, "/usr/sbin/%s > /tmp/tool.out 2>&1 &\nTOOL=$!\n", s.tool)
-				// Attached once it sleeps in clock_nanosleep (230 on
-				// x86-64; its banner is buffered in its stdout).
-				b.WriteString("n=0; until read nr rest < /proc/$TOOL/syscall && [ \"$nr\" = 230 ]; do n=$((n+1)); [ $n -lt 1200 ] || { cat /tmp/tool.out; exit 1; }; sleep 0.1; done\n")
-			}
-			fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load %s)\"\n", r, i, costArgs(s.part))
-			if s.tool != "" {
-				b.WriteString("kill -INT $TOOL; wait $TOOL || true\n")
+				// The workload starts the tool as it starts sqlhist,
+				// takes it as attached once it sleeps in
+				// clock_nanosleep (230 on x86-64; its banner is
+				// buffered in its stdout), interrupts it after the
+				// parts and counts its stop as sqlhist's: from the
+				// SIGINT to its exit (printing, detaching, closing).
+				fmt.Fprintf(&b, "echo \"@@run %d %d $(LOAD_READY_SYSCALL=230 /work/bin/load %s /usr/sbin/%s 2> /tmp/tool.out)\"\n", r, i, costArgs(s.part), s.tool)
 				if r == costRounds {
 					fmt.Fprintf(&b, "echo '@@tool %d'; cat /tmp/tool.out\n", i)
 				}
+				continue
 			}
+			b.WriteString(costWrites(s.cmds, false))
+			fmt.Fprintf(&b, "echo \"@@run %d %d $(/work/bin/load %s)\"\n", r, i, costArgs(s.part))
 			b.WriteString(costWrites(s.cmds, true))
 		}
 	}
@@ -606,7 +607,7 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 		}
 		col := map[string]int{"syscalls": 4, "wakeups": 5, "opens": 6}[shapes[i].part]
 		v, _ := strconv.ParseFloat(m[col], 64)
-		stream := shapes[i].stream != ""
+		stream := shapes[i].stream != "" || shapes[i].tool != ""
 		switch {
 		case m[1] == "bare":
 			bare[i] = append(bare[i], v)
@@ -691,6 +692,10 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 			}
 			notes = append(notes, fmt.Sprintf("%s: %s after the workload: %.1f ms CPU (%.0f ns/event), %.1f ms wall; %.0f hits, lost %v",
 				name+" ("+s.about+")", who, median(stopCPU[i])/1e6, median(stopCPU[i])/n, median(stopWall[i])/1e6, median(hits[i]), lost[i]))
+		}
+		if s.tool != "" && len(stopCPU[i]) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: the tool after the workload: %.1f ms CPU (%.0f ns/event), %.1f ms wall",
+				name+" ("+s.about+")", median(stopCPU[i])/1e6, median(stopCPU[i])/n, median(stopWall[i])/1e6))
 		}
 	}
 	// A stream shape's line says which part of its overhead stopping

@@ -35,6 +35,12 @@
  * time the machine was idle meanwhile (waiting for RCU grace periods as
  * the tracer's setup is removed).
  *
+ * With LOAD_READY_SYSCALL=NR in the environment, the tracer is taken as
+ * reading once it sleeps in system call NR (/proc/PID/syscall), not at a
+ * line of its stderr: a libbpf-tools tool, attached when it first sleeps
+ * in clock_nanosleep, whose banner is buffered in its stdout. Its stop is
+ * then measured as sqlhist's: from the SIGINT to its exit.
+ *
  * The child is forked before the clock starts and the parts are timed
  * apart, so each time holds its part's calls only. Both run SCHED_FIFO at
  * one priority: a task woken does not preempt its waker, which goes on to
@@ -104,6 +110,26 @@ static pid_t tracer(char **argv, int *errfd)
 	}
 	setpgid(pid, pid);
 	close(p[1]);
+	const char *nr = getenv("LOAD_READY_SYSCALL");
+	if (nr && *nr) {
+		char path[64], buf[64];
+		snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
+		for (int i = 0; i < 1200; i++) {
+			FILE *f = fopen(path, "r");
+			if (f) {
+				int got = fscanf(f, "%63s", buf);
+				fclose(f);
+				if (got == 1 && strcmp(buf, nr) == 0) {
+					*errfd = p[0];
+					return pid;
+				}
+			}
+			struct timespec ts = {0, 100000000};
+			nanosleep(&ts, NULL);
+		}
+		fprintf(stderr, "load: %s never slept in system call %s\n", argv[0], nr);
+		exit(1);
+	}
 	char c;
 	ssize_t n;
 	while ((n = read(p[0], &c, 1)) == 1 || (n < 0 && errno == EINTR)) {
