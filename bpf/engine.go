@@ -256,7 +256,7 @@ func (e *Engine) readEvents() {
 	for {
 		rec, err := e.reader.Read()
 		if err != nil {
-			return // closed
+			return // flushed (Stop: every record read) or closed
 		}
 		if rec.LostSamples > 0 {
 			e.lostEvents.Add(rec.LostSamples)
@@ -642,6 +642,14 @@ func (e *Engine) Stop() (lost uint64, err error) {
 		err = cerr
 	}
 	if e.reader != nil {
+		// The programs are detached: what they wrote before is still in
+		// the rings. Flush makes the reader return all of it, then
+		// ErrFlushed, which ends readEvents; closing first would lose
+		// the events of the run's last moments (the suite's --events
+		// check saw 337 of 357).
+		if err := e.reader.Flush(); err == nil {
+			<-e.readDone
+		}
 		e.reader.Close()
 		<-e.readDone
 		e.reader = nil
