@@ -26,6 +26,7 @@ import (
 // are the phase's JOIN and histogram.
 const bpfRunScript = `# The BPF engine (bpfrun_test.go).
 if [ -e /proc/sys/kernel/unprivileged_bpf_disabled ]; then echo "@@bpf-syscall yes"; else echo "@@bpf-syscall no"; fi
+if [ -e /sys/kernel/btf/vmlinux ]; then echo "@@btf yes"; else echo "@@btf no"; fi
 BA='SELECT CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY lat ORDER BY n DESC'
 /work/sqlhist -r --engine bpf -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@bpfjoin-exit $?"
 echo "@@bpfjoin-json"; cat /tmp/out; echo "@@bpfjoin-stderr"; cat /tmp/err
@@ -112,5 +113,18 @@ func checkBPFRun(t *testing.T, kname, out string) string {
 	if e := engineOf("autohist"); !strings.HasPrefix(e.Reason, "auto: BPF") {
 		t.Errorf("%s: auto's reason %q", kname, e.Reason)
 	}
-	return "bpf: join, hist, aggregate, --events, auto"
+	// Where the kernel has BTF, the JOIN's and the histogram's programs
+	// run as raw tracepoints (bpf/rawtp.go): their fields are the
+	// tracepoints' arguments. The run says so as it starts collecting.
+	if !strings.Contains(out, "@@btf yes\n") {
+		return "bpf: join, hist, aggregate, --events, auto (no BTF: classic tracepoints)"
+	}
+	for q, evs := range map[string][]string{"bpfjoin": {"sched/sched_waking", "sched/sched_switch"}, "bpfhist": {"raw_syscalls/sys_enter"}} {
+		for _, ev := range evs {
+			if !strings.Contains(sec[q+"-stderr"], ev+" (raw tracepoint)") {
+				t.Errorf("%s: %s: %s is not on a raw tracepoint, though the kernel has BTF:\n%s", kname, q, ev, sec[q+"-stderr"])
+			}
+		}
+	}
+	return "bpf: join, hist, aggregate, --events, auto (raw tracepoints)"
 }
