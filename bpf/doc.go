@@ -8,9 +8,9 @@
 //
 // A tracepoint program reads its event's record at the offsets of the
 // event's format file: the same formats every other engine reads. Where
-// the fields it reads are the tracepoint's own arguments or members of
-// the tasks they point to (pids and names of the scheduler's events, a
-// system call's number or return), and the running kernel's BTF gives
+// the fields it reads are members of the tasks the tracepoint's
+// arguments point to (pids and names of the scheduler's events), and
+// the running kernel's BTF gives
 // the members' offsets, it runs as a raw tracepoint program instead: no
 // record is built for it, and its prologue copies just those fields
 // into a record of the same layout on its frame (rawtp.go; cheaper by

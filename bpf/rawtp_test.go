@@ -19,8 +19,7 @@ import (
 
 // rawSamples are triggers reading each field rawFields lists, filtered
 // to one thread: the switches into and out of it by pid and by name,
-// its wakeups by pid and name (sched_waking and sched_wakeup), its
-// system calls by number and their returns by value.
+// its wakeups by pid and name (sched_waking and sched_wakeup).
 func rawSamples(tid int) []*Trigger {
 	id := uint64(tid)
 	k := func(names ...string) []*planner.Expr {
@@ -35,8 +34,6 @@ func rawSamples(tid int) []*Trigger {
 		{System: "sched", Event: "sched_switch", Keys: k("prev_pid", "prev_comm"), Filter: pred("prev_pid", "==", id)},
 		{System: "sched", Event: "sched_waking", Keys: k("pid", "comm"), Filter: pred("pid", "==", id)},
 		{System: "sched", Event: "sched_wakeup", Keys: k("pid", "comm"), Filter: pred("pid", "==", id)},
-		{System: "raw_syscalls", Event: "sys_enter", Keys: []*planner.Expr{fieldMod("id", "syscall")}, Filter: pred("common_pid", "==", id)},
-		{System: "raw_syscalls", Event: "sys_exit", Keys: k("ret"), Filter: pred("common_pid", "==", id)},
 	}
 }
 
@@ -61,10 +58,9 @@ func TestRawMatchesClassic(t *testing.T) {
 	}
 	tid, run, release := pingPong(t, 1000)
 	defer release()
-	sys := func(nr uint64) string { return "sys_" + strconv.FormatUint(nr, 10) }
 	var engines [2]*Engine
 	for i, noRaw := range []bool{false, true} {
-		e, err := New(rawSamples(tid), nil, hostFormat, Options{Syscall: sys, NoRaw: noRaw})
+		e, err := New(rawSamples(tid), nil, hostFormat, Options{NoRaw: noRaw})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,4 +140,29 @@ func entries(h *tracefs.Histogram) string {
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
+}
+
+// The system call tracepoints stay classic (see rawFields): a program
+// on them is never raw, one on the scheduler's events beside it is.
+func TestRawNotForSyscalls(t *testing.T) {
+	if !inTracefs(t) {
+		return
+	}
+	if _, err := taskFields(); err != nil {
+		t.Skipf("no kernel BTF: the BPF engine has no raw variants here (%v)", err)
+	}
+	ts := append(syscount(), &Trigger{System: "raw_syscalls", Event: "sys_exit", Keys: []*planner.Expr{field("ret")}},
+		&Trigger{System: "sched", Event: "sched_switch", Keys: []*planner.Expr{field("next_pid")}})
+	e, err := New(ts, nil, hostFormat, Options{Syscall: func(nr uint64) string { return "sys_" + strconv.FormatUint(nr, 10) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	want := map[string]string{"raw_syscalls/sys_enter": "tracepoint", "raw_syscalls/sys_exit": "tracepoint", "sched/sched_switch": "raw tracepoint"}
+	if got := e.Attachments(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("attachments %v, want %v", got, want)
+	}
 }
