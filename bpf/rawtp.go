@@ -45,7 +45,8 @@ type rawField struct {
 // task_struct *p) and copy p->pid and p->comm; sched_switch takes (bool
 // preempt, struct task_struct *prev, struct task_struct *next, ...) and
 // copies each task's pid and comm. The scheduler calls them with
-// interrupts off, so a program never nests in itself there. The system
+// interrupts off (but for a task waking itself), so a program seldom
+// nests in itself there (a skipped run is counted: Stop's lost). The system
 // call tracepoints are left classic: 7.2's may sleep (they take page
 // faults), and a raw program preempted in one is skipped when another
 // task on its CPU enters a system call (the suite's 7.2 guest counted
