@@ -17,8 +17,11 @@ import (
 // SQLHIST_KERNELS (default 6.1) with a busy loop beside, the wall time by
 // the guest's clock of `-r -d 1` of the wakeup JOIN with each engine
 // (auto, bpf, kernel, stream), of `-e` and of `--teardown -e`, each
-// RUNTIME_ROUNDS times (default 5), interleaved; the medians and ranges
-// are printed (RUNTIME_BIN: another static build's, to compare). Figures, not assertions: the guest's clock runs with the
+// RUNTIME_ROUNDS times (default 5), interleaved, each engine first in
+// turn; the medians and ranges
+// are printed (RUNTIME_BIN: another static build's, to compare;
+// RUNTIME_BASE: an older static build timed beside this one, its -r
+// with its own default engine, and the ratios of the medians). Figures, not assertions: the guest's clock runs with the
 // host's, which other work slows. Every run must succeed, and auto must
 // say which engine it took.
 
@@ -29,11 +32,27 @@ BUSY=$!
 now() { read u x < /proc/uptime; echo $u; }
 r=1
 while [ $r -le ROUNDS ]; do
-  for e in auto bpf kernel stream; do
+  # The engines in turn first: the first run of a round follows the
+  # last round's --teardown -e, whose freeing the kernel may still do.
+  case $((r % 4)) in
+  1) order='auto bpf kernel stream' ;; 2) order='bpf kernel stream auto' ;;
+  3) order='kernel stream auto bpf' ;; *) order='stream auto bpf kernel' ;;
+  esac
+  for e in $order; do
     a=$(now); /work/sqlhist -r --engine $e -d 1 -o json "$J" > /tmp/rt.out 2> /tmp/rt.err; x=$?; b=$(now)
     echo "@@rt $e $r $x $a $b $(sed -n 's/^  "engine": "\(.*\)",/\1/p' /tmp/rt.out | head -n 1)"
     [ $x = 0 ] || { echo "@@rt-err $e"; cat /tmp/rt.err; }
   done
+  if [ -x /work/base ]; then
+    # RUNTIME_BASE: an older build's -r (its default engine), -e and
+    # --teardown -e, in the same rounds.
+    a=$(now); /work/base -r -d 1 "$J" > /dev/null 2> /tmp/rt.err; x=$?; b=$(now); echo "@@rt base-run $r $x $a $b"
+    [ $x = 0 ] || { echo "@@rt-err base-run"; cat /tmp/rt.err; }
+    a=$(now); /work/base -e -n rtwl "$J" > /dev/null 2> /tmp/rt.err; x=$?; b=$(now); echo "@@rt base-apply $r $x $a $b"
+    [ $x = 0 ] || { echo "@@rt-err base-apply"; cat /tmp/rt.err; }
+    a=$(now); /work/base --teardown -e -n rtwl "$J" > /dev/null 2> /tmp/rt.err; x=$?; b=$(now); echo "@@rt base-teardown $r $x $a $b"
+    [ $x = 0 ] || { echo "@@rt-err base-teardown"; cat /tmp/rt.err; }
+  fi
   a=$(now); /work/sqlhist -e -n rtwl "$J" > /dev/null 2> /tmp/rt.err; x=$?; b=$(now); echo "@@rt apply $r $x $a $b"
   [ $x = 0 ] || { echo "@@rt-err apply"; cat /tmp/rt.err; }
   a=$(now); /work/sqlhist --teardown -e -n rtwl "$J" > /dev/null 2> /tmp/rt.err; x=$?; b=$(now); echo "@@rt teardown $r $x $a $b"
@@ -66,8 +85,21 @@ func TestRunTime(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res := boot(t, kname, vm.Guest{Script: script, CombinedOutput: true, Timeout: 20 * time.Minute,
-				Files: []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}})
+			files := []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}}
+			whats := []string{"auto", "bpf", "kernel", "stream", "apply", "teardown"}
+			if p := os.Getenv("RUNTIME_BASE"); p != "" {
+				// An older build (a static binary of the kernel's
+				// architecture, e.g. the commit an issue measured at)
+				// timed beside this one in the same boot: a ratio the
+				// host's load does not move as it moves the times.
+				base, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, vm.File{Path: "/work/base", Mode: 0o755, Data: base})
+				whats = append(whats, "base-run", "base-apply", "base-teardown")
+			}
+			res := boot(t, kname, vm.Guest{Script: script, CombinedOutput: true, Timeout: 20 * time.Minute, Files: files})
 			out := res.Stdout
 			if !strings.Contains(out, "@@rt-done") || strings.Contains(out, "@@rt-err") {
 				t.Fatalf("a run failed or the rounds did not end:\n%s", lastLines(out, 40))
@@ -84,19 +116,26 @@ func TestRunTime(t *testing.T) {
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "%s (%s), a busy loop beside, %d rounds, guest clock:\n", kname, res.Kernel.Release, rounds)
-			for _, what := range []string{"auto", "bpf", "kernel", "stream", "apply", "teardown"} {
+			medians := map[string]float64{}
+			for _, what := range whats {
 				ts := times[what]
 				if len(ts) != rounds {
 					t.Fatalf("%s: %d runs of %d", what, len(ts), rounds)
 				}
 				slices.Sort(ts)
-				label := map[string]string{"apply": "-e", "teardown": "--teardown -e"}[what]
+				medians[what] = ts[len(ts)/2]
+				label := map[string]string{"apply": "-e", "teardown": "--teardown -e",
+					"base-run": "base: -r -d 1", "base-apply": "base: -e", "base-teardown": "base: --teardown -e"}[what]
 				if label == "" {
 					label = "-r -d 1 --engine " + what
 				}
 				fmt.Fprintf(&b, "  %-26s median %.2f s (%.2f–%.2f)\n", label, ts[len(ts)/2], ts[0], ts[len(ts)-1])
 			}
 			fmt.Fprintf(&b, "  auto ran: %s\n", strings.Join(mapsKeys(took), ", "))
+			if medians["base-run"] > 0 {
+				fmt.Fprintf(&b, "  against the base build: -r -d 1 auto %.2f of its time, -e %.2f, --teardown -e %.2f\n",
+					medians["auto"]/medians["base-run"], medians["apply"]/medians["base-apply"], medians["teardown"]/medians["base-teardown"])
+			}
 			t.Log(b.String())
 		})
 	}
