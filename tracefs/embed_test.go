@@ -1,9 +1,14 @@
 package tracefs
 
 import (
+	"archive/zip"
+	"bytes"
+	"errors"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -135,5 +140,111 @@ func TestEmbeddedOfArch(t *testing.T) {
 	}
 	if got := ArchesWithEvent("syscalls", "sys_enter_arch_prctl", arm64); !cmp.Equal(got, []string{"x86_64"}) {
 		t.Errorf("ArchesWithEvent(sys_enter_arch_prctl) = %v", got)
+	}
+}
+
+// zipOf writes a zip of the files, in the order given.
+func zipOf(t *testing.T, files [][2]string) *zip.Reader {
+	t.Helper()
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	for _, f := range files {
+		fw, err := w.Create(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.Write([]byte(f[1]))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := zip.NewReader(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The embedded catalogs' file system finds a file by a binary search of
+// the zip's sorted names (a map when they are not sorted) and leaves
+// directories to the zip.Reader: it must behave as a file system
+// (fstest.TestFS) and read what the zip.Reader reads.
+func TestZipFS(t *testing.T) {
+	files := [][2]string{
+		{"README", "readme\n"}, {"events/sched/sched_switch/format", "name: sched_switch\n"},
+		{"events/sched/sched_waking/format", "name: sched_waking\n"}, {"events/sched_ext/x/format", "name: x\n"},
+		{"events/schedz", "a file beside the directories\n"}, {"events/syscalls/sys_enter_read/format", "name: sys_enter_read\n"},
+	}
+	reversed := slices.Clone(files)
+	slices.Reverse(reversed)
+	for _, order := range [][][2]string{files, reversed} {
+		r := zipOf(t, order)
+		z := newZipFS(r)
+		if sorted := z.index == nil; sorted != (order[0][0] == "README") {
+			t.Errorf("a zip whose first name is %s taken as sorted: %v", order[0][0], sorted)
+		}
+		if err := fstest.TestFS(z, "README", "events/sched/sched_switch/format", "events/schedz", "events/sched_ext/x/format"); err != nil {
+			t.Errorf("first %s: %v", order[0][0], err)
+		}
+		for _, f := range files {
+			got, err := fs.ReadFile(z, f[0])
+			if err != nil || string(got) != f[1] {
+				t.Errorf("%s: %q, %v", f[0], got, err)
+			}
+		}
+		for _, name := range []string{"events/sched/sched_switch", "events/sched/nope/format", "REA", "READMEX", "events/sched_", "zzz", "/README", "events/../README"} {
+			want, werr := fs.ReadFile(r, name)
+			got, gerr := fs.ReadFile(z, name)
+			if !bytes.Equal(got, want) || (werr == nil) != (gerr == nil) || werr != nil && errors.Is(werr, fs.ErrNotExist) != errors.Is(gerr, fs.ErrNotExist) {
+				t.Errorf("%s: %q, %v; the zip.Reader: %q, %v", name, got, gerr, want, werr)
+			}
+			_, werr = fs.Stat(r, name)
+			_, gerr = fs.Stat(z, name)
+			if (werr == nil) != (gerr == nil) {
+				t.Errorf("stat %s: %v; the zip.Reader: %v", name, gerr, werr)
+			}
+		}
+		names, err := fs.ReadDir(z, "events/sched")
+		if err != nil || len(names) != 2 || names[0].Name() != "sched_switch" {
+			t.Errorf("events/sched: %v, %v", names, err)
+		}
+	}
+}
+
+// Every embedded catalog's names are sorted: each is found without an
+// index.
+func TestEmbeddedZipsSorted(t *testing.T) {
+	for _, a := range Arches {
+		for _, v := range EmbeddedKernelsOf(a) {
+			fsys, err := EmbeddedOf(v, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if z := fsys.(*zipFS); z.index != nil {
+				t.Errorf("the catalog of %s on %s is not sorted by name", v, a.Name)
+			}
+		}
+	}
+}
+
+// BenchmarkEmbeddedOpen opens an embedded catalog's zip and reads what
+// printing the wakeup JOIN reads first (its README and two formats), as
+// a process does once.
+func BenchmarkEmbeddedOpen(b *testing.B) {
+	data, err := catalogs.ReadFile("catalogs/linux-6.1.zip")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		z := newZipFS(r)
+		for _, f := range []string{"README", "events/sched/sched_waking/format", "events/sched/sched_switch/format"} {
+			if _, err := fs.ReadFile(z, f); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
