@@ -327,7 +327,11 @@ func TestHostJoin(t *testing.T) {
 	// skipped) and those plus the preemptions: on this host, exactly the
 	// voluntary ones in practice.
 	t.Logf("the thread's voluntary switches: %d, preemptions %d; the workload's wakeups at most %d", made, preempted, n+1)
-	if made < n/2 {
+	// Whether the thread sleeps in a round depends on timing (on a
+	// busy machine it may find its byte already there; CI's TestRawArgs
+	// saw it), so this asks only that the workload slept in a tenth of
+	// its rounds; what follows bounds the JOIN by the kernel's counts.
+	if made < n/10 {
 		t.Errorf("%d voluntary switches: the workload (%d rounds) hardly slept", made, n)
 	}
 	//
