@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +81,10 @@ type costShape struct {
 	// started and stopped by the workload as a stream shape's sqlhist
 	// is; its shell's and its awk's CPU time after the part counted.
 	awk string
+	// awkBin is the awk the awk script runs: "" for the guest's busybox
+	// awk, "mawk" for the host's mawk (Debian's and Raspberry Pi OS's
+	// awk) with its libraries, at /opt/mawk (costMawkFiles).
+	awkBin string
 	// empty runs the workload with none of its parts (what stopping a
 	// stream shape's sqlhist costs however many events it read).
 	empty bool
@@ -223,7 +229,7 @@ func TestKernelCost(t *testing.T) {
 				files = append(files, bpfToolsFor(t, "amd64")...)
 				files = append(files, vm.File{Path: "/usr/sbin/bpfempty", Mode: 0o755, Data: goBuildStatic(t, "./testdata/bpfempty", "amd64")})
 			}
-			files = append(files, costAwkFiles(shapes)...)
+			files = append(files, costAwkFiles(t, shapes)...)
 			// One CPU: the ping-pong then runs the same way every time;
 			// -icount shift=0,sleep=off: the guest's clock counts its
 			// instructions, and idle time jumps to the next timer.
@@ -261,6 +267,8 @@ func costShapes(t *testing.T, kname string) []costShape {
 			stream: costWakeupStream, engine: "bpf"},
 		{name: "sqlhist-wakeup-awk", about: "wakeup JOIN (comm, lat) answered by the printed awk script (busybox sh and awk) in the guest", part: "wakeups",
 			stream: costWakeupStream, awk: costAwkScript(t, kname, costWakeupStream)},
+		{name: "sqlhist-wakeup-awk-mawk", about: "wakeup JOIN (comm, lat) answered by the printed awk script under busybox sh and mawk (Debian's and Raspberry Pi OS's awk) in the guest", part: "wakeups",
+			stream: costWakeupStream, awk: costMawkScript(t, costAwkScript(t, kname, costWakeupStream)), awkBin: "mawk"},
 		{name: "sqlhist-aggregate", about: "log2 GROUP BY over the wakeup JOIN", part: "wakeups",
 			cmds: costCompile(t, kname, "wa", costWakeupAgg, costPrinted)},
 		{name: "libtracefs-wakeup", about: "libtracefs's lowering of the wakeup JOIN", part: "wakeups", cmds: libtracefsWakeup()},
@@ -279,6 +287,8 @@ func costShapes(t *testing.T, kname string) []costShape {
 			stream: costSyscount, engine: "bpf"},
 		{name: "sqlhist-syscount-awk", about: "syscall counts answered by the printed awk script (busybox sh and awk) in the guest", part: "syscalls",
 			stream: costSyscount, awk: costAwkScript(t, kname, costSyscount)},
+		{name: "sqlhist-syscount-awk-mawk", about: "syscall counts answered by the printed awk script under busybox sh and mawk in the guest", part: "syscalls",
+			stream: costSyscount, awk: costMawkScript(t, costAwkScript(t, kname, costSyscount)), awkBin: "mawk"},
 		{name: "bpf-syscount", about: "libbpf-tools syscount", part: "syscalls", tool: "syscount"},
 		{name: "sqlhist-funclatency", about: "kprobe/kretprobe JOIN, log2 GROUP BY", part: "opens",
 			cmds: costCompile(t, kname, "fl", costFuncLat, costPrinted)},
@@ -306,7 +316,11 @@ func costShapes(t *testing.T, kname string) []costShape {
 		costShape{about: "awk wakeup JOIN over no workload: the script's setup and stop", part: "wakeups",
 			stream: costWakeupStream, awk: costAwkScript(t, kname, costWakeupStream), empty: true},
 		costShape{about: "awk syscall counts over no workload: the script's setup and stop", part: "syscalls",
-			stream: costSyscount, awk: costAwkScript(t, kname, costSyscount), empty: true})
+			stream: costSyscount, awk: costAwkScript(t, kname, costSyscount), empty: true},
+		costShape{about: "mawk wakeup JOIN over no workload: the script's setup and stop", part: "wakeups",
+			stream: costWakeupStream, awk: costMawkScript(t, costAwkScript(t, kname, costWakeupStream)), awkBin: "mawk", empty: true},
+		costShape{about: "mawk syscall counts over no workload: the script's setup and stop", part: "syscalls",
+			stream: costSyscount, awk: costMawkScript(t, costAwkScript(t, kname, costSyscount)), awkBin: "mawk", empty: true})
 	shapes = append(shapes, costBreakdown()...)
 	if os.Getenv("SQLHIST_COST_NOBPF") == "1" {
 		shapes = slices.DeleteFunc(shapes, func(s costShape) bool { return s.tool != "" })
@@ -341,7 +355,7 @@ func costOnly(t *testing.T, shapes []costShape, re string) []costShape {
 
 // emptyKey pairs a stream or awk shape with its row over no workload.
 func (s costShape) emptyKey() string {
-	return fmt.Sprintf("%s %s %t %s", s.stream, s.part, s.awk != "", s.engine)
+	return fmt.Sprintf("%s %s %t %s %s", s.stream, s.part, s.awk != "", s.awkBin, s.engine)
 }
 
 // costAwkScript is the awk engine's script of a query for the kernel's
@@ -398,7 +412,7 @@ exit 0
 
 // costAwkFiles are the guest's files of the awk shapes: each one's
 // script (/work/awkN.sh, N its index) and costAwkRun.
-func costAwkFiles(shapes []costShape) []vm.File {
+func costAwkFiles(t *testing.T, shapes []costShape) []vm.File {
 	var files []vm.File
 	for i, s := range shapes {
 		if s.awk != "" {
@@ -408,7 +422,54 @@ func costAwkFiles(shapes []costShape) []vm.File {
 	if len(files) > 0 {
 		files = append(files, vm.File{Path: "/work/awkrun", Mode: 0o755, Data: []byte(costAwkRun)})
 	}
+	if slices.ContainsFunc(shapes, func(s costShape) bool { return s.awkBin == "mawk" }) {
+		files = append(files, costMawkFiles(t)...)
+	}
 	return files
+}
+
+// costMawkScript is an awk script that runs /opt/mawk/bin/awk where it
+// runs awk: the guest's busybox sh runs its own awk applet whatever PATH
+// says. Both places must be there (the script's awk found, then run).
+func costMawkScript(t *testing.T, script string) string {
+	t.Helper()
+	for _, cmd := range []string{"$(awk -W version", "LC_ALL=C awk $sqlhist_w"} {
+		if strings.Count(script, cmd) != 1 {
+			t.Fatalf("the awk script runs awk %d times as %q, not once: the mawk rows cannot put mawk there", strings.Count(script, cmd), cmd)
+		}
+		script = strings.Replace(script, cmd, strings.Replace(cmd, "awk", "/opt/mawk/bin/awk", 1), 1)
+	}
+	return script
+}
+
+// costMawkFiles are the host's mawk (test-shells installs it), its
+// libraries and its loader under /opt/mawk, apart from the libraries
+// libbpf-tools bring (another Debian release's), and /opt/mawk/bin/awk,
+// which runs it through that loader (costMawkScript).
+func costMawkFiles(t *testing.T) []vm.File {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Fatalf("the mawk rows take this host's mawk into an x86-64 guest; this host is %s", runtime.GOARCH)
+	}
+	closure, err := vm.ELFClosure("/", "x86_64-linux-gnu", []string{"/usr/bin/mawk"})
+	if err != nil {
+		t.Fatalf("the host's mawk (make test-shells installs it): %v", err)
+	}
+	var files []vm.File
+	loader := ""
+	for _, f := range closure {
+		base := path.Base(f.Path)
+		if strings.HasPrefix(base, "ld-linux") {
+			loader = base
+		}
+		f.Path = "/opt/mawk/" + base
+		files = append(files, f)
+	}
+	if loader == "" {
+		t.Fatal("no loader in the host mawk's libraries")
+	}
+	wrapper := "#!/bin/sh\nexec /opt/mawk/" + loader + " --library-path /opt/mawk /opt/mawk/mawk \"$@\"\n"
+	return append(files, vm.File{Path: "/opt/mawk/bin/awk", Mode: 0o755, Data: []byte(wrapper)})
 }
 
 // runResults is the wakeup JOIN in the instance inst with results
@@ -490,6 +551,10 @@ func costScript(shapes []costShape) string {
 	var b strings.Builder
 	b.WriteString("T=/sys/kernel/tracing\nset -e\nmkdir -p /tmp/prof\n")
 	b.WriteString("mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true\nmount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true\n")
+	if slices.ContainsFunc(shapes, func(s costShape) bool { return s.awkBin == "mawk" }) {
+		// The mawk rows' awk must be mawk, or they measure nothing.
+		b.WriteString("echo \"@@mawk $(/opt/mawk/bin/awk -W version 2>&1 < /dev/null | head -n 1)\"\n")
+	}
 	fmt.Fprintf(&b, "echo %s >> $T/dynamic_events\n", emit.Quote(costCountProbe))
 	counted := []string{"sched/sched_waking", "sched/sched_switch", "raw_syscalls/sys_enter", "raw_syscalls/sys_exit", "costcount/open"}
 	for _, part := range costParts {
@@ -640,6 +705,9 @@ func costReport(shapes []costShape, out string) (string, []string, error) {
 	}
 	if !strings.Contains(out, "@@errorlog 0") {
 		return "", nil, fmt.Errorf("the run did not end, or error_log has entries")
+	}
+	if slices.ContainsFunc(shapes, func(s costShape) bool { return s.awkBin == "mawk" }) && !regexp.MustCompile(`(?m)^@@mawk mawk `).MatchString(out) {
+		return "", nil, fmt.Errorf("the mawk rows' /opt/mawk/bin/awk is not mawk in the guest")
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "events per run: %.0f system calls (%.0f sys_exit), %.0f wakeups (%.0f sched_switch), %.0f calls of %s\n",
