@@ -179,9 +179,10 @@ bench-via:
 # call, wakeup or call; P: the range of the rounds over their median);
 # a stream line adds fixed_ns=F per_event_ns=E: F of N is what stopping
 # sqlhist costs however many events it read (a run over no workload), E
-# the rest.
+# the rest. The awk rows run the printed awk script under the guest's
+# busybox awk and under this host's mawk (test-shells installs it).
 .PHONY: bench-kernel
-bench-kernel:
+bench-kernel: test-shells
 	@log=$$(mktemp); SQLHIST_E2E=1 SQLHIST_BENCH_KERNEL=1 $(GO) test ./e2e -run TestKernelCost -count=1 -v -timeout 40m > $$log 2>&1; rc=$$?; \
 	cat $$log; echo; grep '^cost ' $$log; rm -f $$log; exit $$rc
 
