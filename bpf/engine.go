@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -55,6 +54,10 @@ type Options struct {
 	// Arch is the target's architecture (the registers of the probes'
 	// fetch arguments); nil is this machine's.
 	Arch *tracefs.Arch
+	// EventPages is the size of each CPU's ring of synthetic events
+	// (OnSynth), in pages; 0 is 64. A record the ring has no room for is
+	// lost, and counted (Stop).
+	EventPages int
 	// NoFentry attaches kprobes and kretprobes through the perf kprobe
 	// PMU always; else a probe at a function's entry or return whose
 	// fetches are its arguments and return value runs on fentry/fexit
@@ -86,7 +89,6 @@ type Engine struct {
 	synthNames []string
 	reader     *perf.Reader
 	readDone   chan struct{}
-	lostEvents atomic.Uint64
 
 	coll  *ebpf.Collection
 	links []link.Link
@@ -259,7 +261,9 @@ func (e *Engine) readEvents() {
 			return // flushed (Stop: every record read) or closed
 		}
 		if rec.LostSamples > 0 {
-			e.lostEvents.Add(rec.LostSamples)
+			// The programs count each record the ring had no room
+			// for (statsMap); the kernel's own count of them comes
+			// only with a later record, if any.
 			continue
 		}
 		if e.decodeEvent(rec.RawSample, ev) {
@@ -390,7 +394,7 @@ func (e *Engine) spec() *ebpf.CollectionSpec {
 			ValueSize: scratchSize, MaxEntries: 1}
 	}
 	cs.Maps[statsMap] = &ebpf.MapSpec{Name: statsMap, Type: ebpf.Array, KeySize: 4,
-		ValueSize: uint32(8 * max(1, len(e.maps))), MaxEntries: 1}
+		ValueSize: uint32(8 * (len(e.maps) + 1)), MaxEntries: 1}
 	for i, p := range e.progs {
 		name := progName(i)
 		typ := ebpf.TracePoint
@@ -545,7 +549,6 @@ func (e *Engine) Start() error {
 		// tracepoint: everything again, the probes on the perf kprobe
 		// PMU, the tracepoints classic.
 		e.Stop()
-		e.lostEvents.Store(0)
 		e.noFentry = e.noFentry || fentry
 		e.noRaw = e.noRaw || raw
 		if err := e.Load(); err != nil {
@@ -559,7 +562,11 @@ func (e *Engine) Start() error {
 // error everything is closed.
 func (e *Engine) attach() (fentry, raw bool, err error) {
 	if e.opt.OnSynth != nil {
-		rd, err := perf.NewReader(e.coll.Maps[eventsMap], 64*os.Getpagesize())
+		pages := e.opt.EventPages
+		if pages <= 0 {
+			pages = 64
+		}
+		rd, err := perf.NewReader(e.coll.Maps[eventsMap], pages*os.Getpagesize())
 		if err != nil {
 			e.Stop()
 			return false, false, fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
@@ -653,7 +660,11 @@ func (e *Engine) Stop() (lost uint64, err error) {
 		e.reader.Close()
 		<-e.readDone
 		e.reader = nil
-		lost += e.lostEvents.Load()
+		if e.coll != nil {
+			if _, unwritten, err := e.stats(); err == nil {
+				lost += unwritten
+			}
+		}
 	}
 	if e.coll != nil {
 		if st, serr := e.Stats(); serr == nil {

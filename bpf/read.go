@@ -101,15 +101,22 @@ func (e *Engine) ReadFiles() (map[string][]*tracefs.Histogram, error) {
 
 // drops reads the maps' drop counters.
 func (e *Engine) drops() ([]uint64, error) {
-	buf := make([]byte, 8*max(1, len(e.maps)))
+	out, _, err := e.stats()
+	return out, err
+}
+
+// stats reads the maps' drop counters and the synthetic events' records
+// the programs could not write (the perf ring full).
+func (e *Engine) stats() (drops []uint64, unwritten uint64, err error) {
+	buf := make([]byte, 8*(len(e.maps)+1))
 	if err := e.coll.Maps[statsMap].Lookup(uint32(0), &buf); err != nil {
-		return nil, fmt.Errorf("the BPF engine: reading the drops: %v", err)
+		return nil, 0, fmt.Errorf("the BPF engine: reading the drops: %v", err)
 	}
-	out := make([]uint64, len(e.maps))
-	for i := range out {
-		out[i] = binary.NativeEndian.Uint64(buf[8*i:])
+	drops = make([]uint64, len(e.maps))
+	for i := range drops {
+		drops[i] = binary.NativeEndian.Uint64(buf[8*i:])
 	}
-	return out, nil
+	return drops, binary.NativeEndian.Uint64(buf[8*len(e.maps):]), nil
 }
 
 // histogram decodes a map's entries as the trigger ct shows them.
