@@ -661,7 +661,7 @@ func (e *Engine) Stop() (lost uint64, err error) {
 		<-e.readDone
 		e.reader = nil
 		if e.coll != nil {
-			if _, unwritten, err := e.stats(); err == nil {
+			if _, unwritten, err := e.counters(); err == nil {
 				lost += unwritten
 			}
 		}

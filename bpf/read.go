@@ -101,13 +101,13 @@ func (e *Engine) ReadFiles() (map[string][]*tracefs.Histogram, error) {
 
 // drops reads the maps' drop counters.
 func (e *Engine) drops() ([]uint64, error) {
-	out, _, err := e.stats()
+	out, _, err := e.counters()
 	return out, err
 }
 
-// stats reads the maps' drop counters and the synthetic events' records
+// counters reads the maps' drop counters and the synthetic events' records
 // the programs could not write (the perf ring full).
-func (e *Engine) stats() (drops []uint64, unwritten uint64, err error) {
+func (e *Engine) counters() (drops []uint64, unwritten uint64, err error) {
 	buf := make([]byte, 8*(len(e.maps)+1))
 	if err := e.coll.Maps[statsMap].Lookup(uint32(0), &buf); err != nil {
 		return nil, 0, fmt.Errorf("the BPF engine: reading the drops: %v", err)
