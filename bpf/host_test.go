@@ -1016,6 +1016,9 @@ func hostEvents(t *testing.T, pages int, stall bool) {
 	// and Stop must read them all (it lost them once).
 	closeLinks(e.links)
 	e.links = nil
+	// What the programs could not write is known before the reader
+	// catches up (a run's -i and live view say it as it happens).
+	unwritten, skipped := e.Unwritten(), e.Skipped()
 	close(detached)
 	hs, err := e.Read()
 	if err != nil {
@@ -1040,5 +1043,8 @@ func hostEvents(t *testing.T, pages int, stall bool) {
 	}
 	if stall && lost == 0 {
 		t.Errorf("a ring of %d page a CPU lost none of %d events while nothing read it", pages, count)
+	}
+	if unwritten+skipped != lost {
+		t.Errorf("%d records unwritten and %d program runs skipped before the stop, %d lost after it", unwritten, skipped, lost)
 	}
 }

@@ -65,6 +65,20 @@ func closeLinks(ls []link.Link) error {
 	return errors.Join(errs...)
 }
 
+// Unwritten is the synthetic events' records the programs could not
+// write so far (their perf ring was full: --events' reader lagged); Stop
+// counts them among the run's lost events.
+func (e *Engine) Unwritten() uint64 {
+	if e.coll == nil {
+		return 0
+	}
+	_, n, err := e.counters()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 // Skipped is the program runs the kernel skipped so far (another BPF
 // program ran on the CPU), where the kernel counts them.
 func (e *Engine) Skipped() uint64 {

@@ -139,7 +139,9 @@ func (b *bpfEngine) lost() int {
 	if b.stopped {
 		return b.total
 	}
-	return int(min(b.e.Skipped(), 1<<31))
+	// The program runs the kernel skipped, and --events' records the
+	// rings had no room for, as they are now (Stop counts both again).
+	return int(min(b.e.Skipped()+b.e.Unwritten(), 1<<31))
 }
 
 func (b *bpfEngine) histograms(file string) ([]*tracefs.Histogram, error) {
