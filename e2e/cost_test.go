@@ -234,7 +234,7 @@ func TestKernelCost(t *testing.T) {
 			// -icount shift=0,sleep=off: the guest's clock counts its
 			// instructions, and idle time jumps to the next timer.
 			res := boot(t, kname, vm.Guest{Script: costScript(shapes), CombinedOutput: true, Timeout: time.Duration(envInt("SQLHIST_COST_TIMEOUT_MIN", 30)) * time.Minute, CPUs: 1,
-				QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Files: files, Collect: costCollect()})
+				QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Cmdline: vm.CostCmdline, Files: files, Collect: costCollect()})
 			costSaveProfiles(t, res.Files)
 			report, costs, err := costReport(shapes, res.Stdout)
 			if err != nil {

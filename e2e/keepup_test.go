@@ -69,7 +69,7 @@ echo "@@out"; cat /tmp/k.out; echo "@@err"; cat /tmp/k.err
 echo "@@errorlog $(cat $T/error_log | wc -l)"
 `
 	res := boot(t, "6.1", vm.Guest{Script: guest, CombinedOutput: true, Timeout: 20 * time.Minute, CPUs: 1,
-		QemuArgs: []string{"-icount", "shift=0,sleep=off"},
+		QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Cmdline: vm.CostCmdline,
 		Files: []vm.File{{Path: "/work/pace", Mode: 0o755, Data: cBuildStatic(t, "testdata/pace/pace.c")},
 			{Path: "/work/keepup.sh", Mode: 0o644, Data: []byte(script.String())}}})
 	out := res.Stdout
@@ -172,7 +172,7 @@ s0=$(ss); /work/pace ` + strconv.Itoa(n) + ` > /dev/null; s1=$(ss); echo "@@bare
 	}
 	b.WriteString("echo \"@@errorlog $(cat $T/error_log | wc -l)\"\n")
 	res := boot(t, "6.1", vm.Guest{Script: b.String(), CombinedOutput: true, Timeout: 30 * time.Minute, CPUs: 1,
-		QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Files: files})
+		QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Cmdline: vm.CostCmdline, Files: files})
 	out := res.Stdout
 	t.Logf("guest:\n%s", out)
 	bare := regexp.MustCompile(`(?m)^@@bare (\d+)$`).FindStringSubmatch(out)

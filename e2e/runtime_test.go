@@ -99,7 +99,7 @@ func TestRunTime(t *testing.T) {
 				files = append(files, vm.File{Path: "/work/base", Mode: 0o755, Data: base})
 				whats = append(whats, "base-run", "base-apply", "base-teardown")
 			}
-			res := boot(t, kname, vm.Guest{Script: script, CombinedOutput: true, Timeout: 20 * time.Minute, Files: files})
+			res := boot(t, kname, vm.Guest{Script: script, CombinedOutput: true, Timeout: 20 * time.Minute, Cmdline: vm.CostCmdline, Files: files})
 			out := res.Stdout
 			if !strings.Contains(out, "@@rt-done") || strings.Contains(out, "@@rt-err") {
 				t.Fatalf("a run failed or the rounds did not end:\n%s", lastLines(out, 40))
