@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -196,90 +194,64 @@ func WriteFolded(w io.Writer, results []*Result) error {
 	return nil
 }
 
-// Profile builds a pprof profile of the results keyed by a stack trace:
-// a sample per row with a location per frame (a function per kernel
+// buildProfile builds a pprof profile of the results keyed by a stack
+// trace: a sample per row with a location per frame (a function per kernel
 // function, as WriteFolded names them) and the row's other keys as labels
 // (their text: pprof drops a numeric label of 0); a sample type for the events counted and
 // one per sum with its unit, the main one (see WriteFolded) the default.
 // When several results have stacks, a label "event" tells them apart; the
 // types are the first result's, and a result whose types differ is left
 // out with a comment saying so. The comments hold each result's totals.
-func Profile(results []*Result) *profile.Profile {
-	p := &profile.Profile{}
-	b := &profileBuilder{p: p, fns: map[string]*profile.Function{}, locs: map[string]*profile.Location{}}
+func buildProfile(results []*Result) *pprofProfile {
+	p := &pprofProfile{}
+	ids := map[string]uint64{}
 	stacked := Stacked(results)
 	var want []sampleType
 	for i, res := range stacked {
 		types, main := res.stackTypes()
 		if i == 0 {
 			want = types
-			for _, t := range types {
-				p.SampleType = append(p.SampleType, &profile.ValueType{Type: t.name, Unit: t.unit})
-			}
-			p.DefaultSampleType = types[main].name
+			p.sampleTypes = types
+			p.defaultType = types[main].name
 		} else if !slices.Equal(types, want) {
-			p.Comments = append(p.Comments, res.Title+": left out: its values differ from "+stacked[0].Title+"'s")
+			p.comments = append(p.comments, res.Title+": left out: its values differ from "+stacked[0].Title+"'s")
 			continue
 		}
 		t := res.Read.Totals
-		p.Comments = append(p.Comments, fmt.Sprintf("%s: hits %d, entries %d, dropped %d", res.Title, t.Hits, t.Entries, t.Dropped))
+		p.comments = append(p.comments, fmt.Sprintf("%s: hits %d, entries %d, dropped %d", res.Title, t.Hits, t.Entries, t.Dropped))
 		for _, s := range res.samples("") {
-			b.add(s, res.Title, len(stacked) > 1)
+			smp := pprofSample{values: s.values}
+			// pprof lists a sample's locations from the leaf to the root;
+			// a function and its location share one ID.
+			for i := len(s.stack) - 1; i >= 0; i-- {
+				id, ok := ids[s.stack[i]]
+				if !ok {
+					p.functions = append(p.functions, s.stack[i])
+					id = uint64(len(p.functions))
+					ids[s.stack[i]] = id
+				}
+				smp.locations = append(smp.locations, id)
+			}
+			if len(s.keys) > 0 || len(stacked) > 1 {
+				smp.labels = map[string]string{}
+			}
+			for _, k := range s.keys {
+				// As text, numbers too: pprof drops a numeric label of 0.
+				smp.labels[k.label] = k.cell.Text
+			}
+			if len(stacked) > 1 {
+				smp.labels["event"] = res.Title
+			}
+			p.samples = append(p.samples, smp)
 		}
 	}
 	return p
 }
 
-// profileBuilder gives each function and location one ID.
-type profileBuilder struct {
-	p    *profile.Profile
-	fns  map[string]*profile.Function
-	locs map[string]*profile.Location
-}
-
-func (b *profileBuilder) location(name string) *profile.Location {
-	if l := b.locs[name]; l != nil {
-		return l
-	}
-	if len(b.p.Mapping) == 0 {
-		// One mapping, the kernel, whose functions are known: pprof then
-		// neither looks for a binary to symbolize nor warns of none.
-		b.p.Mapping = []*profile.Mapping{{ID: 1, File: "[kernel.kallsyms]", HasFunctions: true}}
-	}
-	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name}
-	b.p.Function = append(b.p.Function, fn)
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: b.p.Mapping[0], Line: []profile.Line{{Function: fn}}}
-	b.p.Location = append(b.p.Location, l)
-	b.locs[name] = l
-	return l
-}
-
-func (b *profileBuilder) add(s stackSample, event string, labelEvent bool) {
-	smp := &profile.Sample{Value: s.values}
-	// pprof lists a sample's locations from the leaf to the root.
-	for i := len(s.stack) - 1; i >= 0; i-- {
-		smp.Location = append(smp.Location, b.location(s.stack[i]))
-	}
-	for _, k := range s.keys {
-		// As text, numbers too: pprof drops a numeric label of 0.
-		if smp.Label == nil {
-			smp.Label = map[string][]string{}
-		}
-		smp.Label[k.label] = []string{k.cell.Text}
-	}
-	if labelEvent {
-		if smp.Label == nil {
-			smp.Label = map[string][]string{}
-		}
-		smp.Label["event"] = []string{event}
-	}
-	b.p.Sample = append(b.p.Sample, smp)
-}
-
-// WriteProfile writes the profile of the results (see [Profile]),
+// WriteProfile writes the profile of the results (see [buildProfile]),
 // gzipped, as pprof reads it.
 func WriteProfile(w io.Writer, results []*Result) error {
-	return Profile(results).Write(w)
+	return buildProfile(results).write(w)
 }
 
 // stackCell is a stack trace key as a cell: its frames, one a line.

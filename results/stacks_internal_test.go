@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -223,8 +224,106 @@ func TestOffCPUStacks(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("folded:\n%s\nwant:\n%s", b.String(), want)
 	}
-	p := Profile([]*Result{res})
+	var pb bytes.Buffer
+	if err := WriteProfile(&pb, []*Result{res}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&pb)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if p.DefaultSampleType != "lat" || len(p.SampleType) != 2 || p.SampleType[1].Unit != "microseconds" {
 		t.Errorf("types %v, default %q", p.SampleType, p.DefaultSampleType)
+	}
+}
+
+// oracleProfile builds, with the pprof package, the profile
+// buildProfile describes (what WriteProfile wrote before it encoded
+// profile.proto itself).
+func oracleProfile(pp *pprofProfile) *profile.Profile {
+	p := &profile.Profile{DefaultSampleType: pp.defaultType, Comments: pp.comments}
+	for _, t := range pp.sampleTypes {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: t.name, Unit: t.unit})
+	}
+	if len(pp.functions) > 0 {
+		p.Mapping = []*profile.Mapping{{ID: 1, File: "[kernel.kallsyms]", HasFunctions: true}}
+	}
+	for i, name := range pp.functions {
+		fn := &profile.Function{ID: uint64(i + 1), Name: name, SystemName: name}
+		p.Function = append(p.Function, fn)
+		p.Location = append(p.Location, &profile.Location{ID: uint64(i + 1), Mapping: p.Mapping[0], Line: []profile.Line{{Function: fn}}})
+	}
+	for _, s := range pp.samples {
+		smp := &profile.Sample{Value: s.values}
+		for _, id := range s.locations {
+			smp.Location = append(smp.Location, p.Location[id-1])
+		}
+		for k, v := range s.labels {
+			if smp.Label == nil {
+				smp.Label = map[string][]string{}
+			}
+			smp.Label[k] = []string{v}
+		}
+		p.Sample = append(p.Sample, smp)
+	}
+	return p
+}
+
+// The profile.proto written by hand reads back, with the pprof package,
+// as the profile the pprof package writes of the same samples: one
+// result, off-CPU stacks with labels, several results (the event label,
+// a result left out for its types), hostile names and negative values.
+func TestProfileEncodingAgrees(t *testing.T) {
+	switchRes := NewResult(&planner.Unit{}, stackHist(), readSample(t, "hist-7.2-stacktrace.txt"))
+	switchRes.Title = "sched_switch"
+	other := NewResult(&planner.Unit{}, stackHist(), readSample(t, "hist-7.2-stacktrace.txt"))
+	other.Title = "other"
+	hostile := &pprofProfile{
+		sampleTypes: []sampleType{{"events", "count"}, {"lat", "microseconds"}},
+		defaultType: "lat",
+		functions:   []string{"a\x00b", "ünïcode [mod]", "", strings.Repeat("f", 300)},
+		samples: []pprofSample{
+			{locations: []uint64{1, 2, 3, 4}, values: []int64{1, -5}, labels: map[string]string{"comm": "x;y\n", "z": "", "a": "0"}},
+			{locations: []uint64{4}, values: []int64{1 << 62, 0}},
+		},
+		comments: []string{"", "one\ntwo"},
+	}
+	cases := map[string]*pprofProfile{
+		"one result":      buildProfile([]*Result{NewResult(&planner.Unit{}, stackHist(), readSample(t, "hist-7.2-stacktrace.txt"))}),
+		"several results": buildProfile([]*Result{switchRes, other}),
+		"hostile":         hostile,
+		"empty":           buildProfile(nil),
+	}
+	for name, pp := range cases {
+		var ours, theirs bytes.Buffer
+		if err := pp.write(&ours); err != nil {
+			t.Fatal(err)
+		}
+		if err := oracleProfile(pp).Write(&theirs); err != nil {
+			t.Fatal(err)
+		}
+		got, err := profile.Parse(&ours)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := got.CheckValid(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		want, err := profile.Parse(&theirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := got.String(), want.String(); g != w {
+			t.Errorf("%s: reads back as\n%s\nwant\n%s", name, g, w)
+		}
+		if g, w := fmt.Sprint(got.Comments, got.DefaultSampleType), fmt.Sprint(want.Comments, want.DefaultSampleType); g != w {
+			t.Errorf("%s: comments and default %s, want %s", name, g, w)
+		}
+		if name == "one result" && len(got.Sample) < 5 {
+			t.Errorf("%s: %d samples", name, len(got.Sample))
+		}
+		if name == "several results" && !strings.Contains(got.String(), "event:[other]") {
+			t.Errorf("%s: no event label:\n%s", name, got.String())
+		}
 	}
 }
