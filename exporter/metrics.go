@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log"
 	"math"
 	"math/bits"
 	"net"
@@ -17,9 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sqlhist/sqlhist/planner"
@@ -65,7 +61,6 @@ type Exporter struct {
 	mu      sync.Mutex
 	targets map[string]*exported
 	order   []string
-	reg     *prometheus.Registry
 }
 
 // exported is one target's state.
@@ -83,12 +78,10 @@ type exported struct {
 	folded   map[string]map[string]bool
 }
 
-// NewExporter returns an exporter with nothing to serve yet, its
-// registry holding the process's own metrics (resident memory, CPU).
+// NewExporter returns an exporter with nothing to serve yet but the
+// process's own metrics (resident memory, CPU; see processMetrics).
 func NewExporter() *Exporter {
-	e := &Exporter{targets: map[string]*exported{}, reg: prometheus.NewRegistry()}
-	e.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector(), (*exporterCollector)(e))
-	return e
+	return &Exporter{targets: map[string]*exported{}}
 }
 
 // Start says a target's run has begun collecting (now): it is up, with
@@ -138,14 +131,9 @@ func (e *Exporter) target(name string) *exported {
 }
 
 // Handler serves the metrics (text, or protobuf with native histograms
-// to a scraper that asks for it).
+// to a scraper that asks for it; see page.go).
 func (e *Exporter) Handler() http.Handler {
-	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}
-	if e.Log != nil {
-		// A metric the registry refuses is left out of the page: say so.
-		opts.ErrorLog = log.New(e.Log, "sqlhist: --metrics: ", 0)
-	}
-	return promhttp.HandlerFor(e.reg, opts)
+	return http.HandlerFunc(e.serveMetrics)
 }
 
 // Listen opens addr (host:port; ":9101" is every address) for
@@ -189,19 +177,15 @@ func (e *Exporter) Serve(ctx context.Context, l net.Listener) error {
 	return err
 }
 
-// exporterCollector is the Exporter as a prometheus.Collector: an
-// unchecked one, since a query's metrics are known only once it is read.
-type exporterCollector Exporter
-
-func (c *exporterCollector) Describe(chan<- *prometheus.Desc) {}
-
-func (c *exporterCollector) Collect(ch chan<- prometheus.Metric) {
-	e := (*Exporter)(c)
+// collect lists every target's metrics, in the targets' order.
+func (e *Exporter) collect() []metric {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var out []metric
 	for _, name := range e.order {
-		e.collectTarget(ch, name, e.targets[name])
+		out = e.collectTarget(out, name, e.targets[name])
 	}
+	return out
 }
 
 // The run's own health: name, help and the labels besides target's.
@@ -233,41 +217,34 @@ func targetLabels(target string, names, values []string) ([]string, []string) {
 	return append([]string{"target"}, names...), append([]string{target}, values...)
 }
 
-// healthDesc is m's description for the target's series, with the
-// values of its labels.
-func healthDesc(m healthMetric, target string, values ...string) (*prometheus.Desc, []string) {
-	names, vals := targetLabels(target, m.labels, values)
-	return prometheus.NewDesc(m.name, m.help, names, nil), vals
-}
-
 // health is a gauge or counter of the run's own health.
-func health(m healthMetric, kind prometheus.ValueType, v float64, target string, values ...string) prometheus.Metric {
-	d, lv := healthDesc(m, target, values...)
-	return prometheus.MustNewConstMetric(d, kind, v, lv...)
+func health(m healthMetric, kind dto.MetricType, v float64, target string, values ...string) metric {
+	names, vals := targetLabels(target, m.labels, values)
+	return metric{name: m.name, help: m.help, kind: kind, labels: names, values: vals, value: v}
 }
 
 // healthSince is a counter of the run's own health created at the run's
 // start.
-func healthSince(m healthMetric, v float64, start time.Time, target string, values ...string) prometheus.Metric {
-	d, lv := healthDesc(m, target, values...)
-	return prometheus.MustNewConstMetricWithCreatedTimestamp(d, prometheus.CounterValue, v, start, lv...)
+func healthSince(m healthMetric, v float64, start time.Time, target string, values ...string) metric {
+	mt := health(m, counter, v, target, values...)
+	mt.created = start
+	return mt
 }
 
-func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *exported) {
+func (e *Exporter) collectTarget(out []metric, name string, t *exported) []metric {
 	up := 0.0
 	if t.up {
 		up = 1
 	}
-	ch <- health(descUp, prometheus.GaugeValue, up, name)
-	ch <- health(descReads, prometheus.CounterValue, float64(t.reads), name)
+	out = append(out, health(descUp, gauge, up, name), health(descReads, counter, float64(t.reads), name))
 	if !t.read.IsZero() {
-		ch <- health(descRead, prometheus.GaugeValue, float64(t.read.UnixNano())/1e9, name)
+		out = append(out, health(descRead, gauge, float64(t.read.UnixNano())/1e9, name))
 	}
 	if !t.start.IsZero() {
-		ch <- health(descStart, prometheus.GaugeValue, float64(t.start.UnixNano())/1e9, name)
+		out = append(out, health(descStart, gauge, float64(t.start.UnixNano())/1e9, name))
 	}
 	if len(t.results) == 0 {
-		return
+		return out
 	}
 	engine, lost := results.EngineKernel, 0
 	for _, res := range t.results {
@@ -276,22 +253,24 @@ func (e *Exporter) collectTarget(ch chan<- prometheus.Metric, name string, t *ex
 		}
 		lost = max(lost, res.Lost)
 	}
-	ch <- healthSince(descLost, float64(lost), t.start, name, engine)
+	out = append(out, healthSince(descLost, float64(lost), t.start, name, engine))
 	names := metricNames(t.results, t.suffix)
 	for i, res := range t.results {
 		q := names[i]
 		if res.Read != nil {
 			tot := res.Totals()
-			ch <- healthSince(descHits, float64(tot.Hits), t.start, name, q)
-			ch <- health(descEntries, prometheus.GaugeValue, float64(tot.Entries), name, q)
-			ch <- healthSince(descDropped, float64(tot.Dropped), t.start, name, q)
+			out = append(out, healthSince(descHits, float64(tot.Hits), t.start, name, q),
+				health(descEntries, gauge, float64(tot.Entries), name, q),
+				healthSince(descDropped, float64(tot.Dropped), t.start, name, q))
 		}
 		if res.Latency != nil {
-			ch <- healthSince(descNegative, float64(res.Negative), t.start, name, q)
+			out = append(out, healthSince(descNegative, float64(res.Negative), t.start, name, q))
 		}
-		folded := e.collectResult(ch, name, t, q, res)
-		ch <- health(descFolded, prometheus.GaugeValue, float64(folded), name, q)
+		var folded int
+		out, folded = e.collectResult(out, name, t, q, res)
+		out = append(out, health(descFolded, gauge, float64(folded), name, q))
 	}
+	return out
 }
 
 // metricNames names each result's metrics: "sqlhist_" and the synthetic
@@ -380,12 +359,12 @@ type series struct {
 	max     uint64
 }
 
-// collectResult sends one result's metrics and returns how many label
-// sets it folded into OtherLabel.
-func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *exported, q string, res *results.Result) int {
+// collectResult adds one result's metrics and says how many label sets
+// it folded into OtherLabel.
+func (e *Exporter) collectResult(out []metric, target string, t *exported, q string, res *results.Result) ([]metric, int) {
 	h := res.Hist
 	if h == nil {
-		return 0
+		return out, 0
 	}
 	// The help texts name the event without the run's suffix: a family's
 	// help must be the same for every target, whose runs' suffixes differ.
@@ -502,26 +481,26 @@ func (e *Exporter) collectResult(ch chan<- prometheus.Metric, target string, t *
 				unit = "microseconds"
 			}
 			base := q + "_" + MetricPart(res.Latency.Label) + "_" + unit
-			ch <- histogramMetric(prometheus.NewDesc(base, "The latency of "+title+" ("+unit+"), by the kernel's log2 buckets.", ln, nil), s, true, created, lv)
-			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(base+"_max", "The largest latency of "+title+" ("+unit+").", ln, nil), prometheus.GaugeValue, float64(s.max), lv...)
+			out = append(out, histogramMetric(base, "The latency of "+title+" ("+unit+"), by the kernel's log2 buckets.", s, true, created, ln, lv),
+				metric{name: base + "_max", help: "The largest latency of " + title + " (" + unit + ").", kind: gauge, labels: ln, values: lv, value: float64(s.max)})
 		case histKey >= 0:
 			c := h.Columns[histKey]
-			ch <- histogramMetric(prometheus.NewDesc(q+"_"+MetricPart(c.Label), "The distribution of "+c.Label+" in "+title+" (its sum is not counted: NaN).", ln, nil), s, histKind == "log2", created, lv)
+			out = append(out, histogramMetric(q+"_"+MetricPart(c.Label), "The distribution of "+c.Label+" in "+title+" (its sum is not counted: NaN).", s, histKind == "log2", created, ln, lv))
 		default:
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_events_total", "Events of "+title+" counted.", ln, nil), prometheus.CounterValue, float64(s.count), created, lv...)
+			out = append(out, metric{name: q + "_events_total", help: "Events of " + title + " counted.", kind: counter, labels: ln, values: lv, value: float64(s.count), created: created})
 		}
 		for i, j := range sums {
 			c := h.Columns[j]
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(prometheus.NewDesc(q+"_"+MetricPart(c.Label)+"_total", "The sum of "+c.Label+" over "+title+"'s events.", ln, nil), prometheus.CounterValue, float64(s.sums[i]), created, lv...)
+			out = append(out, metric{name: q + "_" + MetricPart(c.Label) + "_total", help: "The sum of " + c.Label + " over " + title + "'s events.", kind: counter, labels: ln, values: lv, value: float64(s.sums[i]), created: created})
 		}
 		for i, j := range maxes {
 			if s.hasMax[i] {
 				c := h.Columns[j]
-				ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(q+"_"+MetricPart(c.Label), "The largest "+c.Label+" of "+title+".", ln, nil), prometheus.GaugeValue, s.maxes[i], lv...)
+				out = append(out, metric{name: q + "_" + MetricPart(c.Label), help: "The largest " + c.Label + " of " + title + ".", kind: gauge, labels: ln, values: lv, value: s.maxes[i]})
 			}
 		}
 	}
-	return len(folded)
+	return out, len(folded)
 }
 
 // uniqueLabels renames a label name taken by an earlier column: _2, _3.
@@ -575,9 +554,11 @@ func bucketsHigh(text string) (float64, bool) {
 
 // histogramMetric is a series' histogram: classic buckets (cumulative,
 // at the kernel's edges), and with native the same counts as a native
-// histogram of schema 0.
-func histogramMetric(desc *prometheus.Desc, s *series, native bool, created time.Time, lv []string) prometheus.Metric {
-	cum := map[float64]uint64{}
+// histogram of schema 0 (zero threshold 1), unless its buckets hold
+// more or other than its count (then the classic buckets alone, as
+// client_golang refused such a native histogram).
+func histogramMetric(name, help string, s *series, native bool, created time.Time, ln, lv []string) metric {
+	h := &histogram{count: s.count, sum: s.sum, cumulative: map[float64]uint64{}}
 	bounds := make([]float64, 0, len(s.buckets))
 	for b := range s.buckets {
 		bounds = append(bounds, b)
@@ -586,38 +567,25 @@ func histogramMetric(desc *prometheus.Desc, s *series, native bool, created time
 	var run uint64
 	for _, b := range bounds {
 		run += s.buckets[b]
-		cum[b] = run
+		h.cumulative[b] = run
 	}
-	classic := prometheus.MustNewConstHistogramWithCreatedTimestamp(desc, s.count, s.sum, cum, created, lv...)
-	if !native {
-		return classic
+	if native && nativeCountAgrees(s) {
+		h.native, h.zero = s.native, s.zero
 	}
-	n, err := prometheus.NewConstNativeHistogram(desc, s.count, s.sum, s.native, nil, s.zero, 0, 1, created, lv...)
-	if err != nil {
-		return classic
-	}
-	return bothHistogram{classic, n}
+	return metric{name: name, help: help, kind: histogramKind, labels: ln, values: lv, created: created, hist: h}
 }
 
-// bothHistogram is a histogram with classic and native buckets: the
-// classic one's Write, the native one's buckets added (the text format
-// shows the classic buckets, protobuf carries both).
-type bothHistogram struct{ classic, native prometheus.Metric }
-
-func (b bothHistogram) Desc() *prometheus.Desc { return b.classic.Desc() }
-
-func (b bothHistogram) Write(out *dto.Metric) error {
-	if err := b.classic.Write(out); err != nil {
-		return err
+// nativeCountAgrees says whether a native histogram's buckets add up to
+// its count (at most its count when the sum is not known, NaN).
+func nativeCountAgrees(s *series) bool {
+	n := int64(s.zero)
+	for _, v := range s.native {
+		n += v
 	}
-	var n dto.Metric
-	if err := b.native.Write(&n); err != nil {
-		return err
+	if math.IsNaN(s.sum) {
+		return n <= int64(s.count)
 	}
-	h, nh := out.Histogram, n.Histogram
-	h.Schema, h.ZeroThreshold, h.ZeroCount = nh.Schema, nh.ZeroThreshold, nh.ZeroCount
-	h.PositiveSpan, h.PositiveDelta = nh.PositiveSpan, nh.PositiveDelta
-	return nil
+	return n == int64(s.count)
 }
 
 // errnoText is the system's message for a failed call, without the path
