@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -487,7 +488,7 @@ func (e *Engine) Load() error {
 	return nil
 }
 
-var insnRE = regexp.MustCompile(`^(\d+): \(`)
+var insnRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+): \(`) })
 
 // verifierError maps a load error to the trigger of the instruction the
 // verifier stopped at.
@@ -506,7 +507,7 @@ func (e *Engine) verifierError(err error) error {
 	}
 	last := -1
 	for _, l := range ve.Log {
-		if m := insnRE.FindStringSubmatch(l); m != nil {
+		if m := insnRE().FindStringSubmatch(l); m != nil {
 			last, _ = strconv.Atoi(m[1])
 		}
 	}

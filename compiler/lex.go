@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sqlhist/sqlhist/source"
@@ -81,7 +82,9 @@ func isWordByte(c byte) bool {
 
 // bpftraceProbe matches a probe written as bpftrace writes it
 // (tracepoint:sched:sched_switch, kprobe:vfs_read, uprobe:/bin/sh:main).
-var bpftraceProbe = regexp.MustCompile(`\b(tracepoint|t|kprobe|k|kretprobe|kr|uprobe|u|uretprobe|ur|rawtracepoint|rt):([A-Za-z0-9_./-]+)(?::([A-Za-z0-9_.]+))?\b`)
+var bpftraceProbe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(tracepoint|t|kprobe|k|kretprobe|kr|uprobe|u|uretprobe|ur|rawtracepoint|rt):([A-Za-z0-9_./-]+)(?::([A-Za-z0-9_.]+))?\b`)
+})
 
 // bpftraceHints replaces the lexer's errors inside a probe written as
 // bpftrace writes it by one that says how sqlhist writes it.
@@ -89,7 +92,7 @@ func bpftraceHints(text string, diags source.Diags) source.Diags {
 	if len(diags) == 0 {
 		return diags
 	}
-	for _, m := range bpftraceProbe.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range bpftraceProbe().FindAllStringSubmatchIndex(text, -1) {
 		start, end := m[0], m[1]
 		kept := diags[:0]
 		hit := false

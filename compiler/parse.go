@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	tidb "github.com/pingcap/tidb/pkg/parser"
 	tidbast "github.com/pingcap/tidb/pkg/parser/ast"
@@ -78,8 +79,8 @@ func statementRanges(toks []*token) [][]*token {
 	return out
 }
 
-var nearRE = regexp.MustCompile(`near "((?s).*)"\s*$`)
-var totalRE = regexp.MustCompile(`\(total length (\d+)\)\s*$`)
+var nearRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`near "((?s).*)"\s*$`) })
+var totalRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(total length (\d+)\)\s*$`) })
 
 // syntaxError turns a tidb error into a positioned diagnostic. tidb's own
 // line and column are not used: the offset is recovered from the length of
@@ -87,11 +88,11 @@ var totalRE = regexp.MustCompile(`\(total length (\d+)\)\s*$`)
 func syntaxError(rw *rewritten, err error) source.Diags {
 	msg := err.Error()
 	off := len(rw.text)
-	if m := totalRE.FindStringSubmatch(msg); m != nil {
+	if m := totalRE().FindStringSubmatch(msg); m != nil {
 		if n, e := strconv.Atoi(m[1]); e == nil {
 			off = len(rw.text) - n
 		}
-	} else if m := nearRE.FindStringSubmatch(msg); m != nil {
+	} else if m := nearRE().FindStringSubmatch(msg); m != nil {
 		off = len(rw.text) - len(m[1])
 	}
 	t := rw.tokenAt(off)

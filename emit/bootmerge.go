@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sqlhist/sqlhist/source"
 )
@@ -85,7 +86,9 @@ func splitBootconfigs(s string) []string {
 
 // eventKey matches the line that opens an event's block, as Bootconfig
 // writes it.
-var eventKey = regexp.MustCompile(`(?m)^(ftrace\.(?:instance\.[A-Za-z0-9_-]+\.)?event\.[A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+) \{$`)
+var eventKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^(ftrace\.(?:instance\.[A-Za-z0-9_-]+\.)?event\.[A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+) \{$`)
+})
 
 // eventOrder is the order in which the kernel applies the event blocks of
 // a bootconfig: groups in the order they first appear, each group's
@@ -94,7 +97,7 @@ func eventOrder(s string) []string {
 	var groups []string
 	events := map[string][]string{}
 	seen := map[string]bool{}
-	for _, m := range eventKey.FindAllStringSubmatch(s, -1) {
+	for _, m := range eventKey().FindAllStringSubmatch(s, -1) {
 		g, ev := m[1], m[1]+"."+m[2]
 		if _, ok := events[g]; !ok {
 			groups = append(groups, g)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,7 +34,9 @@ type Leftover struct {
 
 // runName matches what a run names after its process id: its instance and
 // its probe group, sqlhist_<pid>, and its lease, sqlhist_<pid>_own.
-var runName = regexp.MustCompile(`^` + InstancePrefix + `([0-9]+)(` + leaseSuffix + `|` + beatSuffix + `)?$`)
+var runName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^` + InstancePrefix + `([0-9]+)(` + leaseSuffix + `|` + beatSuffix + `)?$`)
+})
 
 // DeadRuns returns the process ids of the runs that left a lease, an
 // instance or a probe group sqlhist_<pid> behind and are no longer
@@ -48,7 +51,7 @@ func deadRuns(t *Target, alive func(pid int) bool) []int {
 	var pids []int
 	dirs := true
 	add := func(name string) {
-		if m := runName.FindStringSubmatch(name); m != nil && (m[2] == "" || dirs) {
+		if m := runName().FindStringSubmatch(name); m != nil && (m[2] == "" || dirs) {
 			if pid, err := strconv.Atoi(m[1]); err == nil && !alive(pid) && !slices.Contains(pids, pid) {
 				pids = append(pids, pid)
 			}
@@ -303,16 +306,16 @@ func eventOf(file, root string) (string, string) {
 // traceRE and oldRE find the synthetic events a trigger's actions fire:
 // trace(name,…), and the older onmatch(…).name(…).
 var (
-	traceRE = regexp.MustCompile(`\.trace\(([A-Za-z0-9_]+)`)
-	oldRE   = regexp.MustCompile(`\)\.([A-Za-z0-9_]+)\(`)
+	traceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.trace\(([A-Za-z0-9_]+)`) })
+	oldRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\)\.([A-Za-z0-9_]+)\(`) })
 )
 
 func fired(spec string) []string {
 	var out []string
-	for _, m := range traceRE.FindAllStringSubmatch(spec, -1) {
+	for _, m := range traceRE().FindAllStringSubmatch(spec, -1) {
 		out = append(out, m[1])
 	}
-	for _, m := range oldRE.FindAllStringSubmatch(spec, -1) {
+	for _, m := range oldRE().FindAllStringSubmatch(spec, -1) {
 		if name := m[1]; name != "trace" && name != "save" && name != "snapshot" {
 			out = append(out, name)
 		}
@@ -357,7 +360,9 @@ func Cleanup(t *Target, alive func(pid int) bool, w io.Writer, dryRun bool) (int
 // awkLeaseRE matches the lease of an awk engine's script (see
 // WriteAwkScript): its instance's name, then _own_ and the script's
 // process id.
-var awkLeaseRE = regexp.MustCompile(`^(` + awkInstancePrefix + `\w*)` + awkOwnSuffix + `([0-9]+)$`)
+var awkLeaseRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(` + awkInstancePrefix + `\w*)` + awkOwnSuffix + `([0-9]+)$`)
+})
 
 // awkLeftovers lists what killed awk engine's scripts left: each lease
 // whose process is gone, with the script's instance unless a running
@@ -376,7 +381,7 @@ func awkLeftovers(t *Target, alive func(pid int) bool) []Leftover {
 	running := map[string]bool{} // instances a running script holds
 	anyRunning := false
 	for _, e := range ents {
-		m := awkLeaseRE.FindStringSubmatch(e.Name())
+		m := awkLeaseRE().FindStringSubmatch(e.Name())
 		if m == nil {
 			continue
 		}
@@ -421,14 +426,14 @@ func unownedAwk(t *Target) []string {
 	ents, _ := fs.ReadDir(t.FS, "instances")
 	owned := map[string]bool{}
 	for _, e := range ents {
-		if m := awkLeaseRE.FindStringSubmatch(e.Name()); m != nil {
+		if m := awkLeaseRE().FindStringSubmatch(e.Name()); m != nil {
 			owned[m[1]] = true
 		}
 	}
 	var out []string
 	for _, e := range ents {
 		n := e.Name()
-		if (n == awkInstancePrefix || strings.HasPrefix(n, awkInstancePrefix+"_")) && awkLeaseRE.FindStringSubmatch(n) == nil && !owned[n] {
+		if (n == awkInstancePrefix || strings.HasPrefix(n, awkInstancePrefix+"_")) && awkLeaseRE().FindStringSubmatch(n) == nil && !owned[n] {
 			out = append(out, n)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sqlhist/sqlhist/compiler"
@@ -417,11 +418,11 @@ func (f *ShellFunctions) Where() string {
 
 // funcName is what a kernel function or module name is made of; a name
 // that is not is looked up as a name the list cannot have.
-var funcName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var funcName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+$`) })
 
 // Lookup asks the target.
 func (f *ShellFunctions) Lookup(fn, mod string) (FuncLookup, error) {
-	if !funcName.MatchString(fn) || mod != "" && !funcName.MatchString(mod) {
+	if !funcName().MatchString(fn) || mod != "" && !funcName().MatchString(mod) {
 		return FuncLookup{}, nil
 	}
 	re := func(s string) string { return strings.ReplaceAll(s, ".", `\.`) }

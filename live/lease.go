@@ -254,7 +254,7 @@ func leasePIDs(t *Target) []int {
 	var pids []int
 	ents, _ := fs.ReadDir(t.FS, "instances")
 	for _, e := range ents {
-		if m := runName.FindStringSubmatch(e.Name()); m != nil && m[2] == leaseSuffix {
+		if m := runName().FindStringSubmatch(e.Name()); m != nil && m[2] == leaseSuffix {
 			if pid, err := strconv.Atoi(m[1]); err == nil {
 				pids = append(pids, pid)
 			}

@@ -217,7 +217,7 @@ func runID(id int, instance string) int {
 	if id != 0 {
 		return id
 	}
-	if m := runName.FindStringSubmatch(instance); m != nil && m[2] == "" {
+	if m := runName().FindStringSubmatch(instance); m != nil && m[2] == "" {
 		id, _ = strconv.Atoi(m[1])
 	}
 	return id

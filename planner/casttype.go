@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sqlhist/sqlhist/compiler"
 	"github.com/sqlhist/sqlhist/source"
@@ -23,12 +24,14 @@ var castTypes = map[string]string{
 }
 
 // castStringRE matches CHAR[N] and CHAR[] (a static or dynamic string).
-var castStringRE = regexp.MustCompile(`^CHAR\[([0-9]*)\]$`)
+var castStringRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^CHAR\[([0-9]*)\]$`) })
 
 // cTypeRE matches targets that name a C type the kernel's synthetic
 // events lack (u128, __u32, size_t, short, float …), so that they are
 // refused as types rather than as unknown display modifiers.
-var cTypeRE = regexp.MustCompile(`^(__)?[US][0-9]+$|_T$|^(UNSIGNED|SIGNED)|SHORT|FLOAT|DOUBLE|LONGLONG|\[|\*`)
+var cTypeRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(__)?[US][0-9]+$|_T$|^(UNSIGNED|SIGNED)|SHORT|FLOAT|DOUBLE|LONGLONG|\[|\*`)
+})
 
 // isTypeCast reports whether c names a synthetic field type (one the
 // kernel has or not) rather than a display modifier.
@@ -37,7 +40,7 @@ func isTypeCast(c *compiler.Cast) bool {
 		return false
 	}
 	_, known := castTypes[c.Target]
-	return known || cTypeRE.MatchString(c.Target)
+	return known || cTypeRE().MatchString(c.Target)
 }
 
 // typeCast returns the CAST that chooses the synthetic field type of a
@@ -54,7 +57,7 @@ func typeCast(e compiler.Expr) (*compiler.Cast, compiler.Expr) {
 // its own N), a number to a type of the same text, or of the same size
 // and signedness ("Param type doesn't match synthetic event field type").
 func (p *planner) castField(f *SynthField, t vtype, c *compiler.Cast) {
-	if m := castStringRE.FindStringSubmatch(c.Target); m != nil {
+	if m := castStringRE().FindStringSubmatch(c.Target); m != nil {
 		p.castString(f, t, c, m[1])
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
@@ -109,7 +110,7 @@ func mergeNamed(names []string, reps []*Report) (*Report, error) {
 }
 
 // runSuffix is the process id a run adds to the names it derives.
-var runSuffix = regexp.MustCompile(`_[0-9]+$`)
+var runSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`_[0-9]+$`) })
 
 // streamName is the name in first of a synthetic event named k by another
 // run: the same but for the run's id.
@@ -117,9 +118,9 @@ func streamName(first map[string]int, k string) string {
 	if _, ok := first[k]; ok {
 		return k
 	}
-	base := runSuffix.ReplaceAllString(k, "")
+	base := runSuffix().ReplaceAllString(k, "")
 	for f := range first {
-		if runSuffix.ReplaceAllString(f, "") == base {
+		if runSuffix().ReplaceAllString(f, "") == base {
 			return f
 		}
 	}
@@ -132,7 +133,7 @@ func sameTitle(a, b string) (string, bool) {
 	if a == b {
 		return a, true
 	}
-	sa, sb := runSuffix.ReplaceAllString(a, ""), runSuffix.ReplaceAllString(b, "")
+	sa, sb := runSuffix().ReplaceAllString(a, ""), runSuffix().ReplaceAllString(b, "")
 	return sa, sa == sb && sa != a && sb != b
 }
 

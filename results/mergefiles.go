@@ -3,6 +3,7 @@ package results
 import (
 	"errors"
 	"strconv"
+	"sync"
 
 	"bytes"
 	"fmt"
@@ -88,7 +89,7 @@ func readResultsFile(file string, read func(string) ([]byte, error)) ([]Labelled
 // as file:line:col, the message, the line and a caret, as the compiler's
 // diagnostics are; another error after the file's name.
 func placeFileError(file string, data []byte, err error) error {
-	m := linePlace.FindStringSubmatch(err.Error())
+	m := linePlace().FindStringSubmatch(err.Error())
 	if m == nil {
 		return fmt.Errorf("%s: %v", file, err)
 	}
@@ -114,4 +115,4 @@ type placedError struct{ text string }
 
 func (e placedError) Error() string { return e.text }
 
-var linePlace = regexp.MustCompile(`(?s)^([0-9]+):([0-9]+): (.*)$`)
+var linePlace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^([0-9]+):([0-9]+): (.*)$`) })

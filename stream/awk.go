@@ -1,8 +1,10 @@
 package stream
 
 import (
-	"github.com/sqlhist/sqlhist/planner"
 	"regexp"
+	"sync"
+
+	"github.com/sqlhist/sqlhist/planner"
 
 	"fmt"
 	"slices"
@@ -803,13 +805,13 @@ func (g *awkGen) field(x *expr) string {
 }
 
 // awkIdent matches the names awk takes as part of a variable's.
-var awkIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var awkIdent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // awkField is the element holding an event's field at a depth: an array
 // of the field's own, F_name[depth] (one subscript, no SUBSEP join), or
 // F[depth, "name"] for a name awk takes no variable by.
 func awkField(name, depth string) string {
-	if awkIdent.MatchString(name) {
+	if awkIdent().MatchString(name) {
 		return "F_" + name + "[" + depth + "]"
 	}
 	return "F[" + depth + ", " + awkString(name) + "]"

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrorLogEntry is one entry of the error_log file:
@@ -31,7 +32,7 @@ type ErrorLogEntry struct {
 	Offset int
 }
 
-var errorLogHeadRE = regexp.MustCompile(`^\[\s*(\d+\.\d+)\] (.*?): error: (.*)$`)
+var errorLogHeadRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[\s*(\d+\.\d+)\] (.*?): error: (.*)$`) })
 
 // commandPrefix starts the command line; the caret line has
 // len(commandPrefix)+Offset spaces before the caret.
@@ -53,7 +54,7 @@ func ParseErrorLog(text string) []ErrorLogEntry {
 	}
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimRight(line, "\r")
-		if m := errorLogHeadRE.FindStringSubmatch(line); m != nil {
+		if m := errorLogHeadRE().FindStringSubmatch(line); m != nil {
 			flush()
 			secs, err := strconv.ParseFloat(m[1], 64)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Histogram is one histogram of a hist file: what one hist trigger on the
@@ -241,7 +242,9 @@ func splitModifier(f string) (name, mod string) {
 // kernel prints "common_stacktrace:" (6.1: "stacktrace:") and a newline, or
 // for a stack trace field "stack.stacktrace" and the first frame on the
 // same line; each frame takes a line of its own, after 9 spaces.
-var stackKeyRE = regexp.MustCompile(`(?:^|, )(?:((?:common_)?stacktrace):$|([A-Za-z_][A-Za-z0-9_]*)\.stacktrace(?: {9}(\S.*))?$)`)
+var stackKeyRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|, )(?:((?:common_)?stacktrace):$|([A-Za-z_][A-Za-z0-9_]*)\.stacktrace(?: {9}(\S.*))?$)`)
+})
 
 // frameIndent is the kernel's indent of a stack frame (hist_trigger_
 // stacktrace_print: "%*c" of 1 + 8 spaces).
@@ -255,7 +258,7 @@ func (p *histParser) entry(h *Histogram, line string) error {
 	var keyText []string // the keys' texts, joined by ", "
 	var stacks [][]string
 	for strings.Contains(body, "stacktrace") { // the expression's literal: most entries have none
-		m := stackKeyRE.FindStringSubmatchIndex(body)
+		m := stackKeyRE().FindStringSubmatchIndex(body)
 		if m == nil {
 			break
 		}
@@ -395,7 +398,7 @@ func (h *Histogram) KeyFields() []string {
 // doubledCPU matches how 7.2 lists a common_cpu field of a hist trigger:
 // the field's name after "common_cpu" ("common_cpucommon_cpu", or
 // "common_cpucpu" for the cpu alias). 6.1 and 6.12 list "common_cpu".
-var doubledCPU = regexp.MustCompile(`\bcommon_cpu(?:common_cpu|cpu)\b`)
+var doubledCPU = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bcommon_cpu(?:common_cpu|cpu)\b`) })
 
 // RepairListing turns a trigger as a trigger file or a hist file lists it
 // back into a trigger the kernel accepts: 7.2 refuses its own listing of a
@@ -405,5 +408,5 @@ func RepairListing(listed string) string {
 	if !strings.Contains(listed, "common_cpu") {
 		return listed
 	}
-	return doubledCPU.ReplaceAllString(listed, "common_cpu")
+	return doubledCPU().ReplaceAllString(listed, "common_cpu")
 }

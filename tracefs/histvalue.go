@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A key's or a value's name. One that is an expression is printed as its
@@ -222,7 +223,7 @@ var keyModifiers = map[string]bool{
 	"execname": true, "syscall": true, "log2": true, "buckets": true, "stacktrace": true,
 }
 
-var bracketNumRE = regexp.MustCompile(`\[\s*\d+\]$`)
+var bracketNumRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[\s*\d+\]$`) })
 
 // guessKeyModifier guesses the printed form of a key whose modifier the
 // trigger listing did not tell.
@@ -240,7 +241,7 @@ func guessKeyModifier(name, s string, frames []string) string {
 			return "sym-offset"
 		}
 		return "sym"
-	case bracketNumRE.MatchString(raw):
+	case bracketNumRE().MatchString(raw):
 		// execname pads the comm to 16 columns, syscall the name to 30.
 		if strings.Index(s, "[") == 16 {
 			return "execname"

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The kernel's ring buffer, as per_cpu/cpuN/trace_pipe_raw gives it out.
@@ -193,9 +194,9 @@ func DefaultEventHeader() *EventHeader {
 }
 
 var (
-	headerBitsRE = regexp.MustCompile(`^(\w+)\s*:\s*(\d+)\s+bits$`)
-	headerTypeRE = regexp.MustCompile(`^(\w+)\s*:\s*type\s*==\s*(\d+)$`)
-	headerMaxRE  = regexp.MustCompile(`^data max type_len\s*==\s*(\d+)$`)
+	headerBitsRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\w+)\s*:\s*(\d+)\s+bits$`) })
+	headerTypeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\w+)\s*:\s*type\s*==\s*(\d+)$`) })
+	headerMaxRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^data max type_len\s*==\s*(\d+)$`) })
 )
 
 // ParseHeaderEvent parses the text of events/header_event:
@@ -217,11 +218,11 @@ func ParseHeaderEvent(text string) (*EventHeader, error) {
 	for i, line := range strings.Split(text, "\n") {
 		s := strings.TrimSpace(line)
 		var key, num string
-		if m := headerBitsRE.FindStringSubmatch(s); m != nil {
+		if m := headerBitsRE().FindStringSubmatch(s); m != nil {
 			key, num = m[1]+" bits", m[2]
-		} else if m := headerTypeRE.FindStringSubmatch(s); m != nil {
+		} else if m := headerTypeRE().FindStringSubmatch(s); m != nil {
 			key, num = m[1], m[2]
-		} else if m := headerMaxRE.FindStringSubmatch(s); m != nil {
+		} else if m := headerMaxRE().FindStringSubmatch(s); m != nil {
 			key, num = "data max", m[1]
 		} else {
 			continue

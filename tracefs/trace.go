@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // TraceRecord is one event of the trace file.
@@ -48,9 +49,11 @@ type TraceField struct {
 }
 
 var (
-	traceHeadRE = regexp.MustCompile(`^\s*(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S+)\s+)?(\d+)(?:\.(\d+))?: (.*)$`)
-	traceNameRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*): ?(.*)$`)
-	fieldNameRE = regexp.MustCompile(`(?:^| )([A-Za-z_][A-Za-z0-9_]*)=`)
+	traceHeadRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*(.*?)-(\d+)\s+(?:\(\s*(\d+|-+)\)\s+)?\[(\d+)\]\s+(?:(\S+)\s+)?(\d+)(?:\.(\d+))?: (.*)$`)
+	})
+	traceNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*): ?(.*)$`) })
+	fieldNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^| )([A-Za-z_][A-Za-z0-9_]*)=`) })
 )
 
 // ParseTraceLine parses one line of the trace file:
@@ -64,7 +67,7 @@ func ParseTraceLine(line string) (*TraceRecord, bool) {
 	if strings.HasPrefix(strings.TrimSpace(line), "#") {
 		return nil, false
 	}
-	m := traceHeadRE.FindStringSubmatch(line)
+	m := traceHeadRE().FindStringSubmatch(line)
 	if m == nil {
 		return nil, false
 	}
@@ -85,7 +88,7 @@ func ParseTraceLine(line string) (*TraceRecord, bool) {
 	if r.Seconds, r.Micros, err = parseTraceTime(m[6], m[7]); err != nil {
 		return nil, false
 	}
-	if n := traceNameRE.FindStringSubmatch(m[8]); n != nil {
+	if n := traceNameRE().FindStringSubmatch(m[8]); n != nil {
 		r.Event, r.Body = n[1], n[2]
 	} else {
 		r.Body = m[8]
@@ -166,7 +169,7 @@ func splitFieldsHeuristic(s string) ([]TraceField, error) {
 	if s == "" {
 		return nil, nil
 	}
-	locs := fieldNameRE.FindAllStringSubmatchIndex(s, -1)
+	locs := fieldNameRE().FindAllStringSubmatchIndex(s, -1)
 	if len(locs) == 0 || locs[0][2] != 0 {
 		return nil, fmt.Errorf("not name=value fields: %q", s)
 	}
