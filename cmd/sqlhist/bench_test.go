@@ -5,7 +5,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -192,4 +194,42 @@ func BenchmarkWorstCompile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkProcessStart runs the built binary's --version: the time a
+// process of sqlhist takes to start and end (every run pays it, and an
+// emulated board ten times over), with the package initialisers' share
+// that GODEBUG=inittrace=1 reports (init-ms/op, init-B/op, packages/op).
+func BenchmarkProcessStart(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "sqlhist")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	var initMs, initBytes, pkgs float64
+	b.ResetTimer()
+	for b.Loop() {
+		cmd := exec.Command(bin, "--version")
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		// "init PKG @T ms, C ms clock, B bytes, A allocs"
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 8 || f[0] != "init" {
+				continue
+			}
+			ms, _ := strconv.ParseFloat(f[4], 64)
+			by, _ := strconv.ParseFloat(f[7], 64)
+			initMs += ms
+			initBytes += by
+			pkgs++
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(initMs/n, "init-ms/op")
+	b.ReportMetric(initBytes/n, "init-B/op")
+	b.ReportMetric(pkgs/n, "packages/op")
 }
