@@ -13,6 +13,13 @@
 // not a minute; the per-input bound itself is each target's, through
 // internal/fuzzguard. After the run it looks for fuzz workers of the
 // target that outlived it, kills them and fails.
+//
+// Before the run it keeps the newest -cached inputs (32) of the corpus
+// the fuzzer saved in the build cache and removes the rest: go test
+// first runs every seed and cached input ("gathering baseline
+// coverage"), inside -fuzztime, and a cache that every run adds to
+// (make test's warm HOME) had grown until the baseline took the whole
+// -fuzztime of FuzzCompile under load, and nothing was fuzzed.
 package main
 
 import (
@@ -26,6 +33,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +45,7 @@ func main() {
 	parallel := flag.Int("parallel", 0, "fuzz workers (-parallel; 0: go test's default, GOMAXPROCS)")
 	minimize := flag.Duration("minimize", time.Second, "time to minimize one input (-fuzzminimizetime)")
 	stall := flag.Duration("stall", 6*time.Second, "fail when the execs counter stays still this long")
+	cached := flag.Int("cached", 32, "inputs of the fuzzer's cached corpus to keep (the newest)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: fuzzcheck [flags] PKG TARGET")
 		flag.PrintDefaults()
@@ -47,6 +56,14 @@ func main() {
 		os.Exit(2)
 	}
 	pkg, target := flag.Arg(0), flag.Arg(1)
+	if dir, err := cacheDir(pkg, target); err == nil {
+		if kept, removed, err := pruneCorpus(dir, *cached); err != nil {
+			fmt.Fprintf(os.Stderr, "fuzzcheck %s %s: pruning the cached corpus: %v\n", pkg, target, err)
+			os.Exit(1)
+		} else if removed > 0 {
+			fmt.Printf("fuzzcheck: kept the newest %d of the %d cached inputs of %s\n", kept, kept+removed, target)
+		}
+	}
 	args := []string{"test", pkg, "-run", "^$", "-fuzz", "^" + target + "$",
 		"-fuzztime", fuzztime.String(), "-fuzzminimizetime", minimize.String()}
 	if *parallel > 0 {
@@ -126,16 +143,22 @@ func run(args []string, target string, stall, deadline time.Duration, out io.Wri
 // "fuzz: elapsed: 9s, execs: 9048 (0/sec), new interesting: 16 (total: 114)".
 var statusRE = regexp.MustCompile(`^fuzz: elapsed: (\S+), execs: (\d+) \(`)
 
+// baselineRE matches the report of the corpus's first run, e.g.
+// "fuzz: elapsed: 3s, gathering baseline coverage: 53/316 completed".
+var baselineRE = regexp.MustCompile(`^fuzz: elapsed: \S+, gathering baseline coverage: (\d+)/(\d+) completed`)
+
 // progress follows the execs counter through the status lines.
 type progress struct {
 	deadline bool // the run's failure message was only "context deadline exceeded"
 	written  bool // the fuzzer wrote a failing input
 	failures int  // "--- FAIL" lines
 	stall    time.Duration
-	started  bool          // a status line with execs was seen
-	execs    uint64        // the counter at the last status line
-	since    time.Duration // elapsed time when the counter last moved
-	last     time.Duration // elapsed time of the last status line
+	started  bool // a status line with execs was seen
+	// The baseline's progress: inputs run of the corpus's.
+	baseline, baselineTotal int
+	execs                   uint64        // the counter at the last status line
+	since                   time.Duration // elapsed time when the counter last moved
+	last                    time.Duration // elapsed time of the last status line
 }
 
 // line reads one line of output and returns an error when the counter has
@@ -148,6 +171,11 @@ func (p *progress) line(s string) error {
 		p.deadline = true
 	case strings.HasPrefix(t, "Failing input written to"):
 		p.written = true
+	}
+	if m := baselineRE.FindStringSubmatch(s); m != nil {
+		p.baseline, _ = strconv.Atoi(m[1])
+		p.baselineTotal, _ = strconv.Atoi(m[2])
+		return nil
 	}
 	m := statusRE.FindStringSubmatch(s)
 	if m == nil {
@@ -177,10 +205,66 @@ func (p *progress) coordinatorRace() bool {
 
 // done checks the run as a whole once it has ended.
 func (p *progress) done() error {
+	if !p.started && p.baselineTotal > 0 {
+		return fmt.Errorf("nothing fuzzed: the baseline coverage of the corpus (%d of %d inputs run) took the whole -fuzztime", p.baseline, p.baselineTotal)
+	}
 	if !p.started || p.execs == 0 {
 		return errors.New("no progress: the fuzzer never reported an execution")
 	}
 	return nil
+}
+
+// cacheDir is where go test keeps the inputs it found for a fuzz target
+// of package pkg: GOCACHE/fuzz/IMPORTPATH/TARGET.
+func cacheDir(pkg, target string) (string, error) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", pkg).Output()
+	if err != nil {
+		return "", err
+	}
+	cache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(strings.TrimSpace(string(cache)), "fuzz", filepath.FromSlash(strings.TrimSpace(string(out))), target), nil
+}
+
+// pruneCorpus removes all but the newest keep files of dir (by
+// modification time, then name) and says how many it kept and removed;
+// a missing dir holds none.
+func pruneCorpus(dir string, keep int) (kept, removed int, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	} else if err != nil {
+		return 0, 0, err
+	}
+	type file struct {
+		name string
+		mod  time.Time
+	}
+	var files []file
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			files = append(files, file{e.Name(), info.ModTime()})
+		}
+	}
+	sort.Slice(files, func(a, b int) bool {
+		if !files[a].mod.Equal(files[b].mod) {
+			return files[a].mod.After(files[b].mod)
+		}
+		return files[a].name < files[b].name
+	})
+	for i, f := range files {
+		if i < keep {
+			kept++
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, f.name)); err != nil {
+			return kept, removed, err
+		}
+		removed++
+	}
+	return kept, removed, nil
 }
 
 // leftoverWorkers returns the pids of fuzz workers of the target that are

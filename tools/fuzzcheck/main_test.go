@@ -3,7 +3,9 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,47 @@ func TestCoordinatorRace(t *testing.T) {
 	p.line("    Failing input written to testdata/fuzz/FuzzParse/4b3389f562ec3dd4")
 	if p.coordinatorRace() {
 		t.Fatal("a failure that wrote an input passed as the race")
+	}
+}
+
+// A run whose baseline took the whole -fuzztime fails and says so.
+func TestBaselineOnlyFails(t *testing.T) {
+	p := &progress{stall: 6 * time.Second}
+	for _, l := range []string{"fuzz: elapsed: 0s, gathering baseline coverage: 0/316 completed", "fuzz: elapsed: 15s, gathering baseline coverage: 293/316 completed"} {
+		if err := p.line(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.done(); err == nil || !strings.Contains(err.Error(), "293 of 316") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// The newest inputs of the cached corpus are kept, the others removed,
+// and a missing directory is no error.
+func TestPruneCorpus(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	for i := range 10 {
+		f := filepath.Join(dir, "in"+strconv.Itoa(i))
+		if err := os.WriteFile(f, []byte("go test fuzz v1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(f, now, now.Add(time.Duration(i)*time.Minute))
+	}
+	kept, removed, err := pruneCorpus(dir, 4)
+	if err != nil || kept != 4 || removed != 6 {
+		t.Fatalf("kept %d, removed %d, %v", kept, removed, err)
+	}
+	left, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "in6 in7 in8 in9" {
+		t.Errorf("left %v, want the four newest", names)
+	}
+	if k, r, err := pruneCorpus(filepath.Join(dir, "none"), 4); k != 0 || r != 0 || err != nil {
+		t.Errorf("missing dir: %d %d %v", k, r, err)
 	}
 }
