@@ -105,11 +105,16 @@ func TestRunTime(t *testing.T) {
 				t.Fatalf("a run failed or the rounds did not end:\n%s", lastLines(out, 40))
 			}
 			times := map[string][]float64{}
+			byRound := map[string]map[string]float64{} // what -> round -> time
 			took := map[string]string{}
 			for _, m := range runTimeRE.FindAllStringSubmatch(out, -1) {
 				a, _ := strconv.ParseFloat(m[4], 64)
 				b, _ := strconv.ParseFloat(m[5], 64)
 				times[m[1]] = append(times[m[1]], b-a)
+				if byRound[m[1]] == nil {
+					byRound[m[1]] = map[string]float64{}
+				}
+				byRound[m[1]][m[2]] = b - a
 				if m[1] == "auto" {
 					took[m[6]] = m[6]
 				}
@@ -135,6 +140,22 @@ func TestRunTime(t *testing.T) {
 			if medians["base-run"] > 0 {
 				fmt.Fprintf(&b, "  against the base build: -r -d 1 auto %.2f of its time, -e %.2f, --teardown -e %.2f\n",
 					medians["auto"]/medians["base-run"], medians["apply"]/medians["base-apply"], medians["teardown"]/medians["base-teardown"])
+				// Each round's own ratio (the two ran a moment apart, under
+				// the same load), and their median: steadier than the
+				// medians' ratio when the host's load moves from round to
+				// round.
+				for _, p := range [][2]string{{"auto", "base-run"}, {"apply", "base-apply"}, {"teardown", "base-teardown"}} {
+					var rs []float64
+					for round, t := range byRound[p[0]] {
+						if bt := byRound[p[1]][round]; bt > 0 {
+							rs = append(rs, t/bt)
+						}
+					}
+					slices.Sort(rs)
+					if len(rs) > 0 {
+						fmt.Fprintf(&b, "  %s against the base's in the same round: median ratio %.2f (%.2f–%.2f)\n", p[0], rs[len(rs)/2], rs[0], rs[len(rs)-1])
+					}
+				}
 			}
 			t.Log(b.String())
 		})
