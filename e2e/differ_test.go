@@ -673,7 +673,7 @@ func TestMedianBucket(t *testing.T) {
 
 // Reads up to 100 µs apart can put the medians of short latencies three
 // buckets apart, of long ones only the one bucket of a latency's place
-// in its bucket; the suite's 6.1 run of 755563c, kernel 2^7 and BPF 2^5,
+// in its bucket; the suite's 6.1 run of d28d315, kernel 2^7 and BPF 2^5,
 // is within that.
 func TestMedianBucketsApart(t *testing.T) {
 	for _, c := range []struct{ lower, apart, want int }{
@@ -684,6 +684,6 @@ func TestMedianBucketsApart(t *testing.T) {
 		}
 	}
 	if absInt(7-5) > medianBucketsApart(5, bpfReadApart) {
-		t.Error("the 6.1 run of 755563c would still fail")
+		t.Error("the 6.1 run of d28d315 would still fail")
 	}
 }
