@@ -14,19 +14,22 @@ build:
 # apt-get at once; the fuzz targets run one worker each (the same
 # time, half the CPU: the guests keep the other core). make unit's
 # output is kept in a file and printed
-# whole when both have ended, after the kernels' summary; the recipe
-# fails when either did.
+# whole when both have ended, after the kernels' summary; then every
+# failed test's own output again (tools/testlog), so that the end of the
+# log says why; the recipe fails when either did.
 test: test-shells
 	@ulog=$$(mktemp "$${TMPDIR:-/tmp}/sqlhist-unit.XXXXXX"); \
 	start=$$(date +%s); \
-	{ $(MAKE) --no-print-directory unit FUZZFLAGS=-parallel=1 > "$$ulog" 2>&1; echo "$$? $$(( $$(date +%s) - start ))" > "$$ulog.rc"; } & \
+	{ TESTLOG_SAVE="$$ulog.failed" $(MAKE) --no-print-directory unit FUZZFLAGS=-parallel=1 > "$$ulog" 2>&1; echo "$$? $$(( $$(date +%s) - start ))" > "$$ulog.rc"; } & \
 	upid=$$!; \
 	echo "make unit runs beside make kernels; its output follows the kernels'"; \
-	$(MAKE) --no-print-directory kernels; krc=$$?; kend=$$(( $$(date +%s) - start )); \
+	TESTLOG_SAVE="$$ulog.kfailed" $(MAKE) --no-print-directory kernels; krc=$$?; kend=$$(( $$(date +%s) - start )); \
 	wait $$upid; \
 	read urc usec < "$$ulog.rc"; \
 	echo "=== make unit (beside make kernels): exit $$urc after $${usec}s"; \
-	cat "$$ulog"; rm -f "$$ulog" "$$ulog.rc"; \
+	cat "$$ulog"; \
+	for f in "$$ulog.kfailed" "$$ulog.failed"; do [ -s "$$f" ] && { echo "=== again, from make $$( [ "$$f" = "$$ulog.failed" ] && echo unit || echo kernels ):"; cat "$$f"; }; done; \
+	rm -f "$$ulog" "$$ulog.rc" "$$ulog.failed" "$$ulog.kfailed"; \
 	echo "=== make unit: exit $$urc after $${usec}s; make kernels: exit $$krc after $${kend}s"; \
 	[ "$$urc" = 0 ] && [ "$$krc" = 0 ]
 
@@ -44,7 +47,7 @@ FUZZCHECK = $(GO) run ./tools/fuzzcheck $(FUZZFLAGS)
 
 unit: test-shells
 	$(GO) vet ./...
-	$(GO) test -shuffle=on -count=1 ./...
+	GO=$(GO) TESTLOG_QUIET=1 tools/testlog/run.sh -shuffle=on -count=1 ./...
 	$(FUZZCHECK) -time 15s ./compiler FuzzParse
 	$(FUZZCHECK) -time 15s ./cmd/sqlhist FuzzCompile
 	$(FUZZCHECK) -time 6s ./emit FuzzQuote
@@ -138,7 +141,7 @@ built-kernels:
 # 13 min of both cores) on first use, into ~/.cache/sqlhist (or
 # $$SQLHIST_CACHE_DIR), shared by every clone. SQLHIST_KERNELS=6.1 narrows it.
 kernels:
-	SQLHIST_E2E=1 $(GO) test ./e2e -run 'TestKernels' -count=1 -v -timeout 85m
+	SQLHIST_E2E=1 GO=$(GO) tools/testlog/run.sh ./e2e -run 'TestKernels' -count=1 -timeout 85m
 
 # The harness's cache: its size, and emptying it (the next make kernels
 # downloads and builds again).
