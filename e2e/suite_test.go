@@ -376,8 +376,9 @@ func TestKernels(t *testing.T) {
 	}
 	if len(viaKernelsOf()) > 0 && phaseSelected("via") {
 		// The --via guests (via_checks_test.go): booted at once, mostly
-		// waiting on this machine's sqlhist, so one slot.
-		jobs = append(jobs, job{"via", 3 * time.Minute, false, viaJobRun})
+		// waiting on this machine's sqlhist, so one slot. The x86-64
+		// one's checks end with the restarting line's (about 2 minutes).
+		jobs = append(jobs, job{"via", 5 * time.Minute, false, viaJobRun})
 	}
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].cost > jobs[b].cost })
 	n := guestsAtOnce()

@@ -286,3 +286,63 @@ func TestRunWithCheck(t *testing.T) {
 		t.Errorf("the launch was not read back:\n%s", trace.String())
 	}
 }
+
+// holdingLine is a transport that gives the shell each line only when the
+// next one comes, as a board's `cat /dev/ttyS1 | sh` does under busybox
+// (its cat's splice keeps the pipe locked until the port's next bytes:
+// e2e/FINDINGS.md).
+const holdingLine = `awk '{ if (NR > 1) { print prev; fflush() } prev = $0 }' | sh 2>&1`
+
+// TestRequestsThroughALineThatHoldsTheirLastBytes: on holdingLine every
+// request, the greeting first, is answered through the blank lines that
+// follow it (NudgeAfter), not through a resend or a sync (ResendAfter and
+// GreetEvery are set past the requests' bound here, so that only the
+// blank lines can answer them); without them the same line answers
+// nothing within the bound, which proves that it holds.
+func TestRequestsThroughALineThatHoldsTheirLastBytes(t *testing.T) {
+	oldR, oldG := ResendAfter, GreetEvery
+	ResendAfter, GreetEvery = time.Hour, time.Hour
+	t.Cleanup(func() { ResendAfter, GreetEvery = oldR, oldG })
+	dir := t.TempDir()
+	var trace bytes.Buffer
+	s, err := Dial(context.Background(), "cd "+emit.Quote(dir)+" && "+holdingLine, Options{Timeout: 20 * time.Second, Trace: &trace})
+	if err != nil {
+		t.Fatalf("Dial: %v\n%s", err, trace.String())
+	}
+	const n = 12
+	for i := range n {
+		out, err := s.Run(context.Background(), "echo", fmt.Sprintf("echo line $((%d * 2)) >> f; cat f | wc -l", i))
+		if err != nil || strings.TrimSpace(out) != fmt.Sprint(i+1) {
+			t.Fatalf("request %d: %q, %v\n%s", i, out, err, trace.String())
+		}
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "f"))
+	var want strings.Builder
+	for i := range n {
+		fmt.Fprintf(&want, "line %d\n", i*2)
+	}
+	if string(got) != want.String() {
+		t.Errorf("the writes ran as:\n%s\nwant each once, in order:\n%s", got, want.String())
+	}
+	st := s.Stats()
+	s.Close()
+	if st.Nudges < n+1 {
+		t.Errorf("%d blank lines for %d requests and the greeting: each needed one\n%s", st.Nudges, n, trace.String())
+	}
+	if strings.Contains(trace.String(), "sent again") || strings.Contains(trace.String(), "finding out") {
+		t.Errorf("a request was sent again or synced: the blank lines should have answered it\n%s", trace.String())
+	}
+
+	// The control: no blank lines, and the greeting is never answered.
+	old := NudgeAfter
+	NudgeAfter = 0
+	defer func() { NudgeAfter = old }()
+	s2, err := Dial(context.Background(), "cd "+emit.Quote(dir)+" && "+holdingLine, Options{Timeout: 3 * time.Second})
+	if err == nil {
+		s2.Close()
+		t.Fatal("without blank lines the holding line answered the greeting: it does not hold, and the test proves nothing")
+	}
+	if !strings.Contains(err.Error(), "did not answer within") {
+		t.Errorf("without blank lines: %v", err)
+	}
+}

@@ -96,10 +96,12 @@ type Session struct {
 
 	mu     sync.Mutex // one request at a time
 	seq    int
-	broken error // set once the session cannot be used
+	broken error    // set once the session cannot be used
+	nudge  *nudging // the blank lines due after what was last sent (NudgeAfter)
 
-	// Counters, for measurements: bytes sent and received, requests.
-	sent, received, requests atomic.Int64
+	// Counters, for measurements: bytes sent and received, requests,
+	// blank lines sent after requests (NudgeAfter).
+	sent, received, requests, nudges atomic.Int64
 	// rawPages is the pages ReadRaw asks for next (0: rawPagesStart).
 	rawPages atomic.Int64
 
@@ -354,6 +356,57 @@ func (s *Session) writeLine(text string) error {
 	return err
 }
 
+// nudging is the blank lines that follow what was sent until the line
+// gives anything back (NudgeAfter).
+type nudging struct {
+	timer *time.Timer
+	wait  time.Duration // until the next one
+	seq   string        // the request they follow, for the trace
+	n     int
+}
+
+// sendAndNudge sends a request's text (s.mu held) and has blank lines
+// follow it until the line gives something back.
+func (s *Session) sendAndNudge(seq, text string) error {
+	if err := s.writeLine(text); err != nil {
+		return err
+	}
+	s.stopNudge()
+	if NudgeAfter > 0 {
+		s.nudge = &nudging{timer: time.NewTimer(NudgeAfter), wait: NudgeAfter, seq: seq}
+	}
+	return nil
+}
+
+func (s *Session) stopNudge() {
+	if s.nudge != nil {
+		s.nudge.timer.Stop()
+		s.nudge = nil
+	}
+}
+
+// nudgeC is the channel on which the next blank line falls due (nil: none).
+func (s *Session) nudgeC() <-chan time.Time {
+	if s.nudge == nil {
+		return nil
+	}
+	return s.nudge.timer.C
+}
+
+// fireNudge sends the blank line that fell due and doubles the wait for
+// the next.
+func (s *Session) fireNudge() error {
+	g := s.nudge
+	if g.n == 0 {
+		s.tracef("> %s nothing back after %v: a blank line sent, then again each time twice as long passes", g.seq, g.wait)
+	}
+	g.n++
+	s.nudges.Add(1)
+	g.wait *= 2
+	g.timer.Reset(g.wait)
+	return s.writeLine("\n")
+}
+
 // AnswerError is a request the target answered with a non-zero status.
 type AnswerError struct {
 	Step   string
@@ -462,6 +515,20 @@ const (
 // costs the greeting again, about 1 KB, and finds a slow answer begun.)
 var ResendAfter = 2 * time.Second
 
+// NudgeAfter is how long the line may give nothing back after a request
+// (or a greeting, or a sync) before a blank line follows it; then another
+// each time twice as long has passed, until anything comes back. A line
+// may hold a request's last bytes until more come: busybox's cat moves a
+// serial port's bytes into a pipe with sendfile, whose splice keeps the
+// pipe locked while it waits for the port's next bytes, so that the shell
+// reading the pipe (a board's `while true; do cat /dev/ttyS1 | sh >
+// /dev/ttyS1; done`) often cannot read the request cat has just given it
+// (in Linux 6.1, lines of every length waited for the next one;
+// e2e/FINDINGS.md). A blank line is nothing to any shell, at any point of
+// its input (R's command reads /dev/null, not the line), and such a line
+// answers in milliseconds rather than after ResendAfter and a sync.
+var NudgeAfter = 150 * time.Millisecond
+
 // StallAfter is how long an answer that began may go without a line
 // before the target is asked what became of its request (its end marker
 // lost, or its shell gone): the first wait, doubled after the first ask,
@@ -560,7 +627,7 @@ func (s *Session) doLocked(ctx context.Context, step, cmd string, b *bound, k ki
 		if b.sent > 0 {
 			s.tracef("> %s %s: sent again as %s", seq, step, seq)
 		}
-		if err := s.writeLine(requestLines(seq, cmd)); err != nil {
+		if err := s.sendAndNudge(seq, requestLines(seq, cmd)); err != nil {
 			return nil, s.lostErrLocked(step, err)
 		}
 		b.sent++
@@ -672,29 +739,50 @@ func (s *Session) tracef(format string, args ...any) {
 // ends the wait (b's timer: the request's bound; quiet: a wait for an
 // answer to begin, nil for none).
 func (s *Session) next(ctx context.Context, step string, b *bound, quiet <-chan time.Time) (l []byte, isQuiet bool, err error) {
+	for {
+		var nudged bool
+		l, isQuiet, nudged, err = s.next1(ctx, step, b, quiet)
+		if nudged {
+			continue
+		}
+		if err == nil && !isQuiet {
+			s.stopNudge() // the line gives back: what was sent has come through
+		}
+		return l, isQuiet, err
+	}
+}
+
+// next1 is one wait of next; nudged says that a blank line fell due and
+// was sent (nothing else happened).
+func (s *Session) next1(ctx context.Context, step string, b *bound, quiet <-chan time.Time) (l []byte, isQuiet, nudged bool, err error) {
 	select {
+	case <-s.nudgeC():
+		if err := s.fireNudge(); err != nil {
+			return nil, false, false, s.lostErrLocked(step, err)
+		}
+		return nil, false, true, nil
 	case l = <-s.lines:
-		return l, false, nil
+		return l, false, false, nil
 	case <-s.done:
 		// Lines read before the end may still be queued.
 		select {
 		case l = <-s.lines:
-			return l, false, nil
+			return l, false, false, nil
 		default:
-			return nil, false, s.lostErrLocked(step, nil)
+			return nil, false, false, s.lostErrLocked(step, nil)
 		}
 	case <-quiet:
-		return nil, true, nil
+		return nil, true, false, nil
 	case <-b.timer.C:
 		times := ""
 		if b.sent > 1 {
 			times = fmt.Sprintf(", sent %d times", b.sent)
 		}
 		s.broken = fmt.Errorf("the target did not answer within %v (transport %s%s)", b.timeout, s.Command, times)
-		return nil, false, fmt.Errorf("%s: %w", step, s.broken)
+		return nil, false, false, fmt.Errorf("%s: %w", step, s.broken)
 	case <-ctx.Done():
 		s.broken = fmt.Errorf("interrupted while waiting for the target (%v)", context.Cause(ctx))
-		return nil, false, fmt.Errorf("%s: %w", step, s.broken)
+		return nil, false, false, fmt.Errorf("%s: %w", step, s.broken)
 	}
 }
 
@@ -805,7 +893,7 @@ func (s *Session) sync(ctx context.Context, step string, a *answer, b *bound, gr
 		return y
 	}
 	want := s.mark + " " + seq + " Y "
-	if err := s.writeLine(msg()); err != nil {
+	if err := s.sendAndNudge(seq, msg()); err != nil {
 		return synced{}, s.lostErrLocked(step, err)
 	}
 	t := time.NewTimer(jitter(GreetEvery, n))
@@ -817,7 +905,7 @@ func (s *Session) sync(ctx context.Context, step string, a *answer, b *bound, gr
 		}
 		if isQuiet {
 			s.tracef("> %s greeting again: no answer yet, sent again", seq)
-			if err := s.writeLine(msg()); err != nil {
+			if err := s.sendAndNudge(seq, msg()); err != nil {
 				return synced{}, s.lostErrLocked(step, err)
 			}
 			t.Reset(jitter(GreetEvery, n+try))
@@ -831,7 +919,7 @@ func (s *Session) sync(ctx context.Context, step string, a *answer, b *bound, gr
 		if !greet && notFound(l) {
 			// A shell without the functions (Y's line), or a's output.
 			greet = true
-			if err := s.writeLine(msg()); err != nil {
+			if err := s.sendAndNudge(seq, msg()); err != nil {
 				return synced{}, s.lostErrLocked(step, err)
 			}
 		}
@@ -869,7 +957,7 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 	s.requests.Add(1)
 	seq := strconv.Itoa(s.seq)
 	msg := prefix + requestLines(seq, cmd)
-	if err := s.writeLine(msg); err != nil {
+	if err := s.sendAndNudge(seq, msg); err != nil {
 		return "", s.lostErrLocked(step, err)
 	}
 	sent := 1
@@ -893,11 +981,18 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 	for {
 		var l []byte
 		select {
+		case <-s.nudgeC():
+			if err := s.fireNudge(); err != nil {
+				return "", s.lostErrLocked(step, err)
+			}
+			continue
 		case l = <-s.lines:
+			s.stopNudge()
 		case <-s.done:
 			// Lines read before the end may still be queued.
 			select {
 			case l = <-s.lines:
+				s.stopNudge()
 			default:
 				return "", s.lostErrLocked(step, nil)
 			}
@@ -909,7 +1004,7 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 			if s.opt.Trace != nil {
 				fmt.Fprintf(s.opt.Trace, "%s > %s %s: no answer yet, sent again\n", time.Now().Format("15:04:05.000"), seq, step)
 			}
-			if err := s.writeLine(msg); err != nil {
+			if err := s.sendAndNudge(seq, msg); err != nil {
 				return "", s.lostErrLocked(step, err)
 			}
 			sent++
@@ -1058,11 +1153,13 @@ func (s *Session) Err() error {
 // Stats are a session's counters.
 type Stats struct {
 	Sent, Received, Requests int64
+	Nudges                   int64 // blank lines sent after requests whose answers had not begun
 }
 
-// Stats returns the bytes sent and received and the requests made.
+// Stats returns the bytes sent and received, the requests made and the
+// blank lines sent after them.
 func (s *Session) Stats() Stats {
-	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Requests: s.requests.Load()}
+	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Requests: s.requests.Load(), Nudges: s.nudges.Load()}
 }
 
 // Close ends the session: it closes the command's standard input (the
@@ -1072,8 +1169,8 @@ func (s *Session) Stats() Stats {
 func (s *Session) Close() error {
 	if s.opt.Trace != nil {
 		st := s.Stats()
-		fmt.Fprintf(s.opt.Trace, "%s totals: %d requests, %d bytes sent, %d bytes received, %v\n",
-			time.Now().Format("15:04:05.000"), st.Requests, st.Sent, st.Received, time.Since(s.started).Round(time.Millisecond))
+		fmt.Fprintf(s.opt.Trace, "%s totals: %d requests, %d bytes sent, %d bytes received, %v, %d blank lines\n",
+			time.Now().Format("15:04:05.000"), st.Requests, st.Sent, st.Received, time.Since(s.started).Round(time.Millisecond), st.Nudges)
 	}
 	s.mu.Lock()
 	fns := s.onClose
