@@ -137,12 +137,21 @@ func viaRestartingChecks(t *testing.T, kname, via, dev, bin string, local []stri
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(restartRunBound); !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
+	// Until it collects, or ends (a run that failed is not waited for
+	// until the bound: once it took 8 minutes of the suite).
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	waiting := true
+	for deadline := time.Now().Add(restartRunBound); waiting && !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
+		select {
+		case <-exited:
+			waiting = false
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	time.Sleep(time.Second)
 	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	<-exited
 	if !strings.Contains(errb.String(), "collecting") {
 		t.Errorf("the run to kill on the restarting line never collected:\n%s", errb.String())
 	}

@@ -346,3 +346,28 @@ func TestRequestsThroughALineThatHoldsTheirLastBytes(t *testing.T) {
 		t.Errorf("without blank lines: %v", err)
 	}
 }
+
+// TestGreetingCutIsSentAgain: a shell that has the functions and reads
+// the greeting's request line cut (its line ended in the middle of it)
+// rejects it as cut; the greeting is sent again to the next shell and
+// answered, not taken as the line's failure (seen in the suite: a run
+// on a restarting line whose greeting straddled a restart ended with
+// "rejected a request line as cut").
+func TestGreetingCutIsSentAgain(t *testing.T) {
+	probe := &Session{m1: "SQH" + strings.Repeat("0", 16), m2: strings.Repeat("0", 16)}
+	cut := len(probe.greeting()) + len("R 1 ") + 6 // inside the request line, after the functions
+	line := fmt.Sprintf("dd bs=1 count=%d 2>/dev/null | sh 2>&1; exec sh 2>&1", cut)
+	var trace bytes.Buffer
+	s, err := Dial(context.Background(), line, Options{Timeout: 20 * time.Second, Trace: &trace})
+	if err != nil {
+		t.Fatalf("Dial: %v\n%s", err, trace.String())
+	}
+	defer s.Close()
+	if !strings.Contains(trace.String(), "rejected as cut: sent again") {
+		t.Errorf("the first shell did not reject the cut greeting: the test proves nothing\n%s", trace.String())
+	}
+	out, err := s.Run(context.Background(), "echo", "echo ok-$((6*7))")
+	if err != nil || strings.TrimSpace(out) != "ok-42" {
+		t.Errorf("after the greeting sent again: %q, %v\n%s", out, err, trace.String())
+	}
+}

@@ -960,7 +960,7 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 	if err := s.sendAndNudge(seq, msg); err != nil {
 		return "", s.lostErrLocked(step, err)
 	}
-	sent := 1
+	sent, rejects := 1, 0
 	var again <-chan time.Time
 	var t *time.Timer
 	if resend > 0 {
@@ -1022,6 +1022,20 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 			return "", fmt.Errorf("%s: %w", step, s.broken)
 		}
 		done, err := a.feed(l)
+		if err == errRejected && resend > 0 && rejects < maxRejects {
+			// A shell ran the line cut (a serial line's shell that
+			// ended in the middle of it, with the functions of an
+			// earlier greeting): it did not run, and the greeting
+			// may be sent again.
+			rejects++
+			s.tracef("< %s rejected as cut: sent again", seq)
+			a = newAnswer(s.mark, seq, s.opt.MaxAnswer)
+			if err := s.sendAndNudge(seq, msg); err != nil {
+				return "", s.lostErrLocked(step, err)
+			}
+			sent++
+			continue
+		}
 		if err != nil {
 			s.broken = err
 			return "", fmt.Errorf("%s: %w", step, err)

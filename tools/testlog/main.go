@@ -9,8 +9,9 @@
 // only the end of a run: the last submission's failure read "FAIL:
 // TestKernels/7.2-arm64/queries (0.42s)" with nothing to say why. The
 // digest names each failed test that has no failed subtest and repeats
-// its output (its t.Log and t.Error lines, up to -lines of each, each
-// line cut to -width bytes), so that the end of the log says why.
+// its output (its t.Log and t.Error lines, up to -lines of each: the
+// first quarter of them and the last three quarters, each line cut to
+// -width bytes), so that the end of the log says why.
 //
 // -quiet relays as go test without -v prints: each package's result
 // line, and a failed test's output when it fails (make unit).
@@ -173,12 +174,21 @@ func (d *digest) render(maxLines, width int) string {
 		if len(msgs) == 0 {
 			b.WriteString("    (it printed nothing of its own)\n")
 		}
-		for i, m := range msgs {
-			if i == maxLines {
-				fmt.Fprintf(&b, "    … and %d more lines (the whole log has them)\n", len(msgs)-maxLines)
-				break
-			}
+		// The first lines and the last: a check's error comes after
+		// the logs of what it checked, most often at the end.
+		head, tail := len(msgs), 0
+		if len(msgs) > maxLines {
+			head = max(maxLines/4, 1)
+			tail = maxLines - head
+		}
+		for _, m := range msgs[:head] {
 			b.WriteString(cut(m, width) + "\n")
+		}
+		if tail > 0 {
+			fmt.Fprintf(&b, "    … %d lines left out (the whole log has them)\n", len(msgs)-head-tail)
+			for _, m := range msgs[len(msgs)-tail:] {
+				b.WriteString(cut(m, width) + "\n")
+			}
 		}
 	}
 	sort.Strings(failedPkgs)
