@@ -98,6 +98,11 @@ type Session struct {
 	seq    int
 	broken error    // set once the session cannot be used
 	nudge  *nudging // the blank lines due after what was last sent (NudgeAfter)
+	// nudgeOK says that blank lines may follow requests: the greeting
+	// was answered and the line did not echo it (a terminal echoes a
+	// blank line too, into the answer the shell is writing).
+	nudgeOK     bool
+	greetEchoed bool // the greeting's line came back before its answer
 
 	// Counters, for measurements: bytes sent and received, requests,
 	// blank lines sent after requests (NudgeAfter).
@@ -229,6 +234,7 @@ func (s *Session) greet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.nudgeOK = !s.greetEchoed
 	f := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(f) != 4 || f[0] == "" || f[1] == "" {
 		return fmt.Errorf("--via %s: greeting the target's shell: expected its release, machine, host name and boot id, got %q", s.Command, clip(out))
@@ -372,7 +378,7 @@ func (s *Session) sendAndNudge(seq, text string) error {
 		return err
 	}
 	s.stopNudge()
-	if NudgeAfter > 0 {
+	if NudgeAfter > 0 && s.nudgeOK {
 		s.nudge = &nudging{timer: time.NewTimer(NudgeAfter), wait: NudgeAfter, seq: seq}
 	}
 	return nil
@@ -526,7 +532,11 @@ var ResendAfter = 2 * time.Second
 // (in Linux 6.1, lines of every length waited for the next one;
 // e2e/FINDINGS.md). A blank line is nothing to any shell, at any point of
 // its input (R's command reads /dev/null, not the line), and such a line
-// answers in milliseconds rather than after ResendAfter and a sync.
+// answers in milliseconds rather than after ResendAfter and a sync. Not
+// on a line that echoes (a terminal: adb shell, a serial login, ssh -t),
+// whose echo of a blank line would land in the answer being written, and
+// so not before the greeting has shown that the line does not echo: the
+// greeting waits for GreetEvery's resend instead.
 var NudgeAfter = 150 * time.Millisecond
 
 // StallAfter is how long an answer that began may go without a line
@@ -745,9 +755,6 @@ func (s *Session) next(ctx context.Context, step string, b *bound, quiet <-chan 
 		if nudged {
 			continue
 		}
-		if err == nil && !isQuiet {
-			s.stopNudge() // the line gives back: what was sent has come through
-		}
 		return l, isQuiet, err
 	}
 }
@@ -824,7 +831,11 @@ func (s *Session) await(ctx context.Context, step string, a *answer, b *bound, n
 			return unsure, nil
 		}
 		done, err := a.feed(l)
+		if a.started {
+			s.stopNudge() // the request came through
+		}
 		if err == errRejected {
+			s.stopNudge()
 			return rejected, nil
 		}
 		if err != nil {
@@ -912,6 +923,7 @@ func (s *Session) sync(ctx context.Context, step string, a *answer, b *bound, gr
 			continue
 		}
 		if rest, ok := bytes.CutPrefix(trimEOL(l), []byte(want)); ok {
+			s.stopNudge()
 			last, rec, _ := strings.Cut(string(rest), " ")
 			s.tracef("< %s greeted again; the shell's last request: %s, the target's record: %s", seq, last, rec)
 			return synced{last: last, record: rec}, nil
@@ -925,6 +937,9 @@ func (s *Session) sync(ctx context.Context, step string, a *answer, b *bound, gr
 		}
 		wasStarted := a.started
 		done, err := a.feed(l)
+		if a.started || err != nil {
+			s.stopNudge()
+		}
 		if err == errRejected {
 			return synced{rejected: true}, nil
 		}
@@ -987,12 +1002,10 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 			}
 			continue
 		case l = <-s.lines:
-			s.stopNudge()
 		case <-s.done:
 			// Lines read before the end may still be queued.
 			select {
 			case l = <-s.lines:
-				s.stopNudge()
 			default:
 				return "", s.lostErrLocked(step, nil)
 			}
@@ -1040,7 +1053,11 @@ func (s *Session) send(ctx context.Context, step, prefix, cmd string, resend, ti
 			s.broken = err
 			return "", fmt.Errorf("%s: %w", step, err)
 		}
+		if a.started {
+			s.stopNudge()
+		}
 		if done {
+			s.greetEchoed = a.echoed
 			if a.status != 0 {
 				return a.out, &AnswerError{Step: step, Status: a.status, Output: a.out}
 			}
@@ -1056,6 +1073,8 @@ type answer struct {
 	seq                string
 	begin, end, reject string
 	max                int
+	head               string // the start of the request's line ("R SEQ "), as an echo shows it
+	echoed             bool   // a line before the answer held head: the transport echoes its input
 	started            bool
 	body               bytes.Buffer
 	pending            []byte // the last line: the end marker's own newline may end it
@@ -1064,7 +1083,8 @@ type answer struct {
 }
 
 func newAnswer(mark, seq string, max int) *answer {
-	return &answer{seq: seq, begin: mark + " " + seq + " B", end: mark + " " + seq + " E ", reject: mark + " " + seq + " X", max: max}
+	return &answer{seq: seq, begin: mark + " " + seq + " B", end: mark + " " + seq + " E ", reject: mark + " " + seq + " X", max: max,
+		head: "R " + seq + " "}
 }
 
 // feed takes the next line (with its \n, or a piece of a longer line
@@ -1073,6 +1093,9 @@ func newAnswer(mark, seq string, max int) *answer {
 func (a *answer) feed(l []byte) (done bool, err error) {
 	text := trimEOL(l)
 	if !a.started {
+		if bytes.Contains(text, []byte(a.head)) {
+			a.echoed = true // the line echoes what it is sent: a terminal
+		}
 		switch {
 		case string(text) == a.begin:
 			a.started = true

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -448,6 +449,36 @@ func TestTerminals(t *testing.T) {
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
 			t.Errorf("a request ran something: %v", ents)
+		}
+	})
+}
+
+// TestNoBlankLinesOnATerminal: a line that echoes (an interactive shell
+// on a pty, as adb shell or a serial login are) gets no blank lines
+// after its requests, however soon they would fall due: its echo of one
+// would land in the answer being written (seen in CI: busybox ash's
+// answer to P gained "\n\n").
+func TestNoBlankLinesOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("util-linux's script is not installed (Debian's bsdutils, an essential package)")
+	}
+	old := NudgeAfter
+	NudgeAfter = time.Microsecond
+	t.Cleanup(func() { NudgeAfter = old })
+	eachShell(t, func(t *testing.T, sh string) {
+		if strings.HasPrefix(sh, "bash") {
+			sh = "bash --norc --noprofile"
+		}
+		s := dial(t, "exec script -qfc "+emit.Quote(sh+" -i")+" /dev/null", Options{Timeout: 10 * time.Second})
+		for i := range 20 {
+			want := fmt.Sprintf("line %d ünï", i)
+			out, err := s.Run(context.Background(), "echoing", "P "+emit.Quote(want))
+			if err != nil || out != want+"\n" {
+				t.Errorf("P %q came back as %q, %v", want, out, err)
+			}
+		}
+		if n := s.Stats().Nudges; n != 0 {
+			t.Errorf("%d blank lines sent on a terminal", n)
 		}
 	})
 }
