@@ -42,8 +42,11 @@ type Catalog struct {
 	indexErr  error
 
 	listOnce    sync.Once
-	listIndex   map[string][]string // event name → systems, from the event list (nil without one)
-	listSystems map[string]bool     // the systems the event list names
+	listData    string          // the event list's text ("" without one)
+	listSystems map[string]bool // the systems the event list names (nil without one)
+
+	unlistedOnce sync.Once
+	unlisted     map[string][]string // event name → the systems the list leaves out that hold it
 
 	events  map[string]*Event   // "system/event" → parsed event
 	defined map[string]*Event   // events added with Define
@@ -86,9 +89,9 @@ func (c *Catalog) buildIndex() {
 	var listed map[string]bool
 	if c.hasEventList() {
 		listed = c.listSystems
-		for e, ss := range c.listIndex {
-			c.index[e] = slices.Clone(ss)
-		}
+		eachListed(c.listData, func(s, e string) {
+			c.index[e] = append(c.index[e], s)
+		})
 	}
 	for _, s := range systems {
 		if listed[s] {
@@ -114,26 +117,104 @@ func (c *Catalog) buildIndex() {
 // The list is one read where the systems' listings are a hundred reads,
 // and a name's stats a hundred stats: on a live tracefs in a guest under
 // qemu's emulation, 1-2 ms against 10-20.
+//
+// Only the systems it names are noted at first (its lines come grouped by
+// system: about a hundred, where the events are a few thousand); a name
+// is looked for in the text when asked (listed), and every event is
+// indexed only for [Catalog.Names]. Indexing them all took most of a
+// compile's time against a live tracefs (BenchmarkCompileFullCatalog).
 func (c *Catalog) hasEventList() bool {
 	c.listOnce.Do(func() {
 		data, err := fs.ReadFile(c.fsys, eventList)
 		if err != nil {
 			return
 		}
-		index, systems := map[string][]string{}, map[string]bool{}
-		for _, l := range strings.Split(string(data), "\n") {
-			s, e, ok := strings.Cut(strings.TrimSpace(l), ":")
-			if !ok || s == "" || e == "" || strings.Contains(e, "/") {
-				continue
+		systems, last := map[string]bool{}, ""
+		eachListed(string(data), func(s, _ string) {
+			if s != last {
+				systems[s], last = true, s
 			}
-			systems[s] = true
-			index[e] = append(index[e], s)
-		}
+		})
 		if len(systems) > 0 {
-			c.listIndex, c.listSystems = index, systems
+			c.listData, c.listSystems = string(data), systems
 		}
 	})
-	return c.listIndex != nil
+	return c.listSystems != nil
+}
+
+// listLine reads one line of the event list, "system:event" with space
+// around it; an event name holding a "/" is not one.
+func listLine(l string) (system, event string, ok bool) {
+	s, e, ok := strings.Cut(strings.TrimSpace(l), ":")
+	if !ok || s == "" || e == "" || strings.Contains(e, "/") {
+		return "", "", false
+	}
+	return s, e, true
+}
+
+// eachListed calls f with each line of the event list data that names an
+// event, in order.
+func eachListed(data string, f func(system, event string)) {
+	for data != "" {
+		var l string
+		l, data, _ = strings.Cut(data, "\n")
+		if s, e, ok := listLine(l); ok {
+			f(s, e)
+		}
+	}
+}
+
+// listed returns the systems the event list names event in, one for each
+// line that names it (as eachListed reads them), sorted: only the lines
+// where ":event" occurs are read.
+func (c *Catalog) listed(event string) []string {
+	var out []string
+	data, key := c.listData, ":"+event
+	for from := 0; ; {
+		i := strings.Index(data[from:], key)
+		if i < 0 {
+			break
+		}
+		i += from
+		start := strings.LastIndexByte(data[:i], '\n') + 1
+		end := len(data)
+		if j := strings.IndexByte(data[i:], '\n'); j >= 0 {
+			end = i + j
+		}
+		if s, e, ok := listLine(data[start:end]); ok && e == event {
+			out = append(out, s)
+		}
+		from = end
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unlistedHolders returns the systems the event list leaves out (ftrace's)
+// that hold event, from their listings, read once.
+func (c *Catalog) unlistedHolders(event string) []string {
+	c.unlistedOnce.Do(func() {
+		c.unlisted = map[string][]string{}
+		systems, err := c.systemList()
+		if err != nil {
+			return
+		}
+		for _, s := range systems {
+			if c.listSystems[s] {
+				continue
+			}
+			evs, err := fs.ReadDir(c.fsys, path.Join("events", s))
+			if err != nil {
+				continue
+			}
+			for _, e := range evs {
+				if e.IsDir() {
+					c.unlisted[e.Name()] = append(c.unlisted[e.Name()], s)
+				}
+			}
+		}
+	})
+	return c.unlisted[event]
 }
 
 func (c *Catalog) ensureIndex() error {
@@ -176,7 +257,9 @@ func (c *Catalog) Systems(event string) ([]string, error) {
 	systems, err := c.systemList()
 	found, looked := c.holders[event]
 	if !looked && err == nil && IsIdent(event) {
-		if len(c.holders) >= statLookups || c.hasEventList() {
+		if c.hasEventList() {
+			found = append(c.listed(event), c.unlistedHolders(event)...)
+		} else if len(c.holders) >= statLookups {
 			if c.ensureIndex() == nil {
 				found = slices.Clone(c.index[event])
 			}

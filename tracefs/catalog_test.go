@@ -439,3 +439,76 @@ func TestCatalogHasFile(t *testing.T) {
 		}
 	}
 }
+
+// Systems looks a name up in the event list's text; the full index, read
+// line by line, must give the same systems for every name: every event
+// of every embedded catalog, and a list of hostile lines (space around
+// them and around the colon, a second colon, a slash, CRLF, names that
+// hold another as a prefix or suffix, repeated lines, no final newline).
+func TestCatalogListedIsTheIndex(t *testing.T) {
+	check := func(what string, fsys fs.FS, names []string) {
+		t.Helper()
+		full := Open(fsys)
+		if err := full.ensureIndex(); err != nil {
+			t.Fatal(err)
+		}
+		lazy := Open(fsys)
+		for _, n := range names {
+			got, err := lazy.Systems(n)
+			if err != nil {
+				t.Fatalf("%s: Systems(%q): %v", what, n, err)
+			}
+			want := slices.Clone(full.index[n])
+			if !IsIdent(n) {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: Systems(%q) = %q, the full index %q", what, n, got, want)
+			}
+		}
+	}
+	for _, a := range Arches {
+		for _, v := range EmbeddedKernelsOf(a) {
+			fsys, err := EmbeddedOf(v, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := Open(fsys).Names()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, n := range all {
+				_, e, _ := strings.Cut(n, "/")
+				names = append(names, e)
+			}
+			check(v+" "+a.Name, fsys, names)
+		}
+	}
+	list := "sched:sched_switch\n  sched:sched_waking  \nirq :irq_handler_entry\nirq: irq_handler_exit\n" +
+		"a:b:ev\nsys:ev/x\n:lonely\nsys:\nnocolon\nsys:ev\r\nsys:ev2\nsys:xev\nother:ev\nsys:ev\n\n" +
+		"tail:sched_switch"
+	fsys := fstest.MapFS{
+		"available_events":           &fstest.MapFile{Data: []byte(list)},
+		"events/enable":              &fstest.MapFile{Data: []byte("0\n")},
+		"events/sched/enable":        &fstest.MapFile{Data: []byte("0\n")},
+		"events/ftrace/function/id":  &fstest.MapFile{Data: []byte("1\n")},
+		"events/ftrace/sched_switch": &fstest.MapFile{Mode: fs.ModeDir},
+	}
+	names := []string{"sched_switch", "sched_waking", "irq_handler_entry", "irq_handler_exit", " irq_handler_exit",
+		"b:ev", "ev", "ev/x", "lonely", "ev2", "xev", "function", "nocolon", "sys", "tail", "x"}
+	check("hostile list", fsys, names)
+	// What the lines say, spelled out.
+	cat := Open(fsys)
+	for n, want := range map[string][]string{
+		"sched_switch": {"ftrace", "sched", "tail"},
+		"ev":           {"other", "sys", "sys"}, // "sys:ev\r" and "sys:ev"
+		"ev2":          {"sys"},
+		"lonely":       nil,
+		"function":     {"ftrace"},
+	} {
+		if got, _ := cat.Systems(n); !slices.Equal(got, want) {
+			t.Errorf("hostile list: Systems(%q) = %q, want %q", n, got, want)
+		}
+	}
+}
