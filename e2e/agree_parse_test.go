@@ -140,7 +140,7 @@ func TestAgreementCompare(t *testing.T) {
 		"syscall count":         func(a *agreement) { a.bpfSys[257] = 201 },
 		"syscall only one side": func(a *agreement) { a.sqlSys[1] = 1 },
 		"wakeup total":          func(a *agreement) { a.sqlPre[8] = 20 },
-		"wakeup distribution":   func(a *agreement) { a.sqlWake = map[int]uint64{6: 90, 7: 100} },
+		"wakeup distribution":   func(a *agreement) { a.sqlWake = map[int]uint64{7: 150, 8: 40} }, // every wakeup a bucket over
 		"func total":            func(a *agreement) { a.bpfFunc.slots[16] = 170 },
 		"func distribution":     func(a *agreement) { a.bpfFunc.slots = map[int]uint64{17: 179, 16: 22} },
 		"empty window":          func(a *agreement) { a.sqlSys, a.bpfSys = map[int]uint64{3: 4}, map[int]uint64{3: 4} },
@@ -209,13 +209,65 @@ func TestTVD(t *testing.T) {
 	// The verdict line states the measure, its bound and both
 	// distributions.
 	var b strings.Builder
-	errs := compareLatency(&b, "runqlat", ciSQL, bpfHist{"usecs", map[int]uint64{5: 3, 6: 20, 7: 86, 8: 85, 9: 15, 10: 2}}, 200)
+	errs := compareLatency(&b, "runqlat", ciSQL, bpfHist{"usecs", map[int]uint64{5: 3, 6: 20, 7: 86, 8: 85, 9: 15, 10: 2}}, 200, false)
 	if len(errs) != 1 || !strings.Contains(errs[0], "total variation distance") || !strings.Contains(errs[0], "at most 20%") ||
 		!strings.Contains(errs[0], "(64, 128] 82, (128, 256] 89") || !strings.Contains(errs[0], "[128, 255] 86, [256, 511] 85") {
 		t.Errorf("the failure does not state the measure, its bound and both distributions: %q", errs)
 	}
 	if !strings.Contains(b.String(), "total 211 vs 211; total variation distance") {
 		t.Errorf("the report's last line:\n%s", b.String())
+	}
+}
+
+// freshWakeups are the wakeup latencies of a fresh clone's 6.1 agreement
+// phase of 2026-12-05 (201 each side, counts equal): the cluster at the
+// 32 us edge, 37% apart in total variation distance.
+func freshWakeups() (sql, bpf map[int]uint64) {
+	return map[int]uint64{5: 99, 6: 98, 7: 1, 8: 1, 9: 1, 13: 1},
+		map[int]uint64{4: 25, 5: 172, 6: 2, 8: 1, 12: 1}
+}
+
+// TestLog2Moves: the wakeups' rule passes equal answers, near ties and
+// clusters at an edge moved a bucket in any share but all, and fails
+// every event a bucket over and moves of two buckets or more; its
+// failure states both bounds and both distributions.
+func TestLog2Moves(t *testing.T) {
+	ciSQL, ciBPF := ciWakeups()
+	freshSQL, freshBPF := freshWakeups()
+	for _, c := range []struct {
+		name       string
+		kern, bpf  map[int]uint64
+		steps, far float64
+		pass       bool
+	}{
+		{"equal", map[int]uint64{7: 150, 8: 51}, map[int]uint64{6: 150, 7: 51}, 0, 0, true},
+		{"shares a wakeup apart, totals within 1%", map[int]uint64{7: 100, 8: 100}, map[int]uint64{6: 100, 7: 99}, -1, -1, true},
+		{"the CI's near tie", ciSQL, ciBPF, 4.0 / 211, 0, true},
+		{"the fresh clone's cluster at 32 us", freshSQL, freshBPF, 75.0 / 201, 0, true},
+		{"6.1 loaded, runqlat a few us shorter", map[int]uint64{5: 9, 6: 116, 7: 57, 8: 16, 9: 4, 10: 1},
+			map[int]uint64{4: 24, 5: 106, 6: 50, 7: 17, 8: 5, 9: 1}, -1, -1, true},
+		{"half the events a bucket over", map[int]uint64{7: 150, 8: 51}, map[int]uint64{6: 51, 7: 150}, 99.0 / 201, 0, true},
+		{"every event a bucket over", map[int]uint64{22: 200}, map[int]uint64{22: 200}, 1, 0, false},
+		{"the CI's answer moved a bucket", ciSQL, map[int]uint64{5: 3, 6: 20, 7: 86, 8: 85, 9: 15, 10: 2}, -1, 0, false},
+		{"the TSC's drift", map[int]uint64{19: 30, 20: 83, 21: 87}, map[int]uint64{20: 1, 21: 199}, -1, 113.0/200 - 1.0/200, false},
+		{"a tenth two buckets up", map[int]uint64{6: 200}, map[int]uint64{5: 180, 7: 20}, -1, 0.1, false},
+	} {
+		steps, far := log2Moves(c.kern, c.bpf)
+		if c.steps >= 0 && math.Abs(steps-c.steps) > 1e-9 {
+			t.Errorf("%s: steps %.4f, want %.4f", c.name, steps, c.steps)
+		}
+		if c.far >= 0 && math.Abs(far-c.far) > 1e-9 {
+			t.Errorf("%s: far %.4f, want %.4f", c.name, far, c.far)
+		}
+		var b strings.Builder
+		errs := compareLatency(&b, "runqlat", c.kern, bpfHist{"usecs", c.bpf}, 150, true)
+		if pass := len(errs) == 0; pass != c.pass {
+			t.Errorf("%s: steps %.2f, far %.1f%%: pass %v, want %v: %q", c.name, steps, 100*far, pass, c.pass, errs)
+		}
+		if !c.pass && (len(errs) != 1 || !strings.Contains(errs[0], distsDiffer) || !strings.Contains(errs[0], "bucket steps an event (at most 0.75") ||
+			!strings.Contains(errs[0], "two buckets or more") || !strings.Contains(errs[0], kernBuckets(c.kern))) {
+			t.Errorf("%s: the failure does not state both bounds and the distributions: %q", c.name, errs)
+		}
 	}
 }
 
@@ -262,10 +314,17 @@ func TestCheckAgree(t *testing.T) {
 	if f, s := run(agreeOutput(0, ciSQL, ciBPF)); f || s {
 		t.Errorf("the near tie of 2026-11-27 (6.1-arm64): failed %v skipped %v", f, s)
 	}
-	if f, _ := run(agreeOutput(0, wake, map[int]uint64{6: 51, 7: 150})); !f {
-		t.Error("different distributions with a stable TSC did not fail")
+	freshSQL, freshBPF := freshWakeups()
+	if f, s := run(agreeOutput(0, freshSQL, freshBPF)); f || s {
+		t.Errorf("the cluster at 32 us of 2026-12-05 (6.1): failed %v skipped %v", f, s)
 	}
-	if f, s := run(agreeOutput(1, wake, map[int]uint64{6: 51, 7: 150})); f || !s {
+	if f, _ := run(agreeOutput(0, wake, map[int]uint64{7: 150, 8: 51})); !f {
+		t.Error("every wakeup a bucket over with a stable TSC did not fail")
+	}
+	if f, _ := run(agreeOutput(0, wake, map[int]uint64{6: 131, 8: 70})); !f {
+		t.Error("a third of the wakeups two buckets over with a stable TSC did not fail")
+	}
+	if f, s := run(agreeOutput(1, wake, map[int]uint64{6: 131, 8: 70})); f || !s {
 		t.Errorf("different distributions with the TSC unstable: failed %v skipped %v, want a skip", f, s)
 	}
 	if f, s := run(agreeOutput(1, wake, map[int]uint64{7: 150, 8: 51})); f || !s {

@@ -4,7 +4,9 @@ package e2e
 // on a workload with exact counts, sqlhist's syscall counts equal
 // libbpf-tools' syscount's, and its wakeup-latency and function-latency
 // counts are within 1% of runqlat's and funclatency's, with log2
-// distributions at most maxTVD apart in total variation distance.
+// distributions at most maxTVD apart in total variation distance (the
+// function's), or no more than a bucket apart short of all (the
+// wakeups': log2Moves, maxSteps).
 //
 // The window: a busybox shell (one thread, builtins only, so no child
 // process) waits on a FIFO for a go; sqlhist (-r -p PID, one run per
@@ -48,7 +50,11 @@ package e2e
 // gives the runs measured). Different answers are far more: that run's
 // wakeups moved by a bucket are 40% away, the 3 ms sleeps (all in one
 // bucket) 100%, and the do_sys_openat2 timing above, whose probes
-// doubled a latency, was 46% away.
+// doubled a latency, was 46% away. That held while the wakeups' mode sat
+// inside a bucket; once faster system calls put it at 32 us, equal
+// answers were 37% apart (2026-12-05), so the wakeups are now held to
+// log2Moves' bounds (maxSteps): any share but all a bucket over, at most
+// one in 20 further. The function's 3 ms sleeps keep maxTVD.
 //
 // Clocks. BPF's bpf_ktime_get_ns is ktime_get_mono_fast_ns (the
 // clocksource); a hist trigger that reads common_timestamp sets its
@@ -237,7 +243,7 @@ func checkAgreeWith(t checker, kname, out string) string {
 	t.Logf("%s: sqlhist and libbpf-tools over the same window:\n%s", kname, report)
 	var dists []string
 	for _, e := range errs {
-		if unstable && strings.Contains(e, tvdName) {
+		if unstable && strings.Contains(e, distsDiffer) {
 			dists = append(dists, e)
 			continue
 		}
@@ -360,16 +366,18 @@ func (a *agreement) compare(n int) (string, []string) {
 	}
 	wake := addHists(a.sqlWake, a.sqlPre)
 	fmt.Fprintf(&b, "wakeup latency (us): sqlhist = sched_wakeup JOIN (%d) + preempted JOIN (%d)\n", sum(a.sqlWake), sum(a.sqlPre))
-	errs = append(errs, compareLatency(&b, "runqlat", wake, a.bpfWake, n)...)
+	errs = append(errs, compareLatency(&b, "runqlat", wake, a.bpfWake, n, true)...)
 	fmt.Fprintf(&b, "schedule_hrtimeout_range latency (ns):\n")
-	errs = append(errs, compareLatency(&b, "funclatency", a.sqlFunc, a.bpfFunc, n)...)
+	errs = append(errs, compareLatency(&b, "funclatency", a.sqlFunc, a.bpfFunc, n, false)...)
 	return b.String(), errs
 }
 
 // compareLatency prints a kernel log2 histogram beside a BPF one, bucket
 // e beside slot e-1, and checks the totals (within 1%) and the
-// distributions (total variation distance at most maxTVD).
-func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bpfHist, n int) []string {
+// distributions: at most maxTVD apart in total variation distance, or,
+// with atEdges (latencies that cluster at a bucket's end, the wakeups),
+// log2Moves' bounds.
+func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bpfHist, n int, atEdges bool) []string {
 	var errs []string
 	lo, hi := 64, 0
 	for e, c := range kern {
@@ -399,12 +407,78 @@ func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bp
 		errs = append(errs, fmt.Sprintf("%s: sqlhist's total %d is not within 1%% of %s's %d", tool, st, tool, bt))
 	}
 	d := tvd(kern, bpf.slots)
+	if atEdges {
+		steps, far := log2Moves(kern, bpf.slots)
+		farMax := max(maxFar, 1/float64(max(min(st, bt), 1))) + 0.01
+		fmt.Fprintf(b, "; %s %.1f%%; %.2f bucket steps an event (at most %.2f), %.1f%% two buckets or more apart (at most %.1f%%)\n", tvdName, 100*d, steps, maxSteps, 100*far, 100*farMax)
+		if st >= 8 && bt >= 8 && (steps > maxSteps || far > farMax) {
+			errs = append(errs, fmt.Sprintf("%s: %s: %.2f bucket steps an event (at most %.2f: not every event a bucket over), %.1f%% of the events two buckets or more from the other side's (at most %.1f%%); kernel bucket e beside BPF slot e-1, each normalised by its total: sqlhist %s; %s %s",
+				tool, distsDiffer, steps, maxSteps, 100*far, 100*farMax, kernBuckets(kern), tool, bpfSlots(bpf.slots)))
+		}
+		return errs
+	}
 	fmt.Fprintf(b, "; %s %.1f%% (at most %.0f%%)\n", tvdName, 100*d, 100*maxTVD)
 	if d > maxTVD {
-		errs = append(errs, fmt.Sprintf("%s: the latency distributions differ: %s %.1f%%, want at most %.0f%% (kernel bucket e beside BPF slot e-1, each normalised by its total): sqlhist %s; %s %s",
-			tool, tvdName, 100*d, 100*maxTVD, kernBuckets(kern), tool, bpfSlots(bpf.slots)))
+		errs = append(errs, fmt.Sprintf("%s: %s: %s %.1f%%, want at most %.0f%% (kernel bucket e beside BPF slot e-1, each normalised by its total): sqlhist %s; %s %s",
+			tool, distsDiffer, tvdName, 100*d, 100*maxTVD, kernBuckets(kern), tool, bpfSlots(bpf.slots)))
 	}
 	return errs
+}
+
+// distsDiffer begins the failure of either distribution check, which an
+// unstable TSC turns into a skip.
+const distsDiffer = "the latency distributions differ"
+
+// maxSteps and maxFar bound log2Moves for latencies that cluster at a
+// bucket's end (the wakeups). The two tools read one wakeup a few
+// microseconds apart, one-sidedly (maxTVD's comment), and under TCG the
+// wakeups of a 3 ms poll cluster at 32 us: a fresh clone of 2026-12-05
+// put 99 of sqlhist's 201 in (16, 32] and 98 in (32, 64] against
+// runqlat's 25 and 172 (37% apart in total variation distance, with
+// equal counts). So any share of the events but all may sit one bucket
+// over; what different answers do is shift every event (a bucket rule
+// off by one: a step an event) or move events further (a clock's drift,
+// a unit, a pairing: two buckets and more). The same rule as the same
+// window's (samewindow_test.go). The function's 3 ms sleeps sit in the
+// middle of their bucket and keep the stricter maxTVD.
+const (
+	maxSteps = 0.75
+	maxFar   = 0.05
+)
+
+// log2Moves compares a kernel log2 histogram with a BPF one (bucket e
+// beside slot e-1), each normalised by its total: steps is the least
+// number of bucket steps an event that turn one into the other (the
+// differences of the cumulative shares, added up), far the largest share
+// that must move two buckets or more (where one side's share up to bucket
+// k-1 exceeds the other's up to k).
+func log2Moves(kern, bpf map[int]uint64) (steps, far float64) {
+	st, bt := sum(kern), sum(bpf)
+	if st == 0 || bt == 0 {
+		return 0, 0
+	}
+	lo, hi := 64, 0
+	for e, c := range kern {
+		if c > 0 {
+			lo, hi = min(lo, e), max(hi, e)
+		}
+	}
+	for k, c := range bpf {
+		if c > 0 {
+			lo, hi = min(lo, k+1), max(hi, k+1)
+		}
+	}
+	var f, g, pf, pg float64
+	for e := lo; e <= hi; e++ {
+		f += float64(kern[e]) / float64(st)
+		g += float64(bpf[e-1]) / float64(bt)
+		steps += math.Abs(f - g)
+		if e > lo {
+			far = max(far, pf-g, pg-f)
+		}
+		pf, pg = f, g
+	}
+	return steps, far
 }
 
 // tvdName names the distributions' measure in the report and in the
