@@ -794,9 +794,22 @@ const synthHeader = 32
 // Options.OnSynth wants them.
 const eventsMap = "events"
 
-// statsMap holds the maps' drop counters, one u64 each, then the
-// synthetic events' records the perf ring had no room for.
+// statsMap holds the engine's counters, u64 each (statSlots): for each
+// map, the events whose insert found it full and those whose insert failed
+// otherwise; then the synthetic events' records the perf ring had no room
+// for; then the code of the last insert that failed otherwise.
 const statsMap = "stats"
+
+// The stats map's slots, for maps maps.
+func fullSlot(m int) uint32         { return uint32(8 * (2 * m)) }
+func failedSlot(m int) uint32       { return uint32(8 * (2*m + 1)) }
+func unwrittenSlot(maps int) uint32 { return uint32(8 * (2 * maps)) }
+func lastErrSlot(maps int) uint32   { return uint32(8 * (2*maps + 1)) }
+func statSlots(maps int) int        { return 2*maps + 2 }
+
+// errE2BIG is the errno a full hash map's insert returns (its elements
+// preallocated: all taken).
+const errE2BIG = 7
 
 // trigger generates one trigger on the event of ec.
 func (g *gen) trigger(ct *ctrig, ec *evctx) error {
@@ -919,8 +932,22 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 		asm.FnMapUpdateElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, again),
 		asm.JEq.Imm(asm.R0, eExist, again))
+	// R0 is the insert's error, or 0 when the entry it made (or found
+	// made) is not there: a full map is told apart from the rest, whose
+	// last code is kept (the kernel's verdict, reported as it is).
 	g.at(drop)
-	g.ins(asm.LoadMapValue(asm.R1, 0, uint32(8*m.stat)).WithReference(statsMap),
+	full := g.label()
+	g.ins(asm.JEq.Imm(asm.R0, -errE2BIG, full),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Neg.Imm(asm.R3, 0),
+		asm.LoadMapValue(asm.R1, 0, failedSlot(m.stat)).WithReference(statsMap),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.StoreXAdd(asm.R1, asm.R2, asm.DWord),
+		asm.LoadMapValue(asm.R1, 0, lastErrSlot(len(g.e.maps))).WithReference(statsMap),
+		asm.StoreMem(asm.R1, 0, asm.R3, asm.DWord),
+		asm.Ja.Label(end))
+	g.at(full)
+	g.ins(asm.LoadMapValue(asm.R1, 0, fullSlot(m.stat)).WithReference(statsMap),
 		asm.Mov.Imm(asm.R2, 1),
 		asm.StoreXAdd(asm.R1, asm.R2, asm.DWord),
 		asm.Ja.Label(end))
@@ -1171,7 +1198,7 @@ func (g *gen) fire(s *tstate, a *planner.Action) error {
 		// loaded CI host: 433 of the reader's 502 events, 0 told lost).
 		written := g.label()
 		g.ins(asm.JSGE.Imm(asm.R0, 0, written),
-			asm.LoadMapValue(asm.R1, 0, uint32(8*len(g.e.maps))).WithReference(statsMap),
+			asm.LoadMapValue(asm.R1, 0, unwrittenSlot(len(g.e.maps))).WithReference(statsMap),
 			asm.Mov.Imm(asm.R2, 1),
 			asm.StoreXAdd(asm.R1, asm.R2, asm.DWord))
 		g.at(written)

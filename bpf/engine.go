@@ -395,7 +395,7 @@ func (e *Engine) spec() *ebpf.CollectionSpec {
 			ValueSize: scratchSize, MaxEntries: 1}
 	}
 	cs.Maps[statsMap] = &ebpf.MapSpec{Name: statsMap, Type: ebpf.Array, KeySize: 4,
-		ValueSize: uint32(8 * (len(e.maps) + 1)), MaxEntries: 1}
+		ValueSize: uint32(8 * statSlots(len(e.maps))), MaxEntries: 1}
 	for i, p := range e.progs {
 		name := progName(i)
 		typ := ebpf.TracePoint
@@ -662,8 +662,8 @@ func (e *Engine) Stop() (lost uint64, err error) {
 		<-e.readDone
 		e.reader = nil
 		if e.coll != nil {
-			if _, unwritten, err := e.counters(); err == nil {
-				lost += unwritten
+			if c, err := e.counters(); err == nil {
+				lost += c.unwritten
 			}
 		}
 	}

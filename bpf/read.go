@@ -9,9 +9,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
+	"golang.org/x/sys/unix"
 )
 
 // rawEntry is one map entry as read: its key and value bytes.
@@ -33,7 +35,7 @@ func (e *Engine) ReadSome(want func(trigger int) bool) ([]*tracefs.Histogram, er
 	if e.coll == nil {
 		return nil, errors.New("the BPF engine is not loaded")
 	}
-	drops, err := e.drops()
+	cs, err := e.counters()
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +80,10 @@ func (e *Engine) ReadSome(want func(trigger int) bool) ([]*tracefs.Histogram, er
 	hs := make([]*tracefs.Histogram, len(e.ctrigs))
 	for i, ct := range e.ctrigs {
 		if wanted[ct.m] && (want == nil || want(i)) {
-			hs[i] = e.histogram(ct, raws[ct.m], drops[ct.m.stat])
+			hs[i] = e.histogram(ct, raws[ct.m], cs.full[ct.m.stat])
+			if n := cs.failed[ct.m.stat]; n > 0 {
+				hs[i].Totals.Failed, hs[i].Totals.FailedWhy = n, failure(cs.lastErr)
+			}
 		}
 	}
 	return hs, nil
@@ -99,24 +104,40 @@ func (e *Engine) ReadFiles() (map[string][]*tracefs.Histogram, error) {
 	return out, nil
 }
 
-// drops reads the maps' drop counters.
-func (e *Engine) drops() ([]uint64, error) {
-	out, _, err := e.counters()
-	return out, err
+// counts is what the stats map holds (statsMap).
+type counts struct {
+	full, failed []uint64 // each map's inserts lost: full, or failed otherwise
+	unwritten    uint64   // the synthetic events' records the perf ring had no room for
+	lastErr      uint64   // the errno of the last insert that failed otherwise; 0: its entry was gone
 }
 
-// counters reads the maps' drop counters and the synthetic events' records
-// the programs could not write (the perf ring full).
-func (e *Engine) counters() (drops []uint64, unwritten uint64, err error) {
-	buf := make([]byte, 8*(len(e.maps)+1))
+// counters reads the stats map.
+func (e *Engine) counters() (counts, error) {
+	n := len(e.maps)
+	buf := make([]byte, 8*statSlots(n))
 	if err := e.coll.Maps[statsMap].Lookup(uint32(0), &buf); err != nil {
-		return nil, 0, fmt.Errorf("the BPF engine: reading the drops: %v", err)
+		return counts{}, fmt.Errorf("the BPF engine: reading the drops: %v", err)
 	}
-	drops = make([]uint64, len(e.maps))
-	for i := range drops {
-		drops[i] = binary.NativeEndian.Uint64(buf[8*i:])
+	at := func(off uint32) uint64 { return binary.NativeEndian.Uint64(buf[off:]) }
+	c := counts{full: make([]uint64, n), failed: make([]uint64, n), unwritten: at(unwrittenSlot(n)), lastErr: at(lastErrSlot(n))}
+	for i := range n {
+		c.full[i], c.failed[i] = at(fullSlot(i)), at(failedSlot(i))
 	}
-	return drops, binary.NativeEndian.Uint64(buf[8*len(e.maps):]), nil
+	return c, nil
+}
+
+// failure names the code of an insert that failed with its map not full:
+// the errno the kernel's map update returned, or that the entry the
+// program made (or found made by another CPU) was gone when it looked.
+func failure(code uint64) string {
+	if code == 0 {
+		return "the entry just inserted was not found"
+	}
+	name := unix.ErrnoName(syscall.Errno(code))
+	if name == "" {
+		name = fmt.Sprintf("errno %d", code)
+	}
+	return fmt.Sprintf("the kernel's map update returned %s (%v)", name, syscall.Errno(code))
 }
 
 // histogram decodes a map's entries as the trigger ct shows them.

@@ -164,3 +164,18 @@ func TestReadKinds(t *testing.T) {
 		t.Errorf("tracked %+v", tr)
 	}
 }
+
+// failure names what the stats map kept of an insert that failed with its
+// map not full: the errno by its name, or the entry gone after the insert.
+func TestFailureNames(t *testing.T) {
+	for code, want := range map[uint64]string{
+		16:  "the kernel's map update returned EBUSY (device or resource busy)",
+		12:  "the kernel's map update returned ENOMEM (cannot allocate memory)",
+		0:   "the entry just inserted was not found",
+		999: "the kernel's map update returned errno 999 (errno 999)",
+	} {
+		if got := failure(code); got != want {
+			t.Errorf("failure(%d) = %q, want %q", code, got, want)
+		}
+	}
+}

@@ -72,11 +72,11 @@ func (e *Engine) Unwritten() uint64 {
 	if e.coll == nil {
 		return 0
 	}
-	_, n, err := e.counters()
+	c, err := e.counters()
 	if err != nil {
 		return 0
 	}
-	return n
+	return c.unwritten
 }
 
 // Skipped is the program runs the kernel skipped so far (another BPF

@@ -216,8 +216,11 @@ type runResult struct {
 	Event   string
 	Columns []string
 	Rows    []map[string]any
-	Totals  struct{ Hits, Entries, Dropped, Negative uint64 }
-	Unit    string
+	Totals  struct {
+		Hits, Entries, Dropped, Negative, Failed uint64
+		FailedWhy                                string `json:"failed_why"`
+	}
+	Unit string
 }
 
 // runPhase proves --run in kernel kname: the tables are not empty, their
@@ -533,8 +536,8 @@ func checkHist(t *testing.T, out string) {
 		}
 		prev = uint64(n)
 	}
-	if sum := res.sum("n"); len(res.Rows) < 3 || sum != res.Totals.Hits || res.Totals.Dropped != 0 {
-		t.Errorf("hist: %d rows summing to %d, kernel Hits %d, dropped %d", len(res.Rows), sum, res.Totals.Hits, res.Totals.Dropped)
+	if sum := res.sum("n"); len(res.Rows) < 3 || sum != res.Totals.Hits || res.Totals.Dropped != 0 || res.Totals.Failed != 0 {
+		t.Errorf("hist: %d rows summing to %d, kernel Hits %d, dropped %d, failed %d (%s)", len(res.Rows), sum, res.Totals.Hits, res.Totals.Dropped, res.Totals.Failed, res.Totals.FailedWhy)
 	}
 }
 

@@ -202,7 +202,7 @@ var (
 	descLost     = healthMetric{"sqlhist_events_lost_total", "Events the stream engine's ring buffers lost before they were read (0 for the kernel's hist triggers).", []string{"engine"}}
 	descHits     = healthMetric{"sqlhist_map_hits_total", "Events that reached the query's hist map.", []string{"query"}}
 	descEntries  = healthMetric{"sqlhist_map_entries", "Entries in the query's hist map.", []string{"query"}}
-	descDropped  = healthMetric{"sqlhist_map_dropped_total", "Events the query's hist map dropped because it was full: its counts are then short.", []string{"query"}}
+	descDropped  = healthMetric{"sqlhist_map_dropped_total", "Events the query's hist map could not store (it was full, or the kernel refused a BPF map insert): its counts are then short.", []string{"query"}}
 	descNegative = healthMetric{"sqlhist_negative_latencies_total", "A JOIN's events whose latency was negative (the end stamped before the start), left out of its histogram.", []string{"query"}}
 	descFolded   = healthMetric{"sqlhist_series_folded", "Label sets of the query counted under " + OtherLabel + " beyond the limit of label sets.", []string{"query"}}
 )
@@ -261,7 +261,7 @@ func (e *Exporter) collectTarget(out []metric, name string, t *exported) []metri
 			tot := res.Totals()
 			out = append(out, healthSince(descHits, float64(tot.Hits), t.start, name, q),
 				health(descEntries, gauge, float64(tot.Entries), name, q),
-				healthSince(descDropped, float64(tot.Dropped), t.start, name, q))
+				healthSince(descDropped, float64(tot.Dropped+tot.Failed), t.start, name, q))
 		}
 		if res.Latency != nil {
 			out = append(out, healthSince(descNegative, float64(res.Negative), t.start, name, q))

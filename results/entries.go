@@ -148,6 +148,7 @@ func HistMinus(h, prev *tracefs.Histogram) *tracefs.Histogram {
 	if prev != nil {
 		out.Totals.Hits -= min(prev.Totals.Hits, h.Totals.Hits)
 		out.Totals.Dropped -= min(prev.Totals.Dropped, h.Totals.Dropped)
+		out.Totals.Failed -= min(prev.Totals.Failed, h.Totals.Failed)
 	}
 	out.Totals.Entries = uint64(len(out.Entries))
 	// An interval's counts are differences: order them as the trigger

@@ -51,7 +51,7 @@ func (rep *Report) WriteLabelled(w, errw io.Writer, format, label string) error 
 func writeCSVTotals(w io.Writer, results []*Result) {
 	for _, res := range results {
 		t := res.Totals()
-		fmt.Fprintf(w, "sqlhist: %s: hits %d, entries %d, dropped %d\n", res.Title, t.Hits, t.Entries, t.Dropped)
+		fmt.Fprintf(w, "sqlhist: %s: %s\n", res.Title, totalsText(t))
 	}
 }
 

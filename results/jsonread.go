@@ -266,7 +266,7 @@ func readJSONResult(m json.RawMessage) (*Result, error) {
 	}
 	t := in.Totals
 	res := &Result{Unit: u, Hist: h, Title: in.Event, Negative: t.Negative,
-		Read: &tracefs.Histogram{Totals: tracefs.HistTotals{Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}}}
+		Read: &tracefs.Histogram{Totals: tracefs.HistTotals{Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped, Failed: t.Failed, FailedWhy: t.FailedWhy}}}
 	for j := range h.Columns {
 		if h.Columns[j].Kind == planner.ColLatency {
 			res.Latency = &h.Columns[j]

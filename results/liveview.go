@@ -50,8 +50,8 @@ func WriteLiveFrame(w io.Writer, f LiveFrame, results []*Result) error {
 	shown := make([]*Result, len(results))
 	for i, res := range results {
 		t := res.Read.Totals
-		events += t.Hits + t.Dropped + res.Negative
-		dropped += t.Dropped
+		events += t.Hits + t.Dropped + t.Failed + res.Negative
+		dropped += t.Dropped + t.Failed
 		if res.Engine != "" && f.Engine == "" {
 			f.Engine = res.Engine
 		}

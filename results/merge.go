@@ -223,6 +223,10 @@ func mergeResults(rs []*Result) *Result {
 			tot.Hits += r.Read.Totals.Hits
 			tot.Entries += r.Read.Totals.Entries
 			tot.Dropped += r.Read.Totals.Dropped
+			tot.Failed += r.Read.Totals.Failed
+			if tot.FailedWhy == "" {
+				tot.FailedWhy = r.Read.Totals.FailedWhy
+			}
 			info = r.Read.TriggerInfo
 		}
 		m.Negative += r.Negative

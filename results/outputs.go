@@ -76,7 +76,7 @@ func WriteResults(w, errw io.Writer, rep *Report, opt ResultsOptions) error {
 	for _, res := range Stacked(rep.Results) {
 		res.WriteWarnings(errw)
 		t := res.Totals()
-		fmt.Fprintf(errw, "sqlhist: %s: hits %d, entries %d, dropped %d\n", res.Title, t.Hits, t.Entries, t.Dropped)
+		fmt.Fprintf(errw, "sqlhist: %s: %s\n", res.Title, totalsText(t))
 	}
 	if opt.Total && !opt.ToFile && opt.Format == "folded" {
 		fmt.Fprintln(w, "# total")

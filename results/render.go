@@ -13,6 +13,15 @@ import (
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
+// totalsText is a histogram's totals as the results print them.
+func totalsText(t tracefs.HistTotals) string {
+	s := fmt.Sprintf("hits %d, entries %d, dropped %d", t.Hits, t.Entries, t.Dropped)
+	if t.Failed > 0 {
+		s += fmt.Sprintf(", failed %d", t.Failed)
+	}
+	return s
+}
+
 // WriteWarnings reports what the results leave out: events with a negative
 // latency, and entries the kernel could not store, with the --size that
 // would have held them.
@@ -25,6 +34,10 @@ func (res *Result) WriteWarnings(w io.Writer) {
 		fmt.Fprintf(w, "sqlhist: note: %s: %s\n", res.Title, n)
 	}
 	t := res.Read.Totals
+	if t.Failed > 0 {
+		fmt.Fprintf(w, "sqlhist: warning: %s: the rows are incomplete: %d of the %d events could not be stored with the map not full: %s; the totals count every event\n",
+			res.Title, t.Failed, t.Hits+t.Dropped+t.Failed+res.Negative, t.FailedWhy)
+	}
 	if t.Dropped == 0 {
 		return
 	}
@@ -50,7 +63,7 @@ func (res *Result) WriteWarnings(w io.Writer) {
 		what += " and the log2 bucket of " + res.Latency.Label
 	}
 	fmt.Fprintf(w, "sqlhist: warning: %s: the rows are incomplete: %d of the %d events found the map of %d entries full (%s take more); the totals count every event\n",
-		res.Title, t.Dropped, t.Hits+t.Dropped+res.Negative, size, what)
+		res.Title, t.Dropped, t.Hits+t.Dropped+t.Failed+res.Negative, size, what)
 	switch {
 	case need <= 131072 && size < 131072:
 		fmt.Fprintf(w, "sqlhist: key by fewer or coarser fields (a name rather than a pid), or run again with --size %d\n", need)
@@ -151,7 +164,7 @@ func renderTablesNoted(w io.Writer, results []*Result, note bool) error {
 			return err
 		}
 		t := res.Read.Totals
-		fmt.Fprintf(w, "Totals: hits %d, entries %d, dropped %d", t.Hits, t.Entries, t.Dropped)
+		fmt.Fprintf(w, "Totals: %s", totalsText(t))
 		if res.Negative > 0 {
 			fmt.Fprintf(w, ", negative %d", res.Negative)
 		}
@@ -211,11 +224,15 @@ type jsonResult struct {
 
 type jsonTotals struct {
 	// Events is every event the histogram saw: Hits (in the rows),
-	// Dropped (the map was full) and Negative.
+	// Dropped (the map was full), Failed and Negative.
 	Events  uint64 `json:"events"`
 	Hits    uint64 `json:"hits"`
 	Entries uint64 `json:"entries"`
 	Dropped uint64 `json:"dropped"`
+	// Failed counts the inserts lost with the map not full, FailedWhy
+	// names the kernel's reason (the BPF engine's map updates).
+	Failed    uint64 `json:"failed,omitempty"`
+	FailedWhy string `json:"failed_why,omitempty"`
 	// Negative counts the events left out for a negative latency.
 	Negative uint64 `json:"negative,omitempty"`
 }
@@ -307,7 +324,7 @@ func jsonResults(results []*Result) []jsonResult {
 	out := []jsonResult{}
 	for _, res := range results {
 		t := res.Read.Totals
-		jr := jsonResult{Event: res.Title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits + t.Dropped + res.Negative, t.Hits, t.Entries, t.Dropped, res.Negative}}
+		jr := jsonResult{Event: res.Title, Rows: []map[string]any{}, Totals: jsonTotals{t.Hits + t.Dropped + t.Failed + res.Negative, t.Hits, t.Entries, t.Dropped, t.Failed, t.FailedWhy, res.Negative}}
 		for _, c := range res.Hist.Columns {
 			jr.Columns = append(jr.Columns, c.Label)
 			jr.Kinds = append(jr.Kinds, kindNames[c.Kind])

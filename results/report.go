@@ -66,7 +66,7 @@ func (rep *Report) Write(w, errw io.Writer, format string) error {
 	if format == "csv" {
 		for _, res := range rep.Results {
 			t := res.Totals()
-			fmt.Fprintf(errw, "sqlhist: %s: hits %d, entries %d, dropped %d\n", res.Title, t.Hits, t.Entries, t.Dropped)
+			fmt.Fprintf(errw, "sqlhist: %s: %s\n", res.Title, totalsText(t))
 		}
 	}
 	return nil

@@ -218,7 +218,7 @@ func buildProfile(results []*Result) *pprofProfile {
 			continue
 		}
 		t := res.Read.Totals
-		p.comments = append(p.comments, fmt.Sprintf("%s: hits %d, entries %d, dropped %d", res.Title, t.Hits, t.Entries, t.Dropped))
+		p.comments = append(p.comments, fmt.Sprintf("%s: %s", res.Title, totalsText(t)))
 		for _, s := range res.samples("") {
 			smp := pprofSample{values: s.values}
 			// pprof lists a sample's locations from the leaf to the root;

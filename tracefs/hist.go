@@ -30,6 +30,11 @@ type HistTotals struct {
 	Hits    uint64 // events that reached the map
 	Entries uint64 // entries printed
 	Dropped uint64 // inserts lost because the map was full
+	// Failed counts the inserts lost for another reason, which FailedWhy
+	// names (the BPF engine's map updates; the kernel's hist files have
+	// none): a full map is one fix, these are another.
+	Failed    uint64
+	FailedWhy string
 }
 
 // HistEntry is one entry of a histogram: one key and its values.
