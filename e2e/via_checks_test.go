@@ -163,6 +163,7 @@ func viaJobRun(t *testing.T) {
 				return
 			}
 			targets[i] = &target{kname: k, g: g, via: viaCommandOf(g), start: start}
+			viaGuests.Store(targets[i].via, g)
 		}()
 	}
 	wg.Wait()
@@ -172,6 +173,10 @@ func viaJobRun(t *testing.T) {
 				continue
 			}
 			res, err := tg.g.Stop()
+			viaGuests.Delete(tg.via)
+			if d := vm.ConsoleDumps(res.Console); d != "" {
+				t.Logf("%s: what the guest's processes were doing when its via shell did not answer (its console):\n%s", tg.kname, d)
+			}
 			if err != nil {
 				t.Errorf("%s: ending the via guest: %v", tg.kname, err)
 			} else {
@@ -205,6 +210,28 @@ func viaJobRun(t *testing.T) {
 		t.Run("fleet", func(t *testing.T) { viaFleetChecks(t, vias, bin) })
 		t.Run("prometheus", func(t *testing.T) { viaPromChecks(t, vias, bin) })
 	}
+}
+
+// viaGuests are the running via guests by their --via command, for
+// viaDump.
+var viaGuests sync.Map
+
+// viaDump asks the guest of the --via command via to print what its
+// processes are doing on its console (vm.ViaGuest.Dump), which the job
+// logs when the guest stops: a shell that stops answering is then seen
+// from inside (once on CI, after a run whose transport was cut, the shell
+// answered nobody for the rest of the job, and nothing told why).
+func viaDump(t *testing.T, via string) {
+	g, ok := viaGuests.Load(via)
+	if !ok {
+		return
+	}
+	if err := g.(*vm.ViaGuest).Dump(); err != nil {
+		t.Logf("asking the guest for its processes: %v", err)
+		return
+	}
+	t.Logf("the guest was asked for its processes; its console shows them when it stops")
+	time.Sleep(5 * time.Second) // the dump is written before the guest stops
 }
 
 // startVia boots kname with a via channel, once more after an
@@ -257,6 +284,7 @@ func viaTargetChecks(t *testing.T, kname, via, bin string) {
 	shell := func(script string) string {
 		out, err := viaSession(via, script, 2*time.Minute)
 		if err != nil {
+			viaDump(t, via)
 			t.Fatalf("the via shell: %v", err)
 		}
 		return out

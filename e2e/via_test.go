@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,10 +127,26 @@ func viaShell(t *testing.T, viaCmd, script string, bound time.Duration) string {
 	return out
 }
 
+// viaResync ends whatever a cut session left unfinished in the line's
+// shell, as sqlhist's greeting does (live/remote's resync): a line
+// continuation, an open single quote, an open double quote (sqlhist sends
+// a newline of a command as "<newline>"), each closed by a comment line's
+// quote, then blank lines that run what is left (which sqlhist's request
+// function rejects). On a shell that was reading a new line, they are
+// blank lines and comments.
+const viaResync = "\n\n# '\n# \"\n\n"
+
 func viaSession(viaCmd, script string, bound time.Duration) (string, error) {
 	nonce := fmt.Sprintf("%x", time.Now().UnixNano())
-	end := "via-end-" + nonce + "-42\n"
+	begin, end := "via-begin-"+nonce+"-42\n", "via-end-"+nonce+"-42\n"
 	cmd := exec.Command("sh", "-c", viaCmd)
+	// Its own process group, all of it killed at the bound: a transport
+	// the shell forked (dash runs `sockcat SOCK` as a child) would else
+	// outlive it, holding the line's one connection, and nobody after
+	// it would be answered (CI, 2026-12-05: a check that timed out, then
+	// the fleet's and the exporter's runs on that guest).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	kill := func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return "", err
@@ -165,19 +182,28 @@ func viaSession(viaCmd, script string, bound time.Duration) (string, error) {
 			}
 		}
 	}()
-	fmt.Fprintf(stdin, "%s\necho via-end-%s-$((6*7))\n", strings.TrimRight(script, "\n"), nonce)
+	// The line's shell may be in the middle of a request a cut session
+	// left (sqlhist's run whose transport was killed): viaResync ends it,
+	// and what it ran is before the begin marker, not in the answer.
+	fmt.Fprintf(stdin, "%secho via-begin-%s-$((6*7))\n%s\necho via-end-%s-$((6*7))\n", viaResync, nonce, strings.TrimRight(script, "\n"), nonce)
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	var out string
 	select {
 	case out = <-got:
 	case <-timer.C:
-		cmd.Process.Kill()
+		kill()
 		return "", fmt.Errorf("no answer through %q within %v", viaCmd, bound)
 	}
 	if rest, cut := strings.CutPrefix(out, "\x00"); cut {
-		cmd.Process.Kill()
+		kill()
 		return "", fmt.Errorf("%q ended before the shell answered (stderr %q); it printed %q", viaCmd, stderr.String(), rest)
+	}
+	if i := strings.Index(out, begin); i >= 0 {
+		out = out[i+len(begin):]
+	} else {
+		kill()
+		return "", fmt.Errorf("the answer through %q has no begin marker: %q", viaCmd, out)
 	}
 	stdin.Close()
 	select {
@@ -186,7 +212,7 @@ func viaSession(viaCmd, script string, bound time.Duration) (string, error) {
 			return out, fmt.Errorf("%q: %v (stderr %q)", viaCmd, err, stderr.String())
 		}
 	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
+		kill()
 		return out, fmt.Errorf("%q did not exit within 10 s of its stdin's end", viaCmd)
 	}
 	return out, nil

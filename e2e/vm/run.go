@@ -63,6 +63,7 @@ type Guest struct {
 	QemuArgs []string
 
 	onStart func(time.Time) // called when qemu starts
+	stdin   *os.File        // qemu's stdin (the console's input); nil: /dev/null
 	preinit string          // run by /init before the begin marker
 }
 
@@ -335,7 +336,9 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 	args = append(args, viaArgs...)
 	args = append(args, g.QemuArgs...)
 	cmd := exec.CommandContext(cctx, mach.Qemu, args...)
-	cmd.Stdin = nil
+	if g.stdin != nil {
+		cmd.Stdin = g.stdin
+	}
 	cmd.WaitDelay = 5 * time.Second
 	con := &consoleWriter{begin: []byte(fmt.Sprintf(markBegin, nonce))}
 	cmd.Stdout = con

@@ -102,13 +102,70 @@ while [ ! -c %[1]s ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 const ViaDone = "/tmp/via-done"
 
 // ViaWaitScript is a guest script that waits until ViaDone exists, at
-// most bound, and fails when the bound passed first.
+// most bound, and fails when the bound passed first. Meanwhile it reads
+// the console: a line viaDumpLine (ViaGuest.Dump) makes it print, on the
+// console, what the guest's processes are doing (each one's state, wait
+// channel and kernel stack), the serial lines' counters and the tracefs
+// instances: how a via shell that stopped answering is seen from inside.
 func ViaWaitScript(bound time.Duration) string {
-	n := int(bound / (200 * time.Millisecond))
-	return fmt.Sprintf(`i=0
-while [ ! -e %[1]s ] && [ $i -lt %[2]d ]; do sleep 0.2; i=$((i+1)); done
+	n := max(int(bound/(200*time.Millisecond)), 1)
+	return fmt.Sprintf(`via_dump() {
+  echo "== %[4]s at $(cut -d' ' -f1 /proc/uptime) s"
+  for d in /proc/[0-9]*; do
+    c=$(tr '\0' ' ' < $d/cmdline 2>/dev/null)
+    [ -n "$c" ] || continue
+    echo "-- ${d#/proc/} $(sed -n 's/^State:[[:space:]]*//p' $d/status 2>/dev/null) wchan $(cat $d/wchan 2>/dev/null): $c" | cut -c1-240
+    [ -r $d/stack ] && head -8 $d/stack | sed 's/^/     /'
+  done
+  cat /proc/tty/driver/serial 2>/dev/null
+  echo "instances: $(ls /sys/kernel/tracing/instances 2>/dev/null | tr '\n' ' ')"
+  echo "== end of %[4]s"
+}
+con=; { : < /dev/console; } 2>/dev/null && con=1
+i=0
+while [ ! -e %[1]s ] && [ $i -lt %[2]d ]; do
+  if [ -z "$con" ]; then sleep 0.2
+  elif read -t 0.2 l < /dev/console; then
+    case $l in *%[4]s*) via_dump > /dev/console 2>&1;; esac
+  fi
+  i=$((i+1))
+done
 if [ ! -e %[1]s ]; then echo "via: nobody created %[1]s in %[3]v"; exit 1; fi
-`, ViaDone, n, bound)
+`, ViaDone, n, bound, viaDumpLine)
+}
+
+// viaDumpLine is what ViaGuest.Dump sends on the console.
+const viaDumpLine = "sqlhist-via-dump"
+
+// Dump asks the guest's wait script (ViaWaitScript) to print on the
+// console what its processes are doing; the console is in the Result
+// Stop returns (ConsoleDumps picks the dumps out). It does not wait.
+func (v *ViaGuest) Dump() error {
+	if v.console == nil {
+		return fmt.Errorf("the guest's console takes no input")
+	}
+	_, err := v.console.Write([]byte("\n" + viaDumpLine + "\n"))
+	return err
+}
+
+// ConsoleDumps returns the dumps Dump made, from a guest's console.
+func ConsoleDumps(console string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(console, "== "+viaDumpLine+" at ")
+		if i < 0 {
+			return b.String()
+		}
+		console = console[i:]
+		j := strings.Index(console, "== end of "+viaDumpLine)
+		if j < 0 {
+			b.WriteString(console)
+			return b.String()
+		}
+		j += len("== end of " + viaDumpLine)
+		b.WriteString(console[:j] + "\n")
+		console = console[j:]
+	}
 }
 
 // ViaGuest is a guest started by StartVia. It runs until Stop (or its
@@ -121,12 +178,13 @@ type ViaGuest struct {
 	Started time.Time     // when qemu started
 	Ready   time.Duration // from qemu's start to the first answer of the shell through Socket
 
-	dir    string
-	cancel context.CancelFunc
-	done   chan struct{}
-	res    Result
-	err    error
-	once   sync.Once
+	dir     string
+	console *os.File // the write end of qemu's stdin: the guest's console input
+	cancel  context.CancelFunc
+	done    chan struct{}
+	res     Result
+	err     error
+	once    sync.Once
 }
 
 // StartVia boots kernel k like Run, with a via channel (see viaChannel)
@@ -159,6 +217,9 @@ func StartVia(ctx context.Context, k Kernel, g Guest) (*ViaGuest, error) {
 	}
 	v.Device = setup.device
 	g.Via = v.Socket
+	if r, w, err := os.Pipe(); err == nil {
+		g.stdin, v.console = r, w
+	}
 	started := make(chan time.Time, 1)
 	g.onStart = func(t time.Time) { started <- t }
 	rctx, cancel := context.WithCancel(ctx)
@@ -166,6 +227,9 @@ func StartVia(ctx context.Context, k Kernel, g Guest) (*ViaGuest, error) {
 	go func() {
 		defer close(v.done)
 		v.res, v.err = Run(rctx, k, g)
+		if g.stdin != nil {
+			g.stdin.Close()
+		}
 	}()
 	fail := func(reason string, err error) (*ViaGuest, error) {
 		cancel()
@@ -307,6 +371,9 @@ func (v *ViaGuest) Stop() (Result, error) {
 		}
 		v.cancel()
 		<-v.done
+		if v.console != nil {
+			v.console.Close()
+		}
 		os.RemoveAll(v.dir)
 	})
 	return v.res, v.err
