@@ -264,6 +264,7 @@ func viaRates(t *testing.T, viaCmd string) (down, up float64) {
 func viaRoundTrip(t *testing.T, viaCmd string, n int) time.Duration {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", viaCmd)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // killed whole, as viaSession's
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +280,7 @@ func viaRoundTrip(t *testing.T, viaCmd string, n int) time.Duration {
 		stdin.Close()
 		cmd.Wait()
 	}()
-	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	timer := time.AfterFunc(2*time.Minute, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	defer timer.Stop()
 	r := bufio.NewReader(stdout)
 	start := time.Now()
