@@ -919,8 +919,8 @@ func boot(t *testing.T, kname string, g vm.Guest) vm.Result {
 	res, err := vm.RunRetry(ctx, k, g)
 	if err != nil {
 		var ie *vm.InfraError
-		if errors.As(err, &ie) && os.Getenv("SQLHIST_E2E_LOG") != "" {
-			os.WriteFile(filepath.Join(os.Getenv("SQLHIST_E2E_LOG"), "console-"+kname+".log"), []byte(ie.Console), 0o644)
+		if d := e2eLogDir(); errors.As(err, &ie) && d != "" {
+			os.WriteFile(filepath.Join(d, "console-"+kname+".log"), []byte(ie.Console), 0o644)
 		}
 		if vm.IsInfra(err) {
 			t.Fatalf("INFRASTRUCTURE (not a test verdict): %v", err)

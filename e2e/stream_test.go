@@ -173,7 +173,7 @@ func streamJob(t *testing.T, kname string) {
 		Script: refuseScript + script, CombinedOutput: true, Timeout: 6*time.Minute + awkTime,
 		Files: append([]vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: bin}, swFile}, awkFiles(t, kname)...),
 	})
-	if d := os.Getenv("SQLHIST_E2E_LOG"); d != "" {
+	if d := e2eLogDir(); d != "" {
 		os.WriteFile(d+"/guest-"+kname+"-stream.log", []byte(res.Stdout), 0o644)
 	}
 	out, rest, _ := strings.Cut(res.Stdout, "@@done")

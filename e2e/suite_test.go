@@ -164,7 +164,7 @@ func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 		}
 	}()
 	res := boot(t, kname, vm.Guest{Script: phaseScript(phases), Files: files, CombinedOutput: true, Timeout: timeout})
-	if d := os.Getenv("SQLHIST_E2E_LOG"); d != "" {
+	if d := e2eLogDir(); d != "" {
 		os.WriteFile(filepath.Join(d, "guest-"+kname+".log"), []byte(res.Stdout), 0o644)
 	}
 	outs := splitPhases(res.Stdout)
@@ -336,6 +336,18 @@ func guestsAtOnce() int {
 		return n
 	}
 	return runtime.NumCPU() + 1
+}
+
+// e2eLogDir is $SQLHIST_E2E_LOG, the directory the suite keeps the
+// guests' logs and the --via traces in, made when it is missing (a fresh
+// clone's run given a new directory once lost every --via trace, and the
+// restarting line's runs with them); "" when unset.
+func e2eLogDir() string {
+	d := os.Getenv("SQLHIST_E2E_LOG")
+	if d != "" {
+		os.MkdirAll(d, 0o755)
+	}
+	return d
 }
 
 // phaseSelected reports whether $SQLHIST_PHASES, a comma-separated list

@@ -94,7 +94,7 @@ func viaRestartingChecks(t *testing.T, kname, via, dev, bin string, local []stri
 
 	// The runs' --via-trace files: kept in $SQLHIST_E2E_LOG when set.
 	dir := t.TempDir()
-	if d := os.Getenv("SQLHIST_E2E_LOG"); d != "" {
+	if d := e2eLogDir(); d != "" {
 		dir = d
 	}
 	syncs := 0
