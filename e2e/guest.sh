@@ -222,6 +222,10 @@ results() {
 		echo "@@hist $h"
 		cat $h
 	done
+	if [ -e nofire.txt ]; then
+		echo "@@nofire"
+		cat nofire.txt
+	fi
 	echo "@@end"
 }
 
@@ -413,6 +417,21 @@ while read -r batch <&3; do
 		done
 		waiting=$left
 		[ -z "$firm" ] && break
+	done
+	# What a case that did not fire can be told by: whether tracing was
+	# on, each of its synthetic events' enable and its lines in trace and
+	# snapshot, the buffer's counts (results prints it).
+	for name in $waiting; do
+		cd /work/cases/$name
+		. ./vars
+		{
+			echo "tracing_on $(cat $T/tracing_on)"
+			for s in $synths; do
+				echo "$s: enable $(cat $T/events/synthetic/$s/enable 2>&1), lines $(grep -c " $s: " /tmp/events.txt)"
+			done
+			grep -m1 'entries-in-buffer' $T/trace
+			[ -e $T/snapshot ] && grep -m1 'entries-in-buffer' $T/snapshot
+		} > nofire.txt 2>&1
 	done
 	[ -z "$applied" ] && continue
 	for name in $applied; do

@@ -337,6 +337,7 @@ type caseResult struct {
 	// the script's (applied) and from the state before (torn down).
 	planApply, planTeardown     int
 	planLog, planDiff, planGone string
+	nofireInfo                  string // the guest's state after the last round, when the case did not fire
 	// A refused case: the exit of sqlhist -e, its stderr, and how the
 	// whole tracefs differed after it (nothing may have been written).
 	refuseExec            int
@@ -455,6 +456,8 @@ func parseGuest(out string) guestReport {
 				cur.elapsedUS, _ = strconv.ParseUint(w[1], 10, 64)
 			case "hist":
 				section = "hist " + w[1]
+			case "nofire":
+				section = "nofire"
 			case "globaldiff":
 				section = "globaldiff"
 			case "done":
@@ -509,6 +512,8 @@ func parseGuest(out string) guestReport {
 			cur.planDiff += line + "\n"
 		case section == "planstatediff":
 			cur.planGone += line + "\n"
+		case section == "nofire":
+			cur.nofireInfo += "  " + line + "\n"
 		case strings.HasPrefix(section, "hist "):
 			cur.hists[strings.TrimPrefix(section, "hist ")] += line + "\n"
 		}
@@ -635,7 +640,7 @@ func verdict(c kernelCase, r *caseResult) (problems, outliers []string, accepted
 		problems = append(problems, c.histv.check(r, synths)...)
 	}
 	if !fired && c.nofire == "" {
-		problems = append(problems, fmt.Sprintf("did not fire: synthetic lines %v, hists:\n%s", seen, histSummary(r.hists)))
+		problems = append(problems, fmt.Sprintf("did not fire: synthetic lines %v, hists:\n%s  the guest, after the last round:\n%s", seen, histSummary(r.hists), r.nofireInfo))
 	}
 	if r.teardown != 0 || strings.TrimSpace(r.tearLog) != "" {
 		problems = append(problems, fmt.Sprintf("teardown exit %d; error_log:\n%s", r.teardown, r.tearLog))
