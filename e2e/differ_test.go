@@ -28,7 +28,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -262,8 +264,8 @@ func compareEngines(runs map[string]*differRun) (string, []string) {
 	kr, sr := joinRows(kj), joinRows(sj)
 	for _, comm := range unionRowKeys(kr, sr) {
 		a, c := kr[comm], sr[comm]
-		if a != c {
-			errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: kernel %d events, sum %d, max %d; stream %d, sum %d, max %d", comm, a.n, a.sum, a.max, c.n, c.sum, c.max))
+		if !a.same(c) {
+			errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: kernel %d events, sum %d, max %d, %v; stream %d, sum %d, max %d, %v", comm, a.n, a.sum, a.max, a.dist, c.n, c.sum, c.max, c.dist))
 		}
 		fmt.Fprintf(&b, "  %s: %d events, sum %d/%d µs, max %d/%d µs\n", comm, a.n, a.sum, c.sum, a.max, c.max)
 	}
@@ -286,7 +288,7 @@ func compareEngines(runs map[string]*differRun) (string, []string) {
 			errs = append(errs, fmt.Sprintf("off-CPU stack JOIN: kernel %d events (%d negative), stream %d (%d negative)", ok.Hits, ok.Negative, os.Hits, os.Negative))
 		}
 		for _, key := range unionRowKeys(ko, so) {
-			if ko[key] != so[key] {
+			if !ko[key].same(so[key]) {
 				errs = append(errs, fmt.Sprintf("off-CPU stack JOIN, %s: kernel %d events, sum %d; stream %d, sum %d", key, ko[key].n, ko[key].sum, so[key].n, so[key].sum))
 			}
 		}
@@ -373,12 +375,23 @@ func compareBPF(runs map[string]*differRun, queries []string) (string, []string)
 			// first at the wakeup and at the switch, the instance's
 			// record is stamped after the probes before it (the BPF
 			// programs, other instances' triggers), tens of µs under
-			// emulation (6.1: 40 µs an event). Bounded per event.
+			// emulation (6.1: 40 µs an event). Bounded per event; past
+			// the bound, the few events whose vCPU the host descheduled
+			// between the two reads (milliseconds each) are told from a
+			// shift of them all by the distributions (log2Moves, the
+			// agreement phase's rule): those few move far, all of them
+			// shifted move every event (a fresh clone of 2026-12-06:
+			// 258.8 µs an event, sums 152,351 and 100,334 µs over 201
+			// events, the maxima 291 µs apart).
 			if n := min(a.n, c.n); n > 0 {
 				shift := (float64(a.sum) - float64(c.sum)) / float64(n)
 				fmt.Fprintf(&b, "  %s: the kernel's latency less the BPF engine's, on average %.1f µs an event; maxima %d and %d µs\n", comm, shift, a.max, c.max)
 				if shift > bpfShiftMax || shift < -bpfShiftMax {
-					errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: the latencies differ by %.1f µs an event on average (sums %d and %d µs over %d events), more than the %v µs two reads can", comm, shift, a.sum, c.sum, n, bpfShiftMax))
+					if ok, how := fewReadsApart(a.dist, c.dist); ok {
+						fmt.Fprintf(&b, "  %s: more than the %v µs two reads are apart on average, from a few events: %s\n", comm, bpfShiftMax, how)
+					} else {
+						errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: the latencies differ by %.1f µs an event on average (sums %d and %d µs over %d events), more than the %v µs two reads can, and not from a few events: %s", comm, shift, a.sum, c.sum, n, bpfShiftMax, how))
+					}
 				}
 			}
 		}
@@ -387,6 +400,25 @@ func compareBPF(runs map[string]*differRun, queries []string) (string, []string)
 		}
 	}
 	return b.String(), errs
+}
+
+// fewReadsApart reports whether two log2 distributions of one JOIN's
+// events (count by e of (2^(e-1), 2^e]) differ only as a few events read
+// far apart do: log2Moves within the agreement phase's bounds (at most
+// maxSteps bucket steps an event, at most maxFar of the events, and one
+// more, two buckets or more apart). how says what was measured.
+func fewReadsApart(kern, bpf map[int]uint64) (bool, string) {
+	if len(kern) == 0 || len(bpf) == 0 {
+		return false, "no distribution to compare"
+	}
+	slots := map[int]uint64{} // log2Moves' BPF side: slot e-1 beside kernel bucket e
+	for e, c := range bpf {
+		slots[e-1] = c
+	}
+	steps, far := log2Moves(kern, slots)
+	farMax := max(maxFar, 1/float64(max(min(sum(kern), sum(bpf)), 1))) + 0.01
+	how := fmt.Sprintf("%.2f bucket steps an event (at most %.2f), %.1f%% two buckets or more apart (at most %.1f%%)", steps, maxSteps, 100*far, 100*farMax)
+	return steps <= maxSteps && far <= farMax, how
 }
 
 // bpfShiftMax bounds, in µs, how far apart on average the BPF engine's
@@ -509,7 +541,15 @@ func rowCounts(r runResult, col string) (map[string]uint64, error) {
 }
 
 // joinStats is a JOIN row's count, latency sum and maximum.
-type joinStats struct{ n, sum, max uint64 }
+type joinStats struct {
+	n, sum, max uint64
+	dist        map[int]uint64 // the row's log2 distribution: count by e of (2^(e-1), 2^e]
+}
+
+// same reports whether two rows' stats are equal, their distributions too.
+func (a joinStats) same(c joinStats) bool {
+	return a.n == c.n && a.sum == c.sum && a.max == c.max && maps.Equal(a.dist, c.dist)
+}
 
 // joinRows reads a plain JOIN's rows by task name.
 func joinRows(r runResult) map[string]joinStats {
@@ -526,6 +566,19 @@ func joinRows(r runResult) map[string]joinStats {
 			}
 			if v, ok := lat["max"].(float64); ok && uint64(v) > st.max {
 				st.max = uint64(v)
+			}
+			if d, ok := lat["distribution"].([]any); ok {
+				if st.dist == nil {
+					st.dist = map[int]uint64{}
+				}
+				for _, x := range d {
+					bk, _ := x.(map[string]any)
+					high, _ := bk["high"].(float64)
+					count, _ := bk["count"].(float64)
+					if high >= 1 {
+						st.dist[bits.Len64(uint64(high))-1] += uint64(count)
+					}
+				}
 			}
 		}
 		out[comm] = st
