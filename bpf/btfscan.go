@@ -1,9 +1,11 @@
 package bpf
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 )
@@ -134,12 +136,138 @@ func structMembers(b []byte, name string, members ...string) (map[string]int, er
 	return nil, fmt.Errorf("BTF: no struct %s", name)
 }
 
+// structMembersAt is structMembers reading the blob through r only as
+// far as it must: the string section up to the first place of each name,
+// then the type section up to the struct named by that first place.
+// vmlinux's BTF holds each string once and lists task_struct among its
+// first types (type 114 of 6.18's, its names in the first 2.5 KB of
+// strings), so a run reads kilobytes of the 5 MB, with 40 KB of buffers,
+// where reading it whole made the run's heap 5 MB larger (page faults as
+// it was read, pages freed as the run exits: both paid by every run).
+// Where the first places do not give the struct or every member (a blob
+// that names a string twice), the blob is read whole and structMembers
+// decides.
+func structMembersAt(r io.ReaderAt, name string, members ...string) (map[string]int, error) {
+	var hb [24]byte
+	if n, _ := r.ReadAt(hb[:], 0); n < len(hb) {
+		return nil, errors.New("BTF: too short")
+	}
+	if binary.LittleEndian.Uint16(hb[:]) != btfMagic {
+		return nil, errors.New("BTF: not little-endian BTF (magic)")
+	}
+	hdrLen := int64(binary.LittleEndian.Uint32(hb[4:]))
+	tStart := hdrLen + int64(binary.LittleEndian.Uint32(hb[8:]))
+	tLen := int64(binary.LittleEndian.Uint32(hb[12:]))
+	sStart := hdrLen + int64(binary.LittleEndian.Uint32(hb[16:]))
+	sLen := int64(binary.LittleEndian.Uint32(hb[20:]))
+	// The sections' last byte is there (the blob is not cut short).
+	end := max(tStart+tLen, sStart+sLen)
+	if n, _ := r.ReadAt(hb[:1], end-1); n < 1 || end > 1<<28 {
+		return nil, errors.New("BTF: sections past the end")
+	}
+	whole := func() (map[string]int, error) {
+		b := make([]byte, end)
+		if n, _ := r.ReadAt(b, 0); n < len(b) {
+			return nil, errors.New("BTF: sections past the end")
+		}
+		return structMembers(b, name, members...)
+	}
+
+	// The first place of each name in the string section.
+	want := append([]string{name}, members...)
+	first := map[string]uint32{}
+	sr := bufio.NewReaderSize(io.NewSectionReader(r, sStart, sLen), 8<<10)
+	pos := uint32(0)
+	for long := false; len(first) < len(want); {
+		s, err := sr.ReadSlice(0)
+		if err == bufio.ErrBufferFull {
+			// Longer than the buffer: none of the names; skip to its end.
+			pos += uint32(len(s))
+			long = true
+			continue
+		}
+		if err != nil {
+			pos += uint32(len(s))
+			break // the section's end: the names not found are in no string
+		}
+		if !long {
+			for _, w := range want {
+				if _, ok := first[w]; !ok && string(s[:len(s)-1]) == w {
+					first[w] = pos
+				}
+			}
+		}
+		pos += uint32(len(s))
+		long = false
+	}
+	at, ok := first[name]
+	if !ok {
+		if int64(pos) < sLen {
+			return nil, errors.New("BTF: sections past the end")
+		}
+		// The whole string section read: no type has that name.
+		return nil, fmt.Errorf("BTF: no struct %s", name)
+	}
+
+	// The type section, up to the struct of that name.
+	tr := bufio.NewReaderSize(io.NewSectionReader(r, tStart, tLen), 32<<10)
+	var th [12]byte
+	for {
+		if _, err := io.ReadFull(tr, th[:]); err != nil {
+			if err == io.EOF {
+				return whole() // named by another copy of the string, or absent
+			}
+			return nil, errors.New("BTF: a type runs past the type section")
+		}
+		nameOff := binary.LittleEndian.Uint32(th[:])
+		info := binary.LittleEndian.Uint32(th[4:])
+		kind, vlen, kflag := (info>>24)&0x1f, info&0xffff, info>>31 == 1
+		extra, err := btfKindExtra(kind, vlen)
+		if err != nil {
+			return nil, err
+		}
+		if kind != btfKindStruct || nameOff != at {
+			if n, _ := tr.Discard(extra); n < extra {
+				return nil, errors.New("BTF: a type runs past the type section")
+			}
+			continue
+		}
+		ms := make([]byte, extra)
+		if _, err := io.ReadFull(tr, ms); err != nil {
+			return nil, errors.New("BTF: a type runs past the type section")
+		}
+		out := map[string]int{}
+		for i := 0; i < int(vlen); i++ {
+			m := ms[12*i:]
+			mOff, off := binary.LittleEndian.Uint32(m), binary.LittleEndian.Uint32(m[8:])
+			if kflag {
+				if off>>24 != 0 {
+					continue // a bitfield
+				}
+				off &= 0xffffff
+			}
+			for _, w := range members {
+				if f, ok := first[w]; ok && f == mOff && off%8 == 0 {
+					out[w] = int(off / 8)
+				}
+			}
+		}
+		for _, w := range members {
+			if _, ok := out[w]; !ok {
+				return whole() // a member not found may be named by another copy
+			}
+		}
+		return out, nil
+	}
+}
+
 // taskFields are the offsets in struct task_struct of the members the
 // raw tracepoints read, from the running kernel's BTF: read once.
 var taskFields = sync.OnceValues(func() (map[string]int, error) {
-	b, err := os.ReadFile("/sys/kernel/btf/vmlinux")
+	f, err := os.Open("/sys/kernel/btf/vmlinux")
 	if err != nil {
 		return nil, err
 	}
-	return structMembers(b, "task_struct", "pid", "prio", "comm")
+	defer f.Close()
+	return structMembersAt(f, "task_struct", "pid", "prio", "comm")
 })
