@@ -38,6 +38,13 @@ echo "@@bpfagg-json"; cat /tmp/out; echo "@@bpfagg-stderr"; cat /tmp/err
 echo "@@bpfev-count $(wc -l < /tmp/out)"; echo "@@bpfev-stderr"; cat /tmp/err
 /work/sqlhist -r -d 1 -o json "$H" > /tmp/out 2> /tmp/err; echo "@@autohist-exit $?"
 echo "@@autohist-json"; cat /tmp/out; echo "@@autohist-stderr"; cat /tmp/err
+# A function's latency: on the perf kprobe PMU for a run until -d, as
+# fentry/fexit (where the kernel takes them) for a run serving metrics.
+F='SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS ns, COUNT(*) AS n FROM kprobe(do_sys_openat2) AS start JOIN kretprobe(do_sys_openat2) AS end ON start.common_pid = end.common_pid GROUP BY ns'
+/work/sqlhist -r --engine bpf -d 1 -o json "$F" > /tmp/out 2> /tmp/err; echo "@@bpffunc-exit $?"
+echo "@@bpffunc-json"; cat /tmp/out; echo "@@bpffunc-stderr"; cat /tmp/err
+/work/sqlhist -r --engine bpf --metrics 127.0.0.1:0 -d 1 "$F" > /dev/null 2> /tmp/err; echo "@@bpffuncm-exit $?"
+echo "@@bpffuncm-stderr"; cat /tmp/err
 echo "@@bpf-done"
 `
 
@@ -113,13 +120,30 @@ func checkBPFRun(t *testing.T, kname, out string) string {
 	if e := engineOf("autohist"); !strings.HasPrefix(e.Reason, "auto: BPF") {
 		t.Errorf("%s: auto's reason %q", kname, e.Reason)
 	}
+	// A function's latency: its probes on the kprobe PMU until -d, as
+	// fentry/fexit under --metrics where the kernel's BTF describes the
+	// function and it attaches them (x86-64; 6.1 on arm64 has no
+	// trampolines: the PMU then too).
+	var funcNote string
+	if arch := kernelArch(t, kname); arch != "amd64" && arch != "arm64" {
+		// The engine compiles probes for x86-64 and arm64 only: refused
+		// at the SQL, with the reason.
+		for _, q := range []string{"bpffunc", "bpffuncm"} {
+			if !strings.Contains(out, "@@"+q+"-exit 1\n") || !strings.Contains(sec[q+"-stderr"], "compiles probes' fetch arguments for x86_64 and arm64") {
+				t.Errorf("%s: %s on %s: want the BPF engine's refusal of probes:\n%s", kname, q, arch, sec[q+"-stderr"])
+			}
+		}
+		funcNote = "funclatency refused (probes: x86_64 and arm64)"
+	} else {
+		funcNote = checkBPFFunc(t, kname, out, sec)
+	}
 	// Where the kernel has BTF, the JOIN's programs run as raw
 	// tracepoints (bpf/rawtp.go): their fields are members of the tasks
 	// the tracepoints' arguments point to; the system calls' histogram
 	// stays on its classic tracepoint. The run says so as it starts
 	// collecting.
 	if !strings.Contains(out, "@@btf yes\n") {
-		return "bpf: join, hist, aggregate, --events, auto (no BTF: classic tracepoints)"
+		return "bpf: join, hist, aggregate, --events, auto (no BTF: classic tracepoints), " + funcNote
 	}
 	for _, ev := range []string{"sched/sched_waking", "sched/sched_switch"} {
 		if !strings.Contains(sec["bpfjoin-stderr"], ev+" (raw tracepoint)") {
@@ -129,5 +153,42 @@ func checkBPFRun(t *testing.T, kname, out string) string {
 	if strings.Contains(sec["bpfhist-stderr"], "(raw tracepoint)") {
 		t.Errorf("%s: bpfhist: the system calls on a raw tracepoint:\n%s", kname, sec["bpfhist-stderr"])
 	}
-	return "bpf: join, hist, aggregate, --events, auto (raw tracepoints)"
+	return "bpf: join, hist, aggregate, --events, auto (raw tracepoints), " + funcNote
+}
+
+// checkBPFFunc checks a function's latency by the BPF engine (x86-64 and
+// arm64): plausible log2 buckets counting every hit, its probes on the
+// kprobe PMU until -d, and as fentry/fexit under --metrics where the
+// kernel's BTF describes the function and it attaches them (x86-64; 6.1
+// on arm64 has no trampolines: the PMU then too). It returns a note for
+// the table.
+func checkBPFFunc(t *testing.T, kname, out string, sec map[string]string) string {
+	t.Helper()
+	wantLines(t, out, "@@bpffunc-exit 0", "@@bpffuncm-exit 0")
+	if r, ok := parseResults(t, "bpffunc", sec["bpffunc-json"], 1); ok {
+		res := r[0]
+		if sum := res.sum("n"); len(res.Rows) == 0 || sum == 0 || sum != res.Totals.Hits || res.Totals.Dropped != 0 {
+			t.Errorf("%s: bpffunc: %d rows counting %d, hits %d, dropped %d:\n%s", kname, len(res.Rows), sum, res.Totals.Hits, res.Totals.Dropped, sec["bpffunc-json"])
+		}
+		for _, row := range res.Rows {
+			// An open takes from a microsecond to a few
+			// milliseconds under emulation: a log2 bucket of ns
+			// from 2^8 to 2^26.
+			if ns, _ := row["ns"].(float64); ns < 1<<8 || ns > 1<<26 {
+				t.Errorf("%s: bpffunc: a latency bucket of %v ns", kname, row["ns"])
+			}
+		}
+	}
+	if n := strings.Count(sec["bpffunc-stderr"], "(kprobe PMU)"); n != 2 {
+		t.Errorf("%s: bpffunc: %d of its 2 probes on the kprobe PMU, want both:\n%s", kname, n, sec["bpffunc-stderr"])
+	}
+	fentry := strings.Contains(sec["bpffuncm-stderr"], "(fentry)") && strings.Contains(sec["bpffuncm-stderr"], "(fexit)")
+	pmu := strings.Count(sec["bpffuncm-stderr"], "(kprobe PMU)") == 2
+	if !fentry && !pmu || kernelArch(t, kname) == "amd64" && strings.Contains(out, "@@btf yes\n") && !fentry {
+		t.Errorf("%s: bpffunc under --metrics: want fentry/fexit (x86-64 with BTF) or the PMU:\n%s", kname, sec["bpffuncm-stderr"])
+	}
+	if fentry {
+		return "funclatency on the PMU (--metrics: fentry/fexit)"
+	}
+	return "funclatency on the PMU (--metrics: the PMU)"
 }

@@ -292,7 +292,7 @@ func costShapes(t *testing.T, kname string) []costShape {
 		{name: "bpf-syscount", about: "libbpf-tools syscount", part: "syscalls", tool: "syscount"},
 		{name: "sqlhist-funclatency", about: "kprobe/kretprobe JOIN, log2 GROUP BY", part: "opens",
 			cmds: costCompile(t, kname, "fl", costFuncLat, costPrinted)},
-		{name: "sqlhist-funclatency-bpf", about: "kprobe/kretprobe JOIN, log2 GROUP BY, answered by sqlhist -r --engine bpf in the guest (fentry/fexit where the kernel takes them, else the perf kprobe PMU)", part: "opens",
+		{name: "sqlhist-funclatency-bpf", about: "kprobe/kretprobe JOIN, log2 GROUP BY, answered by sqlhist -r --engine bpf in the guest (the perf kprobe PMU: fentry/fexit are for --metrics)", part: "opens",
 			stream: costFuncLat, engine: "bpf"},
 		{name: "bpf-funclatency", about: "libbpf-tools funclatency", part: "opens", tool: "funclatency " + costFuncLatFn},
 	}

@@ -202,24 +202,41 @@ func (p *BPFProgram) Close() {
 	}
 }
 
+// BPFLoad is how LoadBPF loads a plan's programs.
+type BPFLoad struct {
+	// Events (--events): the programs also write each synthetic event
+	// into a perf buffer for the run's streamer; without, they write
+	// nothing there: the write costs a wakeup of the JOIN about 4.4 µs of
+	// guest time, and the events a buffer drops are not results lost.
+	Events bool
+	// Fentry lets a kprobe or kretprobe run as a fentry or fexit program
+	// where the kernel takes one (bpf.Options.NoFentry, inverted): for a
+	// run that lasts (--metrics). Without it, the perf kprobe PMU. In a
+	// 6.1 guest (make bench-kernel, instruction-counted) a fentry/fexit
+	// pair costs a call 1.0 µs less than the PMU's kprobe and kretprobe,
+	// but its start 120 ms more (cilium/ebpf parses the kernel's BTF to
+	// load them) and its detaching 13 ms more (the BPF trampoline
+	// rebuilt, then removed: 18.1 ms of the process's CPU against 5.2 for
+	// the kprobes): the fentry run is the cheaper past about 130,000
+	// calls, which a run serving metrics all day reaches and a run until
+	// Ctrl-C or -d most often does not.
+	Fentry bool
+}
+
 // LoadBPF compiles the plan for the BPF engine against the formats of
 // t's events and loads its programs through the kernel's verifier,
 // without attaching them: the check that the BPF engine can answer, and
-// the programs Run then attaches (Options.BPF), loaded once. With events
-// (--events), the programs also write each synthetic event into a perf
-// buffer for the run's streamer; without, they write nothing there: the
-// write costs a wakeup of the JOIN about 4.4 µs of guest time, and the
-// events a buffer drops are not results lost. A plan the
+// the programs Run then attaches (Options.BPF), loaded once. A plan the
 // engine cannot compile, or a load the kernel refuses (no bpf() system
 // call, not permitted, the verifier), is an *EngineUnavailable, and
 // nothing is left loaded.
-func LoadBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, events bool) (*BPFProgram, error) {
-	p := &BPFProgram{wantsEvents: events, comms: &commCache{t: t, names: map[int]string{}}}
+func LoadBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, how BPFLoad) (*BPFProgram, error) {
+	p := &BPFProgram{wantsEvents: how.Events, comms: &commCache{t: t, names: map[int]string{}}}
 	var onSynth func(ev *stream.Event)
-	if events {
+	if how.Events {
 		onSynth = p.onSynth
 	}
-	e, hists, err := compileBPF(t, plan, arch, onSynth)
+	e, hists, err := compileBPF(t, plan, arch, onSynth, !how.Fentry)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +281,7 @@ func (p *BPFProgram) attach(events *streamer) (*bpfEngine, error) {
 
 // compileBPF compiles the plan's triggers for the BPF engine against the
 // formats of t's events.
-func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, onSynth func(*stream.Event)) (*bpf.Engine, []*planner.Hist, error) {
+func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, onSynth func(*stream.Event), noFentry bool) (*bpf.Engine, []*planner.Hist, error) {
 	if err := BPFTarget(t); err != nil {
 		return nil, nil, &EngineUnavailable{Engine: EngineBPF, Reason: err.Error()}
 	}
@@ -293,7 +310,7 @@ func compileBPF(t *Target, plan *planner.Plan, arch *tracefs.Arch, onSynth func(
 	}
 	syms := newSymCache(t)
 	opt := bpf.Options{LongSize: longSize, Syscall: syscallNames(t, arch), Sym: syms.name, OnSynth: onSynth,
-		Probes: probes, Arch: arch}
+		Probes: probes, Arch: arch, NoFentry: noFentry}
 	e, err := bpf.New(bpf.FromHists(hists), synths, format, opt)
 	if err != nil {
 		return nil, nil, unavailable(err, hists)
@@ -316,7 +333,7 @@ func runBPF(ctx context.Context, t *Target, plan *planner.Plan, opt Options, r *
 	prog := opt.BPF
 	if prog == nil {
 		var err error
-		if prog, err = LoadBPF(t, plan, arch, events != nil); err != nil {
+		if prog, err = LoadBPF(t, plan, arch, BPFLoad{Events: events != nil}); err != nil {
 			return nil, err
 		}
 	}

@@ -170,7 +170,7 @@ func (o *options) main(e env, fl *pflag.FlagSet) int {
 		// takes the next engine (the query planned again for it), and a
 		// forced --engine bpf says why at the SQL.
 		arch, _ := cat.Arch()
-		prog, err := live.LoadBPF(e.Target(o.Root), plan, arch, o.live.Events)
+		prog, err := live.LoadBPF(e.Target(o.Root), plan, arch, live.BPFLoad{Events: o.live.Events, Fentry: o.live.Metrics != ""})
 		if err != nil && o.live.Engine == live.EngineBPF {
 			return report(e, src, err)
 		}
