@@ -510,3 +510,39 @@ func TestKprobeFunctionAmbiguous(t *testing.T) {
 		}
 	}
 }
+
+// countingFS counts the opens of each file.
+type countingFS struct {
+	fs.FS
+	opens map[string]int
+}
+
+func (c countingFS) Open(name string) (fs.File, error) {
+	c.opens[name]++
+	return c.FS.Open(name)
+}
+
+// A function two probes name (a kprobe JOIN kretprobe on it) is looked
+// up once: the kernel formats its lists on each read. An unknown one is
+// still an error at each probe that names it.
+func TestKprobeFunctionLookedUpOnce(t *testing.T) {
+	proc := countingFS{fstest.MapFS{"kallsyms": {Data: []byte(kallsyms)}}, map[string]int{}}
+	host := live.Host{Dir: func(p string) (fs.FS, error) {
+		if p == "/proc" {
+			return proc, nil
+		}
+		return nil, fs.ErrNotExist
+	}}
+	files := fstest.MapFS{"available_filter_functions": {Data: []byte(funcList)}}
+	place := &live.Place{Root: "/sys/kernel/tracing", Formats: "/sys/kernel/tracing", Machine: true}
+	join := "SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS ns, COUNT(*) FROM kprobe(FN) AS start JOIN kretprobe(FN) AS end ON start.common_pid = end.common_pid GROUP BY ns"
+	plan, diags, _ := funcsCase(t, place, host, files, strings.ReplaceAll(join, "FN", "vfs_read"))
+	if plan == nil || diags != "" || proc.opens["kallsyms"] != 1 {
+		t.Errorf("vfs_read twice: plan %v, kallsyms read %d times, diagnostics:\n%s", plan != nil, proc.opens["kallsyms"], diags)
+	}
+	proc.opens["kallsyms"] = 0
+	_, diags, _ = funcsCase(t, place, host, files, strings.ReplaceAll(join, "FN", "vfs_raed"))
+	if n := strings.Count(diags, `unknown kernel function "vfs_raed"`); n != 2 || proc.opens["kallsyms"] != 1 || !strings.Contains(diags, "did you mean vfs_read?") {
+		t.Errorf("vfs_raed twice: %d errors, kallsyms read %d times:\n%s", n, proc.opens["kallsyms"], diags)
+	}
+}
