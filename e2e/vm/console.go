@@ -32,6 +32,20 @@ type parsed struct {
 	stdout, stderr     string
 	status             int
 	files              map[string][]byte
+	// stderrEnded and filesEnded say that the stderr and files
+	// sections came whole (their end markers).
+	stderrEnded, filesEnded bool
+}
+
+// complete reports whether everything g asked for came back: the DONE
+// marker, or, should the console lose the last line before the guest
+// powered off, every section g expects after the END line whole (its
+// stderr apart, its files), each ended by its own marker.
+func (p parsed) complete(g Guest) bool {
+	if p.done {
+		return true
+	}
+	return p.ended && (g.CombinedOutput || p.stderrEnded) && (len(g.Collect) == 0 || p.filesEnded)
 }
 
 var endRe = regexp.MustCompile(`^(.*)@@SQLHIST-END-([0-9a-f]+) status=(-?\d+)@@$`)
@@ -103,7 +117,7 @@ func parseConsole(console, nonce string) (parsed, error) {
 		}
 		return "", false
 	}
-	p.stderr, _ = section(markErrBegin, markErrEnd)
+	p.stderr, p.stderrEnded = section(markErrBegin, markErrEnd)
 	done := fmt.Sprintf(markDone, nonce)
 	for j := i; j < len(lines); j++ {
 		if strings.TrimRight(lines[j], "\r") == done {
@@ -111,6 +125,7 @@ func parseConsole(console, nonce string) (parsed, error) {
 		}
 	}
 	if b64, ok := section(markFileBegin, markFileEnd); ok {
+		p.filesEnded = true
 		files, err := decodeTarGzBase64(b64)
 		if err != nil {
 			return p, err

@@ -228,7 +228,12 @@ tar -cz -C / %s | base64
 echo "@@SQLHIST-FILES-END-$N@@"
 `, strings.Join(paths, " "))
 	}
+	// poweroff -f drops what the console has not sent yet (a riscv64
+	// guest lost its DONE line so, the kernel's "Power down" after its
+	// END line): stty sets the console's modes again, with TCSADRAIN,
+	// which returns once everything written to it is out.
 	b.WriteString(`echo "@@SQLHIST-DONE-$N@@"
+stty -F /dev/console "$(stty -F /dev/console -g)" 2>/dev/null
 poweroff -f
 `)
 	return b.String()
@@ -365,7 +370,7 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 		return res, &InfraError{Kernel: k.Name, Reason: reason, Console: res.Console, Err: err}
 	}
 	switch {
-	case cctx.Err() == context.DeadlineExceeded && !p.done:
+	case cctx.Err() == context.DeadlineExceeded && !p.complete(g):
 		return infra(fmt.Sprintf("timed out after %v", timeout), nil)
 	case ctx.Err() != nil:
 		return infra("cancelled", ctx.Err())
@@ -375,7 +380,7 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 		return infra("no end marker: the guest crashed or hung while the script ran"+crashHint(res.Console), runErr)
 	case perr != nil:
 		return infra("bad file payload", perr)
-	case !p.done:
+	case !p.complete(g):
 		return infra("the guest stopped before sending everything back"+crashHint(res.Console), runErr)
 	}
 	return res, nil

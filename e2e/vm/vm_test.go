@@ -227,6 +227,47 @@ func TestParseConsole(t *testing.T) {
 	}
 }
 
+// A console that lost its last line (the DONE marker) before the guest
+// powered off still brought everything back when each section the guest
+// was asked for came whole; one that lost a section's end did not.
+func TestParseConsoleLostDone(t *testing.T) {
+	const n = "0123456789abcdef"
+	files := tarGzBase64(t, map[string]string{"tmp/a": "alpha\n"})
+	head := "@@SQLHIST-BEGIN-" + n + "@@\r\nout\r\n@@SQLHIST-END-" + n + " status=0@@\r\n"
+	stderr := "@@SQLHIST-STDERR-" + n + "@@\r\nerr\r\n@@SQLHIST-STDERR-END-" + n + "@@\r\n"
+	fileSec := "@@SQLHIST-FILES-" + n + "@@\r\n" + files + "\r\n@@SQLHIST-FILES-END-" + n + "@@\r\n"
+	down := "[  564.213599] reboot: Power down\r\n"
+	combined := Guest{CombinedOutput: true}
+	collect := Guest{Collect: []string{"/tmp/a"}}
+	for _, c := range []struct {
+		name string
+		con  string
+		g    Guest
+		want bool
+	}{
+		{"combined, DONE lost", head + down, combined, true},
+		{"stderr whole, DONE lost", head + stderr + down, Guest{}, true},
+		{"stderr cut", head + "@@SQLHIST-STDERR-" + n + "@@\r\nerr\r\n" + down, Guest{}, false},
+		{"files whole, DONE lost", head + stderr + fileSec + down, collect, true},
+		{"files cut", head + stderr + "@@SQLHIST-FILES-" + n + "@@\r\n" + files[:20] + "\r\n" + down, collect, false},
+		{"no END", "@@SQLHIST-BEGIN-" + n + "@@\r\nout\r\n" + down, combined, false},
+		{"DONE there", head + stderr + "@@SQLHIST-DONE-" + n + "@@\r\n" + down, collect, true},
+	} {
+		p, err := parseConsole(c.con, n)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := p.complete(c.g); got != c.want {
+			t.Errorf("%s: complete = %t, want %t (%+v)", c.name, got, c.want, p)
+		}
+	}
+	// The init script drains the console before it powers off.
+	if s := initScript(n, combined); !strings.Contains(s, "stty -F /dev/console \"$(stty -F /dev/console -g)\"") ||
+		strings.Index(s, "stty -F") > strings.Index(s, "poweroff -f") {
+		t.Errorf("no drain of the console before poweroff:\n%s", s)
+	}
+}
+
 func TestInitScriptMarkersNotLiteral(t *testing.T) {
 	// Printing /init must not produce a marker: the nonce is only
 	// spliced in when the shell runs.
