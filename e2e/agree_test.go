@@ -85,6 +85,19 @@ package e2e
 // shell forks nothing, so there is no sched_wakeup_new. Their histograms
 // add. The shell runs on CPU 1 and everything else on CPU 0 (taskset) so
 // that preemptions are few, but they are counted either way.
+//
+// Where the two counts may differ: runqlat enqueues a switched-out task
+// when its __state is TASK_RUNNING, while the tracepoint says 256 for any
+// preemption (__trace_sched_switch_state returns TASK_REPORT_MAX when
+// preempt is set, whatever the state). A shell preempted between setting
+// TASK_INTERRUPTIBLE and calling schedule() on its way into the poll is
+// a preempted start for sqlhist and nothing for runqlat; if its timer
+// wakes it before it runs again, the wakeup is a start for both, and the
+// one switch back in ends both of sqlhist's JOINs. So runqlat counts at
+// least sqlhist's wakeup JOIN and at most its two JOINs: equal while the
+// shell is never preempted on its way to sleep, up to the preempted
+// JOIN's count over on a loaded host (CI, 6.1-arm64: 192 + 76 = 268
+// against runqlat's 261). Each bound keeps the 1%.
 
 import (
 	"context"
@@ -366,9 +379,9 @@ func (a *agreement) compare(n int) (string, []string) {
 	}
 	wake := addHists(a.sqlWake, a.sqlPre)
 	fmt.Fprintf(&b, "wakeup latency (us): sqlhist = sched_wakeup JOIN (%d) + preempted JOIN (%d)\n", sum(a.sqlWake), sum(a.sqlPre))
-	errs = append(errs, compareLatency(&b, "runqlat", wake, a.bpfWake, n, true)...)
+	errs = append(errs, compareLatency(&b, "runqlat", wake, a.bpfWake, n, sum(a.sqlPre), true)...)
 	fmt.Fprintf(&b, "schedule_hrtimeout_range latency (ns):\n")
-	errs = append(errs, compareLatency(&b, "funclatency", a.sqlFunc, a.bpfFunc, n, false)...)
+	errs = append(errs, compareLatency(&b, "funclatency", a.sqlFunc, a.bpfFunc, n, 0, false)...)
 	return b.String(), errs
 }
 
@@ -376,8 +389,10 @@ func (a *agreement) compare(n int) (string, []string) {
 // e beside slot e-1, and checks the totals (within 1%) and the
 // distributions: at most maxTVD apart in total variation distance, or,
 // with atEdges (latencies that cluster at a bucket's end, the wakeups),
-// log2Moves' bounds.
-func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bpfHist, n int, atEdges bool) []string {
+// log2Moves' bounds. extra of sqlhist's events are ones the tool may not
+// count (the preempted JOIN's, for runqlat: the file's comment): the
+// tool's total may be that many short of sqlhist's, never over it.
+func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bpfHist, n int, extra uint64, atEdges bool) []string {
 	var errs []string
 	lo, hi := 64, 0
 	for e, c := range kern {
@@ -403,8 +418,12 @@ func compareLatency(b *strings.Builder, tool string, kern map[int]uint64, bpf bp
 	fmt.Fprintf(b, "  total %d vs %d", st, bt)
 	if floor := latencyFloor(n); bt == 0 || st < floor || bt < floor {
 		errs = append(errs, fmt.Sprintf("%s: totals %d (sqlhist) and %d (%s), want at least %d each (the workload's %d events, less 2%%)", tool, st, bt, tool, floor, n))
-	} else if d := float64(st) - float64(bt); d > 0.01*float64(bt) || -d > 0.01*float64(bt) {
-		errs = append(errs, fmt.Sprintf("%s: sqlhist's total %d is not within 1%% of %s's %d", tool, st, tool, bt))
+	} else if d := float64(st) - float64(bt); d > float64(extra)+0.01*float64(bt) || -d > 0.01*float64(bt) {
+		if extra == 0 {
+			errs = append(errs, fmt.Sprintf("%s: sqlhist's total %d is not within 1%% of %s's %d", tool, st, tool, bt))
+		} else {
+			errs = append(errs, fmt.Sprintf("%s: %s's total %d is not between sqlhist's %d less its %d preempted starts and its %d, within 1%%", tool, tool, bt, st, extra, st))
+		}
 	}
 	d := tvd(kern, bpf.slots)
 	if atEdges {
