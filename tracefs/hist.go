@@ -393,6 +393,32 @@ func (p *histParser) totals(h *Histogram) error {
 	return nil
 }
 
+// InFlight reports whether the histogram was printed while an event was
+// still being added to it: its entries' hitcounts add up to less than its
+// Totals' Hits. The kernel counts a hit as it finds or makes the entry,
+// then adds to the entry's values, and prints the entries before the
+// Totals, so a file read while the trigger fires (or in the moment after
+// a pause, while a CPU is still inside the trigger) can show a hit that
+// no entry shows yet. A histogram without hitcounts (nohitcount) is never
+// in flight by this measure.
+func (h *Histogram) InFlight() bool {
+	var sum uint64
+	for _, e := range h.Entries {
+		found := false
+		for _, v := range e.Values {
+			if v.Name == "hitcount" {
+				sum += v.Num
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return sum < h.Totals.Hits
+}
+
 // KeyFields returns the keys of the trigger as its "trigger info" line
 // lists them, with their modifiers: "id.syscall", "common_pid.execname".
 func (h *Histogram) KeyFields() []string {

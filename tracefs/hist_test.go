@@ -1,9 +1,11 @@
 package tracefs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -219,6 +221,36 @@ func TestParseHistPaused(t *testing.T) {
 	}
 	if !hs[0].Paused || strings.Contains(hs[0].TriggerInfo, "[") {
 		t.Errorf("Paused = %v, TriggerInfo = %q", hs[0].Paused, hs[0].TriggerInfo)
+	}
+}
+
+// TestHistogramInFlight: a real file's hitcounts add up to its Hits; one
+// whose Hits is one more (the kernel printed a hit whose entry was not
+// updated yet) is in flight; one without hitcounts never is.
+func TestHistogramInFlight(t *testing.T) {
+	text := readTestdata(t, "hist-6.1-buckets.txt")
+	hs, err := ParseHist(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs[0].InFlight() {
+		t.Errorf("the kernel's own file is in flight: hits %d", hs[0].Totals.Hits)
+	}
+	hits := regexp.MustCompile(`Hits: (\d+)`)
+	m := hits.FindStringSubmatch(text)
+	n, _ := strconv.ParseUint(m[1], 10, 64)
+	hs, err = ParseHist(hits.ReplaceAllString(text, fmt.Sprintf("Hits: %d", n+1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hs[0].InFlight() {
+		t.Errorf("Hits %d over the entries' %d: not in flight", n+1, n)
+	}
+	for _, e := range hs[0].Entries {
+		e.Values = e.Values[1:]
+	}
+	if hs[0].InFlight() {
+		t.Errorf("entries without hitcount: in flight")
 	}
 }
 

@@ -1,0 +1,72 @@
+package live
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+)
+
+// readsFS serves one file whose text changes with each read: texts[i]
+// at the i-th read, the last one after.
+type readsFS struct {
+	name  string
+	texts []string
+	reads int
+}
+
+func (r *readsFS) Open(name string) (fs.File, error) {
+	if name != r.name {
+		return nil, fs.ErrNotExist
+	}
+	text := r.texts[min(r.reads, len(r.texts)-1)]
+	r.reads++
+	return fstest.MapFS{name: {Data: []byte(text)}}.Open(name)
+}
+
+// pausedHist is a paused histogram of two entries (3 and 4 hits) whose
+// Totals say hits.
+func pausedHist(hits string) string {
+	return "# event histogram\n#\n# trigger info: hist:keys=id:vals=hitcount:sort=hitcount:size=2048 [paused]\n#\n\n" +
+		"{ id:          0 } hitcount:          3\n{ id:          1 } hitcount:          4\n\n" +
+		"Totals:\n    Hits: " + hits + "\n    Entries: 2\n    Dropped: 0\n"
+}
+
+// TestStoppedHistogramSettles: once the engine stopped, a paused
+// histogram printed with a hit its entries do not show yet is read again
+// until they agree; before the stop, or when it is not paused, the first
+// read is taken; one that never settles is taken after settleMax.
+func TestStoppedHistogramSettles(t *testing.T) {
+	defer func(w, m time.Duration) { settleFirstWait, settleMax = w, m }(settleFirstWait, settleMax)
+	settleFirstWait, settleMax = time.Millisecond, 50*time.Millisecond
+	const file = "events/raw_syscalls/sys_enter/hist"
+	for _, c := range []struct {
+		name      string
+		stopped   bool
+		texts     []string
+		wantHits  uint64
+		wantReads int
+	}{
+		{"settles at the third read", true, []string{pausedHist("8"), pausedHist("8"), pausedHist("7")}, 7, 3},
+		{"whole at once", true, []string{pausedHist("7")}, 7, 1},
+		{"still running", false, []string{pausedHist("8"), pausedHist("7")}, 8, 1},
+		{"active, not paused", true, []string{activeHist(pausedHist("8")), pausedHist("7")}, 8, 1},
+		{"never settles", true, []string{pausedHist("8")}, 8, -1},
+	} {
+		rfs := &readsFS{name: file, texts: c.texts}
+		k := &kernelEngine{r: &runState{t: &Target{FS: rfs}}, stopped: c.stopped}
+		hs, err := k.histograms(file)
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("%s: %v, %d histograms", c.name, err, len(hs))
+		}
+		if hs[0].Totals.Hits != c.wantHits || (c.wantReads > 0 && rfs.reads != c.wantReads) || (c.wantReads < 0 && rfs.reads < 3) {
+			t.Errorf("%s: hits %d after %d reads, want %d after %d", c.name, hs[0].Totals.Hits, rfs.reads, c.wantHits, c.wantReads)
+		}
+	}
+}
+
+// activeHist is text with its trigger active instead of paused.
+func activeHist(text string) string {
+	return strings.Replace(text, " [paused]", " [active]", 1)
+}
