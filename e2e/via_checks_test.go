@@ -406,13 +406,12 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(serr.String(), "collecting") && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-	}
+	done := awaitCollecting(cmd, &serr, 2*time.Minute)
 	time.Sleep(time.Second)
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-	if err := cmd.Wait(); err != nil || !strings.Contains(serr.String(), "interrupt: reading what was collected") {
+	if err := <-done; err != nil || !strings.Contains(serr.String(), "interrupt: reading what was collected") {
 		t.Errorf("Ctrl-C: %v:\n%s", err, serr.String())
+		viaTracefsState(t, shell)
 	}
 	checkJoin(t, "via Ctrl-C", sout.String())
 
@@ -421,6 +420,7 @@ SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sysname;
 	out, errs, code = sqlhistRun(bin, "--via", via, "-r", "-i", "2", "-d", "7", "-o", "json", q.join)
 	if code != 0 {
 		t.Errorf("-i: exit %d:\n%s", code, errs)
+		viaTracefsState(t, shell)
 	}
 	checkViaIntervals(t, out)
 	viaHeatmapChecks(t, kname, via, bin, q.join, out)
@@ -484,15 +484,13 @@ func viaKillChecks(t *testing.T, kname, via, bin, before string, gstate func() s
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	done := awaitCollecting(cmd, &errb, 2*time.Minute)
 	time.Sleep(time.Second)
 	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	<-done
 	killed := time.Now()
 	if !strings.Contains(errb.String(), "collecting") {
+		viaTracefsState(t, shell)
 		t.Fatalf("the run to kill never collected:\n%s", errb.String())
 	}
 	out, errs, code := sqlhistRun(bin, "--via", via, "--cleanup", "--dry-run")
@@ -510,16 +508,14 @@ func viaKillChecks(t *testing.T, kname, via, bin, before string, gstate func() s
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-	}
+	done = awaitCollecting(cmd, &errb, 2*time.Minute)
 	time.Sleep(time.Second)
 	if b, err := os.ReadFile(pidFile); err != nil {
 		t.Errorf("the transport's pid: %v", err)
 	} else if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	err := cmd.Wait()
+	err := <-done
 	errs = errb.String()
 	if err == nil || !strings.Contains(errs, "cannot be reached") || !strings.Contains(errs, "sqlhist --cleanup --via") {
 		t.Errorf("a run whose transport is cut: %v:\n%s%s", err, cutOut.String(), errs)
@@ -609,6 +605,39 @@ func viaFleetChecks(t *testing.T, vias []string, bin string) {
 		}
 	}
 	t.Logf("a fleet of %d targets (-r -d 2): %v, %d system calls merged, %d calls", len(vias), took.Round(100*time.Millisecond), hits, len(sums))
+}
+
+// awaitCollecting waits until the started cmd's stderr (errb) says it is
+// collecting, it exits, or bound passes; the channel gives its Wait's
+// error. (A run that failed at once used to be waited for until the
+// bound: 2 minutes of the suite, and its error printed only after.)
+func awaitCollecting(cmd *exec.Cmd, errb *syncBuffer, bound time.Duration) <-chan error {
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		close(exited)
+		done <- err
+	}()
+	for deadline := time.Now().Add(bound); !strings.Contains(errb.String(), "collecting") && time.Now().Before(deadline); {
+		select {
+		case <-exited:
+			return done
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return done
+}
+
+// viaTracefsState logs what of the guest's tracing a run depends on, for
+// a failure that a run's own error does not explain: the options new
+// instances inherit, the instances, the memory, the kernel's last words.
+func viaTracefsState(t *testing.T, shell func(string) string) {
+	t.Logf("the guest's tracing state:\n%s", shell(`T=/sys/kernel/tracing
+echo "trace_options: $(tr '\n' ' ' < $T/trace_options)"
+echo "tracing_on: $(cat $T/tracing_on); instances: $(ls $T/instances | tr '\n' ' ')"
+head -3 /proc/meminfo; df /tmp | tail -1
+dmesg | tail -8`))
 }
 
 // syncBuffer is a bytes.Buffer safe for a process's writes and a test's

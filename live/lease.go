@@ -181,9 +181,10 @@ func takeLease(t *Target, name string, cmds []emit.Command, ring bool, bufferKB 
 			return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: %v", name, errnoText(err)))
 		}
 	}
-	got, ok := readManifestIn(t, name, "trace")
-	if !ok || len(got) != len(cmds) {
-		return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: its trace does not show them back", name))
+	data, rerr := fs.ReadFile(t.FS, dir+"/trace")
+	got, ok := parseManifest(string(data))
+	if rerr != nil || !ok || len(got) != len(cmds) {
+		return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: its trace does not show them back (%s)", name, manifestMiss(data, rerr, len(manifestLines(cmds)))))
 	}
 	if !ring {
 		return nil
@@ -198,6 +199,34 @@ func takeLease(t *Target, name string, cmds []emit.Command, ring bool, bufferKB 
 		return dropLease(t, name, fmt.Errorf("keeping the run's records in the snapshot buffer of instance %s: its snapshot does not show them back", name))
 	}
 	return nil
+}
+
+// manifestMiss says why a lease's trace did not give its manifest back:
+// the read's error, or how many of the want marker lines it showed and
+// its first lines that are not comments (another format, another
+// buffer's contents, nothing).
+func manifestMiss(data []byte, err error, want int) string {
+	if err != nil {
+		return "reading it: " + errnoText(err)
+	}
+	seen := 0
+	var first []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, recordTag) {
+			seen++
+		}
+		if l != "" && !strings.HasPrefix(l, "#") && len(first) < 3 {
+			if len(l) > 120 {
+				l = l[:120] + "..."
+			}
+			first = append(first, strconv.Quote(l))
+		}
+	}
+	what := fmt.Sprintf("it shows %d of the %d record lines written", seen, want)
+	if len(first) == 0 {
+		return what + ", and no line but comments"
+	}
+	return what + "; its first lines: " + strings.Join(first, ", ")
 }
 
 func dropLease(t *Target, name string, err error) error {

@@ -70,3 +70,22 @@ func TestStoppedHistogramSettles(t *testing.T) {
 func activeHist(text string) string {
 	return strings.Replace(text, " [paused]", " [active]", 1)
 }
+
+// TestManifestMiss: a lease whose trace did not give its records back
+// says why: the read's error, or what the trace showed instead.
+func TestManifestMiss(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		err  error
+		want string
+	}{
+		{"", &fs.PathError{Op: "read", Path: "trace", Err: fs.ErrNotExist}, "reading it: "},
+		{"# tracer: nop\n#\n", nil, "it shows 0 of the 2 record lines written, and no line but comments"},
+		{"# tracer: nop\n  sh-1 [000] 1.0: tracing_mark_write: sqlhist-own 1/2 [{\n  sh-1 [000] 1.1: 0xffff: raw\n", nil,
+			`it shows 1 of the 2 record lines written; its first lines: "  sh-1 [000] 1.0: tracing_mark_write: sqlhist-own 1/2 [{", "  sh-1 [000] 1.1: 0xffff: raw"`},
+	} {
+		if got := manifestMiss([]byte(c.data), c.err, 2); !strings.HasPrefix(got, c.want) {
+			t.Errorf("manifestMiss(%q, %v) = %q, want it to begin %q", c.data, c.err, got, c.want)
+		}
+	}
+}
