@@ -176,13 +176,23 @@ func takeLease(t *Target, name string, cmds []emit.Command, ring bool, bufferKB 
 		size = strconv.Itoa(bufferKB)
 	}
 	_ = t.W.Append(dir+"/buffer_size_kb", size)
-	for _, l := range manifestLines(cmds) {
-		if err := t.W.Append(dir+"/trace_marker", l); err != nil {
-			return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: %v", name, errnoText(err)))
+	// Written twice at most: anyone's removal of a dynamic event (another
+	// tool's kprobe) empties every ring buffer, this one's too, and may
+	// fall between the writes and the read. The same pieces written again
+	// replace each other in the reading.
+	var data []byte
+	var rerr error
+	var got []emit.Command
+	ok := false
+	for try := 0; try < 2 && !(rerr == nil && ok && len(got) == len(cmds)); try++ {
+		for _, l := range manifestLines(cmds) {
+			if err := t.W.Append(dir+"/trace_marker", l); err != nil {
+				return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: %v", name, errnoText(err)))
+			}
 		}
+		data, rerr = fs.ReadFile(t.FS, dir+"/trace")
+		got, ok = parseManifest(string(data))
 	}
-	data, rerr := fs.ReadFile(t.FS, dir+"/trace")
-	got, ok := parseManifest(string(data))
 	if rerr != nil || !ok || len(got) != len(cmds) {
 		return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: its trace does not show them back (%s)", name, manifestMiss(data, rerr, len(manifestLines(cmds)))))
 	}

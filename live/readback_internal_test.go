@@ -2,6 +2,8 @@ package live
 
 import (
 	"io/fs"
+
+	"github.com/sqlhist/sqlhist/emit"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -89,3 +91,53 @@ func TestManifestMiss(t *testing.T) {
 		}
 	}
 }
+
+// resetOnce is a tracefs whose instances' trace shows what was written
+// to their trace_marker, except that the first read finds the buffer
+// emptied (as anyone's removal of a dynamic event empties it) when reset
+// is set.
+type resetOnce struct {
+	trace map[string]string
+	dirs  map[string]bool
+	reset bool
+	reads int
+}
+
+func (r *resetOnce) Append(file, line string) error {
+	if strings.HasSuffix(file, "/trace_marker") {
+		r.trace[strings.TrimSuffix(file, "_marker")] += "  sh-1 [000] .....  1.0: tracing_mark_write: " + line + "\n"
+	}
+	return nil
+}
+func (r *resetOnce) Mkdir(dir string) error { r.dirs[dir] = true; return nil }
+func (r *resetOnce) Rmdir(dir string) error { delete(r.dirs, dir); return nil }
+func (r *resetOnce) Open(name string) (fs.File, error) {
+	if strings.HasSuffix(name, "/trace") {
+		r.reads++
+		if r.reset && r.reads == 1 {
+			r.trace[name] = ""
+		}
+	}
+	return fstest.MapFS{name: {Data: []byte(r.trace[name])}}.Open(name)
+}
+
+// TestLeaseWrittenAgainAfterAReset: a lease whose records were emptied
+// before they were read back writes them again and keeps the run going;
+// one whose records never show fails, saying so, and is removed.
+func TestLeaseWrittenAgainAfterAReset(t *testing.T) {
+	cmds := []emit.Command{{Kind: emit.KindDir, File: "instances/sqlhist_7", Line: "mkdir", Undo: "rmdir", What: "instance sqlhist_7"}}
+	r := &resetOnce{trace: map[string]string{}, dirs: map[string]bool{}, reset: true}
+	if err := takeLease(&Target{FS: r, W: r}, "sqlhist_7_own", cmds, false, 0); err != nil || r.reads != 2 || !r.dirs["instances/sqlhist_7_own"] {
+		t.Errorf("a reset before the read-back: %v after %d reads; lease kept %v", err, r.reads, r.dirs["instances/sqlhist_7_own"])
+	}
+	never := &neverShown{resetOnce{trace: map[string]string{}, dirs: map[string]bool{}}}
+	err := takeLease(&Target{FS: never, W: never}, "sqlhist_7_own", cmds, false, 0)
+	if err == nil || !strings.Contains(err.Error(), "it shows 0 of the 1 record lines written") || never.reads != 2 || never.dirs["instances/sqlhist_7_own"] {
+		t.Errorf("records never shown: %v after %d reads; lease left %v", err, never.reads, never.dirs["instances/sqlhist_7_own"])
+	}
+}
+
+// neverShown is a tracefs whose trace_marker writes never show.
+type neverShown struct{ resetOnce }
+
+func (n *neverShown) Append(file, line string) error { return nil }
