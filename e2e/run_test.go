@@ -254,6 +254,8 @@ func runPhase(t *testing.T, kname string) phase {
 	script = strings.Replace(script, "kill $W\nwait $W\n", histRunScript(kname)+"kill $W\nwait $W\n", 1)
 	// --metrics on the guest's loopback (metrics_guest_test.go).
 	script = strings.Replace(script, "kill $W\nwait $W\n", metricsScript+"kill $W\nwait $W\n", 1)
+	// A top level set to sym-offset and hex (options_test.go).
+	script = strings.Replace(script, "kill $W\nwait $W\n", optionsScript+"kill $W\nwait $W\n", 1)
 	// The BPF engine (bpfrun_test.go).
 	script = withBPFRun(script)
 	files := []vm.File{{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, "amd64")}}
@@ -278,7 +280,7 @@ func runPhase(t *testing.T, kname string) phase {
 			checkMetricsGuest(t, kname, sections(out), out)
 			checkHistRun(t, kname, out)
 			checkStacks(t, kname, out)
-			note := checkBPFRun(t, kname, out)
+			note := checkBPFRun(t, kname, out) + "; " + checkOptions(t, kname, out)
 			if sameWindow {
 				return checkSameWindow(t, kname, "kernel", "6.1", "x86_64", out) + "; " + checkStall(t, kname, out) + "; " + note
 			}

@@ -66,7 +66,7 @@ func (t *Target) lastBeat(id int) (beat float64, has bool) {
 	}
 	beat = -1
 	for _, l := range strings.Split(string(data), "\n") {
-		_, text, ok := strings.Cut(l, "tracing_mark_write: "+beatTag)
+		text, ok := markerText(l, beatTag)
 		if !ok {
 			continue
 		}

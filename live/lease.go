@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sqlhist/sqlhist/emit"
 )
@@ -97,11 +99,11 @@ func parseManifest(trace string) (cmds []emit.Command, ok bool) {
 	var pieces []string
 	total := 0
 	for _, l := range strings.Split(trace, "\n") {
-		_, text, found := strings.Cut(l, "tracing_mark_write: ")
-		if !found || !strings.HasPrefix(text, recordTag) {
+		text, found := markerText(l, recordTag)
+		if !found {
 			continue
 		}
-		num, piece, _ := strings.Cut(strings.TrimPrefix(text, recordTag), " ")
+		num, piece, _ := strings.Cut(text, " ")
 		a, b, _ := strings.Cut(num, "/")
 		i, err1 := strconv.Atoi(a)
 		n, err2 := strconv.Atoi(b)
@@ -126,16 +128,56 @@ func parseManifest(trace string) (cmds []emit.Command, ok bool) {
 	return cmds, true
 }
 
+// markerText is what follows tag in a line of a trace that shows a
+// trace_marker write beginning with tag. The line around it is the
+// kernel's, in whatever form the instance's options give it, which a new
+// instance takes from the top level's: "tracing_mark_write: " by default,
+// "tracing_mark_write+0x9b/0x1de: " under sym-offset, "tracing_mark_write
+// <ffffffff810ae6ad>: " under sym-addr, "# ffffffff810ae6ad " under raw,
+// the name alone under nocontext-info (5.10 and 6.1 guests, 2026-12-06;
+// hex and bin show no text: textOptions). What comes before the tag must be
+// one of those, so that an event's string holding the tag (a stream
+// run's lease also holds its events) is not taken for a record.
+func markerText(line, tag string) (string, bool) {
+	i := strings.Index(line, tag)
+	if i < 0 {
+		return "", false
+	}
+	before := line[:i]
+	if !(strings.HasSuffix(before, ": ") && strings.Contains(before, "tracing_mark_write")) && !rawMarker().MatchString(before) {
+		return "", false
+	}
+	return line[i+len(tag):], true
+}
+
+// rawMarker matches what a trace under the raw option prints before a
+// marker's text: pid, CPU, timestamp, "#" and the address written from.
+var rawMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\d+ \d+ \d+ # [0-9a-f]+ $`) })
+
+// binaryOptions are the options under which a trace shows no text of a
+// marker, and what turns each off in an instance's trace_options.
+var binaryOptions = [][2]string{{"hex", "nohex"}, {"bin", "nobin"}}
+
 // readManifest reads the manifest in the lease instance name: from its
 // snapshot buffer (a stream run's lease), else from its trace. The
 // snapshot comes first: reading trace stops the recording in the
 // instance while the file is open, which would lose a stream run's
 // events.
 func readManifest(t *Target, name string) ([]emit.Command, bool) {
-	if cmds, ok := readManifestIn(t, name, "snapshot"); ok {
-		return cmds, true
+	for try := 0; try < 2; try++ {
+		if try > 0 {
+			// A lease made under the top level's hex or bin shows
+			// its records as numbers: turned off, they read.
+			textOptions(t, "instances/"+name)
+		}
+		if cmds, ok := readManifestIn(t, name, "snapshot"); ok {
+			return cmds, true
+		}
+		if cmds, ok := readManifestIn(t, name, "trace"); ok {
+			return cmds, true
+		}
 	}
-	return readManifestIn(t, name, "trace")
+	return nil, false
 }
 
 // readManifestIn reads the manifest in one buffer of the lease instance
@@ -184,17 +226,24 @@ func takeLease(t *Target, name string, cmds []emit.Command, ring bool, bufferKB 
 	var rerr error
 	var got []emit.Command
 	ok := false
+	written := 0
 	for try := 0; try < 2 && !(rerr == nil && ok && len(got) == len(cmds)); try++ {
+		if try > 0 {
+			// A top level set to hex or bin gave the lease its
+			// option: its trace shows the records as numbers.
+			textOptions(t, dir)
+		}
 		for _, l := range manifestLines(cmds) {
 			if err := t.W.Append(dir+"/trace_marker", l); err != nil {
 				return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: %v", name, errnoText(err)))
 			}
+			written++
 		}
 		data, rerr = fs.ReadFile(t.FS, dir+"/trace")
 		got, ok = parseManifest(string(data))
 	}
 	if rerr != nil || !ok || len(got) != len(cmds) {
-		return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: its trace does not show them back (%s)", name, manifestMiss(data, rerr, len(manifestLines(cmds)))))
+		return dropLease(t, name, fmt.Errorf("recording the run's objects in instance %s: its trace does not show them back (%s)", name, manifestMiss(data, rerr, written)))
 	}
 	if !ring {
 		return nil
@@ -209,6 +258,22 @@ func takeLease(t *Target, name string, cmds []emit.Command, ring bool, bufferKB 
 		return dropLease(t, name, fmt.Errorf("keeping the run's records in the snapshot buffer of instance %s: its snapshot does not show them back", name))
 	}
 	return nil
+}
+
+// textOptions turns off, in the instance dir, the options of
+// binaryOptions it has (inherited from the top level when it was made).
+func textOptions(t *Target, dir string) {
+	data, err := fs.ReadFile(t.FS, dir+"/trace_options")
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		for _, o := range binaryOptions {
+			if strings.TrimSpace(l) == o[0] {
+				_ = t.W.Append(dir+"/trace_options", o[1])
+			}
+		}
+	}
 }
 
 // manifestMiss says why a lease's trace did not give its manifest back:

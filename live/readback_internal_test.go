@@ -2,6 +2,7 @@ package live
 
 import (
 	"io/fs"
+	"slices"
 
 	"github.com/sqlhist/sqlhist/emit"
 	"strings"
@@ -132,7 +133,7 @@ func TestLeaseWrittenAgainAfterAReset(t *testing.T) {
 	}
 	never := &neverShown{resetOnce{trace: map[string]string{}, dirs: map[string]bool{}}}
 	err := takeLease(&Target{FS: never, W: never}, "sqlhist_7_own", cmds, false, 0)
-	if err == nil || !strings.Contains(err.Error(), "it shows 0 of the 1 record lines written") || never.reads != 2 || never.dirs["instances/sqlhist_7_own"] {
+	if err == nil || !strings.Contains(err.Error(), "it shows 0 of the 2 record lines written") || never.reads != 2 || never.dirs["instances/sqlhist_7_own"] {
 		t.Errorf("records never shown: %v after %d reads; lease left %v", err, never.reads, never.dirs["instances/sqlhist_7_own"])
 	}
 }
@@ -141,3 +142,74 @@ func TestLeaseWrittenAgainAfterAReset(t *testing.T) {
 type neverShown struct{ resetOnce }
 
 func (n *neverShown) Append(file, line string) error { return nil }
+
+// TestMarkerTextForms: a marker's text is found in each form a trace
+// printed it in, as an instance takes the top level's options (5.10 and
+// 6.1 guests, 2026-12-06), and not in an event whose string holds the
+// tag.
+func TestMarkerTextForms(t *testing.T) {
+	for _, c := range []struct {
+		option, line string
+		ok           bool
+	}{
+		{"default", "           <...>-93      [000] .....     2.509596: tracing_mark_write: sqlhist-own 1/1 x", true},
+		{"sym-offset", "           <...>-93      [000] .....     2.509596: tracing_mark_write+0xdd/0x240: sqlhist-own 1/1 x", true},
+		{"sym-addr", "           <...>-93      [001] .....     2.754871: tracing_mark_write <ffffffff903b348d>: sqlhist-own 1/1 x", true},
+		{"raw", "93 0 2968414615 # ffffffff903b348d sqlhist-own 1/1 x", true},
+		{"nocontext-info", "tracing_mark_write: sqlhist-own 1/1 x", true},
+		{"latency-format", "   <...>-93        0..... 4846605us : tracing_mark_write: sqlhist-own 1/1 x", true},
+		{"an event's string", "      sh-120   [000] .....   5.1: sched_process_exec: filename=/tmp/a: sqlhist-own 1/1 x pid=120", false},
+		{"hex", "0000005d 00000001 00000000bdcb4a36 type: 5", false},
+	} {
+		text, ok := markerText(c.line, recordTag)
+		if ok != c.ok || (ok && text != "1/1 x") {
+			t.Errorf("%s: %q, %v; want %v", c.option, text, ok, c.ok)
+		}
+	}
+}
+
+// hexOnce is a tracefs whose lease instance was made under the top
+// level's hex option: its trace shows records as numbers until nohex is
+// written to its trace_options.
+type hexOnce struct {
+	resetOnce
+	hex    bool
+	writes []string
+}
+
+func (h *hexOnce) Append(file, line string) error {
+	h.writes = append(h.writes, file+" "+line)
+	if strings.HasSuffix(file, "/trace_options") && line == "nohex" {
+		h.hex = false
+	}
+	return h.resetOnce.Append(file, line)
+}
+
+func (h *hexOnce) Open(name string) (fs.File, error) {
+	if strings.HasSuffix(name, "/trace_options") {
+		opts := "print-parent\nnosym-offset\nnobin\nhex\nmarkers\n"
+		if !h.hex {
+			opts = "print-parent\nnosym-offset\nnobin\nnohex\nmarkers\n"
+		}
+		return fstest.MapFS{name: {Data: []byte(opts)}}.Open(name)
+	}
+	if strings.HasSuffix(name, "/trace") && h.hex {
+		h.reads++
+		return fstest.MapFS{name: {Data: []byte("0000005d 00000001 00000000bdcb4a36 type: 5\n")}}.Open(name)
+	}
+	return h.resetOnce.Open(name)
+}
+
+// TestLeaseTurnsHexOff: a lease whose trace shows its records as numbers
+// (the top level set to hex) turns the option off in its own instance
+// and reads them; the top level's options are not written.
+func TestLeaseTurnsHexOff(t *testing.T) {
+	cmds := []emit.Command{{Kind: emit.KindDir, File: "instances/sqlhist_7", Line: "mkdir", Undo: "rmdir", What: "instance sqlhist_7"}}
+	h := &hexOnce{resetOnce: resetOnce{trace: map[string]string{}, dirs: map[string]bool{}}, hex: true}
+	if err := takeLease(&Target{FS: h, W: h}, "sqlhist_7_own", cmds, false, 0); err != nil {
+		t.Fatalf("a lease made under hex: %v (writes %q)", err, h.writes)
+	}
+	if !slices.Contains(h.writes, "instances/sqlhist_7_own/trace_options nohex") || slices.Contains(h.writes, "trace_options nohex") {
+		t.Errorf("writes %q, want nohex in the lease's own trace_options only", h.writes)
+	}
+}
