@@ -924,21 +924,32 @@ func (g *gen) trigger(ct *ctrig, ec *evctx) error {
 				asm.FnGetCurrentComm.Call())
 		}
 	}
+	// The update's result is compared on its low 32 bits: the verifier
+	// turns the helper into a direct call of the map's own update, an
+	// int function before Linux 6.4 ("bpf: Change bpf map
+	// update/delete to return long"), so on 5.10 and 6.1 R0 holds -17
+	// as 0x00000000ffffffef, which a 64-bit compare with -17 misses: a
+	// lost race of two CPUs inserting one key (EEXIST, which is fine)
+	// was counted a failed insert whose code read 0xffffffff00000011
+	// (6.1's run phase, 2026-12-06).
 	const noExist, eExist = 1, -17
 	g.ins(mapPtr(m),
 		asm.Mov.Reg(asm.R2, g.fp), asm.Add.Imm(asm.R2, int32(s.key)),
 		asm.Mov.Reg(asm.R3, g.fp), asm.Add.Imm(asm.R3, int32(tmpl)),
 		asm.Mov.Imm(asm.R4, noExist),
 		asm.FnMapUpdateElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, again),
-		asm.JEq.Imm(asm.R0, eExist, again))
+		asm.JEq.Imm32(asm.R0, 0, again),
+		asm.JEq.Imm32(asm.R0, eExist, again))
 	// R0 is the insert's error, or 0 when the entry it made (or found
 	// made) is not there: a full map is told apart from the rest, whose
-	// last code is kept (the kernel's verdict, reported as it is).
+	// last code is kept (the kernel's verdict, reported as it is: its low
+	// 32 bits, sign-extended, negated).
 	g.at(drop)
 	full := g.label()
-	g.ins(asm.JEq.Imm(asm.R0, -errE2BIG, full),
+	g.ins(asm.JEq.Imm32(asm.R0, -errE2BIG, full),
 		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.LSh.Imm(asm.R3, 32),
+		asm.ArSh.Imm(asm.R3, 32),
 		asm.Neg.Imm(asm.R3, 0),
 		asm.LoadMapValue(asm.R1, 0, failedSlot(m.stat)).WithReference(statsMap),
 		asm.Mov.Imm(asm.R2, 1),
