@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,15 +13,25 @@ import (
 // kernel's or the stream's engine failed before it wrote anything, with
 // "its trace does not show them back" (2026-12-06: the forms in a 6.1
 // guest are in live's TestMarkerTextForms). optionsScript runs, under the
-// top level's sym-offset and then its hex too, a -r of the system calls
-// and a JOIN killed while it collects, and --cleanup for it: the run
-// answers, the killed run's lease is read (turning hex off in that lease
-// alone), and the top level keeps its options. The workload runs.
+// top level's sym-offset and then its hex too, a -r of the system calls,
+// --events of the JOIN (then under raw as well), and a JOIN killed while
+// it collects, and --cleanup for it: the runs answer, the streams are
+// whole (the run's own instance turns hex and raw off), the killed run's
+// lease is read (turning hex off in that lease alone), and the top level
+// keeps its options. The workload runs.
 const optionsScript = `: > /tmp/opterr
 echo sym-offset > $T/trace_options
 /work/sqlhist -r --engine kernel -d 1 -o json 'SELECT id, COUNT(*) AS n FROM sys_enter' > /tmp/opt1 2> /tmp/opt1err; echo "@@opt1-exit $?"
 echo hex > $T/trace_options
 /work/sqlhist -r --engine kernel -d 1 -o json 'SELECT id, COUNT(*) AS n FROM sys_enter' > /tmp/opt2 2> /tmp/opt2err; echo "@@opt2-exit $?"
+/work/sqlhist -r --engine kernel -d 2 --events -o json "$J" > /tmp/optev 2> /tmp/optev-err; echo "@@optev-exit $?"
+echo "@@optev-count $(wc -l < /tmp/optev)"
+echo raw > $T/trace_options
+/work/sqlhist -r --engine kernel -d 2 --events -o json "$J" > /tmp/optraw 2> /tmp/optraw-err; echo "@@optraw-exit $?"
+echo "@@optraw-count $(wc -l < /tmp/optraw)"
+echo "@@optraw-stderr"; cat /tmp/optraw-err
+echo noraw > $T/trace_options
+echo "@@optev-stderr"; cat /tmp/optev-err
 /work/sqlhist -r --engine kernel -o json -n optkill "$J" > /dev/null 2> /tmp/opterr &
 O=$!
 i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/opterr; do sleep 0.05; i=$((i + 1)); done
@@ -47,6 +58,14 @@ func checkOptions(t *testing.T, kname, out string) string {
 			t.Errorf("%s: -r under the top level's options %s counted no system call:\n%s", kname, n, sec["opt"+n])
 		}
 	}
+	// --events reads its instance's trace_pipe as text: under hex, and
+	// under hex and raw, every event the kernel counted is streamed.
+	for _, v := range []string{"optev", "optraw"} {
+		n, _ := strconv.Atoi(strings.TrimPrefix(firstLine(out, "@@"+v+"-count "), "@@"+v+"-count "))
+		if !strings.Contains(out, "@@"+v+"-exit 0\n") || streamProblem(sec[v+"-stderr"], n) != "" {
+			t.Errorf("%s: --events under the top level's options (%s): %d lines, %s:\n%s", kname, v, n, streamProblem(sec[v+"-stderr"], n), sec[v+"-stderr"])
+		}
+	}
 	if !strings.Contains(out, "@@optclean-exit 0\n") || !strings.Contains(sec["optclean-out"], "optkill") {
 		t.Errorf("%s: --cleanup of a run killed under hex: want exit 0 and the run's synthetic event optkill named from its lease:\n%s", kname, sec["optclean-out"])
 	}
@@ -56,5 +75,5 @@ func checkOptions(t *testing.T, kname, out string) string {
 	if got := firstLine(out, "@@opt-left "); got != "@@opt-left 0" {
 		t.Errorf("%s: left after --cleanup (instances, then optkill's lines in dynamic_events): %q", kname, got)
 	}
-	return "options: sym-offset and hex on the top level"
+	return "options: sym-offset, hex and raw on the top level"
 }

@@ -155,8 +155,10 @@ func markerText(line, tag string) (string, bool) {
 var rawMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\d+ \d+ \d+ # [0-9a-f]+ $`) })
 
 // binaryOptions are the options under which a trace shows no text of a
-// marker, and what turns each off in an instance's trace_options.
-var binaryOptions = [][2]string{{"hex", "nohex"}, {"bin", "nobin"}}
+// marker or an event as its format prints it, and what turns each off in
+// an instance's trace_options (raw keeps a marker's text, not an
+// event's).
+var binaryOptions = [][2]string{{"hex", "nohex"}, {"bin", "nobin"}, {"raw", "noraw"}}
 
 // readManifest reads the manifest in the lease instance name: from its
 // snapshot buffer (a stream run's lease), else from its trace. The
@@ -261,7 +263,8 @@ func takeLease(t *Target, name string, cmds []emit.Command, ring bool, bufferKB 
 }
 
 // textOptions turns off, in the instance dir, the options of
-// binaryOptions it has (inherited from the top level when it was made).
+// binaryOptions it has (inherited from the top level when it was made):
+// one read, and a write only for an option that is on.
 func textOptions(t *Target, dir string) {
 	data, err := fs.ReadFile(t.FS, dir+"/trace_options")
 	if err != nil {

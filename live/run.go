@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -251,6 +252,14 @@ type runState struct {
 
 func (r *runState) instanceDir() string { return "instances/" + r.instance }
 
+// madeInstance reports whether the run creates its instance (not one -B
+// names that was there before it).
+func (r *runState) madeInstance() bool {
+	return slices.ContainsFunc(r.cmds, func(c emit.Command) bool {
+		return c.Kind == emit.KindDir && c.File == r.instanceDir() && c.Line == "mkdir"
+	})
+}
+
 func (r *runState) run(ctx context.Context) (*results.Report, error) {
 	if err := Apply(r.t, r.cmds); err != nil {
 		if ae, ok := err.(*ApplyError); !ok || len(ae.Undo) == 0 {
@@ -316,6 +325,11 @@ func (r *runState) run(ctx context.Context) (*results.Report, error) {
 	if r.opt.Events != nil && streams {
 		st = fed.streamer(r.opt.Events, r.plan, r.opt.Format)
 	} else if r.opt.Events != nil {
+		if r.madeInstance() {
+			// Its events are read as text: a top level set to hex,
+			// bin or raw gave the instance its option.
+			textOptions(r.t, r.instanceDir())
+		}
 		p, err := r.t.openPipe(path.Join(r.t.Root, r.instanceDir(), "trace_pipe"))
 		if err != nil {
 			teardown()
