@@ -170,9 +170,13 @@ echo "@@awkk-cleanup"; cat /tmp/kc.out /tmp/kc.err
 echo "@@awkk-after-cleanup $(ls $T/instances | grep -c '^sqlawk') instances, $(awks) awks"
 awkk_start
 kill -9 $KP $KS; wait $KS 2>/dev/null
+for o in hex raw nocontext-info latency-format; do echo $o > $T/trace_options; done
 sh /work/awk-join.sh > /tmp/k3.out 2> /tmp/k3.err; echo "@@awkk-again-exit $?"
+echo "@@awkk-again-opts $(grep -xE '(no)?(hex|raw|context-info|latency-format)' $T/trace_options | tr '\n' ' ')"
+for o in nohex noraw context-info nolatency-format; do echo $o > $T/trace_options; done
 echo "@@awkk-again-err"; cat /tmp/k3.err
 echo "@@awkk-again-end $(grep -c '^==> end: ' /tmp/k3.out)"
+echo "@@awkk-again-out"; cat /tmp/k3.out
 sleep 0.5
 echo "@@awkk-final $(ls $T/instances | grep -c '^sqlawk') instances, $(awks) awks"
 /work/sqlhist --cleanup 2> /tmp/kc.err; echo "@@awkk-last"; cat /tmp/kc.err
@@ -203,10 +207,33 @@ func checkAwkKills(t *testing.T, kname, out string) string {
 	if !strings.Contains(sec["awkk-again-err"], "removing what a killed script of this query left") {
 		t.Errorf("%s: the script pasted over a killed one's leftovers: %s", kname, sec["awkk-again-err"])
 	}
+	// That paste ran under the top level's hex, raw, nocontext-info and
+	// latency-format, which its instance took and set back to the
+	// kernel's default text: it read every line and counted wakeups, and
+	// the top level kept its options.
+	if got := firstLine(out, "@@awkk-again-opts "); got != "@@awkk-again-opts raw hex nocontext-info latency-format " {
+		t.Errorf("%s: the top level's options while the awk script ran: %q, want raw, hex, nocontext-info and latency-format as set", kname, got)
+	}
+	if got, ok := rawSection(out, "awkk-again-out"); !ok {
+		t.Errorf("%s: no output of the paste under the top level's options", kname)
+	} else if ao, err := live.ReadAwkOutput(strings.NewReader(got)); err != nil {
+		t.Errorf("%s: the paste under the top level's options: %v\n%s", kname, err, got)
+	} else {
+		var hits uint64
+		for _, p := range ao.Paths {
+			if hs, _ := tracefs.ParseHist(ao.Files[p]); len(hs) > 0 {
+				hits = hs[0].Totals.Hits
+			}
+			break
+		}
+		if hits == 0 || ao.Unread != 0 || ao.Lost != 0 {
+			t.Errorf("%s: the awk script under the top level's hex, raw, nocontext-info and latency-format: %d hits, %d lines unread, %d lost; want hits and every line read:\n%s", kname, hits, ao.Unread, ao.Lost, got)
+		}
+	}
 	if !strings.Contains(sec["awkk-last"], "nothing left by killed runs") || strings.Contains(sec["awkk-last"], "no lease names") {
 		t.Errorf("%s: a last --cleanup: %s", kname, sec["awkk-last"])
 	}
-	return "awk kills: a running script named, a killed one's leftovers removed by --cleanup and by a paste"
+	return "awk kills: a running script named, a killed one's leftovers removed by --cleanup and by a paste (under the top level's hex, raw, nocontext-info and latency-format)"
 }
 
 // rawSection is the text after the line "@@name" up to the next line

@@ -34,7 +34,19 @@ type StreamOptions struct {
 	// trace_pipe_raw returns as soon as the buffer holds an event (a
 	// reader that cannot read without blocking: a shell's dd).
 	NoWait bool
+	// Text says that the reader parses the instance's trace_pipe as
+	// text (the awk engine): the instance is set to print the kernel's
+	// default text whatever options it took from the top level (a new
+	// instance copies them): hex, bin and raw off, context-info on,
+	// latency-format off. Set only in an instance of the run's.
+	Text bool
 }
+
+// textDefaults are the trace options that change how an event prints,
+// each with the value of the kernel's default text; every one is an
+// instance's own (none of TOP_LEVEL_TRACE_FLAGS) and has a file in its
+// options directory on every kernel.
+var textDefaults = [][2]string{{"hex", "0"}, {"bin", "0"}, {"raw", "0"}, {"context-info", "1"}, {"latency-format", "0"}}
 
 // StreamCommands lowers a plan for the stream engine, which computes the
 // plan's hist triggers and synthetic events itself from the events the
@@ -60,7 +72,12 @@ func StreamCommands(p *planner.Plan, events []StreamEvent, opt StreamOptions) []
 	if !opt.CreateInstance && !opt.Own {
 		// An instance the run did not make (-B): its settings are its
 		// owner's, and stay.
-		opt.Clock, opt.BufferKB, opt.NoWait = "", 0, false
+		opt.Clock, opt.BufferKB, opt.NoWait, opt.Text = "", 0, false, false
+	}
+	if opt.Text {
+		for _, o := range textDefaults {
+			out = append(out, Command{Kind: KindSetting, File: dir + "options/" + o[0], Line: o[1], What: "trace option " + o[0] + " of instance " + opt.Instance})
+		}
 	}
 	if opt.NoWait {
 		out = append(out, Command{Kind: KindSetting, File: dir + "buffer_percent", Line: "0", What: "buffer_percent of instance " + opt.Instance})

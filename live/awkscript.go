@@ -110,7 +110,7 @@ func NewAwkPlan(plan *planner.Plan, cat *tracefs.Catalog, arch *tracefs.Arch) (*
 		sys, ev, _ := strings.Cut(k, "/")
 		evs = append(evs, emit.StreamEvent{System: sys, Event: ev, Filter: m.Filter(sys, ev)})
 	}
-	ap.Setup = emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: ap.Instance, CreateInstance: true, Clock: "global", BufferKB: awkBufferKB})
+	ap.Setup = emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: ap.Instance, CreateInstance: true, Clock: "global", BufferKB: awkBufferKB, Text: true})
 	for _, h := range hists {
 		switch h.Role {
 		case "results", "negatives", "histogram":

@@ -326,6 +326,9 @@ func TestAwkScriptShells(t *testing.T) {
 				for f, want := range map[string]string{
 					"trace_clock": "global\n", "buffer_size_kb": "4096\n", "trace_marker": AwkMarker + "\n",
 					"events/sched/sched_waking/enable": "1\n", "events/sched/sched_switch/enable": "1\n",
+					// The kernel's default text, whatever the top level's
+					// options (a new instance takes them).
+					"options/hex": "0\n", "options/bin": "0\n", "options/raw": "0\n", "options/context-info": "1\n", "options/latency-format": "0\n",
 				} {
 					got, err := os.ReadFile(removed + "/" + f)
 					if err != nil || string(got) != want {
@@ -367,7 +370,7 @@ func standIn(t *testing.T, dir string, text []byte) (root, bin string) {
 		// line (the end marker too), and stays open until the instance
 		// is gone. A lease (sqlawk_…_own_PID) is an empty directory.
 		"mkdir": "#!/bin/sh\n/bin/mkdir \"$1\" || exit 1\ncase \"$1\" in *_own_*) exit 0 ;; esac\n" +
-			"for e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done\n" +
+			"for e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done; /bin/mkdir \"$1/options\"\n" +
 			"/usr/bin/mkfifo \"$1/trace_pipe\" || exit 1\n" +
 			"( exec > \"$1/trace_pipe\"; /bin/cat " + quoteAll([]string{dir + "/text"})[0] + "; n=0\n" +
 			"  while [ -d \"$1\" ]; do m=$(/usr/bin/wc -l < \"$1/trace_marker\" 2>/dev/null); m=${m:-0}\n" +

@@ -44,7 +44,7 @@ func readStandIn(t *testing.T, dir string, text []byte, argv []string) (root, bi
 	}
 	files := map[string]string{
 		"mkdir": "#!/bin/sh\n/bin/mkdir \"$1\" || exit 1\ncase \"$1\" in *_own_*) exit 0 ;; esac\n" +
-			"for e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done\n" +
+			"for e in sched/sched_waking sched/sched_switch; do /bin/mkdir -p \"$1/events/$e\"; done; /bin/mkdir \"$1/options\"\n" +
 			"/bin/cp " + q(dir+"/text") + " \"$1/trace_pipe\"\n",
 		"rmdir": "#!/bin/sh\n/bin/rm -r \"$1\"\n",
 		"awk":   "#!/bin/sh\nexec " + strings.Join(awk, " ") + " \"$@\"\n",
