@@ -177,6 +177,11 @@ for o in nohex noraw context-info nolatency-format; do echo $o > $T/trace_option
 echo "@@awkk-again-err"; cat /tmp/k3.err
 echo "@@awkk-again-end $(grep -c '^==> end: ' /tmp/k3.out)"
 echo "@@awkk-again-out"; cat /tmp/k3.out
+echo nomarkers > $T/trace_options
+sh /work/awk-join.sh > /tmp/k4.out 2> /tmp/k4.err; echo "@@awkk-nomarkers-exit $?"
+echo markers > $T/trace_options
+echo "@@awkk-nomarkers-err"; cat /tmp/k4.out /tmp/k4.err
+echo "@@awkk-nomarkers-left $(ls $T/instances | grep -c '^sqlawk')"
 sleep 0.5
 echo "@@awkk-final $(ls $T/instances | grep -c '^sqlawk') instances, $(awks) awks"
 /work/sqlhist --cleanup 2> /tmp/kc.err; echo "@@awkk-last"; cat /tmp/kc.err
@@ -233,7 +238,14 @@ func checkAwkKills(t *testing.T, kname, out string) string {
 	if !strings.Contains(sec["awkk-last"], "nothing left by killed runs") || strings.Contains(sec["awkk-last"], "no lease names") {
 		t.Errorf("%s: a last --cleanup: %s", kname, sec["awkk-last"])
 	}
-	return "awk kills: a running script named, a killed one's leftovers removed by --cleanup and by a paste (under the top level's hex, raw, nocontext-info and latency-format)"
+	// Under the top level's nomarkers the instance refuses the line that
+	// ends the awk: the paste says so and leaves nothing.
+	if !strings.Contains(out, "@@awkk-nomarkers-exit 1\n") || !strings.Contains(sec["awkk-nomarkers-err"], "the markers option of the top level is off") ||
+		!strings.Contains(out, "@@awkk-nomarkers-left 0\n") {
+		t.Errorf("%s: the awk script pasted under the top level's nomarkers: want exit 1, the reason and nothing left: %s, %s:\n%s", kname,
+			firstLine(out, "@@awkk-nomarkers-exit"), firstLine(out, "@@awkk-nomarkers-left"), sec["awkk-nomarkers-err"])
+	}
+	return "awk kills: a running script named, a killed one's leftovers removed by --cleanup and by a paste (under the top level's hex, raw, nocontext-info and latency-format); refused under nomarkers"
 }
 
 // rawSection is the text after the line "@@name" up to the next line

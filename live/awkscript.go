@@ -292,6 +292,15 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	for _, c := range ap.Setup {
 		if c.Kind == emit.KindDir {
 			b.WriteString("mkdir " + inst + " || { rmdir \"$sqlhist_own\"; exit 1; }\n")
+			// The awk ends at a line written to trace_marker, which an
+			// instance made while the top level's markers option is off
+			// refuses (the option is the top level's alone, copied when
+			// the instance is made): under load the script would run
+			// until killed. Refused before any event is enabled.
+			b.WriteString("if grep -qx nomarkers " + emit.Quote(path.Join(instPath, "trace_options")) + " 2>/dev/null; then\n")
+			b.WriteString("\tprintf 'sqlhist: the markers option of the top level is off, and %s took it: the kernel refuses the line to trace_marker that ends the awk; turn it on (echo markers >> %s) and paste the script again\\n' " +
+				emit.Quote(ap.Instance) + " " + emit.Quote(path.Join(root, "trace_options")) + " >&2\n")
+			b.WriteString("\tsqlhist_undo; exit 1\nfi\n")
 			continue
 		}
 		if c.Kind == emit.KindSetting && path.Base(c.File) == "buffer_size_kb" && opt.BufferKB > 0 {

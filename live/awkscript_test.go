@@ -647,3 +647,64 @@ func TestAwkScriptBufferKB(t *testing.T) {
 		}
 	}
 }
+
+// An instance made while the top level's markers option is off refuses
+// the line to trace_marker that ends the awk (the option is the top
+// level's alone; the instance copies it when made, 2026-12-06 FINDINGS):
+// the script says so and what to run, and ends before any event is
+// enabled or any awk started, leaving neither instance nor lease.
+func TestAwkScriptRefusesNoMarkers(t *testing.T) {
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("dash is not installed (make test-shells installs it)")
+		}
+		t.Skip("SKIPPING: dash is not installed (make test-shells installs it)")
+	}
+	k := awkKernels[0]
+	text, err := os.ReadFile(k.text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, _, _, _ := awkPlanOf(t, awkQueries["agg"], k.version, k.arch)
+	dir := t.TempDir()
+	root, bin := standIn(t, dir, text)
+	// The stand-in's instances list the top level's options as the
+	// kernel's do, markers off; no awk may start.
+	if err := os.Rename(bin+"/mkdir", bin+"/mkdir0"); err != nil {
+		t.Fatal(err)
+	}
+	mkdir := "#!/bin/sh\n" + quoteAll([]string{bin + "/mkdir0"})[0] + " \"$@\" || exit 1\n" +
+		"case \"$1\" in *_own_*) ;; *) printf 'print-parent\\nnomarkers\\nhex\\n' > \"$1/trace_options\" ;; esac\n"
+	for n, body := range map[string]string{"mkdir": mkdir, "awk": "#!/bin/sh\ntouch " + quoteAll([]string{dir + "/awk-ran"})[0] + "\n"} {
+		if err := execfile.Write(bin+"/"+n, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var script bytes.Buffer
+	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(dash, "-c", script.String())
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + dir}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1, got %v\nstderr:\n%s", err, errb.String())
+	}
+	want := "sqlhist: the markers option of the top level is off, and " + ap.Instance + " took it: the kernel refuses the line to trace_marker that ends the awk; turn it on (echo markers >> " + root + "/trace_options) and paste the script again\n"
+	if errb.String() != want || out.Len() != 0 {
+		t.Errorf("stderr:\n%s\nwant:\n%s\nstdout:\n%s", errb.String(), want, out.String())
+	}
+	if _, err := os.Stat(dir + "/awk-ran"); err == nil {
+		t.Error("an awk was started")
+	}
+	entries, err := os.ReadDir(root + "/instances")
+	if err != nil || len(entries) != 0 {
+		t.Errorf("left in instances: %v (%v)", entries, err)
+	}
+	if enabled, _ := filepath.Glob(dir + "/removed/events/*/*/enable"); len(enabled) != 0 {
+		t.Errorf("events enabled before the refusal: %v", enabled)
+	}
+}
