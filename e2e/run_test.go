@@ -538,7 +538,18 @@ func checkHist(t *testing.T, out string) {
 		}
 		prev = uint64(n)
 	}
-	if sum := res.sum("n"); len(res.Rows) < 3 || sum != res.Totals.Hits || res.Totals.Dropped != 0 || res.Totals.Failed != 0 {
+	// A drop with the map far from full (2,048 entries, a few dozen
+	// syscalls) is the kernel's race, not a full map: two CPUs inserting
+	// one new key at once, the second spins map_size times for the
+	// first's entry (tracing_map's dup_try) and counts a drop when the
+	// first's vCPU is not running (a fresh clone's 7.2-arm64: 43 rows, 1
+	// dropped). More than two, or a drop with the map half full, fails.
+	// The BPF engine's map has no such race (an insert that finds the key
+	// added by another CPU takes it): any drop of it fails.
+	var doc bpfEngineJSON
+	json.Unmarshal([]byte(out), &doc)
+	raceDrop := doc.Engine != "bpf" && res.Totals.Dropped <= 2 && len(res.Rows) < 1024
+	if sum := res.sum("n"); len(res.Rows) < 3 || sum != res.Totals.Hits || (res.Totals.Dropped != 0 && !raceDrop) || res.Totals.Failed != 0 {
 		t.Errorf("hist: %d rows summing to %d, kernel Hits %d, dropped %d, failed %d (%s)", len(res.Rows), sum, res.Totals.Hits, res.Totals.Dropped, res.Totals.Failed, res.Totals.FailedWhy)
 	}
 }
