@@ -100,8 +100,11 @@ func checkStacks(t *testing.T, kname, out string) {
 			}
 			distinct[string(b)] = true
 		}
+		// Drops only as the kernel's lost insert races (see
+		// raceDrops): two CPUs switching out in one new stack at once.
+		raceDrop := res.Totals.Dropped <= 2 && len(res.Rows) < 1024
 		if len(res.Rows) < 3 || uint64(len(res.Rows)) != res.Totals.Entries || len(distinct) != len(res.Rows) ||
-			res.sum("count") != res.Totals.Hits || res.Totals.Dropped != 0 {
+			res.sum("count") != res.Totals.Hits || (res.Totals.Dropped != 0 && !raceDrop) {
 			t.Errorf("stacks: %d rows (%d distinct stacks) counting %d; the kernel: %d entries, %d hits, %d dropped",
 				len(res.Rows), len(distinct), res.sum("count"), res.Totals.Entries, res.Totals.Hits, res.Totals.Dropped)
 		}
