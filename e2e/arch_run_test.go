@@ -30,7 +30,7 @@ H='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n D
 K='SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid'
 U="SELECT n, COUNT(*) AS c FROM uprobe('/work/bin/demo', main.work, n=$DEMO_ARG) ORDER BY n"
 ` + gstateShell + `gstate > /tmp/g0
-( while :; do sleep 0.05; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; /work/bin/demo; done ) > /dev/null 2>&1 &
+( while :; do sleep 0.2; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; /work/bin/demo; done ) > /dev/null 2>&1 &
 W=$!
 /work/sqlhist -r --engine kernel -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
 echo "@@join-json"; cat /tmp/out

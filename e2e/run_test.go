@@ -25,7 +25,7 @@ H='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter ORDER BY n D
 ` + gstateShell + `mkdir $T/instances/sqlhist_dstate
 gstate > /tmp/g0
 # Resetting a private buffer puts the writer in D state (see FINDINGS.md).
-( while :; do sleep 0.05; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; echo > $T/instances/sqlhist_dstate/trace; done ) > /dev/null 2>&1 &
+( while :; do sleep 0.2; dd if=/proc/version of=/dev/null bs=32; cat /proc/cpuinfo; ls /proc; echo > $T/instances/sqlhist_dstate/trace; done ) > /dev/null 2>&1 &
 W=$!
 /work/sqlhist -r --engine kernel -d 2 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
 echo "@@join-json"; cat /tmp/out

@@ -34,7 +34,7 @@ snap() {
 	ls $T/instances
 }
 snap > /tmp/before
-( while :; do sleep 0.05; dd if=/proc/version of=/dev/null bs=32 2>/dev/null; cat /proc/cpuinfo; ls /proc; done ) > /dev/null 2>&1 &
+( while :; do sleep 0.2; dd if=/proc/version of=/dev/null bs=32 2>/dev/null; cat /proc/cpuinfo; ls /proc; done ) > /dev/null 2>&1 &
 W=$!
 /work/sqlhist -r --engine stream -d 3 -o json "$J" > /tmp/out 2> /tmp/err; echo "@@join-exit $?"
 echo "@@join-json"; cat /tmp/out; echo "@@join-stderr"; cat /tmp/err

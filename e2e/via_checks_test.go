@@ -290,7 +290,7 @@ func viaTargetChecks(t *testing.T, kname, via, bin string) {
 		return out
 	}
 	// A workload: wakeups, opens and system calls, until the end.
-	wpid := strings.TrimSpace(shell(`( while :; do sleep 0.05; cat /proc/version > /dev/null; ls /proc > /dev/null; done ) </dev/null >/dev/null 2>&1 & echo $!`))
+	wpid := strings.TrimSpace(shell(`( while :; do sleep 0.2; cat /proc/version > /dev/null; ls /proc > /dev/null; done ) </dev/null >/dev/null 2>&1 & echo $!`))
 	if _, err := strconv.Atoi(wpid); err != nil {
 		t.Fatalf("starting the workload: %q", wpid)
 	}
