@@ -118,8 +118,20 @@ func awkFiles(t *testing.T, kname string) []vm.File {
 			files = append(files, vm.File{Path: "/work/awk-long.sh", Mode: 0o644, Data: long})
 		}
 	}
+	// The flood checks' script (awkKillScript): system calls counted
+	// per CPU for 2 s in a 64 KB buffer, far more of them than awk reads.
+	cmd := exec.Command(bin, append(append(flags[:len(flags)-2:len(flags)-2], "-d", "2", "--buffer-kb", "64"), awkFloodSQL)...)
+	flood, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("printing the awk script of %s: %v", awkFloodSQL, err)
+	}
+	files = append(files, vm.File{Path: "/work/awk-flood.sh", Mode: 0o644, Data: flood})
 	return files
 }
+
+// awkFloodSQL is the flood checks' query: every system call of the
+// guest, by CPU.
+const awkFloodSQL = `SELECT common_cpu, COUNT(*) AS n FROM sys_enter`
 
 // awkQueryArgs are the arguments a script printed with the flags of
 // awkTarget names in its output's query line (sqlhist read plans them).
@@ -183,6 +195,21 @@ echo markers > $T/trace_options
 echo "@@awkk-nomarkers-err"; cat /tmp/k4.out /tmp/k4.err
 echo "@@awkk-nomarkers-left $(ls $T/instances | grep -c '^sqlawk')"
 sleep 0.5
+# A flood: two loops of one-byte dd make system calls far faster than
+# awk reads them, into a 64 KB buffer, for the script's -d 2. The kernel
+# writes over what awk has not read, the end marker too while the events
+# stay on (the script ran until killed); the script turns them off first.
+flood() { while :; do dd if=/dev/zero of=/dev/null bs=1 count=20000 2>/dev/null; done; }
+flood > /dev/null 2>&1 & F1=$!
+flood > /dev/null 2>&1 & F2=$!
+a=$(cut -d' ' -f1 /proc/uptime)
+timeout 60 sh /work/awk-flood.sh > /tmp/k5.out 2> /tmp/k5.err; echo "@@awkk-flood-exit $?"
+b=$(cut -d' ' -f1 /proc/uptime)
+kill $F1 $F2; wait $F1 $F2 2>/dev/null
+echo "@@awkk-flood-time $a $b"
+echo "@@awkk-flood-left $(ls $T/instances | grep -c '^sqlawk')"
+echo "@@awkk-flood-err"; cat /tmp/k5.err
+echo "@@awkk-flood-out"; cat /tmp/k5.out
 echo "@@awkk-final $(ls $T/instances | grep -c '^sqlawk') instances, $(awks) awks"
 /work/sqlhist --cleanup 2> /tmp/kc.err; echo "@@awkk-last"; cat /tmp/kc.err
 `
@@ -245,7 +272,50 @@ func checkAwkKills(t *testing.T, kname, out string) string {
 		t.Errorf("%s: the awk script pasted under the top level's nomarkers: want exit 1, the reason and nothing left: %s, %s:\n%s", kname,
 			firstLine(out, "@@awkk-nomarkers-exit"), firstLine(out, "@@awkk-nomarkers-left"), sec["awkk-nomarkers-err"])
 	}
+	checkAwkFlood(t, kname, out)
 	return "awk kills: a running script named, a killed one's leftovers removed by --cleanup and by a paste (under the top level's hex, raw, nocontext-info and latency-format); refused under nomarkers"
+}
+
+// checkAwkFlood checks the flood's paste (awkKillScript): it ended soon
+// after its -d 2 with an answer, its awk having read a small part of the
+// events, the loss said at the top of the answer as well as in its last
+// line, and nothing left. The build before the fix ran until the guest's
+// timeout 60 killed it, with no answer (5.10, busybox awk).
+func checkAwkFlood(t *testing.T, kname, out string) {
+	t.Helper()
+	var a, b float64
+	fmt.Sscanf(firstLine(out, "@@awkk-flood-time "), "@@awkk-flood-time %g %g", &a, &b)
+	if !strings.Contains(out, "@@awkk-flood-exit 0\n") || b-a <= 0 || b-a > 30 || !strings.Contains(out, "@@awkk-flood-left 0\n") {
+		t.Errorf("%s: the awk script under a flood of system calls: %s after %.1f s of guest time (want exit 0 within 30 s of its -d 2), %s:\n%s", kname,
+			firstLine(out, "@@awkk-flood-exit"), b-a, firstLine(out, "@@awkk-flood-left"), lastLines(out, 30))
+		return
+	}
+	got, _ := rawSection(out, "awkk-flood-out")
+	ao, err := live.ReadAwkOutput(strings.NewReader(got))
+	if err != nil {
+		t.Errorf("%s: the flood's answer: %v\n%s", kname, err, got)
+		return
+	}
+	var hits uint64
+	for _, p := range ao.Paths {
+		if hs, _ := tracefs.ParseHist(ao.Files[p]); len(hs) > 0 {
+			hits = hs[0].Totals.Hits
+		}
+	}
+	// The first line after the query's says what was lost.
+	lines := strings.Split(got, "\n")
+	top := ""
+	for _, l := range lines {
+		if strings.HasPrefix(l, "==> ") && !strings.HasPrefix(l, "==> sqlhist query: ") {
+			top = l
+			break
+		}
+	}
+	if hits == 0 || ao.Lost == 0 || !strings.HasPrefix(top, fmt.Sprintf("==> lost: %d events", ao.Lost)) {
+		t.Errorf("%s: the flood's answer: %d hits, %d lost, its first line %q; want hits, a loss (the buffer holds 64 KB) and the loss said first:\n%s", kname, hits, ao.Lost, top, got)
+		return
+	}
+	t.Logf("%s: the awk script under a flood: ended %.1f s after its start (-d 2), %d system calls read, %d lost", kname, b-a, hits, ao.Lost)
 }
 
 // rawSection is the text after the line "@@name" up to the next line

@@ -260,7 +260,14 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	probeUndo("\t")
 	b.WriteString("\trmdir " + inst + "\n\trmdir \"$sqlhist_own\"\n}\n")
 	marker := emit.Quote(path.Join(instPath, "trace_marker"))
-	end := "echo " + emit.Quote(AwkMarker) + " >> " + marker
+	// The end: the instance's events off, then the marker. With the
+	// events still on, an awk slower than them (a busy event, a small
+	// buffer) never saw the marker: the kernel wrote over it before awk
+	// came to it, and the script ran as long as the events came (a
+	// guest's syscall counts under load, -d 2: still running at 60 s).
+	// Nothing is written after the marker now; awk reads what the buffer
+	// still holds, then the marker.
+	end := awkStopEvents(instPath) + "; echo " + emit.Quote(AwkMarker) + " >> " + marker
 	// An instance of the same query: a running script's (its lease's
 	// process exists) is left alone; a killed one's is removed, its awk
 	// (if it outlived the script) ended by the marker.
@@ -392,6 +399,13 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	b.WriteString("sqlhist_undo\n)\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// awkStopEvents is the shell command that turns off every event of the
+// awk script's instance at instPath (its errors are of no use: an
+// instance already gone, the script ends anyway).
+func awkStopEvents(instPath string) string {
+	return "echo 0 >> " + emit.Quote(path.Join(instPath, "events", "enable")) + " 2>/dev/null"
 }
 
 // commentText makes text safe on a comment line of a script: control

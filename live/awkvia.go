@@ -204,7 +204,10 @@ func RunAwkViaIntervals(ctx context.Context, run ShellRunner, plan *planner.Plan
 				// End the awk now: it prints the end's hist files, and
 				// its script removes the instance.
 				ended = true
-				run(context.Background(), "ending the awk engine's script", "echo "+emit.Quote(AwkMarker)+" >> "+emit.Quote(path.Join(root, "instances", ap.Instance, "trace_marker")), 0)
+				// The events off first, as the script's own end does
+				// (awkStopEvents): an awk behind them would not see a
+				// marker the kernel wrote over.
+				run(context.Background(), "ending the awk engine's script", awkStopEvents(path.Join(root, "instances", ap.Instance))+"; echo "+emit.Quote(AwkMarker)+" >> "+emit.Quote(path.Join(root, "instances", ap.Instance, "trace_marker")), 0)
 				deadline = time.Now().Add(awkViaSlack)
 			}
 			time.Sleep(poll())

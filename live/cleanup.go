@@ -403,6 +403,7 @@ func awkLeftovers(t *Target, alive func(pid int) bool) []Leftover {
 			removed[l.inst] = true
 			dir := "instances/" + l.inst
 			cmds = append(cmds,
+				emit.Command{Kind: emit.KindSetting, File: dir + "/events/enable", Line: "0", What: "its events off: nothing is written after the end marker"},
 				emit.Command{Kind: emit.KindSetting, File: dir + "/trace_marker", Line: AwkMarker, What: "the end marker: ends an awk of the killed script still reading " + l.inst},
 				emit.Command{Kind: emit.KindDir, File: dir, Line: "rmdir", What: "instance " + l.inst})
 		}

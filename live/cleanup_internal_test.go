@@ -105,7 +105,8 @@ func (w *busyWriter) Rmdir(dir string) error {
 }
 
 // What a killed awk script left: its lease (sqlawk_<name>_own_<pid>) and
-// its instance, which the end marker empties before the rmdir (tried
+// its instance, whose events are turned off and which the end marker
+// then empties before the rmdir (tried
 // again while busy); a running script's lease and instance are left, and
 // so are the awk scripts' probes while one runs. An instance no lease
 // names is not removed but named, with what removes it.
@@ -132,6 +133,7 @@ func TestAwkLeftovers(t *testing.T) {
 	want := []string{ // in the listing's order
 		"rmdir instances/sqlawk_exec_own_43",
 		"rmdir instances/sqlawk_gone_own_44",
+		"instances/sqlawk_wl/events/enable < 0", // nothing after the marker
 		"instances/sqlawk_wl/trace_marker < " + AwkMarker,
 		"rmdir instances/sqlawk_wl: busy", "rmdir instances/sqlawk_wl: busy", "rmdir instances/sqlawk_wl",
 		"rmdir instances/sqlawk_wl_own_41",
