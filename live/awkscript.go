@@ -282,8 +282,8 @@ func WriteAwkScript(w io.Writer, ap *AwkPlan, opt AwkScriptOptions) error {
 	b.WriteString("\t\tsqlhist_old=\"$sqlhist_old $sqlhist_p\"\n")
 	b.WriteString("\tdone\n")
 	b.WriteString("\tif [ -z \"$sqlhist_old\" ]; then\n")
-	b.WriteString("\t\tprintf 'sqlhist: %s exists and no script owns it (one printed by an older sqlhist, or one starting now); if none runs, remove it: echo %s >> %s; rmdir %s\\n' " +
-		inst + " " + emit.Quote(AwkMarker) + " " + marker + " " + inst + " >&2\n")
+	b.WriteString("\t\tprintf 'sqlhist: %s exists and no script owns it (one printed by an older sqlhist, or one starting now); if none runs, remove it: echo 0 >> %s; echo %s >> %s; rmdir %s\\n' " +
+		inst + " " + emit.Quote(path.Join(instPath, "events", "enable")) + " " + emit.Quote(AwkMarker) + " " + marker + " " + inst + " >&2\n")
 	b.WriteString("\t\texit 1\n\tfi\n")
 	b.WriteString("\techo \"sqlhist: removing what a killed script of this query left (" + ap.Instance + ", of process$sqlhist_old, which is gone)\" >&2\n")
 	b.WriteString("\t" + end + " 2>/dev/null\n")

@@ -708,3 +708,54 @@ func TestAwkScriptRefusesNoMarkers(t *testing.T) {
 		t.Errorf("events enabled before the refusal: %v", enabled)
 	}
 }
+
+// An instance of the query's name that no lease names (a script printed
+// by an older sqlhist, or one starting now) is left alone: the script
+// says what to run if none runs, the events off before the marker (an
+// awk behind a busy event would not see a marker written among them),
+// and ends without a lease or any write.
+func TestAwkScriptUnownedInstance(t *testing.T) {
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("dash is not installed (make test-shells installs it)")
+		}
+		t.Skip("SKIPPING: dash is not installed (make test-shells installs it)")
+	}
+	k := awkKernels[0]
+	text, err := os.ReadFile(k.text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, _, _, _ := awkPlanOf(t, awkQueries["agg"], k.version, k.arch)
+	dir := t.TempDir()
+	root, bin := standIn(t, dir, text)
+	inst := root + "/instances/" + ap.Instance
+	if err := os.MkdirAll(inst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var script bytes.Buffer
+	if err := WriteAwkScript(&script, ap, AwkScriptOptions{Root: root, Duration: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(dash, "-c", script.String())
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + dir}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1, got %v\nstderr:\n%s", err, errb.String())
+	}
+	want := "sqlhist: " + inst + " exists and no script owns it (one printed by an older sqlhist, or one starting now); if none runs, remove it: echo 0 >> " +
+		inst + "/events/enable; echo sqlhist-awk-end >> " + inst + "/trace_marker; rmdir " + inst + "\n"
+	if errb.String() != want || out.Len() != 0 {
+		t.Errorf("stderr:\n%s\nwant:\n%s\nstdout:\n%s", errb.String(), want, out.String())
+	}
+	entries, err := os.ReadDir(root + "/instances")
+	if err != nil || len(entries) != 1 || entries[0].Name() != ap.Instance {
+		t.Errorf("instances: %v (%v), want only %s", entries, err, ap.Instance)
+	}
+	if left, _ := os.ReadDir(inst); len(left) != 0 {
+		t.Errorf("written into the instance: %v", left)
+	}
+}

@@ -499,8 +499,8 @@ func NothingLeft(t *Target, alive func(pid int) bool) string {
 	ids := deadRuns(t, func(id int) bool { return !live(id) })
 	unowned := ""
 	if u := unownedAwk(t); len(u) > 0 {
-		unowned = fmt.Sprintf("; awk scripts' instances that no lease names (printed by an older sqlhist, or starting now), not removed: %s (if no script of it runs: echo %s >> %s; rmdir %s)",
-			strings.Join(u, ", "), AwkMarker, emit.Quote(path.Join(t.Root, "instances", u[0], "trace_marker")), emit.Quote(path.Join(t.Root, "instances", u[0])))
+		unowned = fmt.Sprintf("; awk scripts' instances that no lease names (printed by an older sqlhist, or starting now), not removed: %s (if no script of it runs: echo 0 >> %s; echo %s >> %s; rmdir %s)",
+			strings.Join(u, ", "), emit.Quote(path.Join(t.Root, "instances", u[0], "events", "enable")), AwkMarker, emit.Quote(path.Join(t.Root, "instances", u[0], "trace_marker")), emit.Quote(path.Join(t.Root, "instances", u[0])))
 	}
 	if len(ids) == 0 {
 		return "nothing left by killed runs" + unowned

@@ -154,7 +154,7 @@ func TestAwkLeftovers(t *testing.T) {
 		t.Errorf("nothing running: %d left, %v, writes %q", n, err, w.log)
 	}
 	note := NothingLeft(&Target{Root: "/sys/kernel/tracing", FS: fstest.MapFS{"instances/sqlawk_old/trace": {}}}, func(int) bool { return false })
-	if !strings.Contains(note, "that no lease names") || !strings.Contains(note, "sqlawk_old (if no script of it runs: echo sqlhist-awk-end >> '/sys/kernel/tracing/instances/sqlawk_old/trace_marker'; rmdir '/sys/kernel/tracing/instances/sqlawk_old')") {
+	if !strings.Contains(note, "that no lease names") || !strings.Contains(note, "sqlawk_old (if no script of it runs: echo 0 >> '/sys/kernel/tracing/instances/sqlawk_old/events/enable'; echo sqlhist-awk-end >> '/sys/kernel/tracing/instances/sqlawk_old/trace_marker'; rmdir '/sys/kernel/tracing/instances/sqlawk_old')") {
 		t.Errorf("NothingLeft: %s", note)
 	}
 }
