@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -23,7 +24,20 @@ var scriptLine = regexp.MustCompile(`^(# .*|(echo|printf '%s\\n') '([^']|'\\'')*
 // success print only lines of the script contract.
 func FuzzCompile(f *testing.F) {
 	paths, _ := filepath.Glob("../../testdata/queries/*.txtar")
-	for _, p := range paths {
+	// Fuzzing starts from every third golden query: with all of them
+	// and the cached inputs, the baseline coverage alone (each input
+	// compiled twice, instrumented) took make unit's whole 15 s on a
+	// loaded machine, and fuzzcheck failed the run for fuzzing nothing
+	// (a fresh clone on 2026-12-06: 173 of 176 inputs). Without -fuzz
+	// (go test) every query is a seed, as before.
+	fuzzing := false
+	if fl := flag.Lookup("test.fuzz"); fl != nil && fl.Value.String() != "" {
+		fuzzing = true
+	}
+	for i, p := range paths {
+		if fuzzing && i%3 != 0 {
+			continue
+		}
 		a, err := txtar.ParseFile(p)
 		if err != nil {
 			f.Fatal(err)
