@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/tracefs"
 
 	"fmt"
 	"slices"
@@ -68,6 +69,21 @@ type awkGen struct {
 	// readsPID says that a trigger reads an event's common_pid, readsTS
 	// that one reads its timestamp.
 	readsPID, readsTS bool
+	// keyed are the numeric fields of each event ("system/event") that a
+	// trigger of the event keys by as they are (awkKeyField): the event's
+	// function gives them as key text (K_name); numeric are the fields
+	// read as numbers (F_name[0]).
+	keyed, numeric map[string]map[int]bool
+	// fast are the events whose lines are read by their words
+	// (awkTokens), by name.
+	fast map[string]*awkTokens
+	// eagerTS are the events, by name, whose function for a line read by
+	// its words reads the timestamp at once (H_TS): a trigger of the
+	// event reads it with no other trigger's variable to find first.
+	// Elsewhere the timestamp is read where a trigger reads it.
+	eagerTS map[string]bool
+	// cur is the trigger being written.
+	cur *trigger
 }
 
 // Awk writes a POSIX awk program that computes the machine's triggers
@@ -107,6 +123,19 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 	}
 	g.readsPID = m.reads(func(o *expr) bool { return o.kind == opField && o.def != nil && o.def.Name == "common_pid" })
 	g.readsTS = m.reads(func(o *expr) bool { return o.kind == opTimestamp })
+	g.keyed, g.numeric = m.awkFieldUses()
+	g.eagerTS = map[string]bool{}
+	for _, t := range m.triggers {
+		if t.spec.System != SyntheticSystem && len(t.refs) == 0 && t.reads(func(o *expr) bool { return o.kind == opTimestamp }) {
+			g.eagerTS[t.spec.Event] = true
+		}
+	}
+	g.fast = map[string]*awkTokens{}
+	for n, te := range evs {
+		if tk := newAwkTokens(te); tk != nil {
+			g.fast[n] = tk
+		}
+	}
 	g.program()
 	return g.b.String(), nil
 }
@@ -114,6 +143,17 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 // reads reports whether an expression of a trigger (its filter, keys,
 // values, variables or actions' parameters) has an operand that is.
 func (m *Machine) reads(is func(*expr) bool) bool {
+	for _, t := range m.triggers {
+		if t.reads(is) {
+			return true
+		}
+	}
+	return false
+}
+
+// reads reports whether an expression of the trigger (its filter, keys,
+// values, variables or actions' parameters) has an operand that is.
+func (t *trigger) reads(is func(*expr) bool) bool {
 	reads := false
 	note := func(x *expr) {
 		x.walk(func(o *expr) { reads = reads || is(o) })
@@ -129,8 +169,63 @@ func (m *Machine) reads(is func(*expr) bool) bool {
 		noteFilter(f.l)
 		noteFilter(f.r)
 	}
+	for _, x := range append(append(append([]*expr{}, t.keys...), t.vals...), t.vars...) {
+		note(x)
+	}
+	for _, a := range t.actions {
+		for _, p := range a.params {
+			note(p)
+		}
+	}
+	noteFilter(t.filter)
+	return reads
+}
+
+// awkKeyField says that key part k is a field of a base event keyed by
+// as it is (its text, K_name): a number other than common_pid, printed
+// as the hist file prints it or by its number (.hex, .syscall).
+func awkKeyField(t *trigger, k *expr) bool {
+	return t.spec.System != SyntheticSystem && k.kind == opField && k.def != nil && k.def.Name != "common_pid" &&
+		!k.isString() && (k.mod == "" || k.mod == "hex" || k.mod == "syscall")
+}
+
+// awkFieldUses says, by event, which numeric fields the triggers key by
+// as they are (awkKeyField) and which they read as numbers (every other
+// use: filters the kernel does not apply, values, variables, actions'
+// parameters, keys of .log2 and .buckets).
+func (m *Machine) awkFieldUses() (keyed, numeric map[string]map[int]bool) {
+	keyed, numeric = map[string]map[int]bool{}, map[string]map[int]bool{}
 	for _, t := range m.triggers {
-		for _, x := range append(append(append([]*expr{}, t.keys...), t.vals...), t.vars...) {
+		ev := t.spec.System + "/" + t.spec.Event
+		if keyed[ev] == nil {
+			keyed[ev], numeric[ev] = map[int]bool{}, map[int]bool{}
+		}
+		note := func(x *expr) {
+			x.walk(func(o *expr) {
+				if o.kind == opField && o.def != nil {
+					numeric[ev][o.field] = true
+				}
+			})
+		}
+		var noteFilter func(f *filter)
+		noteFilter = func(f *filter) {
+			if f == nil {
+				return
+			}
+			if f.field != nil {
+				note(f.field)
+			}
+			noteFilter(f.l)
+			noteFilter(f.r)
+		}
+		for _, k := range t.keys {
+			if awkKeyField(t, k) {
+				keyed[ev][k.field] = true
+				continue
+			}
+			note(k)
+		}
+		for _, x := range append(append([]*expr{}, t.vals...), t.vars...) {
 			note(x)
 		}
 		for _, a := range t.actions {
@@ -138,9 +233,11 @@ func (m *Machine) reads(is func(*expr) bool) bool {
 				note(p)
 			}
 		}
-		noteFilter(t.filter)
+		if !t.kernelFiltered {
+			noteFilter(t.filter)
+		}
 	}
-	return reads
+	return keyed, numeric
 }
 
 // check refuses what the program does not compute.
@@ -217,7 +314,7 @@ func (g *awkGen) p(format string, args ...any) {
 func (g *awkGen) program() {
 	// The trigger functions first, apart: what they read decides what
 	// reading a line computes.
-	tg := &awkGen{m: g.m, opt: g.opt, tidx: g.tidx, evs: g.evs, shown: g.shown, readsPID: g.readsPID, readsTS: g.readsTS}
+	tg := &awkGen{m: g.m, opt: g.opt, tidx: g.tidx, evs: g.evs, shown: g.shown, readsPID: g.readsPID, readsTS: g.readsTS, keyed: g.keyed, numeric: g.numeric, fast: g.fast, eagerTS: g.eagerTS}
 	for _, t := range g.m.triggers {
 		tg.trigger(t)
 	}
@@ -240,6 +337,13 @@ func (g *awkGen) program() {
 	g.p("\tPOW[8] = 256; POW[16] = 65536; POW[32] = 4294967296")
 	g.p("\tPOW[63] = 9223372036854775808; POW[64] = 18446744073709551616")
 	g.syscallTable()
+	if strings.Contains(trig, "L2[") {
+		// .log2 of the values up to 2^16 by two tables (sqlhist_t*'s
+		// keys): L2[v] for v <= 256, L2H[i] = L2[i] + 8 for the least
+		// power of 256ths at or above v.
+		g.p("	L2[0] = \"0\"; L2N = 0; L2P = 1")
+		g.p("	for (L2I = 1; L2I <= 256; L2I++) { if (L2I > L2P) { L2N++; L2P *= 2 }; L2[L2I] = L2N \"\"; L2H[L2I] = (L2N + 8) \"\" }")
+	}
 	g.p("}")
 	g.p("{")
 	g.p("\tif (TEE != \"\") print > TEE")
@@ -251,11 +355,13 @@ func (g *awkGen) program() {
 	// The events whose lines are read by their words first (awkTokens):
 	// a line of the kernel's layout with as many words as the event's
 	// print format makes.
-	fast := map[string]*awkTokens{}
 	for i, n := range names {
-		if tk := newAwkTokens(g.evs[n]); tk != nil {
-			fast[n] = tk
-			g.p("\tif (NF == %d && $5 == %s%s) { sqlhist_fhead(); sqlhist_f%d(); next }", 5+tk.words, awkString(n+":"), layout, i)
+		if tk := g.fast[n]; tk != nil {
+			head := ""
+			if g.fastHeadReads(comm) {
+				head = "sqlhist_fhead(); "
+			}
+			g.p("\tif (NF == %d && $5 == %s%s) { %ssqlhist_f%d(); next }", 5+tk.words, awkString(n+":"), layout, head, i)
 		}
 	}
 	g.p("\tif (!sqlhist_head($0)) {")
@@ -283,12 +389,9 @@ func (g *awkGen) program() {
 	g.p("%s", awkLib)
 	for i, n := range names {
 		g.event(i, g.evs[n])
-		if tk := fast[n]; tk != nil {
+		if tk := g.fast[n]; tk != nil {
 			g.fastEvent(i, g.evs[n], tk)
 		}
-	}
-	for _, name := range sortedKeys(g.m.synths) {
-		g.synthFunc(name)
 	}
 	g.b.WriteString(trig)
 	g.fastHead(cpu, comm)
@@ -382,31 +485,10 @@ func (g *awkGen) event(i int, te *textEvent) {
 		v := l.Values[run[0]]
 		f := l.Event.Fields[v.Field]
 		if f.IsString() {
-			g.p("\t%s = s", awkField(f.Name, "0"))
+			g.p("\t%s = s", awkBase(f.Name))
 			continue
 		}
-		hex := 0
-		if v.Conv == 'x' {
-			hex = 1
-		}
-		signed := 0
-		if f.Signed {
-			signed = 1
-		}
-		if hex == 0 {
-			// The common case at once: a decimal that reads back as
-			// itself (no sign, no leading zero, no exponent) and
-			// fits the field as it is; the rest read in full.
-			g.p("\tv = s + 0")
-			g.p("\tif (v \"\" != s || v < 0 || v >= %s) {", awkNumber(awkFitLimit(min(f.Size, 8), f.Signed)))
-			g.p("\t\tif (!sqlhist_isnum(s, 0)) { UNREAD++; return }")
-			g.p("\t\tv = sqlhist_num(s, 0, %d, %d, %d)", v.Bytes, min(f.Size, 8), signed)
-			g.p("\t}")
-			g.p("\t%s = v", awkField(f.Name, "0"))
-			continue
-		}
-		g.p("\tif (!sqlhist_isnum(s, %d)) { UNREAD++; return }", hex)
-		g.p("\t%s = sqlhist_num(s, %d, %d, %d, %d)", awkField(f.Name, "0"), hex, v.Bytes, min(f.Size, 8), signed)
+		g.numField(l.Event.System+"/"+l.Event.Name, f, v)
 	}
 	g.setDepth0()
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
@@ -495,55 +577,58 @@ func newAwkTokens(te *textEvent) *awkTokens {
 	return tk
 }
 
+// text is the awk expression of the token's text: the value in its
+// word, less the literal text around it.
+func (t awkToken) text() string {
+	w := fmt.Sprintf("$%d", 5+t.word)
+	switch {
+	case t.after > 0:
+		return fmt.Sprintf("substr(%s, %d, length(%s) - %d)", w, t.before+1, w, t.before+t.after)
+	case t.before == 0:
+		return w
+	}
+	return fmt.Sprintf("substr(%s, %d)", w, t.before+1)
+}
+
+// lazyStrings says whether event's lines read by their words leave
+// its string fields in their words, read by the triggers where they
+// read them (awkGen.field).
+func (g *awkGen) lazyStrings(event string) bool {
+	tk := g.fast[event]
+	if tk == nil {
+		return false
+	}
+	te := g.evs[event]
+	for _, t := range tk.fields {
+		if te.layout.Event.Fields[t.field].IsString() {
+			return true
+		}
+	}
+	return false
+}
+
 // fastEvent writes sqlhist_fN, the function that reads a line of the
 // event by its words (awkTokens) and runs its triggers.
 func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 	l := te.layout
 	g.p("function sqlhist_f%d(   s, v) {", i)
+	if g.eagerTS[l.Event.Name] {
+		g.p("\tH_TS = int($4 * 1000000 + 0.5)")
+	}
 	for _, t := range tk.fields {
-		w := fmt.Sprintf("$%d", 5+t.word)
-		s := fmt.Sprintf("substr(%s, %d)", w, t.before+1)
-		if t.after > 0 {
-			s = fmt.Sprintf("substr(%s, %d, length(%s) - %d)", w, t.before+1, w, t.before+t.after)
-		} else if t.before == 0 {
-			s = w
-		}
 		f := l.Event.Fields[t.field]
 		if f.IsString() {
-			g.p("\t%s = %s", awkField(f.Name, "0"), s)
-			continue
+			continue // read where a trigger reads it (awkGen.field)
 		}
-		var conv byte
+		s := t.text()
+		var tv TextValue
 		for _, v := range l.Values {
 			if v.Field == t.field {
-				conv = v.Conv
+				tv = v
 			}
 		}
-		bytes := 8
-		for _, v := range l.Values {
-			if v.Field == t.field {
-				bytes = v.Bytes
-			}
-		}
-		signed := 0
-		if f.Signed {
-			signed = 1
-		}
-		if conv == 'x' {
-			g.p("\ts = %s", s)
-			g.p("\tif (!sqlhist_isnum(s, 1)) { UNREAD++; return }")
-			g.p("\t%s = sqlhist_num(s, 1, %d, %d, %d)", awkField(f.Name, "0"), bytes, min(f.Size, 8), signed)
-			continue
-		}
-		// A decimal as the kernel prints it: no leading zero, no sign
-		// but a minus; a value the field does not hold as it is (or
-		// text that is no number) is read in full.
-		g.p("\ts = %s; v = s + 0", s)
-		g.p("\tif (v < 0 || v >= %s || v == 0 && s != \"0\") {", awkNumber(awkFitLimit(min(f.Size, 8), f.Signed)))
-		g.p("\t\tif (!sqlhist_isnum(s, 0)) { UNREAD++; return }")
-		g.p("\t\tv = sqlhist_num(s, 0, %d, %d, %d)", bytes, min(f.Size, 8), signed)
-		g.p("\t}")
-		g.p("\t%s = v", awkField(f.Name, "0"))
+		g.p("\ts = %s", s)
+		g.numField(l.Event.System+"/"+l.Event.Name, f, tv)
 	}
 	g.setDepth0()
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
@@ -552,46 +637,106 @@ func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
 	g.p("}")
 }
 
-// setDepth0 starts an event's triggers at depth 0, with its pid when a
-// trigger reads common_pid.
-func (g *awkGen) setDepth0() {
-	if g.readsPID {
-		g.p("\tD = 0; P[0] = H_PID")
-	} else {
-		g.p("\tD = 0")
+// numField writes the reading of a numeric field's text, in s, as what
+// the event's triggers read of it: its value (F_name[0]) where one reads
+// it as a number, its key text (K_name) where one keys by it as it is
+// (awkKeyField). A decimal as a plain conversion prints it (no leading
+// zero, no sign but a minus) is its own key text, and its value at once
+// when it is below the field's limit; anything else is read in full,
+// and text that is no number makes the line unread.
+func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue) {
+	num, key := g.numeric[ev][tv.Field], g.keyed[ev][tv.Field]
+	hex, signed := 0, 0
+	if tv.Conv == 'x' {
+		hex = 1
+	}
+	if f.Signed {
+		signed = 1
+	}
+	size := min(f.Size, 8)
+	ind := "\t"
+	if hex == 0 && tv.Plain {
+		// Below 10^15 a decimal is exact as a double, and a key's text
+		// is the decimal (sqlhist_kpart's).
+		cond := "s ~ /^(0|[1-9][0-9]*)$/"
+		if tv.Bytes >= 8 || size >= 8 {
+			cond += " && length(s) < 16"
+		}
+		g.p("\tif (%s) {", cond)
+		if num {
+			g.p("\t\tv = s + 0")
+			if size < 8 {
+				g.p("\t\tif (v >= %s) v = sqlhist_num(s, 0, %d, %d, %d)", awkNumber(awkFitLimit(size, f.Signed)), tv.Bytes, size, signed)
+			}
+			g.p("\t\t%s = v", awkBase(f.Name))
+		}
+		if key {
+			g.p("\t\t%s = s", awkKey(f.Name))
+		}
+		g.p("\t} else {")
+		ind = "\t\t"
+	}
+	g.p("%sif (!sqlhist_isnum(s, %d)) { UNREAD++; return }", ind, hex)
+	g.p("%sv = sqlhist_num(s, %d, %d, %d, %d)", ind, hex, tv.Bytes, size, signed)
+	if num {
+		g.p("%s%s = v", ind, awkBase(f.Name))
+	}
+	if key {
+		ks := 8
+		if f.Size > 0 && f.Size <= 8 {
+			ks = f.Size
+		}
+		g.p("%s%s = (v >= 0 && v < 2147483648 ? v \"\" : sqlhist_kpart(v, %d))", ind, awkKey(f.Name), ks)
+	}
+	if ind != "\t" {
+		g.p("\t}")
 	}
 }
 
-// fastHead writes sqlhist_fhead, which reads the header of a line read
-// by its words: the pid after the task name's 16 columns (%-7d), the
-// timestamp (word 4, "S.UUUUUU:"), and when the triggers read them, the
-// CPU (word 2, "[CCC]") and the task name.
-func (g *awkGen) fastHead(cpu, comm bool) {
-	g.p("function sqlhist_fhead() {")
+// setDepth0 starts an event's triggers at depth 0 (where every event
+// leaves D), with its pid when a trigger reads common_pid.
+func (g *awkGen) setDepth0() {
 	if g.readsPID {
-		g.p("\tH_PID = substr($0, 18, 7) + 0")
+		g.p("\tP[0] = H_PID")
 	}
-	if g.readsTS {
-		g.p("\tH_TS = int($4 * 1000000 + 0.5)")
+}
+
+// fastHeadReads says whether sqlhist_fhead reads anything: the line's
+// pid or task name, which the triggers read as they are.
+func (g *awkGen) fastHeadReads(comm bool) bool { return g.readsPID || comm }
+
+// fastHead writes sqlhist_fhead, which reads the header of a line read
+// by its words when the triggers read them: the pid after the task
+// name's 16 columns (%-7d) and the task name; and sqlhist_hcpu, which
+// reads the CPU where a trigger asks: from word 2 ("[CCC]") of a line
+// read by its words, as sqlhist_head read it of another (SLOW holds the
+// last line, NR, sqlhist_head read; the timestamp is read alike,
+// awkTS).
+func (g *awkGen) fastHead(cpu, comm bool) {
+	if g.fastHeadReads(comm) {
+		g.p("function sqlhist_fhead() {")
+		if g.readsPID {
+			g.p("\tH_PID = substr($0, 18, 7) + 0")
+		}
+		if comm {
+			g.p("\tH_COMM = substr($0, 1, 16); if (substr(H_COMM, 1, 1) == \" \") sub(/^ +/, \"\", H_COMM)")
+		}
+		g.p("}")
 	}
 	if cpu {
-		// Read when a trigger asks (sqlhist_hcpu), not on every line.
-		g.p("\tH_CPU = -1")
-	}
-	if comm {
-		g.p("\tH_COMM = substr($0, 1, 16); if (substr(H_COMM, 1, 1) == \" \") sub(/^ +/, \"\", H_COMM)")
-	}
-	g.p("}")
-	if cpu {
-		g.p("function sqlhist_hcpu() {")
-		g.p("\tif (H_CPU < 0) {")
-		g.p("\t\tH_CPU = (\"1\" substr($2, 2)) - 1000")
-		g.p("\t\tif (H_CPU < 0 || H_CPU >= 1000) H_CPU = sqlhist_dec(substr($2, 2, length($2) - 2))")
-		g.p("\t}")
-		g.p("\treturn H_CPU")
+		g.p("function sqlhist_hcpu(   c) {")
+		g.p("\tif (SLOW == NR) return H_CPU")
+		g.p("\tc = (\"1\" substr($2, 2)) - 1000")
+		g.p("\tif (c < 0 || c >= 1000) c = sqlhist_dec(substr($2, 2, length($2) - 2))")
+		g.p("\treturn c")
 		g.p("}")
 	}
 }
+
+// awkTS is the timestamp of the line where the eager one (H_TS, read at
+// once by sqlhist_fN) is not read: as sqlhist_head read it, or from word
+// 4 ("S.UUUUUU:") of a line read by its words.
+const awkTS = "(SLOW == NR ? H_TS : int($4 * 1000000 + 0.5))"
 
 // awkFitLimit is the least value a field of size bytes does not hold as
 // it is (a signed one's sign bit set, or past its size): below it a
@@ -607,46 +752,57 @@ func awkFitLimit(size int, signed bool) uint64 {
 	return 1 << bits
 }
 
-// synthFunc writes the function that runs the triggers on a synthetic
-// event, fired at depth D.
-func (g *awkGen) synthFunc(name string) {
-	g.p("function sqlhist_s_%s() {", name)
-	for _, t := range g.m.byEvent[SyntheticSystem+"/"+name] {
-		g.p("\tsqlhist_t%d()", g.tidx[t])
-	}
-	g.p("}")
-}
-
 // trigger writes sqlhist_tN, the kernel's event_hist_trigger for one
 // trigger (see Machine.hit).
 func (g *awkGen) trigger(t *trigger) {
 	ti := g.tidx[t]
+	g.cur = t
 	var locals []string
+	if t.spec.System == SyntheticSystem {
+		// The synthetic event's fields, as fire passes them.
+		for i := firstSynthField(t.ev); i < len(t.ev.Fields); i++ {
+			locals = append(locals, fmt.Sprintf("p%d", i-firstSynthField(t.ev)))
+		}
+	}
+	params := len(locals)
 	for i := range t.refs {
 		locals = append(locals, fmt.Sprintf("r%d", i))
 	}
 	for i := range t.vars {
 		locals = append(locals, fmt.Sprintf("n%d", i), fmt.Sprintf("s%d", i))
 	}
-	locals = append(locals, "k", "v", "t", "ok", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7")
+	locals = append(locals, "k", "v", "t")
+	for i, k := range t.keys {
+		locals = append(locals, fmt.Sprintf("q%d", i))
+		if k.mod == "log2" {
+			locals = append(locals, fmt.Sprintf("x%d", i))
+		}
+	}
 	for i := range t.actions {
 		for j := range t.actions[i].params {
 			locals = append(locals, fmt.Sprintf("a%d_%d", i, j))
 		}
 	}
-	g.p("function sqlhist_t%d(   %s) {", ti, strings.Join(locals, ", "))
+	g.p("function sqlhist_t%d(%s   %s) {", ti, strings.Join(append(locals[:params:params], ""), ", "), strings.Join(locals[params:], ", "))
 	if t.filter != nil && !t.kernelFiltered {
 		g.p("\tif (!(%s)) return", g.filter(t.filter))
 	}
 	// The key: its parts as the map compares them.
 	var parts []string
+	shown := g.shown[t]
 	for i, k := range t.keys {
 		switch {
 		case k.isString():
 			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, g.keyValue(k)))
+		case awkKeyField(t, k) && shown:
+			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, awkKey(k.def.Name)))
+		case awkKeyField(t, k):
+			parts = append(parts, awkKey(k.def.Name))
 		case k.mod == "log2":
-			// 0 to 64: a number awk writes as its digits.
-			parts = append(parts, fmt.Sprintf("((q%d = %s) \"\")", i, g.keyValue(k)))
+			// 0 to 64, as text: by the tables L2 and L2H up to 2^16
+			// (made in BEGIN), past it by sqlhist_log2.
+			x := fmt.Sprintf("x%d", i)
+			parts = append(parts, fmt.Sprintf("(q%[1]d = ((%[2]s = %[3]s) >= 0 && %[2]s <= 256 ? L2[%[2]s] : %[2]s > 256 && %[2]s <= 65536 ? L2H[int((%[2]s + 255) / 256)] : sqlhist_log2(%[2]s) \"\"))", i, x, (&awkCtx{g: g}).expr(k)))
 		default:
 			// sqlhist_kpart's common case at once.
 			parts = append(parts, fmt.Sprintf("((q%d = %s) >= 0 && q%d < 2147483648 ? q%d \"\" : sqlhist_kpart(q%d, %d))", i, g.keyValue(k), i, i, i, k.size()))
@@ -670,7 +826,6 @@ func (g *awkGen) trigger(t *trigger) {
 	// A trigger whose hist file is not printed keeps only what its
 	// events do: its entries (a full map drops an event), variables and
 	// tracked values; not its counts, sums and keys' values.
-	shown := g.shown[t]
 	g.p("\tif (!(k in C%d)) {", ti)
 	g.p("\t\tif (NE%d >= %d) { DROP%d++; return }", ti, size, ti)
 	if shown {
@@ -698,20 +853,27 @@ func (g *awkGen) trigger(t *trigger) {
 	// triggers, by onmax/onchange, by this trigger's values or
 	// variables, which read the value before the event).
 	fresh := map[int]string{}
+	stored := map[int]bool{}
 	for i, x := range t.vars {
 		e := ctx.expr(x)
 		if strings.Contains(e, "sqlhist_unset()") {
 			g.p("\tOK = 1; n%d = %s; s%d = OK", i, e, i)
 			continue
 		}
-		g.p("\tn%d = %s", i, e)
 		fresh[i] = fmt.Sprintf("n%d", i)
+		if len(t.vars) == 1 && g.readLater(t, i) {
+			// Stored as computed: no other variable reads it first.
+			g.p("\tVAR%d_%d[k] = n%d = %s", ti, i, i, e)
+			stored[i] = true
+			continue
+		}
+		g.p("\tn%d = %s", i, e)
 	}
 	for i := range t.vars {
 		switch _, always := fresh[i]; {
 		case !always:
 			g.p("\tif (s%d) VAR%d_%d[k] = n%d", i, ti, i, i)
-		case g.readLater(t, i):
+		case g.readLater(t, i) && !stored[i]:
 			g.p("\tVAR%d_%d[k] = n%d", ti, i, i)
 		}
 	}
@@ -762,7 +924,10 @@ func (c *awkCtx) expr(x *expr) string {
 	case opField:
 		return c.g.field(x)
 	case opTimestamp:
-		return "H_TS"
+		if t := c.g.cur; t.spec.System != SyntheticSystem && c.g.eagerTS[t.spec.Event] {
+			return "H_TS"
+		}
+		return awkTS
 	case opCPU:
 		return "sqlhist_hcpu()"
 	case opConst:
@@ -782,6 +947,10 @@ func (c *awkCtx) expr(x *expr) string {
 		return "sqlhist_unset()"
 	case opBinary:
 		l, r := c.expr(x.l), c.expr(x.r)
+		if (x.op == '+' || x.op == '-') && c.small(x.l, 0) && c.small(x.r, 0) {
+			// No wrap: the sum or difference is within ±2^63.
+			return "(" + l + " " + string(x.op) + " " + r + ")"
+		}
 		switch x.op {
 		case '+':
 			return "sqlhist_wrap(" + l + " + " + r + ")"
@@ -796,25 +965,78 @@ func (c *awkCtx) expr(x *expr) string {
 	return "0"
 }
 
-// field is the value of an event's field at the current depth.
+// small says that x's value, as the program holds it, is within ±2^62:
+// a timestamp (µs), the CPU, a constant below 2^62, a field of fewer
+// than 8 bytes, or a variable set to one of those (followed a few
+// steps).
+func (c *awkCtx) small(x *expr, depth int) bool {
+	switch x.kind {
+	case opTimestamp, opCPU:
+		return true
+	case opConst:
+		return x.n < 1<<62
+	case opField:
+		return x.def != nil && !x.def.IsString() && x.def.Size > 0 && x.def.Size < 8
+	case opVar:
+		if depth >= 4 || c.t == nil {
+			return false
+		}
+		for i, n := range c.t.refNames {
+			if n == x.name {
+				r := c.t.refs[i]
+				return (&awkCtx{g: c.g, t: r.t}).small(r.t.vars[r.idx], depth+1)
+			}
+		}
+		if idx, ok := c.t.own[x.name]; ok {
+			return c.small(c.t.vars[idx], depth+1)
+		}
+	}
+	return false
+}
+
+// field is the value of a field of the trigger's event: a synthetic
+// event's are the trigger function's parameters (p0 for its first
+// field), a base event's are set by the event's function (F_name), but
+// for its string fields in a line read by its words, read from their
+// word where a trigger reads them.
 func (g *awkGen) field(x *expr) string {
 	if x.def != nil && x.def.Name == "common_pid" {
 		return "P[D]"
 	}
-	return awkField(x.name, "D")
+	t := g.cur
+	if t.spec.System == SyntheticSystem {
+		return fmt.Sprintf("p%d", x.field-firstSynthField(t.ev))
+	}
+	if x.def != nil && x.def.IsString() && g.lazyStrings(t.spec.Event) {
+		for _, tk := range g.fast[t.spec.Event].fields {
+			if tk.field == x.field {
+				return "(SLOW == NR ? " + awkBase(x.name) + " : " + tk.text() + ")"
+			}
+		}
+	}
+	return awkBase(x.name)
 }
 
 // awkIdent matches the names awk takes as part of a variable's.
 var awkIdent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
-// awkField is the element holding an event's field at a depth: an array
-// of the field's own, F_name[depth] (one subscript, no SUBSEP join), or
-// F[depth, "name"] for a name awk takes no variable by.
-func awkField(name, depth string) string {
+// awkBase is the variable holding a base event's field: F_name, or
+// F["name"] for a name awk takes no variable by.
+func awkBase(name string) string {
 	if awkIdent().MatchString(name) {
-		return "F_" + name + "[" + depth + "]"
+		return "F_" + name
 	}
-	return "F[" + depth + ", " + awkString(name) + "]"
+	return "F[" + awkString(name) + "]"
+}
+
+// awkKey is the variable holding a base event's numeric field as key
+// text (awkKeyField): K_name, or K["name"] for a name awk takes no
+// variable by.
+func awkKey(name string) string {
+	if awkIdent().MatchString(name) {
+		return "K_" + name
+	}
+	return "K[" + awkString(name) + "]"
 }
 
 // keyValue is the awk expression of a key part's value as printed
@@ -881,11 +1103,32 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 		params = append(params, e)
 		unset = unset || strings.Contains(e, "sqlhist_unset()")
 	}
+	// The synthetic event's fields, passed to its triggers: each
+	// parameter (truncated to its field), computed first where one may
+	// be unset (none passed then) or where more than one trigger takes
+	// it, else where it is passed.
+	ts := g.m.byEvent[SyntheticSystem+"/"+a.synth]
+	var args []string
 	if unset {
 		g.p("%sOK = 1", ind)
 	}
 	for j, e := range params {
-		g.p("%sa%d_%d = %s", ind, i, j, e)
+		if first+j < len(def.Fields) {
+			if f := def.Fields[first+j]; !f.IsString() && f.Size > 0 && f.Size < 8 {
+				signed := 0
+				if f.Signed {
+					signed = 1
+				}
+				e = fmt.Sprintf("sqlhist_trunc(%s, %d, %d)", e, f.Size, signed)
+			}
+		}
+		if unset || len(ts) > 1 && !awkIdent().MatchString(e) {
+			g.p("%sa%d_%d = %s", ind, i, j, e)
+			e = fmt.Sprintf("a%d_%d", i, j)
+		}
+		if first+j < len(def.Fields) {
+			args = append(args, e)
+		}
 	}
 	if unset {
 		g.p("%sif (OK && D < 16) {", ind)
@@ -897,22 +1140,9 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 	} else {
 		g.p("%s\tD++", ind)
 	}
-	for j := range a.params {
-		if first+j >= len(def.Fields) {
-			break
-		}
-		f := def.Fields[first+j]
-		val := fmt.Sprintf("a%d_%d", i, j)
-		if !f.IsString() && f.Size > 0 && f.Size < 8 {
-			signed := 0
-			if f.Signed {
-				signed = 1
-			}
-			val = fmt.Sprintf("sqlhist_trunc(%s, %d, %d)", val, f.Size, signed)
-		}
-		g.p("%s\t%s = %s", ind, awkField(f.Name, "D"), val)
+	for _, t := range ts {
+		g.p("%s\tsqlhist_t%d(%s)", ind, g.tidx[t], strings.Join(args, ", "))
 	}
-	g.p("%s\tsqlhist_s_%s()", ind, a.synth)
 	g.p("%s\tD--", ind)
 	g.p("%s}", ind)
 }
@@ -1200,7 +1430,7 @@ const awkLib = `function sqlhist_head(line,   r, i, t) {
 			H_PID = substr(r, 1, 7) + 0
 			if (substr(r, 13, 1) == "]") H_CPU = ("1" substr(r, 10, 3)) - 1000
 			else H_CPU = sqlhist_dec(substr(r, 10, index(r, "]") - 10))
-			H_TS = int(substr(r, i - 12, 12) * 1000000 + 0.5)
+			H_TS = int(substr(r, i - 12, 12) * 1000000 + 0.5); SLOW = NR
 			r = substr(r, i + 2); i = index(r, ": ")
 			if (i) { H_EV = substr(r, 1, i - 1); H_BODY = substr(r, i + 2) } else { H_EV = r; H_BODY = "" }
 			return 1
@@ -1223,7 +1453,7 @@ function sqlhist_headre(line,   r, p, s, i) {
 	match(p, /[0-9]+\.[0-9]+: $/); s = substr(p, RSTART, RLENGTH - 2)
 	i = index(s, ".")
 	if (length(s) - i != 6) return 0
-	H_TS = sqlhist_dec(substr(s, 1, i - 1)) * 1000000 + sqlhist_dec(substr(s, i + 1))
+	H_TS = sqlhist_dec(substr(s, 1, i - 1)) * 1000000 + sqlhist_dec(substr(s, i + 1)); SLOW = NR
 	i = index(r, ": ")
 	if (i) { H_EV = substr(r, 1, i - 1); H_BODY = substr(r, i + 2) } else { H_EV = r; H_BODY = "" }
 	return 1

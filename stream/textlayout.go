@@ -39,6 +39,9 @@ type TextValue struct {
 	// Bytes is the size of the conversion's argument (4 for %d, the
 	// target's long for %ld, 8 for %lld).
 	Bytes int
+	// Plain says that the conversion has no flag, width or precision: a
+	// decimal is printed without padding, a sign only when negative.
+	Plain bool
 	// Why says why a value is not read back (Field == -1), and Arg is
 	// the argument as the format has it.
 	Why, Arg string
@@ -72,6 +75,7 @@ func NewTextLayout(ev *tracefs.Event, longSize int) (*TextLayout, error) {
 			}
 			j++
 		}
+		plain := j == i+1
 		mod := ""
 		for j < len(fmtText) && strings.IndexByte("hlzjtL", fmtText[j]) >= 0 {
 			mod += string(fmtText[j])
@@ -95,7 +99,9 @@ func NewTextLayout(ev *tracefs.Event, longSize int) (*TextLayout, error) {
 		argi++
 		l.Lits = append(l.Lits, lit)
 		lit = ""
-		l.Values = append(l.Values, textValue(ev, conv, mod, arg, longSize))
+		v := textValue(ev, conv, mod, arg, longSize)
+		v.Plain = plain
+		l.Values = append(l.Values, v)
 	}
 	l.Lits = append(l.Lits, lit)
 	return l, nil
