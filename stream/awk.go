@@ -84,6 +84,20 @@ type awkGen struct {
 	eagerTS map[string]bool
 	// cur is the trigger being written.
 	cur *trigger
+	// exit is the statement that ends a trigger's work on an event where
+	// the code is: return in a function, next for the last trigger of a
+	// line's event in the line rule, break in a do-while of another.
+	exit string
+	// depths says that the program counts the depth of synthetic events
+	// fired (D): a chain of them may be more than 16 deep (see
+	// Machine.fire), which the program then stops as the machine does.
+	depths bool
+}
+
+// sub is a generator of the same program that writes apart.
+func (g *awkGen) sub() *awkGen {
+	return &awkGen{m: g.m, opt: g.opt, tidx: g.tidx, evs: g.evs, shown: g.shown, readsPID: g.readsPID, readsTS: g.readsTS,
+		keyed: g.keyed, numeric: g.numeric, fast: g.fast, eagerTS: g.eagerTS, exit: g.exit, depths: g.depths}
 }
 
 // Awk writes a POSIX awk program that computes the machine's triggers
@@ -130,6 +144,8 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 			g.eagerTS[t.spec.Event] = true
 		}
 	}
+	depth, cyclic := m.synthDepth()
+	g.depths = cyclic || depth > 16
 	g.fast = map[string]*awkTokens{}
 	for n, te := range evs {
 		if tk := newAwkTokens(te); tk != nil {
@@ -138,6 +154,49 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 	}
 	g.program()
 	return g.b.String(), nil
+}
+
+// synthDepth is the longest chain of synthetic events that events fire
+// (1 when an event's trigger fires one that fires none), and whether
+// the chains have a cycle.
+func (m *Machine) synthDepth() (depth int, cyclic bool) {
+	fires := map[string][]string{}
+	for _, t := range m.triggers {
+		from := t.spec.System + "/" + t.spec.Event
+		for _, a := range t.actions {
+			if a.synth != "" {
+				fires[from] = append(fires[from], SyntheticSystem+"/"+a.synth)
+			}
+		}
+	}
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[string]int{}
+	longest := map[string]int{}
+	var walk func(e string) int
+	walk = func(e string) int {
+		switch state[e] {
+		case visiting:
+			cyclic = true
+			return 0
+		case done:
+			return longest[e]
+		}
+		state[e] = visiting
+		n := 0
+		for _, to := range fires[e] {
+			n = max(n, 1+walk(to))
+		}
+		state[e] = done
+		longest[e] = n
+		return n
+	}
+	for _, e := range sortedKeys(fires) {
+		depth = max(depth, walk(e))
+	}
+	return depth, cyclic
 }
 
 // reads reports whether an expression of a trigger (its filter, keys,
@@ -314,7 +373,7 @@ func (g *awkGen) p(format string, args ...any) {
 func (g *awkGen) program() {
 	// The trigger functions first, apart: what they read decides what
 	// reading a line computes.
-	tg := &awkGen{m: g.m, opt: g.opt, tidx: g.tidx, evs: g.evs, shown: g.shown, readsPID: g.readsPID, readsTS: g.readsTS, keyed: g.keyed, numeric: g.numeric, fast: g.fast, eagerTS: g.eagerTS}
+	tg := g.sub()
 	for _, t := range g.m.triggers {
 		tg.trigger(t)
 	}
@@ -331,7 +390,7 @@ func (g *awkGen) program() {
 	g.p("\tD = 0; LOST = 0; UNREAD = 0; NTICK = 0; MARK = %s; TICK = %s", awkString(g.opt.Marker), awkString(g.opt.Tick))
 	// SQLHIST_AWK_TEE names a file that gets every line read, as read:
 	// what the run computed from, for a replay (live.AwkReplay).
-	g.p("\tTEE = ENVIRON[\"SQLHIST_AWK_TEE\"]")
+	g.p("\tTEE = ENVIRON[\"SQLHIST_AWK_TEE\"]; TEEON = TEE != \"\"")
 	// Powers of two written out: busybox awk built without its math
 	// library (riscv64's Debian busybox) has no ^.
 	g.p("\tPOW[8] = 256; POW[16] = 65536; POW[32] = 4294967296")
@@ -346,7 +405,7 @@ func (g *awkGen) program() {
 	}
 	g.p("}")
 	g.p("{")
-	g.p("\tif (TEE != \"\") print > TEE")
+	g.p("\tif (TEEON) print > TEE")
 	names := make([]string, 0, len(g.evs))
 	for n := range g.evs {
 		names = append(names, n)
@@ -355,13 +414,12 @@ func (g *awkGen) program() {
 	// The events whose lines are read by their words first (awkTokens):
 	// a line of the kernel's layout with as many words as the event's
 	// print format makes.
-	for i, n := range names {
+	for _, n := range names {
 		if tk := g.fast[n]; tk != nil {
-			head := ""
-			if g.fastHeadReads(comm) {
-				head = "sqlhist_fhead(); "
-			}
-			g.p("\tif (NF == %d && $5 == %s%s) { %ssqlhist_f%d(); next }", 5+tk.words, awkString(n+":"), layout, head, i)
+			g.p("\tif (NF == %d && $5 == %s%s) {", 5+tk.words, awkString(n+":"), layout)
+			g.b.WriteString(g.fastBlock(g.evs[n], tk, g.fastHeadReads(comm)))
+			g.p("\t\tnext")
+			g.p("\t}")
 		}
 	}
 	g.p("\tif (!sqlhist_head($0)) {")
@@ -389,9 +447,6 @@ func (g *awkGen) program() {
 	g.p("%s", awkLib)
 	for i, n := range names {
 		g.event(i, g.evs[n])
-		if tk := g.fast[n]; tk != nil {
-			g.fastEvent(i, g.evs[n], tk)
-		}
 	}
 	g.b.WriteString(trig)
 	g.fastHead(cpu, comm)
@@ -434,6 +489,7 @@ func (g *awkGen) syscallTable() {
 // triggers.
 func (g *awkGen) event(i int, te *textEvent) {
 	l := te.layout
+	g.exit = "return"
 	g.p("function sqlhist_e%d(   r, k, s, v) {", i)
 	g.p("\tr = H_BODY")
 	g.p("\tif (substr(r, 1, %d) != %s) { UNREAD++; return }", len(l.Lits[0]), awkString(l.Lits[0]))
@@ -490,7 +546,6 @@ func (g *awkGen) event(i int, te *textEvent) {
 		}
 		g.numField(l.Event.System+"/"+l.Event.Name, f, v)
 	}
-	g.setDepth0()
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
 		g.p("\tsqlhist_t%d()", g.tidx[t])
 	}
@@ -607,34 +662,46 @@ func (g *awkGen) lazyStrings(event string) bool {
 	return false
 }
 
-// fastEvent writes sqlhist_fN, the function that reads a line of the
-// event by its words (awkTokens) and runs its triggers.
-func (g *awkGen) fastEvent(i int, te *textEvent, tk *awkTokens) {
+// fastBlock is the code of the line rule for a line of an event read
+// by its words (awkTokens): its header's pid and task name where read
+// (sqlhist_fhead), its timestamp where read at once (eagerTS), its
+// numeric fields (its string fields are read where a trigger reads
+// them), then its triggers.
+func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 	l := te.layout
-	g.p("function sqlhist_f%d(   s, v) {", i)
+	s := g.sub()
+	s.exit = "next"
+	if head {
+		s.p("\tsqlhist_fhead()")
+	}
 	if g.eagerTS[l.Event.Name] {
-		g.p("\tH_TS = int($4 * 1000000 + 0.5)")
+		s.p("\tH_TS = int($4 * 1000000 + 0.5)")
 	}
 	for _, t := range tk.fields {
 		f := l.Event.Fields[t.field]
 		if f.IsString() {
 			continue // read where a trigger reads it (awkGen.field)
 		}
-		s := t.text()
 		var tv TextValue
 		for _, v := range l.Values {
 			if v.Field == t.field {
 				tv = v
 			}
 		}
-		g.p("\ts = %s", s)
-		g.numField(l.Event.System+"/"+l.Event.Name, f, tv)
+		s.p("\ts = %s", t.text())
+		s.numField(l.Event.System+"/"+l.Event.Name, f, tv)
 	}
-	g.setDepth0()
-	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
-		g.p("\tsqlhist_t%d()", g.tidx[t])
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(s.b.String(), "\n") {
+		if line != "" {
+			b.WriteString("\t" + line)
+		}
 	}
-	g.p("}")
+	ts := g.m.byEvent[l.Event.System+"/"+l.Event.Name]
+	for i, t := range ts {
+		b.WriteString(g.inline(t, i == len(ts)-1))
+	}
+	return b.String()
 }
 
 // numField writes the reading of a numeric field's text, in s, as what
@@ -676,7 +743,7 @@ func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue) {
 		g.p("\t} else {")
 		ind = "\t\t"
 	}
-	g.p("%sif (!sqlhist_isnum(s, %d)) { UNREAD++; return }", ind, hex)
+	g.p("%sif (!sqlhist_isnum(s, %d)) { UNREAD++; %s }", ind, hex, g.exit)
 	g.p("%sv = sqlhist_num(s, %d, %d, %d, %d)", ind, hex, tv.Bytes, size, signed)
 	if num {
 		g.p("%s%s = v", ind, awkBase(f.Name))
@@ -690,14 +757,6 @@ func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue) {
 	}
 	if ind != "\t" {
 		g.p("\t}")
-	}
-}
-
-// setDepth0 starts an event's triggers at depth 0 (where every event
-// leaves D), with its pid when a trigger reads common_pid.
-func (g *awkGen) setDepth0() {
-	if g.readsPID {
-		g.p("\tP[0] = H_PID")
 	}
 }
 
@@ -755,16 +814,51 @@ func awkFitLimit(size int, signed bool) uint64 {
 // trigger writes sqlhist_tN, the kernel's event_hist_trigger for one
 // trigger (see Machine.hit).
 func (g *awkGen) trigger(t *trigger) {
-	ti := g.tidx[t]
-	g.cur = t
-	var locals []string
-	if t.spec.System == SyntheticSystem {
-		// The synthetic event's fields, as fire passes them.
-		for i := firstSynthField(t.ev); i < len(t.ev.Fields); i++ {
-			locals = append(locals, fmt.Sprintf("p%d", i-firstSynthField(t.ev)))
+	params, locals := triggerLocals(t)
+	g.p("function sqlhist_t%d(%s   %s) {", g.tidx[t], strings.Join(append(params, ""), ", "), strings.Join(locals, ", "))
+	g.exit = "return"
+	g.triggerBody(t)
+	g.p("}")
+}
+
+// inline is the code of trigger t where the line rule runs it on a line
+// read by its words: the last of the event's triggers ends the line
+// (next), another its do-while (break). Its locals are the rule's
+// variables, each set before it is read.
+func (g *awkGen) inline(t *trigger, last bool) string {
+	s := g.sub()
+	s.exit = "break"
+	if last {
+		s.exit = "next"
+	}
+	s.triggerBody(t)
+	var b strings.Builder
+	if !last {
+		b.WriteString("\t\tdo {\n")
+	}
+	ind := "\t"
+	if !last {
+		ind = "\t\t"
+	}
+	for _, l := range strings.SplitAfter(s.b.String(), "\n") {
+		if l != "" {
+			b.WriteString(ind + l)
 		}
 	}
-	params := len(locals)
+	if !last {
+		b.WriteString("\t\t} while (0)\n")
+	}
+	return b.String()
+}
+
+// triggerLocals are the parameters (a synthetic event's fields, as fire
+// passes them) and the local variables of trigger t's function.
+func triggerLocals(t *trigger) (params, locals []string) {
+	if t.spec.System == SyntheticSystem {
+		for i := firstSynthField(t.ev); i < len(t.ev.Fields); i++ {
+			params = append(params, fmt.Sprintf("p%d", i-firstSynthField(t.ev)))
+		}
+	}
 	for i := range t.refs {
 		locals = append(locals, fmt.Sprintf("r%d", i))
 	}
@@ -783,9 +877,16 @@ func (g *awkGen) trigger(t *trigger) {
 			locals = append(locals, fmt.Sprintf("a%d_%d", i, j))
 		}
 	}
-	g.p("function sqlhist_t%d(%s   %s) {", ti, strings.Join(append(locals[:params:params], ""), ", "), strings.Join(locals[params:], ", "))
+	return params, locals
+}
+
+// triggerBody writes what trigger t does on an event (the kernel's
+// event_hist_trigger; see Machine.hit), ending early by g.exit.
+func (g *awkGen) triggerBody(t *trigger) {
+	ti := g.tidx[t]
+	g.cur = t
 	if t.filter != nil && !t.kernelFiltered {
-		g.p("\tif (!(%s)) return", g.filter(t.filter))
+		g.p("\tif (!(%s)) %s", g.filter(t.filter), g.exit)
 	}
 	// The key: its parts as the map compares them.
 	var parts []string
@@ -816,7 +917,7 @@ func (g *awkGen) trigger(t *trigger) {
 	ctx := &awkCtx{g: g, t: t, ti: ti}
 	for i, r := range t.refs {
 		oi := g.tidx[r.t]
-		g.p("\tif (!(k in VAR%d_%d)) return", oi, r.idx)
+		g.p("\tif (!(k in VAR%d_%d)) %s", oi, r.idx, g.exit)
 		g.p("\tr%d = VAR%d_%d[k]", i, oi, r.idx)
 		if t.readOnce[t.refNames[i]] {
 			g.p("\tdelete VAR%d_%d[k]", oi, r.idx)
@@ -827,7 +928,7 @@ func (g *awkGen) trigger(t *trigger) {
 	// events do: its entries (a full map drops an event), variables and
 	// tracked values; not its counts, sums and keys' values.
 	g.p("\tif (!(k in C%d)) {", ti)
-	g.p("\t\tif (NE%d >= %d) { DROP%d++; return }", ti, size, ti)
+	g.p("\t\tif (NE%d >= %d) { DROP%d++; %s }", ti, size, ti, g.exit)
 	if shown {
 		g.p("\t\tNE%d++; ORD%d[NE%d] = k; C%d[k] = 0", ti, ti, ti, ti)
 		for i, k := range t.keys {
@@ -852,36 +953,60 @@ func (g *awkGen) trigger(t *trigger) {
 	// (n0), and it is stored only where it is read later (by other
 	// triggers, by onmax/onchange, by this trigger's values or
 	// variables, which read the value before the event).
+	// A variable computed as a variable's value (a parameter, another
+	// trigger's variable read) is read as that.
 	fresh := map[int]string{}
-	stored := map[int]bool{}
+	exprs := make([]string, len(t.vars))
 	for i, x := range t.vars {
-		e := ctx.expr(x)
-		if strings.Contains(e, "sqlhist_unset()") {
+		exprs[i] = ctx.expr(x)
+		switch e := exprs[i]; {
+		case strings.Contains(e, "sqlhist_unset()"):
+		case awkIdent().MatchString(e):
+			fresh[i] = e
+		default:
+			fresh[i] = fmt.Sprintf("n%d", i)
+		}
+	}
+	// The actions, written first: what they read of the variables.
+	acts := g.sub()
+	acts.cur = t
+	actx := &awkCtx{g: acts, t: t, ti: ti, fresh: fresh}
+	for i, a := range t.actions {
+		acts.action(actx, i, a)
+	}
+	stored := map[int]bool{}
+	for i, e := range exprs {
+		n, always := fresh[i]
+		switch {
+		case !always:
 			g.p("\tOK = 1; n%d = %s; s%d = OK", i, e, i)
-			continue
-		}
-		fresh[i] = fmt.Sprintf("n%d", i)
-		if len(t.vars) == 1 && g.readLater(t, i) {
-			// Stored as computed: no other variable reads it first.
-			g.p("\tVAR%d_%d[k] = n%d = %s", ti, i, i, e)
+		case n == e:
+		case len(t.vars) == 1 && g.readLater(t, i) && !awkReads(acts.b.String(), n):
+			// Stored as computed: no other variable reads it first,
+			// no action after.
+			g.p("\tVAR%d_%d[k] = %s", ti, i, e)
 			stored[i] = true
-			continue
+		case len(t.vars) == 1 && g.readLater(t, i):
+			g.p("\tVAR%d_%d[k] = %s = %s", ti, i, n, e)
+			stored[i] = true
+		default:
+			g.p("\t%s = %s", n, e)
 		}
-		g.p("\tn%d = %s", i, e)
 	}
 	for i := range t.vars {
-		switch _, always := fresh[i]; {
+		switch n, always := fresh[i]; {
 		case !always:
 			g.p("\tif (s%d) VAR%d_%d[k] = n%d", i, ti, i, i)
 		case g.readLater(t, i) && !stored[i]:
-			g.p("\tVAR%d_%d[k] = n%d", ti, i, i)
+			g.p("\tVAR%d_%d[k] = %s", ti, i, n)
 		}
 	}
-	ctx.fresh = fresh
-	for i, a := range t.actions {
-		g.action(ctx, i, a)
-	}
-	g.p("}")
+	g.b.WriteString(acts.b.String())
+}
+
+// awkReads says whether the awk code reads the variable name.
+func awkReads(code, name string) bool {
+	return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(code)
 }
 
 // awkCtx compiles the expressions of one trigger.
@@ -1001,7 +1126,7 @@ func (c *awkCtx) small(x *expr, depth int) bool {
 // word where a trigger reads them.
 func (g *awkGen) field(x *expr) string {
 	if x.def != nil && x.def.Name == "common_pid" {
-		return "P[D]"
+		return "H_PID" // a synthetic event's is its first event's
 	}
 	t := g.cur
 	if t.spec.System == SyntheticSystem {
@@ -1060,34 +1185,43 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 		g.fire(c, i, a, "\t")
 	case "onmax", "onchange":
 		idx := c.t.own[a.track]
-		if n, ok := c.fresh[idx]; ok {
-			g.p("\tif (1) {")
-			g.p("\t\tv = %s", n)
+		v, ind := "v", "\t\t"
+		n, fresh := c.fresh[idx]
+		if fresh {
+			v, ind = n, "\t"
 		} else {
 			g.p("\tif (k in VAR%d_%d) {", c.ti, idx)
 			g.p("\t\tv = VAR%d_%d[k]", c.ti, idx)
 		}
-		// sqlhist_ucmp(v, TRK…) > 0 written out (+ 0 first: busybox
-		// awk orders an unset element before 0).
-		cmp := "(v < 0 ? v + 18446744073709551616 : v) > ((t = TRK%[1]d_%[2]d[k] + 0) < 0 ? t + 18446744073709551616 : t)"
+		trk := fmt.Sprintf("TRK%d_%d[k]", c.ti, a.slot)
+		// v > TRK… as uint64s written out: a negative double stands
+		// for one at or above 2^63 (+ 0 first: busybox awk orders an
+		// unset element before 0).
+		cmp := fmt.Sprintf("(t = %s + 0) < 0 ? %s < 0 && %s > t : %s < 0 || %s > t", trk, v, v, v, v)
 		if a.handler == "onchange" {
-			cmp = "v != TRK%d_%d[k] + 0"
+			cmp = fmt.Sprintf("%s != %s + 0", v, trk)
 		}
-		g.p("\t\tif ("+cmp+") {", c.ti, a.slot)
-		g.p("\t\t\tTRK%d_%d[k] = v", c.ti, a.slot)
+		g.p("%sif (%s) {", ind, cmp)
+		g.p("%s\t%s = %s", ind, trk, v)
 		switch a.what {
 		case "save":
 			if !g.shown[c.t] {
 				break // only printed
 			}
 			for j, p := range a.params {
-				g.p("\t\t\tOK = 1; SAV%d_%d_%d[k] = %s", c.ti, a.slot, j, c.expr(p))
+				if e := c.expr(p); strings.Contains(e, "sqlhist_unset()") {
+					g.p("%s\tOK = 1; SAV%d_%d_%d[k] = %s", ind, c.ti, a.slot, j, e)
+				} else {
+					g.p("%s\tSAV%d_%d_%d[k] = %s", ind, c.ti, a.slot, j, e)
+				}
 			}
 		case "trace":
-			g.fire(c, i, a, "\t\t\t")
+			g.fire(c, i, a, ind+"\t")
 		}
-		g.p("\t\t}")
-		g.p("\t}")
+		g.p("%s}", ind)
+		if !fresh {
+			g.p("\t}")
+		}
 	}
 }
 
@@ -1130,21 +1264,30 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 			args = append(args, e)
 		}
 	}
+	cond := []string{}
 	if unset {
-		g.p("%sif (OK && D < 16) {", ind)
-	} else {
-		g.p("%sif (D < 16) {", ind)
+		cond = append(cond, "OK")
 	}
-	if g.readsPID {
-		g.p("%s\tD++; P[D] = P[D - 1]", ind)
-	} else {
-		g.p("%s\tD++", ind)
+	if g.depths {
+		cond = append(cond, "D < 16")
+	}
+	in := ind
+	if len(cond) > 0 {
+		g.p("%sif (%s) {", ind, strings.Join(cond, " && "))
+		in += "\t"
+	}
+	if g.depths {
+		g.p("%sD++", in)
 	}
 	for _, t := range ts {
-		g.p("%s\tsqlhist_t%d(%s)", ind, g.tidx[t], strings.Join(args, ", "))
+		g.p("%ssqlhist_t%d(%s)", in, g.tidx[t], strings.Join(args, ", "))
 	}
-	g.p("%s\tD--", ind)
-	g.p("%s}", ind)
+	if g.depths {
+		g.p("%sD--", in)
+	}
+	if len(cond) > 0 {
+		g.p("%s}", ind)
+	}
 }
 
 // filter is an awk condition for a filter the kernel does not apply.
