@@ -724,10 +724,11 @@ func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue) {
 	ind := "\t"
 	if hex == 0 && tv.Plain {
 		// Below 10^15 a decimal is exact as a double, and a key's text
-		// is the decimal (sqlhist_kpart's).
+		// is the decimal (sqlhist_kpart's): an 8-byte one has at most 15
+		// digits (written out: mawk has no {m,n}).
 		cond := "s ~ /^(0|[1-9][0-9]*)$/"
 		if tv.Bytes >= 8 || size >= 8 {
-			cond += " && length(s) < 16"
+			cond = "s ~ /^(0|[1-9]" + strings.Repeat("[0-9]?", 14) + ")$/"
 		}
 		g.p("\tif (%s) {", cond)
 		if num {
@@ -895,8 +896,6 @@ func (g *awkGen) triggerBody(t *trigger) {
 		switch {
 		case k.isString():
 			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, g.keyValue(k)))
-		case awkKeyField(t, k) && shown:
-			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, awkKey(k.def.Name)))
 		case awkKeyField(t, k):
 			parts = append(parts, awkKey(k.def.Name))
 		case k.mod == "log2":
@@ -932,7 +931,11 @@ func (g *awkGen) triggerBody(t *trigger) {
 	if shown {
 		g.p("\t\tNE%d++; ORD%d[NE%d] = k; C%d[k] = 0", ti, ti, ti, ti)
 		for i, k := range t.keys {
-			g.p("\t\tKV%d_%d[k] = q%d", ti, i, i)
+			if awkKeyField(t, k) {
+				g.p("\t\tKV%d_%d[k] = %s", ti, i, awkKey(k.def.Name))
+			} else {
+				g.p("\t\tKV%d_%d[k] = q%d", ti, i, i)
+			}
 			if k.mod == "execname" {
 				g.p("\t\tKC%d_%d[k] = H_COMM", ti, i)
 			}
