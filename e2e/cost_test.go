@@ -289,6 +289,12 @@ func costShapes(t *testing.T, kname string) []costShape {
 			stream: costSyscount, awk: costAwkScript(t, kname, costSyscount)},
 		{name: "sqlhist-syscount-awk-mawk", about: "syscall counts answered by the printed awk script under busybox sh and mawk in the guest", part: "syscalls",
 			stream: costSyscount, awk: costMawkScript(t, costAwkScript(t, kname, costSyscount)), awkBin: "mawk"},
+		// The floor of any awk program: what the kernel's text of the
+		// events and busybox awk's reading of its lines cost.
+		{name: "awk-floor-wakeup", about: "the wakeup JOIN's awk script with a program that only reads its lines (busybox awk): the kernel's text and awk's reading", part: "wakeups",
+			stream: costWakeupStream, awk: costAwkFloor(t, costAwkScript(t, kname, costWakeupStream))},
+		{name: "awk-floor-syscount", about: "the syscall counts' awk script with a program that only reads its lines (busybox awk): the kernel's text and awk's reading", part: "syscalls",
+			stream: costSyscount, awk: costAwkFloor(t, costAwkScript(t, kname, costSyscount))},
 		{name: "bpf-syscount", about: "libbpf-tools syscount", part: "syscalls", tool: "syscount"},
 		{name: "sqlhist-funclatency", about: "kprobe/kretprobe JOIN, log2 GROUP BY", part: "opens",
 			cmds: costCompile(t, kname, "fl", costFuncLat, costPrinted)},
@@ -381,6 +387,28 @@ func costAwkScript(t *testing.T, kernel, sql string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// costAwkFloor is an awk script with its program replaced by one that
+// reads the lines and does nothing with them but count them (its
+// "Hits") and the events the kernel says it lost, and ends at the end
+// marker as the script's program does: the least any program costs.
+func costAwkFloor(t *testing.T, script string) string {
+	t.Helper()
+	start := strings.Index(script, "awk $sqlhist_w '")
+	if start < 0 {
+		t.Fatal("the awk script runs no awk $sqlhist_w '…'")
+	}
+	start += len("awk $sqlhist_w '")
+	end := strings.Index(script[start:], "\n' < ")
+	if end < 0 {
+		t.Fatal("the awk script's program does not end with a line ' < trace_pipe")
+	}
+	floor := `/^CPU:/ { sub(/^CPU:[0-9]+ \[LOST /, ""); L += $0; next }
+index($0, "tracing_mark_write: sqlhist-awk-end") { exit }
+{ N++ }
+END { printf "    Hits: %d\n==> end: lost %d, unread 0 <==\n", N, L }`
+	return script[:start] + floor + script[start+end:]
 }
 
 // costAwkRun starts an awk script for the workload (its tracer): it says
