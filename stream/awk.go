@@ -88,6 +88,9 @@ type awkGen struct {
 	// the code is: return in a function, next for the last trigger of a
 	// line's event in the line rule, break in a do-while of another.
 	exit string
+	// noFilter says that the trigger's filter is checked where its code
+	// is (inlineSynth's pairs of complements).
+	noFilter bool
 	// depths says that the program counts the depth of synthetic events
 	// fired (D): a chain of them may be more than 16 deep (see
 	// Machine.fire), which the program then stops as the machine does.
@@ -375,6 +378,9 @@ func (g *awkGen) program() {
 	// reading a line computes.
 	tg := g.sub()
 	for _, t := range g.m.triggers {
+		if t.spec.System == SyntheticSystem && g.leaf(t) {
+			continue // its code is where its event is fired
+		}
 		tg.trigger(t)
 	}
 	trig := tg.b.String()
@@ -852,6 +858,103 @@ func (g *awkGen) inline(t *trigger, last bool) string {
 	return b.String()
 }
 
+// leaf says that trigger t, of a synthetic event, fires no synthetic
+// event: fire writes its code where it fires it (inlineSynth).
+func (g *awkGen) leaf(t *trigger) bool {
+	return !slices.ContainsFunc(t.actions, func(a *action) bool { return a.synth != "" })
+}
+
+// inlineSynth writes the code of trigger t, a leaf of a synthetic
+// event, where its event is fired with the parameters args (each a
+// variable, or a constant): its fields read as args, its locals named
+// apart (uN_name, N its index), its early end the break of a do-while.
+func (g *awkGen) inlineSynth(t *trigger, args []string, ind string, noFilter bool) {
+	s := g.sub()
+	s.exit = "break"
+	s.noFilter = noFilter
+	s.triggerBody(t)
+	g.p("%sdo {", ind)
+	names := g.synthArgs(t, args)
+	for _, l := range strings.SplitAfter(awkRename(s.b.String(), names), "\n") {
+		if l != "" {
+			g.b.WriteString(ind + l)
+		}
+	}
+	g.p("%s} while (0)", ind)
+}
+
+// synthArgs are the names of trigger t's parameters and locals where
+// fire writes its code (inlineSynth): its fields, the arguments args;
+// its locals, uN_name.
+func (g *awkGen) synthArgs(t *trigger, args []string) map[string]string {
+	params, locals := triggerLocals(t)
+	names := map[string]string{}
+	for i, p := range params {
+		names[p] = "\"\""
+		if i < len(args) {
+			names[p] = args[i]
+		}
+	}
+	for _, l := range locals {
+		names[l] = fmt.Sprintf("u%d_%s", g.tidx[t], l)
+	}
+	return names
+}
+
+// complement says that the filters of triggers a and b, both applied
+// by the program, pass no event alike: one compares a field with a
+// value as the other's negation does (< and >=, <= and >, == and !=).
+func complement(a, b *trigger) bool {
+	fa, fb := a.filter, b.filter
+	if fa == nil || fb == nil || a.kernelFiltered || b.kernelFiltered || fa.field == nil || fb.field == nil {
+		return false
+	}
+	neg := map[string]string{"<": ">=", ">=": "<", "<=": ">", ">": "<=", "==": "!=", "!=": "=="}
+	x, y := fa.field, fb.field
+	return neg[fa.op] == fb.op && !fa.glob && !fb.glob && fa.comm == fb.comm && fa.num == fb.num && fa.neg == fb.neg && fa.str == fb.str &&
+		x.kind == opField && y.kind == opField && x.field == y.field && x.def == y.def
+}
+
+// awkRename renames the variables of awk code: each name (a word of a
+// letter or _ then letters, digits and _) outside string literals.
+func awkRename(code string, names map[string]string) string {
+	var b strings.Builder
+	isWord := func(c byte) bool {
+		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for i := 0; i < len(code); {
+		c := code[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(code) && code[j] != '"' {
+				if code[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(code))
+			b.WriteString(code[i:j])
+			i = j
+		case isWord(c):
+			j := i
+			for j < len(code) && isWord(code[j]) {
+				j++
+			}
+			w := code[i:j]
+			if n, ok := names[w]; ok && (c < '0' || c > '9') {
+				w = n
+			}
+			b.WriteString(w)
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
 // triggerLocals are the parameters (a synthetic event's fields, as fire
 // passes them) and the local variables of trigger t's function.
 func triggerLocals(t *trigger) (params, locals []string) {
@@ -886,7 +989,7 @@ func triggerLocals(t *trigger) (params, locals []string) {
 func (g *awkGen) triggerBody(t *trigger) {
 	ti := g.tidx[t]
 	g.cur = t
-	if t.filter != nil && !t.kernelFiltered {
+	if t.filter != nil && !t.kernelFiltered && !g.noFilter {
 		g.p("\tif (!(%s)) %s", g.filter(t.filter), g.exit)
 	}
 	// The key: its parts as the map compares them.
@@ -894,6 +997,8 @@ func (g *awkGen) triggerBody(t *trigger) {
 	shown := g.shown[t]
 	for i, k := range t.keys {
 		switch {
+		case k.isString() && awkIdent().MatchString(g.keyValue(k)):
+			parts = append(parts, g.keyValue(k)) // a variable, stored as it is
 		case k.isString():
 			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, g.keyValue(k)))
 		case awkKeyField(t, k):
@@ -931,9 +1036,12 @@ func (g *awkGen) triggerBody(t *trigger) {
 	if shown {
 		g.p("\t\tNE%d++; ORD%d[NE%d] = k; C%d[k] = 0", ti, ti, ti, ti)
 		for i, k := range t.keys {
-			if awkKeyField(t, k) {
+			switch {
+			case awkKeyField(t, k):
 				g.p("\t\tKV%d_%d[k] = %s", ti, i, awkKey(k.def.Name))
-			} else {
+			case k.isString() && awkIdent().MatchString(g.keyValue(k)):
+				g.p("\t\tKV%d_%d[k] = %s", ti, i, g.keyValue(k))
+			default:
 				g.p("\t\tKV%d_%d[k] = q%d", ti, i, i)
 			}
 			if k.mod == "execname" {
@@ -1259,7 +1367,7 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 				e = fmt.Sprintf("sqlhist_trunc(%s, %d, %d)", e, f.Size, signed)
 			}
 		}
-		if unset || len(ts) > 1 && !awkIdent().MatchString(e) {
+		if unset || (len(ts) > 1 || slices.ContainsFunc(ts, g.leaf)) && !awkIdent().MatchString(e) {
 			g.p("%sa%d_%d = %s", ind, i, j, e)
 			e = fmt.Sprintf("a%d_%d", i, j)
 		}
@@ -1282,8 +1390,26 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 	if g.depths {
 		g.p("%sD++", in)
 	}
-	for _, t := range ts {
-		g.p("%ssqlhist_t%d(%s)", in, g.tidx[t], strings.Join(args, ", "))
+	for i := 0; i < len(ts); i++ {
+		t := ts[i]
+		if !g.leaf(t) {
+			g.p("%ssqlhist_t%d(%s)", in, g.tidx[t], strings.Join(args, ", "))
+			continue
+		}
+		if i+1 < len(ts) && g.leaf(ts[i+1]) && complement(t, ts[i+1]) {
+			// One filter checked for both: an event passes one.
+			cur := g.cur
+			g.cur = t
+			g.p("%sif (%s) {", in, awkRename(g.filter(t.filter), g.synthArgs(t, args)))
+			g.cur = cur
+			g.inlineSynth(t, args, in+"\t", true)
+			g.p("%s} else {", in)
+			g.inlineSynth(ts[i+1], args, in+"\t", true)
+			g.p("%s}", in)
+			i++
+			continue
+		}
+		g.inlineSynth(t, args, in, false)
 	}
 	if g.depths {
 		g.p("%sD--", in)
