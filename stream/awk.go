@@ -550,7 +550,7 @@ func (g *awkGen) event(i int, te *textEvent) {
 			g.p("\t%s = s", awkBase(f.Name))
 			continue
 		}
-		g.numField(l.Event.System+"/"+l.Event.Name, f, v)
+		g.numField(l.Event.System+"/"+l.Event.Name, f, v, "s")
 	}
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
 		g.p("\tsqlhist_t%d()", g.tidx[t])
@@ -694,8 +694,7 @@ func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 				tv = v
 			}
 		}
-		s.p("\ts = %s", t.text())
-		s.numField(l.Event.System+"/"+l.Event.Name, f, tv)
+		s.numField(l.Event.System+"/"+l.Event.Name, f, tv, t.text())
 	}
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(s.b.String(), "\n") {
@@ -717,7 +716,7 @@ func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 // zero, no sign but a minus) is its own key text, and its value at once
 // when it is below the field's limit; anything else is read in full,
 // and text that is no number makes the line unread.
-func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue) {
+func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue, text string) {
 	num, key := g.numeric[ev][tv.Field], g.keyed[ev][tv.Field]
 	hex, signed := 0, 0
 	if tv.Conv == 'x' {
@@ -727,44 +726,63 @@ func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue) {
 		signed = 1
 	}
 	size := min(f.Size, 8)
-	ind := "\t"
-	if hex == 0 && tv.Plain {
-		// Below 10^15 a decimal is exact as a double, and a key's text
-		// is the decimal (sqlhist_kpart's): an 8-byte one has at most 15
-		// digits (written out: mawk has no {m,n}).
-		cond := "s ~ /^(0|[1-9][0-9]*)$/"
-		if tv.Bytes >= 8 || size >= 8 {
-			cond = "s ~ /^(0|[1-9]" + strings.Repeat("[0-9]?", 14) + ")$/"
+	ks := 8
+	if f.Size > 0 && f.Size <= 8 {
+		ks = f.Size
+	}
+	// s = text, unless it is s.
+	set := func(v string) string {
+		if text == "s" {
+			return v
 		}
-		g.p("\tif (%s) {", cond)
+		return "(" + v + " = " + text + ")"
+	}
+	full := func(ind string) {
+		g.p("%sif (!sqlhist_isnum(s, %d)) { UNREAD++; %s }", ind, hex, g.exit)
+		g.p("%sv = sqlhist_num(s, %d, %d, %d, %d)", ind, hex, tv.Bytes, size, signed)
 		if num {
-			g.p("\t\tv = s + 0")
-			if size < 8 {
-				g.p("\t\tif (v >= %s) v = sqlhist_num(s, 0, %d, %d, %d)", awkNumber(awkFitLimit(size, f.Signed)), tv.Bytes, size, signed)
-			}
-			g.p("\t\t%s = v", awkBase(f.Name))
+			g.p("%s%s = v", ind, awkBase(f.Name))
 		}
 		if key {
-			g.p("\t\t%s = s", awkKey(f.Name))
+			g.p("%s%s = (v >= 0 && v < 2147483648 ? v \"\" : sqlhist_kpart(v, %d))", ind, awkKey(f.Name), ks)
 		}
-		g.p("\t} else {")
-		ind = "\t\t"
 	}
-	g.p("%sif (!sqlhist_isnum(s, %d)) { UNREAD++; %s }", ind, hex, g.exit)
-	g.p("%sv = sqlhist_num(s, %d, %d, %d, %d)", ind, hex, tv.Bytes, size, signed)
-	if num {
-		g.p("%s%s = v", ind, awkBase(f.Name))
-	}
-	if key {
-		ks := 8
-		if f.Size > 0 && f.Size <= 8 {
-			ks = f.Size
+	if hex == 1 || !tv.Plain {
+		if text != "s" {
+			g.p("\ts = %s", text)
 		}
-		g.p("%s%s = (v >= 0 && v < 2147483648 ? v \"\" : sqlhist_kpart(v, %d))", ind, awkKey(f.Name), ks)
+		full("\t")
+		return
 	}
-	if ind != "\t" {
+	// Below 10^15 a decimal is exact as a double, and a key's text is
+	// the decimal (sqlhist_kpart's): an 8-byte one has at most 15 digits
+	// (written out: mawk has no {m,n}).
+	re := "/^(0|[1-9][0-9]*)$/"
+	if tv.Bytes >= 8 || size >= 8 {
+		re = "/^(0|[1-9]" + strings.Repeat("[0-9]?", 14) + ")$/"
+	}
+	if !num {
+		// Only a key: its text is taken first, read in full if it is
+		// not such a decimal.
+		k := awkKey(f.Name)
+		g.p("\tif ((%s = %s) !~ %s) {", k, text, re)
+		g.p("\t\ts = %s", k)
+		full("\t\t")
 		g.p("\t}")
+		return
 	}
+	g.p("\tif (%s ~ %s) {", set("s"), re)
+	g.p("\t\tv = s + 0")
+	if size < 8 {
+		g.p("\t\tif (v >= %s) v = sqlhist_num(s, 0, %d, %d, %d)", awkNumber(awkFitLimit(size, f.Signed)), tv.Bytes, size, signed)
+	}
+	g.p("\t\t%s = v", awkBase(f.Name))
+	if key {
+		g.p("\t\t%s = s", awkKey(f.Name))
+	}
+	g.p("\t} else {")
+	full("\t\t")
+	g.p("\t}")
 }
 
 // fastHeadReads says whether sqlhist_fhead reads anything: the line's
@@ -800,7 +818,7 @@ func (g *awkGen) fastHead(cpu, comm bool) {
 }
 
 // awkTS is the timestamp of the line where the eager one (H_TS, read at
-// once by sqlhist_fN) is not read: as sqlhist_head read it, or from word
+// once by fastBlock) is not read: as sqlhist_head read it, or from word
 // 4 ("S.UUUUUU:") of a line read by its words.
 const awkTS = "(SLOW == NR ? H_TS : int($4 * 1000000 + 0.5))"
 
@@ -1013,9 +1031,21 @@ func (g *awkGen) triggerBody(t *trigger) {
 			parts = append(parts, fmt.Sprintf("((q%d = %s) >= 0 && q%d < 2147483648 ? q%d \"\" : sqlhist_kpart(q%d, %d))", i, g.keyValue(k), i, i, i, k.size()))
 		}
 	}
-	if len(parts) == 0 {
+	// A key that is one variable (K_pid, a parameter) is that variable:
+	// the rest of the code is written with k, then k renamed.
+	mark := -1
+	switch {
+	case len(parts) == 0:
 		g.p("\tk = \"\"")
-	} else {
+	case len(parts) == 1 && awkIdent().MatchString(parts[0]):
+		mark = g.b.Len()
+		defer func() {
+			code := g.b.String()
+			g.b.Reset()
+			g.b.WriteString(code[:mark])
+			g.b.WriteString(awkRename(code[mark:], map[string]string{"k": parts[0]}))
+		}()
+	default:
 		g.p("\tk = %s", strings.Join(parts, " SUBSEP "))
 	}
 	ctx := &awkCtx{g: g, t: t, ti: ti}
