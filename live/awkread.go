@@ -319,11 +319,15 @@ func AwkReplay(plan *planner.Plan, cat *tracefs.Catalog, arch *tracefs.Arch, lin
 		_, err := cat.Lookup("syscalls", "sys_enter_"+name)
 		return err == nil
 	})
-	m, err := stream.New(hists, synths, cat.Event, stream.Options{KernelFilters: true, LongSize: arch.LongSize(), Syscall: namer})
+	// .execname and COMM name the task of the line, as the program
+	// does (the kernel saves the task's name at the event).
+	var r *stream.TextReader
+	comm := func(int) string { return r.Comm }
+	m, err := stream.New(hists, synths, cat.Event, stream.Options{KernelFilters: true, LongSize: arch.LongSize(), Syscall: namer, Comm: comm})
 	if err != nil {
 		return "", err
 	}
-	r, err := stream.NewTextReader(m, arch.LongSize())
+	r, err = stream.NewTextReader(m, arch.LongSize())
 	if err != nil {
 		return "", err
 	}

@@ -510,9 +510,11 @@ func (g *awkGen) event(i int, te *textEvent) {
 			last = ri
 		}
 	}
-	// The first literal, checked, is skipped when a separator
-	// searched could be found in it.
-	if last == 0 || last > 0 && slices.ContainsFunc(seps[:last], func(s string) bool { return strings.Contains(l.Lits[0], s) }) {
+	// The first literal, checked, is skipped when the first value is
+	// read (it starts after it) or a separator searched could be found
+	// in it.
+	first := len(runs) > 0 && len(runs[0]) == 1 && l.Values[runs[0][0]].Field >= 0 && need[l.Values[runs[0][0]].Field]
+	if first || last > 0 && slices.ContainsFunc(seps[:last], func(s string) bool { return strings.Contains(l.Lits[0], s) }) {
 		g.p("\tr = substr(r, %d)", len(l.Lits[0])+1)
 	}
 	// r starts at run at: the runs before a needed one are skipped by
@@ -1546,6 +1548,11 @@ func (g *awkGen) printFuncs() {
 				g.p("\t\tl = l \", \"")
 			}
 			g.p("\t\tv = KV%d_%d[k]", ti, i)
+			if awkKeyField(t, k) && k.def.Signed && k.size() < 8 {
+				// The key's text (K_name) holds a negative value as its
+				// field's unsigned one: the value is printed.
+				g.p("\t\tif (v + 0 >= %s) v -= %s", awkNumber(1<<(8*k.size()-1)), awkNumber(1<<(8*k.size())))
+			}
 			g.p("\t\tl = l %s", g.printKey(t, k, i))
 		}
 		g.p("\t\tl = l \" }\"")

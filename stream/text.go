@@ -17,6 +17,9 @@ type TextReader struct {
 	// say were lost; Unread the lines that were neither an event of the
 	// machine nor such a line.
 	Lost, Unread uint64
+	// Comm is the task name of the last event read (its line's header,
+	// as the awk program reads it: the task at the event).
+	Comm string
 }
 
 // textEvent is one event the reader knows, with the fields it reads.
@@ -95,6 +98,7 @@ func (r *TextReader) Event(line string) *Event {
 		r.Unread++
 		return nil
 	}
+	r.Comm = strings.TrimLeft(rec.Comm, " ")
 	ev := &Event{Def: te.layout.Event, TS: uint64(rec.Micros) * 1000, CPU: rec.CPU, PID: rec.PID,
 		Fields: make([]Value, len(te.layout.Event.Fields))}
 	for i, f := range te.layout.Event.Fields {
