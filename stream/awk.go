@@ -71,15 +71,15 @@ type awkGen struct {
 	readsPID, readsTS bool
 	// keyed are the numeric fields of each event ("system/event") that a
 	// trigger of the event keys by as they are (awkKeyField): the event's
-	// function gives them as key text (K_name); numeric are the fields
-	// read as numbers (F_name[0]).
+	// code gives them as key text (K_name); numeric are the fields read
+	// as numbers (F_name).
 	keyed, numeric map[string]map[int]bool
 	// fast are the events whose lines are read by their words
 	// (awkTokens), by name.
 	fast map[string]*awkTokens
-	// eagerTS are the events, by name, whose function for a line read by
-	// its words reads the timestamp at once (H_TS): a trigger of the
-	// event reads it with no other trigger's variable to find first.
+	// eagerTS are the events, by name, whose code for a line read by its
+	// words (fastBlock) reads the timestamp at once (H_TS): a trigger of
+	// the event reads it with no other trigger's variable to find first.
 	// Elsewhere the timestamp is read where a trigger reads it.
 	eagerTS map[string]bool
 	// cur is the trigger being written.
