@@ -230,14 +230,19 @@ func (s *Session) readLines(out io.Reader) {
 // release, machine and boot.
 func (s *Session) greet(ctx context.Context) error {
 	out, err := s.send(ctx, "greeting the target's shell (is the command's other end a POSIX shell?)", s.greeting(),
-		`uname -r; uname -m; uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -`, GreetEvery, s.opt.Timeout)
+		`uname -r; uname -m; uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -; echo "${SQT:--}"`, GreetEvery, s.opt.Timeout)
 	if err != nil {
 		return err
 	}
-	s.nudgeOK = !s.greetEchoed
 	f := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(f) != 4 || f[0] == "" || f[1] == "" {
-		return fmt.Errorf("--via %s: greeting the target's shell: expected its release, machine, host name and boot id, got %q", s.Command, clip(out))
+	// A terminal that echoes (the greeting's stty says so, or its line
+	// came back) gets no blank lines: its echo of one lands in the
+	// answer being written. The echo seen is not enough: bash's line
+	// editor shows no line while more input waits, and a greeting sent
+	// at once is read at once.
+	s.nudgeOK = !s.greetEchoed && (len(f) < 5 || f[4] != "tty")
+	if len(f) != 5 || f[0] == "" || f[1] == "" {
+		return fmt.Errorf("--via %s: greeting the target's shell: expected its release, machine, host name, boot id and whether it reads an echoing terminal, got %q", s.Command, clip(out))
 	}
 	s.Info = Info{Release: f[0], Machine: f[1], Host: f[2], BootID: f[3]}
 	return nil
@@ -250,6 +255,9 @@ func (s *Session) greeting() string {
 	var b strings.Builder
 	b.WriteString(resync)
 	b.WriteString("LC_ALL=C; export LC_ALL; PS1=; PS2=; PS4=; M1=" + s.m1 + "; M2=" + s.m2 + "\n")
+	// SQT says whether the shell reads a terminal that echoes (stty of
+	// its input, here: R's commands read /dev/null).
+	b.WriteString("SQT=-; stty -a 2>/dev/null | tr ' ;' '\\n\\n' | grep -qx echo && SQT=tty\n")
 	b.WriteString("D=" + escape(strings.ReplaceAll(requestFunctions, "@REC@", s.record())) + "\n")
 	b.WriteString("set -f; eval $D; set +f\n")
 	return b.String()
