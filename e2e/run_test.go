@@ -62,7 +62,13 @@ CREATE VIEW offcpu AS
   FROM sysname AS start JOIN sched_switch AS end ON start.prev_pid = end.next_pid;
 SELECT CAST(id AS SYSCALL) AS call, comm, COUNT(*) AS n, SUM(lat) FROM offcpu;
 EOF
+# The chain's first JOIN needs a system call that sleeps in D state
+# within its 2 s: buffer resets one after another, not the background
+# loop's one a round, which a loaded host made too few (CI: none).
+( while :; do echo > $T/instances/sqlhist_dstate/trace; done ) > /dev/null 2>&1 &
+DS=$!
 /work/sqlhist -r --engine kernel -d 2 -o json -f /tmp/chain.sql > /tmp/out 2> /tmp/err; echo "@@chain-exit $?"
+kill $DS; wait $DS 2>/dev/null
 echo "@@chain-json"; cat /tmp/out
 echo "@@chain-stderr"; cat /tmp/err
 K='SELECT start.filename, TIMESTAMP_DELTA_USECS AS lat FROM kprobe(do_sys_openat2, filename=+0($arg2):string) AS start JOIN kretprobe(do_sys_openat2, ret=$retval:s32) AS end ON start.common_pid = end.common_pid'
