@@ -91,6 +91,10 @@ type awkGen struct {
 	// noFilter says that the trigger's filter is checked where its code
 	// is (inlineSynth's pairs of complements).
 	noFilter bool
+	// fastLine says that the code runs only on a line read by its words
+	// (fastBlock's): the timestamp and string fields are read from their
+	// words, with no look at SLOW.
+	fastLine bool
 	// depths says that the program counts the depth of synthetic events
 	// fired (D): a chain of them may be more than 16 deep (see
 	// Machine.fire), which the program then stops as the machine does.
@@ -100,7 +104,7 @@ type awkGen struct {
 // sub is a generator of the same program that writes apart.
 func (g *awkGen) sub() *awkGen {
 	return &awkGen{m: g.m, opt: g.opt, tidx: g.tidx, evs: g.evs, shown: g.shown, readsPID: g.readsPID, readsTS: g.readsTS,
-		keyed: g.keyed, numeric: g.numeric, fast: g.fast, eagerTS: g.eagerTS, exit: g.exit, depths: g.depths}
+		keyed: g.keyed, numeric: g.numeric, fast: g.fast, eagerTS: g.eagerTS, exit: g.exit, depths: g.depths, fastLine: g.fastLine}
 }
 
 // Awk writes a POSIX awk program that computes the machine's triggers
@@ -679,11 +683,12 @@ func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 	l := te.layout
 	s := g.sub()
 	s.exit = "next"
+	s.fastLine = true
 	if head {
 		s.p("\tsqlhist_fhead()")
 	}
 	if g.eagerTS[l.Event.Name] {
-		s.p("\tH_TS = int($4 * 1000000 + 0.5)")
+		s.p("\tH_TS = %s", awkFastTS)
 	}
 	for _, t := range tk.fields {
 		f := l.Event.Fields[t.field]
@@ -706,7 +711,7 @@ func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 	}
 	ts := g.m.byEvent[l.Event.System+"/"+l.Event.Name]
 	for i, t := range ts {
-		b.WriteString(g.inline(t, i == len(ts)-1))
+		b.WriteString(s.inline(t, i == len(ts)-1))
 	}
 	return b.String()
 }
@@ -822,7 +827,11 @@ func (g *awkGen) fastHead(cpu, comm bool) {
 // awkTS is the timestamp of the line where the eager one (H_TS, read at
 // once by fastBlock) is not read: as sqlhist_head read it, or from word
 // 4 ("S.UUUUUU:") of a line read by its words.
-const awkTS = "(SLOW == NR ? H_TS : int($4 * 1000000 + 0.5))"
+const awkTS = "(SLOW == NR ? H_TS : " + awkFastTS + ")"
+
+// awkFastTS is the timestamp of a line read by its words (word 4,
+// "S.UUUUUU:"), in µs.
+const awkFastTS = "int($4 * 1000000 + 0.5)"
 
 // awkFitLimit is the least value a field of size bytes does not hold as
 // it is (a signed one's sign bit set, or past its size): below it a
@@ -1195,6 +1204,9 @@ func (c *awkCtx) expr(x *expr) string {
 		if t := c.g.cur; t.spec.System != SyntheticSystem && c.g.eagerTS[t.spec.Event] {
 			return "H_TS"
 		}
+		if c.g.fastLine {
+			return awkFastTS
+		}
 		return awkTS
 	case opCPU:
 		return "sqlhist_hcpu()"
@@ -1278,6 +1290,9 @@ func (g *awkGen) field(x *expr) string {
 	if x.def != nil && x.def.IsString() && g.lazyStrings(t.spec.Event) {
 		for _, tk := range g.fast[t.spec.Event].fields {
 			if tk.field == x.field {
+				if g.fastLine {
+					return tk.text()
+				}
 				return "(SLOW == NR ? " + awkBase(x.name) + " : " + tk.text() + ")"
 			}
 		}
