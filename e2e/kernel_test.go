@@ -932,7 +932,7 @@ func boot(t *testing.T, kname string, g vm.Guest) vm.Result {
 		}
 		t.Fatal(err)
 	}
-	noteBoot(kname, res.Kernel.Release, res.BootTime)
+	noteBoot(kname, res)
 	return res
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sqlhist/sqlhist/e2e/vm"
 )
 
 // suite collects, per kernel, what each phase of the kernel suite found
@@ -25,6 +27,7 @@ type kernelRow struct {
 	release string
 	fetch   string // "cached", or what fetching it did and how long it took
 	boots   []time.Duration
+	cpu     time.Duration     // qemu's user and system time over its boots
 	parts   map[string]string // phase → verdict and time
 	why     map[string]string // phase → the first failure, for a FAIL
 	total   time.Duration     // the kernel's job, fetch and boots included
@@ -55,13 +58,15 @@ func noteFetch(kname string, cached bool, d time.Duration) {
 	}
 }
 
-// noteBoot records a boot of a kernel: its release and boot time.
-func noteBoot(kname, release string, boot time.Duration) {
+// noteBoot records a boot of a kernel: its release, boot time and what its
+// qemu cost the host (res.CPU).
+func noteBoot(kname string, res vm.Result) {
 	suite.Lock()
 	defer suite.Unlock()
 	r := row(kname)
-	r.release = release
-	r.boots = append(r.boots, boot)
+	r.release = res.Kernel.Release
+	r.boots = append(r.boots, res.BootTime)
+	r.cpu += res.CPU
 }
 
 // notePhase records a phase's outcome on a kernel: the verdict of t (read
@@ -189,6 +194,19 @@ func summaryTable() string {
 			}
 		}
 	}
+	// What each kernel's guests cost the host's cores: the suite's wall is
+	// about their sum over the cores (docs/testing.md).
+	var cpus []string
+	var cpuSum time.Duration
+	for _, k := range names {
+		if c := suite.kernels[k].cpu; c > 0 {
+			cpus = append(cpus, k+" "+c.Round(time.Second).String())
+			cpuSum += c
+		}
+	}
+	if len(cpus) > 0 {
+		fmt.Fprintf(&b, "qemu's CPU (user and system) by kernel: %s; %s in all\n", strings.Join(cpus, ", "), cpuSum.Round(time.Second))
+	}
 	fmt.Fprintf(&b, "suite: %s wall time with up to %d guests at once; the kernels' totals add up to %s\n",
 		suite.wall.Round(time.Second), suite.guests, sum.Round(time.Second))
 	return b.String()
@@ -200,4 +218,29 @@ func TestMain(m *testing.M) {
 		fmt.Printf("\nkernel suite summary (fetch: download or build, else cached; boot: mean time to the guest script; each phase: verdict and time in the guest; total: the kernel's whole job):\n%s", s)
 	}
 	os.Exit(code)
+}
+
+// TestSummaryCPU: the table's last lines give each kernel's qemu CPU,
+// summed over its boots, in the table's order, and their total.
+func TestSummaryCPU(t *testing.T) {
+	suite.Lock()
+	saved := suite.kernels
+	suite.kernels = map[string]*kernelRow{}
+	suite.Unlock()
+	defer func() {
+		suite.Lock()
+		suite.kernels = saved
+		suite.Unlock()
+	}()
+	noteBoot("6.1", vm.Result{Kernel: vm.Kernel{Release: "6.1.0-57"}, BootTime: time.Second, CPU: 90 * time.Second})
+	noteBoot("6.1", vm.Result{Kernel: vm.Kernel{Release: "6.1.0-57"}, BootTime: 3 * time.Second, CPU: 30 * time.Second})
+	noteBoot("5.10", vm.Result{Kernel: vm.Kernel{Release: "5.10.0-46"}, BootTime: time.Second, CPU: 61 * time.Second})
+	s := summaryTable()
+	want := "qemu's CPU (user and system) by kernel: 6.1 2m0s, 5.10 1m1s; 3m1s in all\n"
+	if !strings.Contains(s, want) {
+		t.Errorf("summary without %q:\n%s", want, s)
+	}
+	if !strings.Contains(s, "6.1.0-57") || !strings.Contains(s, "2s") {
+		t.Errorf("summary without 6.1's release or its mean boot of 2s:\n%s", s)
+	}
 }

@@ -180,7 +180,7 @@ func viaJobRun(t *testing.T) {
 			if err != nil {
 				t.Errorf("%s: ending the via guest: %v", tg.kname, err)
 			} else {
-				noteBoot(tg.kname, tg.g.Kernel.Release, res.BootTime)
+				noteBoot(tg.kname, res)
 			}
 			noteJob(tg.kname, tg.start)
 		}

@@ -82,7 +82,7 @@ func streamViaBoot(t *testing.T, kname string, g vm.Guest) (vm.Result, string) {
 	if err != nil {
 		t.Fatalf("ending the guest: %v", err)
 	}
-	noteBoot(kname, res.Kernel.Release, res.BootTime)
+	noteBoot(kname, res)
 	return res, detail
 }
 

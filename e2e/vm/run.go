@@ -77,6 +77,7 @@ type Result struct {
 	Console    string            // the raw console log (CRLF turned into LF)
 	BootTime   time.Duration     // from starting qemu to the script starting
 	Duration   time.Duration     // from starting qemu to qemu exiting
+	CPU        time.Duration     // qemu's user and system time: what the guest cost the host
 }
 
 // InfraError is a failure of the harness or the VM rather than of what the
@@ -359,13 +360,16 @@ func Run(ctx context.Context, k Kernel, g Guest) (Result, error) {
 		runErr = cmd.Wait()
 	}
 	res := Result{Kernel: k, Duration: time.Since(start)}
+	if ps := cmd.ProcessState; ps != nil {
+		res.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	res.Console = normalizeConsole(con.String())
 	if !con.begunAt.IsZero() {
 		res.BootTime = con.begunAt.Sub(start)
 	}
 	p, perr := parseConsole(res.Console, nonce)
 	res.Stdout, res.Stderr, res.ExitStatus, res.Files = p.stdout, p.stderr, p.status, p.files
-	Logf("vm: %s done in %v (boot %v), status %d", k.Name, res.Duration.Round(time.Millisecond), res.BootTime.Round(time.Millisecond), res.ExitStatus)
+	Logf("vm: %s done in %v (boot %v, qemu's CPU %v), status %d", k.Name, res.Duration.Round(time.Millisecond), res.BootTime.Round(time.Millisecond), res.CPU.Round(time.Millisecond), res.ExitStatus)
 	infra := func(reason string, err error) (Result, error) {
 		return res, &InfraError{Kernel: k.Name, Reason: reason, Console: res.Console, Err: err}
 	}
