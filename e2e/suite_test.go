@@ -43,13 +43,16 @@ type phase struct {
 func phaseScript(phases []phase) string {
 	var b strings.Builder
 	b.WriteString("rcu=\n[ -w /sys/kernel/rcu_expedited ] && read rcu < /sys/kernel/rcu_expedited\n")
+	// The guest's busy time so far, in /proc/stat's ticks (1/100 s), all
+	// vCPUs: what a phase cost the host, more nearly than its wall.
+	b.WriteString("busy() { read c u n s i w q sq st x < /proc/stat; echo $((u + n + s + q + sq + st)); }\n")
 	for _, p := range phases {
-		fmt.Fprintf(&b, "echo \"@@@phase %s $(cut -d' ' -f1 /proc/uptime)\"\n", p.name)
+		fmt.Fprintf(&b, "echo \"@@@phase %s $(cut -d' ' -f1 /proc/uptime) $(busy)\"\n", p.name)
 		if p.expedite {
 			b.WriteString("[ -n \"$rcu\" ] && echo 1 > /sys/kernel/rcu_expedited\n")
 		}
 		fmt.Fprintf(&b, "( cd /work && sh /work/phases/%s.sh ) 2>&1\n", p.name)
-		fmt.Fprintf(&b, "echo \"@@@endphase %s $? $(cut -d' ' -f1 /proc/uptime)\"\n", p.name)
+		fmt.Fprintf(&b, "echo \"@@@endphase %s $? $(cut -d' ' -f1 /proc/uptime) $(busy)\"\n", p.name)
 		if p.expedite {
 			b.WriteString("[ -n \"$rcu\" ] && echo $rcu > /sys/kernel/rcu_expedited\n")
 		}
@@ -61,7 +64,8 @@ func phaseScript(phases []phase) string {
 type phaseOutput struct {
 	out  string
 	took time.Duration
-	done bool // its end marker came
+	busy time.Duration // the guest's vCPUs busy (from /proc/stat), when its markers say
+	done bool          // its end marker came
 }
 
 // splitPhases splits a guest's output at phaseScript's markers.
@@ -69,19 +73,31 @@ func splitPhases(out string) map[string]*phaseOutput {
 	m := map[string]*phaseOutput{}
 	var cur *phaseOutput
 	var start float64
+	startBusy := int64(-1)
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(out, "\n") {
 		w := strings.Fields(line)
 		switch {
-		case len(w) == 3 && w[0] == "@@@phase":
+		case (len(w) == 3 || len(w) == 4) && w[0] == "@@@phase":
 			cur = &phaseOutput{}
 			m[w[1]] = cur
 			start, _ = strconv.ParseFloat(w[2], 64)
+			startBusy = -1
+			if len(w) == 4 {
+				if n, err := strconv.ParseInt(w[3], 10, 64); err == nil {
+					startBusy = n
+				}
+			}
 			b.Reset()
-		case len(w) == 4 && w[0] == "@@@endphase" && cur != nil && m[w[1]] == cur:
+		case (len(w) == 4 || len(w) == 5) && w[0] == "@@@endphase" && cur != nil && m[w[1]] == cur:
 			end, _ := strconv.ParseFloat(w[3], 64)
 			cur.out, cur.done = b.String(), true
 			cur.took = time.Duration((end - start) * float64(time.Second))
+			if len(w) == 5 && startBusy >= 0 {
+				if n, err := strconv.ParseInt(w[4], 10, 64); err == nil && n >= startBusy {
+					cur.busy = time.Duration(n-startBusy) * 10 * time.Millisecond
+				}
+			}
 			cur = nil
 		case cur != nil:
 			b.WriteString(line)
@@ -177,6 +193,7 @@ func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 			}
 			var detail string
 			defer notePhase(t, kname, p.name, o.took, &detail)
+			notePhaseBusy(kname, p.name, o.busy)
 			if !o.done {
 				noteWhy(kname, p.name, "the guest did not finish this phase")
 				t.Errorf("the guest did not finish this phase; the boot's last output:\n%s", lastLines(res.Stdout, 30))

@@ -27,16 +27,17 @@ type kernelRow struct {
 	release string
 	fetch   string // "cached", or what fetching it did and how long it took
 	boots   []time.Duration
-	cpu     time.Duration     // qemu's user and system time over its boots
-	parts   map[string]string // phase → verdict and time
-	why     map[string]string // phase → the first failure, for a FAIL
-	total   time.Duration     // the kernel's job, fetch and boots included
+	cpu     time.Duration            // qemu's user and system time over its boots
+	busy    map[string]time.Duration // phase → the guest's vCPUs busy in it
+	parts   map[string]string        // phase → verdict and time
+	why     map[string]string        // phase → the first failure, for a FAIL
+	total   time.Duration            // the kernel's job, fetch and boots included
 }
 
 func row(kname string) *kernelRow {
 	r := suite.kernels[kname]
 	if r == nil {
-		r = &kernelRow{parts: map[string]string{}, why: map[string]string{}}
+		r = &kernelRow{parts: map[string]string{}, why: map[string]string{}, busy: map[string]time.Duration{}}
 		suite.kernels[kname] = r
 	}
 	return r
@@ -84,6 +85,18 @@ func notePhase(t *testing.T, kname, part string, d time.Duration, detail *string
 	suite.Lock()
 	defer suite.Unlock()
 	row(kname).parts[part] = fmt.Sprintf("%s %s", verdict, d.Round(time.Second))
+}
+
+// notePhaseBusy records how long the guest's vCPUs were busy in a phase
+// (its /proc/stat), printed under the table: what each phase costs the
+// host's cores, where the table's times count its waits too.
+func notePhaseBusy(kname, part string, busy time.Duration) {
+	if busy <= 0 {
+		return
+	}
+	suite.Lock()
+	defer suite.Unlock()
+	row(kname).busy[part] += busy
 }
 
 // noteWhy records the first failure of a phase on a kernel, printed
@@ -207,6 +220,22 @@ func summaryTable() string {
 	if len(cpus) > 0 {
 		fmt.Fprintf(&b, "qemu's CPU (user and system) by kernel: %s; %s in all\n", strings.Join(cpus, ", "), cpuSum.Round(time.Second))
 	}
+	var busy []string
+	for _, k := range names {
+		r := suite.kernels[k]
+		var ps []string
+		for _, p := range partOrder {
+			if d := r.busy[p]; d > 0 {
+				ps = append(ps, p+" "+d.Round(time.Second).String())
+			}
+		}
+		if len(ps) > 0 {
+			busy = append(busy, k+": "+strings.Join(ps, ", "))
+		}
+	}
+	if len(busy) > 0 {
+		fmt.Fprintf(&b, "the guests' vCPUs busy by phase (their /proc/stat): %s\n", strings.Join(busy, "; "))
+	}
 	fmt.Fprintf(&b, "suite: %s wall time with up to %d guests at once; the kernels' totals add up to %s\n",
 		suite.wall.Round(time.Second), suite.guests, sum.Round(time.Second))
 	return b.String()
@@ -235,9 +264,15 @@ func TestSummaryCPU(t *testing.T) {
 	noteBoot("6.1", vm.Result{Kernel: vm.Kernel{Release: "6.1.0-57"}, BootTime: time.Second, CPU: 90 * time.Second})
 	noteBoot("6.1", vm.Result{Kernel: vm.Kernel{Release: "6.1.0-57"}, BootTime: 3 * time.Second, CPU: 30 * time.Second})
 	noteBoot("5.10", vm.Result{Kernel: vm.Kernel{Release: "5.10.0-46"}, BootTime: time.Second, CPU: 61 * time.Second})
+	notePhaseBusy("6.1", "run", 75*time.Second)
+	notePhaseBusy("6.1", "queries", 50*time.Second)
+	notePhaseBusy("5.10", "stream", 0)
 	s := summaryTable()
 	want := "qemu's CPU (user and system) by kernel: 6.1 2m0s, 5.10 1m1s; 3m1s in all\n"
 	if !strings.Contains(s, want) {
+		t.Errorf("summary without %q:\n%s", want, s)
+	}
+	if want := "the guests' vCPUs busy by phase (their /proc/stat): 6.1: queries 50s, run 1m15s\n"; !strings.Contains(s, want) {
 		t.Errorf("summary without %q:\n%s", want, s)
 	}
 	if !strings.Contains(s, "6.1.0-57") || !strings.Contains(s, "2s") {

@@ -256,6 +256,10 @@ func TestSplitPhases(t *testing.T) {
 		"@@@phase queries 13.00\n@@case a\n@@@endphase run 0 20.00\n@@end\n@@@endphase queries 0 313.00\n" +
 		"@@@phase run 313.25\n@@join-exit 0\n"
 	m := splitPhases(out)
+	// With the guest's busy ticks on the markers (phaseScript's).
+	if b := splitPhases("@@@phase audit 1.00 120\n@@x\n@@@endphase audit 0 3.00 370\n")["audit"]; b == nil || !b.done || b.out != "@@x\n" || b.took != 2*time.Second || b.busy != 2500*time.Millisecond {
+		t.Errorf("audit with busy ticks: %+v", b)
+	}
 	if e := m["execute"]; e == nil || !e.done || e.out != "@@apply 0\n@@done\n" || e.took != 2250*time.Millisecond {
 		t.Errorf("execute: %+v", e)
 	}
