@@ -193,7 +193,9 @@ bench-kernel: test-shells
 # for others): -r -d 1 of the wakeup JOIN with each engine (auto, bpf,
 # kernel, stream), -e and --teardown -e, five rounds interleaved, the
 # medians and ranges by the guest's clock (RUNTIME_BIN: another static
-# build's, to compare). Figures, not assertions.
+# build's, to compare; RUNTIME_BASE: an older build beside it;
+# RUNTIME_BUSY=host puts the busy loop on this machine beside qemu, none
+# leaves it out). Figures, not assertions.
 .PHONY: bench-run
 bench-run:
 	SQLHIST_E2E=1 SQLHIST_BENCH_RUN=1 $(GO) test ./e2e -run TestRunTime -count=1 -v -timeout 30m

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,11 +25,16 @@ import (
 // with its own default engine, and the ratios of the medians). Figures, not assertions: the guest's clock runs with the
 // host's, which other work slows. Every run must succeed, and auto must
 // say which engine it took.
+//
+// RUNTIME_BUSY says where the busy loop runs: "guest" (the default), a
+// shell loop in the guest, which takes half of the vCPUs' host thread;
+// "host", a loop on this machine beside qemu (one core of two), the guest
+// itself idle; "none", no loop.
 
 // runTimeScript runs the rounds; $J is the wakeup JOIN.
 const runTimeScript = `J='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
-( while :; do :; done ) &
-BUSY=$!
+BUSY=
+[ GUESTBUSY = 1 ] && { ( while :; do :; done ) & BUSY=$!; }
 now() { read u x < /proc/uptime; echo $u; }
 r=1
 while [ $r -le ROUNDS ]; do
@@ -59,7 +65,7 @@ while [ $r -le ROUNDS ]; do
   [ $x = 0 ] || { echo "@@rt-err teardown"; cat /tmp/rt.err; }
   r=$((r + 1))
 done
-kill $BUSY
+[ -n "$BUSY" ] && kill $BUSY
 echo "@@rt-done"
 `
 
@@ -76,6 +82,24 @@ func TestRunTime(t *testing.T) {
 		t.Run(kname, func(t *testing.T) {
 			arch := kernelArch(t, kname)
 			script := strings.ReplaceAll(runTimeScript, "ROUNDS", strconv.Itoa(rounds))
+			busy := envOr("RUNTIME_BUSY", "guest")
+			switch busy {
+			case "guest":
+				script = strings.ReplaceAll(script, "GUESTBUSY", "1")
+			case "host":
+				// A loop on one of this machine's cores while the guest
+				// runs, ended with the test.
+				loop := exec.Command("sh", "-c", "while :; do :; done")
+				if err := loop.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { loop.Process.Kill(); loop.Wait() }()
+				script = strings.ReplaceAll(script, "GUESTBUSY", "0")
+			case "none":
+				script = strings.ReplaceAll(script, "GUESTBUSY", "0")
+			default:
+				t.Fatalf("RUNTIME_BUSY=%q: want guest, host or none", busy)
+			}
 			bin := buildStatic(t, arch)
 			if p := os.Getenv("RUNTIME_BIN"); p != "" {
 				// Another build's time (a static binary of the
@@ -120,7 +144,8 @@ func TestRunTime(t *testing.T) {
 				}
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "%s (%s), a busy loop beside, %d rounds, guest clock:\n", kname, res.Kernel.Release, rounds)
+			where := map[string]string{"guest": "a busy loop beside in the guest", "host": "a busy loop beside qemu on the host", "none": "no busy loop"}[busy]
+			fmt.Fprintf(&b, "%s (%s), %s, %d rounds, guest clock:\n", kname, res.Kernel.Release, where, rounds)
 			medians := map[string]float64{}
 			for _, what := range whats {
 				ts := times[what]
