@@ -14,7 +14,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/perf"
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/stream"
@@ -88,7 +87,7 @@ type Engine struct {
 	scratch bool
 	// synthNames index the synthetic events in their records.
 	synthNames []string
-	reader     *perf.Reader
+	reader     *eventReader
 	readDone   chan struct{}
 
 	coll  *ebpf.Collection
@@ -250,28 +249,6 @@ func (e *Engine) computeCaps(format func(system, event string) (*tracefs.Event, 
 
 // synthIndex is a synthetic event's index in its records.
 func (e *Engine) synthIndex(name string) int { return slices.Index(e.synthNames, name) }
-
-// readEvents reads the synthetic events' records until the reader is
-// closed, and gives each to OnSynth.
-func (e *Engine) readEvents() {
-	defer close(e.readDone)
-	ev := &stream.Event{}
-	for {
-		rec, err := e.reader.Read()
-		if err != nil {
-			return // flushed (Stop: every record read) or closed
-		}
-		if rec.LostSamples > 0 {
-			// The programs count each record the ring had no room
-			// for (statsMap); the kernel's own count of them comes
-			// only with a later record, if any.
-			continue
-		}
-		if e.decodeEvent(rec.RawSample, ev) {
-			e.opt.OnSynth(ev)
-		}
-	}
-}
 
 // decodeEvent reads a synthetic event's record into ev.
 func (e *Engine) decodeEvent(b []byte, ev *stream.Event) bool {
@@ -567,7 +544,7 @@ func (e *Engine) attach() (fentry, raw bool, err error) {
 		if pages <= 0 {
 			pages = 64
 		}
-		rd, err := perf.NewReader(e.coll.Maps[eventsMap], pages*os.Getpagesize())
+		rd, err := newEventReader(e.coll.Maps[eventsMap], pages*os.Getpagesize())
 		if err != nil {
 			e.Stop()
 			return false, false, fmt.Errorf("the BPF engine: the synthetic events' buffer: %v", err)
@@ -577,7 +554,7 @@ func (e *Engine) attach() (fentry, raw bool, err error) {
 	}
 	for i, p := range e.progs {
 		if p.probe != nil && e.fentry && p.alt != nil {
-			l, err := link.AttachTracing(link.TracingOptions{Program: e.coll.Programs[progName(i)]})
+			l, err := attachTracing(e.coll.Programs[progName(i)])
 			if err != nil {
 				e.Stop()
 				return true, false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching fentry/fexit: " + err.Error(), Probe: p.probe.p}
@@ -595,7 +572,7 @@ func (e *Engine) attach() (fentry, raw bool, err error) {
 			continue
 		}
 		if e.raw && p.raw != nil {
-			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.event, Program: e.coll.Programs[progName(i)]})
+			l, err := attachRawTracepoint(p.event, e.coll.Programs[progName(i)])
 			if err != nil {
 				e.Stop()
 				return false, true, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching the raw tracepoint: " + err.Error()}
@@ -603,7 +580,7 @@ func (e *Engine) attach() (fentry, raw bool, err error) {
 			e.links = append(e.links, l)
 			continue
 		}
-		l, err := link.Tracepoint(p.system, p.event, e.coll.Programs[progName(i)], nil)
+		l, err := attachTracepoint(p.system, p.event, e.coll.Programs[progName(i)])
 		if err != nil {
 			e.Stop()
 			return false, false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error()}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/tracefs"
-	"golang.org/x/sys/unix"
 )
 
 // rawEntry is one map entry as read: its key and value bytes.
@@ -133,7 +132,7 @@ func failure(code uint64) string {
 	if code == 0 {
 		return "the entry just inserted was not found"
 	}
-	name := unix.ErrnoName(syscall.Errno(code))
+	name := errnoName(code)
 	if name == "" {
 		name = fmt.Sprintf("errno %d", code)
 	}

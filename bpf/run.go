@@ -8,7 +8,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 )
 
 // Supported says whether this machine loads tracepoint programs for this
@@ -37,7 +36,7 @@ func (e *Engine) Detach() error {
 func (e *Engine) closeProbes() error {
 	var err error
 	for _, fd := range e.probeFDs {
-		err = errors.Join(err, unix.Close(fd))
+		err = errors.Join(err, closeFD(fd))
 	}
 	e.probeFDs = nil
 	return err

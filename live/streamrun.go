@@ -298,7 +298,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		c := &cpuReader{cpu: cpu, dir: dir + "/" + e.Name(), fd: -1}
 		c.path = path.Join(s.t.Root, c.dir, "trace_pipe_raw")
 		if s.t.ReadRaw == nil {
-			fd, err := syscall.Open(c.path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+			fd, err := rawOpen(c.path)
 			if err != nil {
 				s.close()
 				return &os.PathError{Op: "open", Path: c.path, Err: err}
@@ -440,7 +440,7 @@ func (s *streamRun) read() (int, error) {
 	for _, c := range s.cpus {
 		for c.fd >= 0 {
 			page := s.getPage()
-			n, err := syscall.Read(c.fd, page.buf)
+			n, err := rawRead(c.fd, page.buf)
 			if err == syscall.EAGAIN || err == nil && n == 0 {
 				s.putPage(page)
 				break
@@ -863,7 +863,7 @@ func (s *streamRun) finish() (lost int, err error) {
 func (s *streamRun) close() {
 	for _, c := range s.cpus {
 		if c.fd >= 0 {
-			syscall.Close(c.fd)
+			rawClose(c.fd)
 		}
 	}
 	s.cpus = nil

@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -115,7 +114,7 @@ func HasEvents(dir func(string) (fs.FS, error), root string) bool {
 // Access reports whether this process may write to the file at p, with
 // access(2).
 func Access(p string) error {
-	if err := syscall.Access(p, 2 /* W_OK */); err != nil {
+	if err := accessW(p); err != nil {
 		return &fs.PathError{Op: "access", Path: p, Err: err}
 	}
 	return nil
@@ -156,22 +155,4 @@ func (t *Target) openPipe(p string) (io.ReadCloser, error) {
 		return t.OpenPipe(p)
 	}
 	return osPipe(p)
-}
-
-// osPipe opens trace_pipe for blocking reads. Not through os.OpenFile:
-// that registers the file with the runtime poller, and trace_pipe's poll
-// only reports data once the buffer is buffer_percent full, so the last
-// events would never be read.
-func osPipe(p string) (io.ReadCloser, error) {
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	return os.NewFile(uintptr(fd), p), nil
-}
-
-// processAlive reports whether process pid exists on this machine.
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -35,7 +35,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -154,7 +153,7 @@ func Dial(ctx context.Context, command string, opt Options) (*Session, error) {
 	s.mark = s.m1 + s.m2
 	s.started = time.Now()
 	s.cmd = exec.Command(shell, "-c", command)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(s.cmd)
 	var errw io.Writer = s.tail
 	if opt.Stderr != nil {
 		errw = io.MultiWriter(s.tail, opt.Stderr)
@@ -1235,7 +1234,7 @@ func (s *Session) Close() error {
 	select {
 	case <-s.exited:
 	case <-time.After(2 * time.Second):
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(s.cmd)
 		<-s.exited
 	}
 	s.out.Close() // a child of the command may hold its other end
