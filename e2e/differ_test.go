@@ -33,6 +33,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,7 @@ done; done
 for q in $QB; do
   echo "@@differ-$q-bpf-json"; cat /tmp/d-$q-bpf.json; echo "@@differ-$q-bpf-err"; cat /tmp/d-$q-bpf.err
 done
+echo "@@differ-unstable $(dmesg | grep -c "Marking clocksource 'tsc' as unstable")"
 echo "@@differ-end"
 `
 
@@ -202,9 +204,26 @@ func checkDiffer(t checker, kname, out string) string {
 		}
 		runs[q+"-bpf"] = &r
 	}
-	breport, berrs := compareBPF(runs, bpfQueries)
+	breport, berrs, clockErrs := compareBPF(runs, bpfQueries)
 	t.Logf("%s: the BPF engine against the kernel's hist triggers over the same window:\n%s", kname, breport)
 	for _, e := range berrs {
+		t.Errorf("%s", e)
+	}
+	// The latencies are held to each other only while the guest's TSC
+	// is its clocksource: once the kernel marks it unstable (a loaded
+	// host: fc29, four guests on two cores, 7.2's JOIN 310 µs an event
+	// apart, the sums 1.53 times), the ring buffer's clock (sched_clock,
+	// the TSC) and BPF's (the clocksource) run at different rates.
+	n, err := strconv.Atoi(strings.TrimPrefix(firstLine(out, "@@differ-unstable "), "@@differ-unstable "))
+	if err != nil {
+		t.Errorf("the guest did not say whether its TSC was marked unstable: %q", firstLine(out, "@@differ-unstable "))
+	}
+	unstable := n > 0
+	for _, e := range clockErrs {
+		if unstable {
+			t.Logf("not a failure, the guest having marked its TSC unstable (dmesg): %s", e)
+			continue
+		}
 		t.Errorf("%s", e)
 	}
 	detail := fmt.Sprintf("syscalls %d/%d/%d, wakeups %d/%d/%d (kernel/stream/bpf), stacks %d/%d",
@@ -213,6 +232,9 @@ func checkDiffer(t checker, kname, out string) string {
 		runs["T-kernel"].Results[0].Totals.Hits, runs["T-stream"].Results[0].Totals.Hits)
 	if offcpu {
 		detail += fmt.Sprintf(", off-CPU stacks %d/%d", runs["O-kernel"].Results[0].Totals.Hits, runs["O-stream"].Results[0].Totals.Hits)
+	}
+	if unstable {
+		detail += fmt.Sprintf(", TSC marked unstable: BPF's latencies not held to the kernel's (%d apart)", len(clockErrs))
 	}
 	return detail
 }
@@ -308,9 +330,12 @@ func compareEngines(runs map[string]*differRun) (string, []string) {
 // edge may fall on its other side: the distributions may differ by
 // events moved to a neighbouring bucket, and the sums and maxima by the
 // clocks' difference.
-func compareBPF(runs map[string]*differRun, queries []string) (string, []string) {
+//
+// The errors of the latencies' comparison come apart (clockErrs): they
+// hold only while the two clocks run at one rate, which a guest whose
+// TSC the kernel marked unstable no longer has (agree_test.go, "Clocks").
+func compareBPF(runs map[string]*differRun, queries []string) (report string, errs, clockErrs []string) {
 	var b strings.Builder
-	var errs []string
 	has := func(q string) bool { return slices.Contains(queries, q) }
 	for _, q := range queries {
 		r := runs[q+"-bpf"]
@@ -356,7 +381,7 @@ func compareBPF(runs map[string]*differRun, queries []string) (string, []string)
 			// as far apart as that distance can take them (the
 			// averages, below).
 			if apart, most := absInt(km-pm), medianBucketsApart(min(km, pm), bpfReadApart); apart > most {
-				errs = append(errs, fmt.Sprintf("wakeup latency: median buckets 2^%d (kernel) and 2^%d (bpf), %d apart, more than reads %d µs apart can move them (%d): kernel %s, bpf %s", km, pm, apart, bpfReadApart, most, kernBuckets(kd), kernBuckets(pd)))
+				clockErrs = append(clockErrs, fmt.Sprintf("wakeup latency: median buckets 2^%d (kernel) and 2^%d (bpf), %d apart, more than reads %d µs apart can move them (%d): kernel %s, bpf %s", km, pm, apart, bpfReadApart, most, kernBuckets(kd), kernBuckets(pd)))
 			}
 		}
 	}
@@ -390,7 +415,7 @@ func compareBPF(runs map[string]*differRun, queries []string) (string, []string)
 					if ok, how := fewReadsApart(a.dist, c.dist); ok {
 						fmt.Fprintf(&b, "  %s: more than the %v µs two reads are apart on average, from a few events: %s\n", comm, bpfShiftMax, how)
 					} else {
-						errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: the latencies differ by %.1f µs an event on average (sums %d and %d µs over %d events), more than the %v µs two reads can, and not from a few events: %s", comm, shift, a.sum, c.sum, n, bpfShiftMax, how))
+						clockErrs = append(clockErrs, fmt.Sprintf("wakeup JOIN, %s: the latencies differ by %.1f µs an event on average (sums %d and %d µs over %d events), more than the %v µs two reads can, and not from a few events: %s", comm, shift, a.sum, c.sum, n, bpfShiftMax, how))
 					}
 				}
 			}
@@ -399,7 +424,7 @@ func compareBPF(runs map[string]*differRun, queries []string) (string, []string)
 			errs = append(errs, "wakeup JOIN: the BPF engine joined no wakeup")
 		}
 	}
-	return b.String(), errs
+	return b.String(), errs, clockErrs
 }
 
 // fewReadsApart reports whether two log2 distributions of one JOIN's
