@@ -3,6 +3,7 @@ package bpf
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
@@ -332,6 +333,21 @@ func compareProbes(t *testing.T, how string, hs []*tracefs.Histogram, p *probePl
 		return
 	}
 	if ball == 0 || mb > mk+1 || mk > mb+1 {
+		if tscUnstable() {
+			// The ring buffer stamps with sched_clock (the TSC on
+			// x86-64), BPF with the clocksource: once the kernel has
+			// marked the TSC unstable (a guest on a loaded host) the
+			// two run at different rates (e2e/FINDINGS.md, fc29).
+			t.Logf("%s: not a failure, the kernel having marked the TSC unstable (dmesg): median latency bucket: BPF 2^%d, kernel 2^%d", how, mb, mk)
+			return
+		}
 		t.Errorf("%s: median latency bucket: BPF 2^%d, kernel 2^%d", how, mb, mk)
 	}
+}
+
+// tscUnstable reports whether the kernel's log says it marked the TSC
+// unstable; false when the log cannot be read.
+func tscUnstable() bool {
+	out, err := exec.Command("dmesg").Output()
+	return err == nil && strings.Contains(string(out), "Marking clocksource 'tsc' as unstable")
 }
