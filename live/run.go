@@ -75,6 +75,10 @@ type Options struct {
 	// instance (buffer_size_kb; 0: streamBufferKB); an instance the run
 	// did not make (-B) keeps its own.
 	BufferKB int
+	// StreamInstance makes the stream engine read its events through a
+	// tracefs instance even where this machine's perf events would serve
+	// (see [perfRings]).
+	StreamInstance bool
 	// Events, when set, receives the synthetic events' lines as the kernel
 	// records them, in Format: "table" (the kernel's lines), "json" (an
 	// object per line) or "csv".
@@ -156,6 +160,11 @@ func Run(ctx context.Context, t *Target, plan *planner.Plan, opt Options) (*resu
 		return runBPF(ctx, t, plan, opt, r)
 	}
 	created := !t.HasInstance(r.instance)
+	if opt.Engine == EngineStream && created && !opt.StreamInstance {
+		if rep, err, ran := runStreamPerf(ctx, t, plan, opt, r); ran {
+			return rep, err
+		}
+	}
 	cat := tracefs.Open(t.FS)
 	if created && !cat.HasFile("instances") {
 		return nil, fmt.Errorf("%s has no instances/ directory: this kernel cannot keep a run apart from other tracing", t.Root)
@@ -246,7 +255,8 @@ type runState struct {
 	eng      engine // what computes the answer
 	lost     int    // events the engine's sources lost
 	// bpfOnly says that the run writes nothing to tracefs (the BPF
-	// engine): no lease, no instance to watch.
+	// engine, the stream engine on perf events): no lease, no instance to
+	// watch.
 	bpfOnly bool
 }
 
@@ -314,7 +324,9 @@ func (r *runState) run(ctx context.Context) (*results.Report, error) {
 		}
 		timeout = after(d)
 	}
-	if r.bpfOnly {
+	if se, ok := r.eng.(*streamEngine); ok && se.s.perf != nil {
+		fmt.Fprintf(r.log, "sqlhist: collecting %s from perf events on %s (no tracefs instance); Ctrl-C to stop\n", until, strings.Join(se.s.m.Events(), ", "))
+	} else if r.bpfOnly {
 		fmt.Fprintf(r.log, "sqlhist: collecting %s with BPF programs on %s; Ctrl-C to stop\n", until, describeEvents(r.eng))
 	} else {
 		fmt.Fprintf(r.log, "sqlhist: collecting %s in instance %s; Ctrl-C to stop\n", until, r.instance)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,8 +19,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sqlhist/sqlhist/bpf"
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/stream"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -97,6 +100,12 @@ type streamRun struct {
 	// events, for --events, gets each synthetic event the machine
 	// fires as the kernel's trace line for it.
 	events *streamer
+
+	// perf, when set, are the sources instead of the instance's ring
+	// buffers (see perfRings); perfScratch holds a record the end of a
+	// ring splits.
+	perf        *perfRings
+	perfScratch []byte
 
 	stop    chan struct{}
 	done    chan struct{}
@@ -202,6 +211,8 @@ func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance 
 	if err != nil {
 		return nil, nil, fmt.Errorf("the stream engine: %v", err)
 	}
+	// The catalog's machine until start builds the kernel's.
+	s.m = m
 	var evs []emit.StreamEvent
 	for _, k := range m.Events() {
 		sys, ev, _ := strings.Cut(k, "/")
@@ -217,6 +228,77 @@ func newStreamRun(t *Target, plan *planner.Plan, cat *tracefs.Catalog, instance 
 	cmds := emit.StreamCommands(plan, evs, emit.StreamOptions{Instance: instance, CreateInstance: created, Own: inLease, Clock: clock, BufferKB: bufferKB,
 		NoWait: t.ReadRaw != nil})
 	return s, cmds, nil
+}
+
+// runStreamPerf runs the stream engine on this machine's perf events
+// (perfRings: nothing written to tracefs, nothing left by a kill) where
+// they serve the query: the target is this machine's tracefs, the plan
+// makes no probes, and no trigger needs what only an instance records
+// (kernel stacks: the stacktrace trigger's records; task names: the
+// kernel's saved_cmdlines, filled by the events an instance records).
+// ran is false where the run must use an instance (then nothing was
+// done, and why is logged when the perf events would not open).
+func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Options, r *runState) (_ *results.Report, _ error, ran bool) {
+	if BPFTarget(t) != nil {
+		return nil, nil, false
+	}
+	for _, u := range plan.Units {
+		if len(u.Probes) > 0 {
+			return nil, nil, false
+		}
+	}
+	cat := tracefs.Open(t.FS)
+	if opt.Catalog != nil {
+		cat = opt.Catalog
+	}
+	s, _, err := newStreamRun(t, plan, cat, r.instance, false, false, opt.BufferKB)
+	if err != nil {
+		return nil, err, true
+	}
+	var evs []perfEvent
+	for _, k := range s.m.Events() {
+		sys, ev, _ := strings.Cut(k, "/")
+		if s.m.NeedsStack(sys, ev) {
+			return nil, nil, false
+		}
+		data, err := fs.ReadFile(t.FS, "events/"+k+"/id")
+		id, aerr := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || aerr != nil {
+			return nil, nil, false
+		}
+		evs = append(evs, perfEvent{name: k, id: id, filter: s.m.Filter(sys, ev)})
+	}
+	if s.m.NamesTasks() || len(evs) == 0 {
+		return nil, nil, false
+	}
+	bufferKB := opt.BufferKB
+	if bufferKB <= 0 {
+		bufferKB = streamBufferKB
+	}
+	// A classic BPF tracepoint program attached to one of the events
+	// would take its records from the perf events (see
+	// bpf.TracepointPrograms): with any loaded, the instance, which no
+	// program touches.
+	before, err := bpf.TracepointPrograms()
+	if err == nil && len(before) > 0 {
+		err = fmt.Errorf("BPF tracepoint programs are loaded (%s), and one attached to an event the run reads would hide that event's records from perf events", strings.Join(before, ", "))
+	}
+	var rings *perfRings
+	if err == nil {
+		rings, err = openPerfRings(evs, bufferKB)
+	}
+	if err != nil {
+		fmt.Fprintf(r.log, "sqlhist: the stream engine reads a tracefs instance: %v\n", err)
+		return nil, nil, false
+	}
+	s.perf = rings
+	arch, _ := cat.Arch()
+	r.eng, r.bpfOnly = &streamEngine{s: s, arch: arch, events: opt.Events != nil}, true
+	rep, err := r.run(ctx)
+	if after, _ := bpf.TracepointPrograms(); len(after) > 0 {
+		fmt.Fprintf(r.log, "sqlhist: warning: BPF tracepoint programs were loaded while the run read perf events (%s): the records of an event one of them is attached to can be missing from the answer (a program that returns 0 hides them all)\n", strings.Join(after, ", "))
+	}
+	return rep, err, true
 }
 
 // start builds the machine from the formats the kernel has now (the
@@ -284,6 +366,21 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		s.kinds[id] = k
 		s.kindTab = append(s.kindTab, k)
 	}
+	if s.perf != nil {
+		if err := s.perf.enable(); err != nil {
+			return err
+		}
+	} else if err := s.openCPUs(); err != nil {
+		return err
+	}
+	s.lostBefore = s.lost()
+	s.stop, s.done, s.syncReq = make(chan struct{}), make(chan struct{}), make(chan chan struct{})
+	go s.loop()
+	return nil
+}
+
+// openCPUs opens each CPU's trace_pipe_raw in the run's instance.
+func (s *streamRun) openCPUs() error {
 	dir := "instances/" + s.instance + "/per_cpu"
 	ents, err := fs.ReadDir(s.t.FS, dir)
 	if err != nil {
@@ -307,9 +404,6 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		}
 		s.cpus = append(s.cpus, c)
 	}
-	s.lostBefore = s.lost()
-	s.stop, s.done, s.syncReq = make(chan struct{}), make(chan struct{}), make(chan chan struct{})
-	go s.loop()
 	return nil
 }
 
@@ -378,6 +472,9 @@ func (s *streamRun) drain(final bool) error {
 // read reads what every CPU's buffer holds now into pending, and returns
 // the bytes read.
 func (s *streamRun) read() (int, error) {
+	if s.perf != nil {
+		return s.readPerf(), nil
+	}
 	var roundMax uint64
 	total := 0
 	// A CPU whose last page read was full may hold more: its unread
@@ -473,6 +570,47 @@ func (s *streamRun) read() (int, error) {
 	}
 	s.prevMax, s.lastMax = s.lastMax, max(s.lastMax, roundMax)
 	return total, nil
+}
+
+// readPerf is read from the perf rings: each record is copied into a
+// page, as a ring buffer page read holds it, and kept. A ring holds
+// only records whole (the kernel publishes its head once a record is
+// written), so there is no page in part to wait for.
+func (s *streamRun) readPerf() int {
+	var roundMax uint64
+	total := 0
+	s.capMark = ^uint64(0)
+	var lost uint64
+	for _, r := range s.perf.rings {
+		page, used := s.getPage(), 0
+		total += r.read(&s.perfScratch, &lost, func(ts uint64, raw []byte) {
+			if len(raw) > len(page.buf)-used {
+				if page.refs == 0 {
+					s.putPage(page)
+				}
+				page, used = s.getPage(), 0
+				if len(raw) > len(page.buf) {
+					page.buf = make([]byte, len(raw))
+				}
+			}
+			copy(page.buf[used:], raw)
+			if s.keep(r.cpu, tracefs.Record{Timestamp: ts, Offset: used, Data: page.buf[used : used+len(raw)]}, page) {
+				roundMax = max(roundMax, ts)
+				used += len(raw)
+			} else {
+				// Not an event the rings were opened for: a record
+				// whose common fields a BPF program's pointer
+				// overwrote (bpf.TracepointPrograms). Lost.
+				lost++
+			}
+		})
+		if page.refs == 0 {
+			s.putPage(page)
+		}
+	}
+	s.perf.lost.Add(lost)
+	s.prevMax, s.lastMax = s.lastMax, max(s.lastMax, roundMax)
+	return total
 }
 
 // feed gives the machine the pending events that no event still unread
@@ -835,7 +973,12 @@ func (s *streamRun) finish() (lost int, err error) {
 	if s.stop == nil {
 		return 0, nil
 	}
-	werr := s.t.W.Append("instances/"+s.instance+"/tracing_on", "0")
+	var werr error
+	if s.perf != nil {
+		werr = s.perf.disable()
+	} else {
+		werr = s.t.W.Append("instances/"+s.instance+"/tracing_on", "0")
+	}
 	close(s.stop)
 	<-s.done
 	s.stop = nil
@@ -861,6 +1004,9 @@ func (s *streamRun) finish() (lost int, err error) {
 }
 
 func (s *streamRun) close() {
+	if s.perf != nil {
+		s.perf.close()
+	}
 	for _, c := range s.cpus {
 		if c.fd >= 0 {
 			rawClose(c.fd)
@@ -872,6 +1018,9 @@ func (s *streamRun) close() {
 // lost adds up the events each CPU's buffer overwrote or dropped, from
 // its stats file.
 func (s *streamRun) lost() int {
+	if s.perf != nil {
+		return int(min(s.perf.lost.Load(), 1<<31))
+	}
 	total := 0
 	for _, c := range s.cpus {
 		data, err := fs.ReadFile(s.t.FS, "instances/"+s.instance+"/per_cpu/cpu"+strconv.Itoa(c.cpu)+"/stats")

@@ -581,6 +581,19 @@ func (m *Machine) NeedsStack(system, event string) bool {
 	return false
 }
 
+// NamesTasks reports whether a trigger keys on a task's name
+// (.execname): the names the machine asks Options.Comm for.
+func (m *Machine) NamesTasks() bool {
+	for _, t := range m.triggers {
+		for _, k := range t.keys {
+			if k.mod == "execname" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Feed runs the triggers of the event's event on it. Events must come in
 // the order of their timestamps.
 func (m *Machine) Feed(ev *Event) {

@@ -1,0 +1,202 @@
+package live
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// perfRings are the stream engine's sources on this machine's kernel when
+// no tracefs instance is needed: one perf event a CPU for each of the
+// run's tracepoints, counting every hit (sample_period 1) and recording
+// the event's raw record (the bytes a tracefs ring buffer holds, at the
+// offsets of the event's format) and its time, each CPU's events
+// redirected into one ring buffer mapped into this process. They live as
+// file descriptors of the process: a run killed at any point leaves
+// nothing in tracefs, and nothing is made or removed there (an instance's
+// mkdir and rmdir cost a 6.1 guest 75 ms of CPU, e2e/FINDINGS.md).
+type perfRings struct {
+	fds   []int
+	rings []*perfRing
+	lost  atomic.Uint64 // PERF_RECORD_LOST's counts, every ring
+}
+
+// perfRing is one CPU's ring buffer.
+type perfRing struct {
+	cpu  int
+	mem  []byte // the mapping: the control page, then the data pages
+	meta *unix.PerfEventMmapPage
+	data []byte
+}
+
+// openPerfRings opens the events on every online CPU, with rings of
+// about bufferKB each (a power of two of pages), disabled until enable.
+func openPerfRings(events []perfEvent, bufferKB int) (_ *perfRings, err error) {
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	page := os.Getpagesize()
+	pages := 1
+	for pages*page < bufferKB*1024 && pages < 1<<18 {
+		pages *= 2
+	}
+	p := &perfRings{}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	for _, cpu := range cpus {
+		lead := -1
+		for _, ev := range events {
+			attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: uint64(ev.id),
+				Sample: 1, Sample_type: unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_RAW,
+				Bits: unix.PerfBitDisabled, Wakeup: 1 << 30}
+			attr.Size = uint32(unsafe.Sizeof(attr))
+			fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			if err != nil {
+				return nil, fmt.Errorf("opening a perf event on %s, CPU %d: %v", ev.name, cpu, err)
+			}
+			p.fds = append(p.fds, fd)
+			if ev.filter != "" {
+				if err := unix.IoctlSetString(fd, unix.PERF_EVENT_IOC_SET_FILTER, ev.filter); err != nil {
+					return nil, fmt.Errorf("the filter of %s on a perf event (%q): %v", ev.name, ev.filter, err)
+				}
+			}
+			if lead >= 0 {
+				if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, lead); err != nil {
+					return nil, fmt.Errorf("sharing CPU %d's perf ring buffer with %s: %v", cpu, ev.name, err)
+				}
+				continue
+			}
+			lead = fd
+			mem, err := unix.Mmap(fd, 0, (pages+1)*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+			if err != nil {
+				return nil, fmt.Errorf("mapping CPU %d's perf ring buffer (%d KiB): %v", cpu, pages*page/1024, err)
+			}
+			r := &perfRing{cpu: cpu, mem: mem, meta: (*unix.PerfEventMmapPage)(unsafe.Pointer(&mem[0]))}
+			off, size := r.meta.Data_offset, r.meta.Data_size
+			if off == 0 || size == 0 {
+				// Kernels before 4.1 do not say: the data follows
+				// the control page.
+				off, size = uint64(page), uint64(pages*page)
+			}
+			r.data = mem[off : off+size]
+			p.rings = append(p.rings, r)
+		}
+	}
+	return p, nil
+}
+
+// enable starts every event recording.
+func (p *perfRings) enable() error {
+	for _, fd := range p.fds {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return fmt.Errorf("enabling a perf event: %v", err)
+		}
+	}
+	return nil
+}
+
+// disable stops every event: what the rings hold then is all there is.
+func (p *perfRings) disable() error {
+	var errs []error
+	for _, fd := range p.fds {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("disabling the perf events: %v", errors.Join(errs...))
+	}
+	return nil
+}
+
+func (p *perfRings) close() {
+	for _, r := range p.rings {
+		unix.Munmap(r.mem)
+	}
+	for _, fd := range p.fds {
+		unix.Close(fd)
+	}
+	p.rings, p.fds = nil, nil
+}
+
+// Offsets in a PERF_RECORD_SAMPLE of sample_type TIME|RAW: the header
+// (type, misc, size), the time, the raw record's size and its bytes.
+const (
+	perfHeaderSize = 8
+	perfTimeOff    = 8
+	perfRawSizeOff = 16
+	perfRawOff     = 20
+)
+
+// read hands each record the ring holds now to rec (its time and raw
+// bytes, valid during the call; a record the ring's end splits is copied
+// into scratch first), counts what the kernel lost, and frees the space
+// read. It returns the bytes read.
+func (r *perfRing) read(scratch *[]byte, lost *uint64, rec func(ts uint64, raw []byte)) int {
+	head := atomic.LoadUint64(&r.meta.Data_head)
+	tail := atomic.LoadUint64(&r.meta.Data_tail)
+	size := uint64(len(r.data))
+	n := int(head - tail)
+	for tail < head {
+		off := tail % size
+		var hdr [perfHeaderSize]byte
+		r.copyOut(hdr[:], off)
+		typ := binary.NativeEndian.Uint32(hdr[0:])
+		sz := uint64(binary.NativeEndian.Uint16(hdr[6:]))
+		if sz < perfHeaderSize || sz > head-tail {
+			break // not a record: nothing sane follows
+		}
+		var b []byte
+		if off+sz <= size {
+			b = r.data[off : off+sz]
+		} else {
+			if cap(*scratch) < int(sz) {
+				*scratch = make([]byte, sz)
+			}
+			b = (*scratch)[:sz]
+			r.copyOut(b, off)
+		}
+		switch typ {
+		case unix.PERF_RECORD_SAMPLE:
+			if len(b) >= perfRawOff {
+				raw := int(binary.NativeEndian.Uint32(b[perfRawSizeOff:]))
+				if perfRawOff+raw <= len(b) {
+					rec(binary.NativeEndian.Uint64(b[perfTimeOff:]), b[perfRawOff:perfRawOff+raw])
+				}
+			}
+		case unix.PERF_RECORD_LOST:
+			if len(b) >= 24 {
+				*lost += binary.NativeEndian.Uint64(b[16:])
+			}
+		}
+		tail += sz
+	}
+	atomic.StoreUint64(&r.meta.Data_tail, tail)
+	return n
+}
+
+// copyOut copies the ring's bytes from off on into b, across its end.
+func (r *perfRing) copyOut(b []byte, off uint64) {
+	n := copy(b, r.data[off:])
+	copy(b[n:], r.data)
+}
+
+// onlineCPUs lists the CPUs online now (/sys/devices/system/cpu/online:
+// "0-3,6").
+func onlineCPUs() ([]int, error) {
+	data, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, err
+	}
+	return parseCPUList(strings.TrimSpace(string(data)))
+}
