@@ -61,6 +61,7 @@ CPUS=$(nproc)
 if [ $CPUS -gt 1 ]; then N=$N taskset 2 sh /tmp/d-wl.sh & else N=$N sh /tmp/d-wl.sh & fi
 WL=$!
 QS='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_exit'
+QE='SELECT CAST(id AS SYSCALL) AS call, COUNT(*) AS n FROM sys_enter'
 QW='SELECT CAST(TIMESTAMP_DELTA_USECS AS LOG2) AS lat, COUNT(*) AS n FROM sched_wakeup AS start JOIN sched_switch AS end ON start.pid = end.next_pid GROUP BY lat'
 QJ='SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid'
 QF='SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS lat, COUNT(*) AS n FROM differ.hrt AS start JOIN differ.hrt_ret AS end ON start.common_pid = end.common_pid GROUP BY lat'
@@ -70,20 +71,38 @@ T=/sys/kernel/tracing
 # The off-CPU stack JOIN (docs/run.md) where the kernel's hist triggers
 # take it (stack traces in variables, 6.3): the kernel is asked (its
 # tracefs, by the guest's sqlhist), not its release.
-QL="S W J F T"
+QL="S E W J F T"
 if /work/sqlhist -L $WL "$QO" > /dev/null 2> /tmp/d-O-check.err; then QL="$QL O"; fi
 echo "@@differ-queries $QL"
 echo "@@differ-O-check"; cat /tmp/d-O-check.err
 echo 'p:differ/hrt schedule_hrtimeout_range' >> $T/dynamic_events
 echo 'r:differ/hrt_ret schedule_hrtimeout_range' >> $T/dynamic_events
 PIDS=
+# The stream engine on perf events (no instance: the run's own perf
+# events on each CPU, stamped by the kernel's local clock as each event
+# happens), started first: before the instances for the reason below,
+# and before the BPF engine's runs, whose system calls' program is a
+# classic tracepoint program (with one loaded, the stream engine reads an
+# instance; attached after, it takes the system calls' records from the
+# perf events, and the run says so; the system calls are compared on
+# sys_enter, which no BPF program of theirs is attached to).
+QP="S E W J"
+echo "@@differ-perf $QP"
+for q in $QP; do
+  eval "Q=\$Q$q"
+  /work/sqlhist -r -o json --engine stream -p $WL "$Q" > /tmp/d-$q-perf.json 2> /tmp/d-$q-perf.err &
+  PIDS="$PIDS $!"
+  i=0; while [ $i -lt 300 ] && ! grep -q collecting /tmp/d-$q-perf.err 2> /dev/null; do sleep 0.1; i=$((i+1)); done
+done
 # The BPF engine's runs (no instance: its programs read the events as
 # they happen, stamped with bpf_ktime_get_ns) of the queries it answers,
-# attached first: a tracepoint calls its probes in the order they came,
-# and under emulation each instance's triggers take tens of µs, so a BPF
-# program called after the other runs' would stamp a wakeup and its switch
-# after different delays (its latencies came out two to four times the
-# kernel's); attached first, it reads each event before any of them.
+# attached before the instances: a tracepoint calls its probes in the
+# order they came, and under emulation each instance's triggers take tens
+# of µs, so a BPF program called after the other runs' would stamp a
+# wakeup and its switch after different delays (its latencies came out
+# two to four times the kernel's); attached before, it reads each event
+# before any of them (after the perf events' records, a few µs, alike at
+# the start and at the end).
 QB="S W J"
 echo "@@differ-bpf $QB"
 for q in $QB; do
@@ -111,7 +130,10 @@ while [ $i -lt 600 ]; do
   for q in $QB; do
     if grep -q collecting /tmp/d-$q-bpf.err; then n=$((n+1)); else late="$late $q-bpf"; fi
   done
-  [ $n -eq $(( $(echo $QL | wc -w) * 2 + $(echo $QB | wc -w) )) ] && break
+  for q in $QP; do
+    if grep -q collecting /tmp/d-$q-perf.err; then n=$((n+1)); else late="$late $q-perf"; fi
+  done
+  [ $n -eq $(( $(echo $QL | wc -w) * 2 + $(echo $QB | wc -w) + $(echo $QP | wc -w) )) ] && break
   sleep 0.1; i=$((i+1))
 done
 echo "@@differ-ready $n"
@@ -128,6 +150,9 @@ for q in $QL; do for e in kernel stream; do
 done; done
 for q in $QB; do
   echo "@@differ-$q-bpf-json"; cat /tmp/d-$q-bpf.json; echo "@@differ-$q-bpf-err"; cat /tmp/d-$q-bpf.err
+done
+for q in $QP; do
+  echo "@@differ-$q-perf-json"; cat /tmp/d-$q-perf.json; echo "@@differ-$q-perf-err"; cat /tmp/d-$q-perf.err
 done
 echo "@@differ-unstable $(dmesg | grep -c "Marking clocksource 'tsc' as unstable")"
 echo "@@differ-end"
@@ -165,7 +190,8 @@ func checkDiffer(t checker, kname, out string) string {
 		t.Errorf("the off-CPU stack JOIN is refused for another reason than stack traces in variables:\n%s", sec["differ-O-check"])
 	}
 	bpfQueries := strings.Fields(strings.TrimPrefix(firstLine(out, "@@differ-bpf "), "@@differ-bpf "))
-	if ready, want := firstLine(out, "@@differ-ready "), fmt.Sprintf("@@differ-ready %d", 2*len(queries)+len(bpfQueries)); ready != want {
+	perfQueries := strings.Fields(strings.TrimPrefix(firstLine(out, "@@differ-perf "), "@@differ-perf "))
+	if ready, want := firstLine(out, "@@differ-ready "), fmt.Sprintf("@@differ-ready %d", 2*len(queries)+len(bpfQueries)+len(perfQueries)); ready != want {
 		t.Errorf("not every run was collecting before the go (want %s): %q, %s", want, ready, firstLine(out, "@@differ-late"))
 	}
 	for _, want := range []string{"@@differ-workload-exit 0", "@@differ-end"} {
@@ -204,11 +230,58 @@ func checkDiffer(t checker, kname, out string) string {
 		}
 		runs[q+"-bpf"] = &r
 	}
-	breport, berrs, clockErrs := compareBPF(runs, bpfQueries)
+	breport, berrs, clockErrs := compareBPF(runs, bpfQueries, "bpf", "bpf", "the BPF engine")
 	t.Logf("%s: the BPF engine against the kernel's hist triggers over the same window:\n%s", kname, breport)
 	for _, e := range berrs {
 		t.Errorf("%s", e)
 	}
+	// The stream engine on perf events: the same events, each stamped as
+	// it happens by the kernel's local clock where the instances stamp
+	// their records after the probes before them, as the BPF engine's.
+	var compared []string
+	silenced := ""
+	for _, q := range perfQueries {
+		var r differRun
+		k := "differ-" + q + "-perf"
+		if err := json.Unmarshal([]byte(sec[k+"-json"]), &r); err != nil || len(r.Results) != 1 {
+			t.Errorf("%s: %v; output:\n%s\nstderr:\n%s", k, err, sec[k+"-json"], sec[k+"-err"])
+			return ""
+		}
+		if !strings.Contains(sec[k+"-err"], "from perf events on") {
+			t.Errorf("%s: the stream engine did not read perf events:\n%s", k, sec[k+"-err"])
+		}
+		if r.Lost != 0 {
+			t.Errorf("%s: the stream engine on perf events lost %d events", k, r.Lost)
+		}
+		runs[q+"-perf"] = &r
+		// The BPF engine's system calls, attached after this run began
+		// as a classic tracepoint program that returns 0, leave the
+		// run's perf events no record of them: the kernel's rule
+		// (perf_trace_run_bpf_submit), which the run must report.
+		if q == "S" && r.Results[0].Totals.Hits == 0 {
+			if !strings.Contains(sec[k+"-err"], "BPF tracepoint programs were loaded while the run read perf events") {
+				t.Errorf("%s: no system call read, and no warning of the BPF program that hid them:\n%s", k, sec[k+"-err"])
+			}
+			silenced = "; system calls hidden by the BPF engine's tracepoint program, and the run warned"
+			continue
+		}
+		compared = append(compared, q)
+	}
+	preport, perrs, pclockErrs := compareBPF(runs, compared, "perf", "stream", "the stream engine on perf events")
+	if slices.Contains(compared, "E") {
+		eruns := map[string]*differRun{"S-kernel": runs["E-kernel"], "S-perf": runs["E-perf"]}
+		erep, eerrs, _ := compareBPF(eruns, []string{"S"}, "perf", "stream", "the stream engine on perf events")
+		preport += "sys_enter's " + erep
+		for _, e := range eerrs {
+			perrs = append(perrs, "sys_enter: "+e)
+		}
+	}
+	preport += strings.TrimPrefix(silenced, "; ")
+	t.Logf("%s: the stream engine on perf events against the kernel's hist triggers over the same window:\n%s", kname, preport)
+	for _, e := range perrs {
+		t.Errorf("%s", e)
+	}
+	clockErrs = append(clockErrs, pclockErrs...)
 	// The latencies are held to each other only while the guest's TSC
 	// is its clocksource: once the kernel marks it unstable (a loaded
 	// host: fc29, four guests on two cores, 7.2's JOIN 310 µs an event
@@ -226,13 +299,17 @@ func checkDiffer(t checker, kname, out string) string {
 		}
 		t.Errorf("%s", e)
 	}
-	detail := fmt.Sprintf("syscalls %d/%d/%d, wakeups %d/%d/%d (kernel/stream/bpf), stacks %d/%d",
-		runs["S-kernel"].Results[0].Totals.Hits, runs["S-stream"].Results[0].Totals.Hits, runs["S-bpf"].Results[0].Totals.Hits,
-		runs["J-kernel"].Results[0].Totals.Hits, runs["J-stream"].Results[0].Totals.Hits, runs["J-bpf"].Results[0].Totals.Hits,
+	if r := runs["E-perf"]; r != nil {
+		silenced += fmt.Sprintf("; sys_enter %d/%d (kernel/stream on perf)", runs["E-kernel"].Results[0].Totals.Hits, r.Results[0].Totals.Hits)
+	}
+	detail := fmt.Sprintf("syscalls %d/%d/%d/%d, wakeups %d/%d/%d/%d (kernel/stream/bpf/stream on perf), stacks %d/%d",
+		runs["S-kernel"].Results[0].Totals.Hits, runs["S-stream"].Results[0].Totals.Hits, runs["S-bpf"].Results[0].Totals.Hits, runs["S-perf"].Results[0].Totals.Hits,
+		runs["J-kernel"].Results[0].Totals.Hits, runs["J-stream"].Results[0].Totals.Hits, runs["J-bpf"].Results[0].Totals.Hits, runs["J-perf"].Results[0].Totals.Hits,
 		runs["T-kernel"].Results[0].Totals.Hits, runs["T-stream"].Results[0].Totals.Hits)
 	if offcpu {
 		detail += fmt.Sprintf(", off-CPU stacks %d/%d", runs["O-kernel"].Results[0].Totals.Hits, runs["O-stream"].Results[0].Totals.Hits)
 	}
+	detail += silenced
 	if unstable {
 		detail += fmt.Sprintf(", TSC marked unstable: BPF's latencies not held to the kernel's (%d apart)", len(clockErrs))
 	}
@@ -334,45 +411,45 @@ func compareEngines(runs map[string]*differRun) (string, []string) {
 // The errors of the latencies' comparison come apart (clockErrs): they
 // hold only while the two clocks run at one rate, which a guest whose
 // TSC the kernel marked unstable no longer has (agree_test.go, "Clocks").
-func compareBPF(runs map[string]*differRun, queries []string) (report string, errs, clockErrs []string) {
+func compareBPF(runs map[string]*differRun, queries []string, side, engine, who string) (report string, errs, clockErrs []string) {
 	var b strings.Builder
 	has := func(q string) bool { return slices.Contains(queries, q) }
 	for _, q := range queries {
-		r := runs[q+"-bpf"]
-		if r.Engine != "bpf" {
-			errs = append(errs, fmt.Sprintf("%s: engine %q, want bpf", q, r.Engine))
+		r := runs[q+"-"+side]
+		if r.Engine != engine {
+			errs = append(errs, fmt.Sprintf("%s: engine %q, want "+engine, q, r.Engine))
 		}
 	}
 	if has("S") {
-		k, p := runs["S-kernel"], runs["S-bpf"]
+		k, p := runs["S-kernel"], runs["S-"+side]
 		ks, kerr := rowCounts(k.Results[0], "call")
 		ps, perr := rowCounts(p.Results[0], "call")
 		if kerr != nil || perr != nil {
 			errs = append(errs, fmt.Sprintf("system calls: %v %v", kerr, perr))
 		} else {
-			fmt.Fprintf(&b, "system calls: %d kinds, %d calls (kernel) and %d kinds, %d calls (bpf, %d skipped)\n", len(ks), total(ks), len(ps), total(ps), p.Lost)
+			fmt.Fprintf(&b, "system calls: %d kinds, %d calls (kernel) and %d kinds, %d calls ("+side+", %d skipped)\n", len(ks), total(ks), len(ps), total(ps), p.Lost)
 			for _, name := range unionKeys(ks, ps) {
 				if d := absDiff(ks[name], ps[name]); d > uint64(p.Lost) {
-					errs = append(errs, fmt.Sprintf("system call %s: kernel %d, bpf %d (%d runs skipped)", name, ks[name], ps[name], p.Lost))
+					errs = append(errs, fmt.Sprintf("system call %s: kernel %d, "+side+" %d (%d lost or skipped)", name, ks[name], ps[name], p.Lost))
 				}
 			}
 			if total(ps) == 0 {
-				errs = append(errs, "system calls: the BPF engine counted none")
+				errs = append(errs, "system calls: "+who+" counted none")
 			}
 		}
 	}
 	if has("W") {
 		kd, kerr := sqlhistLog2(jsonOf(runs["W-kernel"]))
-		pd, perr := sqlhistLog2(jsonOf(runs["W-bpf"]))
+		pd, perr := sqlhistLog2(jsonOf(runs["W-"+side]))
 		if kerr != nil || perr != nil {
 			errs = append(errs, fmt.Sprintf("wakeup latency: %v %v", kerr, perr))
 		} else {
-			lost := uint64(runs["W-bpf"].Lost)
+			lost := uint64(runs["W-"+side].Lost)
 			moved := movedAcrossEdges(kd, pd)
 			km, pm := medianBucket(kd), medianBucket(pd)
-			fmt.Fprintf(&b, "wakeup latency (µs): kernel %d %s; bpf %d %s; median buckets 2^%d and 2^%d; %d moved to a neighbouring bucket (-1: some further)\n", sum(kd), kernBuckets(kd), sum(pd), kernBuckets(pd), km, pm, moved)
+			fmt.Fprintf(&b, "wakeup latency (µs): kernel %d %s; "+side+" %d %s; median buckets 2^%d and 2^%d; %d moved to a neighbouring bucket (-1: some further)\n", sum(kd), kernBuckets(kd), sum(pd), kernBuckets(pd), km, pm, moved)
 			if absDiff(sum(kd), sum(pd)) > lost {
-				errs = append(errs, fmt.Sprintf("wakeup latency: kernel %d events, bpf %d (%d runs skipped)", sum(kd), sum(pd), lost))
+				errs = append(errs, fmt.Sprintf("wakeup latency: kernel %d events, "+side+" %d (%d lost or skipped)", sum(kd), sum(pd), lost))
 			}
 			// The same events, each read at two points whose distance
 			// (the probes between them, tens of µs under emulation and
@@ -381,20 +458,20 @@ func compareBPF(runs map[string]*differRun, queries []string) (report string, er
 			// as far apart as that distance can take them (the
 			// averages, below).
 			if apart, most := absInt(km-pm), medianBucketsApart(min(km, pm), bpfReadApart); apart > most {
-				clockErrs = append(clockErrs, fmt.Sprintf("wakeup latency: median buckets 2^%d (kernel) and 2^%d (bpf), %d apart, more than reads %d µs apart can move them (%d): kernel %s, bpf %s", km, pm, apart, bpfReadApart, most, kernBuckets(kd), kernBuckets(pd)))
+				clockErrs = append(clockErrs, fmt.Sprintf("wakeup latency: median buckets 2^%d (kernel) and 2^%d ("+side+"), %d apart, more than reads %d µs apart can move them (%d): kernel %s, "+side+" %s", km, pm, apart, bpfReadApart, most, kernBuckets(kd), kernBuckets(pd)))
 			}
 		}
 	}
 	if has("J") {
-		kj, pj := runs["J-kernel"].Results[0], runs["J-bpf"].Results[0]
-		lost := uint64(runs["J-bpf"].Lost)
-		fmt.Fprintf(&b, "wakeup JOIN: kernel %d events in %d rows, bpf %d in %d\n", kj.Totals.Hits, len(kj.Rows), pj.Totals.Hits, len(pj.Rows))
+		kj, pj := runs["J-kernel"].Results[0], runs["J-"+side].Results[0]
+		lost := uint64(runs["J-"+side].Lost)
+		fmt.Fprintf(&b, "wakeup JOIN: kernel %d events in %d rows, "+side+" %d in %d\n", kj.Totals.Hits, len(kj.Rows), pj.Totals.Hits, len(pj.Rows))
 		kr, pr := joinRows(kj), joinRows(pj)
 		for _, comm := range unionRowKeys(kr, pr) {
 			a, c := kr[comm], pr[comm]
 			fmt.Fprintf(&b, "  %s: %d/%d events, sum %d/%d µs, max %d/%d µs\n", comm, a.n, c.n, a.sum, c.sum, a.max, c.max)
 			if absDiff(a.n, c.n) > lost {
-				errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: kernel %d events, bpf %d (%d runs skipped)", comm, a.n, c.n, lost))
+				errs = append(errs, fmt.Sprintf("wakeup JOIN, %s: kernel %d events, "+side+" %d (%d lost or skipped)", comm, a.n, c.n, lost))
 			}
 			// Each latency is read at two points: the BPF program runs
 			// first at the wakeup and at the switch, the instance's
@@ -410,7 +487,7 @@ func compareBPF(runs map[string]*differRun, queries []string) (report string, er
 			// events, the maxima 291 µs apart).
 			if n := min(a.n, c.n); n > 0 {
 				shift := (float64(a.sum) - float64(c.sum)) / float64(n)
-				fmt.Fprintf(&b, "  %s: the kernel's latency less the BPF engine's, on average %.1f µs an event; maxima %d and %d µs\n", comm, shift, a.max, c.max)
+				fmt.Fprintf(&b, "  %s: the kernel's latency less that of "+who+", on average %.1f µs an event; maxima %d and %d µs\n", comm, shift, a.max, c.max)
 				if shift > bpfShiftMax || shift < -bpfShiftMax {
 					if ok, how := fewReadsApart(a.dist, c.dist); ok {
 						fmt.Fprintf(&b, "  %s: more than the %v µs two reads are apart on average, from a few events: %s\n", comm, bpfShiftMax, how)
@@ -421,7 +498,7 @@ func compareBPF(runs map[string]*differRun, queries []string) (report string, er
 			}
 		}
 		if pj.Totals.Hits == 0 {
-			errs = append(errs, "wakeup JOIN: the BPF engine joined no wakeup")
+			errs = append(errs, "wakeup JOIN: "+who+" joined no wakeup")
 		}
 	}
 	return b.String(), errs, clockErrs

@@ -11,12 +11,14 @@ import (
 
 // A stalled reader (issue 45): a stream run whose process is stopped
 // (SIGSTOP) while a known number of events, stallExecs execs of one
-// binary, flows into a small buffer (--buffer-kb 4: a few pages a CPU)
+// binary, flows into a small buffer (4 KiB a CPU: a page or two)
 // reports as lost exactly what the kernel's per-CPU stats of its
 // instance say (overrun and dropped events, read while it is stopped),
 // in each output (table, JSON, CSV: the count, and the loss on stderr
-// for CSV), and its count plus its loss is the workload. Run in 6.1's
-// run phase, the workload stopped.
+// for CSV), and its count plus its loss is the workload. The instance is
+// the script's (-B, with a 4 KiB buffer a CPU): a run that makes its own
+// reads perf events where they serve, whose stall is checked after. Run
+// in 6.1's run phase, the workload stopped.
 
 // stallExecs is the execs made while the reader is stopped.
 const stallExecs = 1000
@@ -26,7 +28,8 @@ var stallScript = `mkdir -p /tmp/stall; ln -sf /bin/busybox /tmp/stall/true
 S='SELECT filename, COUNT(*) AS n FROM sched_process_exec WHERE filename == "/tmp/stall/true"'
 for fmt in table json csv; do
 	: > /tmp/stallerr
-	/work/sqlhist -r -d 1 --engine stream --buffer-kb 4 -o $fmt "$S" > /tmp/stallout 2> /tmp/stallerr &
+	mkdir $T/instances/stall_$fmt; echo 4 > $T/instances/stall_$fmt/buffer_size_kb
+	/work/sqlhist -r -d 1 --engine stream -B stall_$fmt -o $fmt "$S" > /tmp/stallout 2> /tmp/stallerr &
 	P=$!
 	i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/stallerr; do sleep 0.05; i=$((i + 1)); done
 	kill -STOP $P
@@ -43,8 +46,19 @@ for fmt in table json csv; do
 	echo "@@stall-$fmt-stats $o $d $(ls $T/instances/$I/per_cpu | wc -l)"
 	kill -CONT $P
 	wait $P; echo "@@stall-$fmt-exit $?"
+	rmdir $T/instances/stall_$fmt
 	echo "@@stall-$fmt"; cat /tmp/stallout; echo "@@stall-$fmt-stderr"; cat /tmp/stallerr
 done
+: > /tmp/stallerr
+/work/sqlhist -r -d 1 --engine stream --buffer-kb 4 -o json "$S" > /tmp/stallout 2> /tmp/stallerr &
+P=$!
+i=0; while [ $i -lt 600 ] && ! grep -q collecting /tmp/stallerr; do sleep 0.05; i=$((i + 1)); done
+kill -STOP $P
+i=0; while [ $i -lt ` + strconv.Itoa(stallExecs) + ` ]; do /tmp/stall/true; i=$((i + 1)); done
+sleep 1
+kill -CONT $P
+wait $P; echo "@@stall-perf-exit $?"
+echo "@@stall-perf"; cat /tmp/stallout; echo "@@stall-perf-stderr"; cat /tmp/stallerr
 `
 
 var (
@@ -134,6 +148,36 @@ func checkStall(t *testing.T, kname, out string) string {
 			t.Errorf("-o %s: count %d + lost %d = %d, the workload made %d", fm, count, lost, count+lost, stallExecs)
 		}
 		detail = append(detail, fmt.Sprintf("%s %d+%d", fm, count, lost))
+	}
+	// The same stall on perf events (no instance; a ring of one page a
+	// CPU): the kernel's PERF_RECORD_LOST counts are the loss, and the
+	// count plus the loss is the workload.
+	body, stderr := sec["stall-perf"], sec["stall-perf-stderr"]
+	var r streamRunJSON
+	switch {
+	case !strings.Contains(out, "@@stall-perf-exit 0\n"):
+		t.Errorf("the stalled stream run on perf events failed:\n%s", stderr)
+	case !strings.Contains(stderr, "from perf events on"):
+		t.Errorf("the stalled stream run did not read perf events:\n%s", stderr)
+	case json.Unmarshal([]byte(body), &r) != nil || len(r.Results) != 1:
+		t.Errorf("-o json of the stalled run on perf events:\n%s", body)
+	default:
+		count := 0
+		if rows := r.Results[0].Rows; len(rows) == 1 {
+			n, _ := rows[0]["n"].(float64)
+			count = int(n)
+		}
+		m := stallWarnRE.FindStringSubmatch(stderr)
+		t.Logf("%s: stalled stream run on perf events: count %d, lost %d as reported; the workload %d", kname, count, r.Lost, stallExecs)
+		switch {
+		case r.Lost == 0:
+			t.Errorf("the stalled run on perf events lost nothing: the stall proves nothing:\n%s", stderr)
+		case m == nil || m[1] != strconv.Itoa(r.Lost):
+			t.Errorf("the stalled run on perf events: stderr does not say the %d lost:\n%s", r.Lost, stderr)
+		case count+r.Lost != stallExecs:
+			t.Errorf("the stalled run on perf events: count %d + lost %d = %d, the workload made %d", count, r.Lost, count+r.Lost, stallExecs)
+		}
+		detail = append(detail, fmt.Sprintf("perf %d+%d", count, r.Lost))
 	}
 	return "stall " + strings.Join(detail, ", ")
 }

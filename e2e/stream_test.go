@@ -59,7 +59,17 @@ K1=$!
 i=0; while [ $i -lt 300 ] && ! grep -q collecting /tmp/kerr; do sleep 0.1; i=$((i+1)); done
 [ $i -lt 300 ] || echo "@@timeout waiting 30 s for the stream run to be killed to collect"
 kill -9 $K1; wait $K1 2>/dev/null
+echo "@@perfkilled-left $(ls $T/instances | grep -c sqlhist_) enabled $(grep -l 1 $T/events/*/*/enable 2>/dev/null | wc -l)"
+echo "@@perfkilled-stderr"; cat /tmp/kerr
+F='SELECT STACKTRACE, COUNT(*) FROM sched_switch WHERE prev_state == 1'
+: > /tmp/kerr2
+/work/sqlhist -r --engine stream "$F" > /dev/null 2> /tmp/kerr2 &
+K1=$!
+i=0; while [ $i -lt 300 ] && ! grep -q collecting /tmp/kerr2; do sleep 0.1; i=$((i+1)); done
+[ $i -lt 300 ] || echo "@@timeout waiting 30 s for the stream run to be killed to collect"
+kill -9 $K1; wait $K1 2>/dev/null
 echo "@@killed-left $(ls $T/instances | grep -c sqlhist_) snapshot $(ls $T/snapshot 2>/dev/null | wc -l)"
+echo "@@killed-stderr"; cat /tmp/kerr2
 /work/sqlhist --cleanup > /tmp/out 2>&1; echo "@@cleanup-exit $?"
 echo "@@cleanup"; cat /tmp/out
 kill $W
@@ -98,11 +108,20 @@ func checkStreamRun(t *testing.T, kname, out string) string {
 	if n := firstLine(out, "@@fold-lines "); n == "@@fold-lines 0" || n == "" {
 		t.Errorf("stream -o folded: no stacks:\n%s\nstderr:\n%s", sec["fold"], sec["fold-stderr"])
 	}
-	// A run killed with SIGKILL left its lease, which is its instance
+	// The wakeup JOIN reads perf events (no instance, nothing written to
+	// tracefs): killed with SIGKILL, it leaves nothing.
+	if !strings.Contains(sec["join-stderr"], "from perf events on") || !strings.Contains(sec["perfkilled-stderr"], "from perf events on") {
+		t.Errorf("the stream engine did not read the wakeup JOIN's events from perf events:\n%s", sec["join-stderr"])
+	}
+	if l := firstLine(out, "@@perfkilled-left "); l != "@@perfkilled-left 0 enabled 0" {
+		t.Errorf("a SIGKILLed stream run on perf events: %q, want nothing left", l)
+	}
+	// A run whose stacks only an instance records (the stacktrace
+	// trigger), killed with SIGKILL, left its lease, which is its instance
 	// where the kernel has snapshot buffers (else its instance and its
 	// lease); --cleanup removed it (the diff below: tracefs as before).
 	if l := firstLine(out, "@@killed-left "); l != "@@killed-left 1 snapshot 1" && l != "@@killed-left 2 snapshot 0" {
-		t.Errorf("a SIGKILLed stream run: %q, want its lease left for --cleanup (and its instance, without snapshot buffers)", l)
+		t.Errorf("a SIGKILLed stream run: %q, want its lease left for --cleanup (and its instance, without snapshot buffers); its stderr:\n%s", l, sec["killed-stderr"])
 	}
 	if !strings.Contains(sec["cleanup"], "sqlhist_") {
 		t.Errorf("--cleanup after a killed stream run removed nothing:\n%s", sec["cleanup"])

@@ -24,7 +24,14 @@ import (
 type perfRings struct {
 	fds   []int
 	rings []*perfRing
-	lost  atomic.Uint64 // PERF_RECORD_LOST's counts, every ring
+	lost  atomic.Uint64 // PERF_RECORD_LOST's counts, every ring, and foreign's
+	// foreign counts the records that were none of the run's events.
+	foreign atomic.Uint64
+	// readLost says each event reads its samples lost (PERF_FORMAT_LOST,
+	// Linux 6.0): a loss the kernel has not written a PERF_RECORD_LOST
+	// for yet (it writes one with the next record that fits, and a
+	// filtered event may have none) is counted too.
+	readLost bool
 }
 
 // perfRing is one CPU's ring buffer.
@@ -47,7 +54,7 @@ func openPerfRings(events []perfEvent, bufferKB int) (_ *perfRings, err error) {
 	for pages*page < bufferKB*1024 && pages < 1<<18 {
 		pages *= 2
 	}
-	p := &perfRings{}
+	p := &perfRings{readLost: true}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -60,7 +67,15 @@ func openPerfRings(events []perfEvent, bufferKB int) (_ *perfRings, err error) {
 				Sample: 1, Sample_type: unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_RAW,
 				Bits: unix.PerfBitDisabled, Wakeup: 1 << 30}
 			attr.Size = uint32(unsafe.Sizeof(attr))
+			if p.readLost {
+				attr.Read_format = unix.PERF_FORMAT_LOST
+			}
 			fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			if err == unix.EINVAL && p.readLost && len(p.fds) == 0 {
+				// Before 6.0: the PERF_RECORD_LOST records alone.
+				p.readLost, attr.Read_format = false, 0
+				fd, err = unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("opening a perf event on %s, CPU %d: %v", ev.name, cpu, err)
 			}
@@ -117,6 +132,23 @@ func (p *perfRings) disable() error {
 		return fmt.Errorf("disabling the perf events: %v", errors.Join(errs...))
 	}
 	return nil
+}
+
+// lostNow is the events lost so far: every event's samples lost where
+// the kernel counts them (readLost), else the PERF_RECORD_LOST records
+// read; and the records that were none of the run's events.
+func (p *perfRings) lostNow() uint64 {
+	if !p.readLost {
+		return p.lost.Load()
+	}
+	var total uint64
+	var buf [16]byte // value, lost
+	for _, fd := range p.fds {
+		if n, err := unix.Read(fd, buf[:]); err == nil && n == len(buf) {
+			total += binary.NativeEndian.Uint64(buf[8:])
+		}
+	}
+	return total + p.foreign.Load()
 }
 
 func (p *perfRings) close() {

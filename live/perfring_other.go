@@ -10,8 +10,9 @@ import (
 // perfRings are Linux's (perfring_linux.go): elsewhere the stream engine
 // reads a tracefs instance.
 type perfRings struct {
-	rings []*perfRing
-	lost  atomic.Uint64
+	rings   []*perfRing
+	lost    atomic.Uint64
+	foreign atomic.Uint64
 }
 
 type perfRing struct{ cpu int }
@@ -25,3 +26,5 @@ func openPerfRings([]perfEvent, int) (*perfRings, error) {
 func (p *perfRings) enable() error  { return nil }
 func (p *perfRings) disable() error { return nil }
 func (p *perfRings) close()         {}
+
+func (p *perfRings) lostNow() uint64 { return p.lost.Load() }
