@@ -160,8 +160,13 @@ func TestRawArgs(t *testing.T) {
 		t.Errorf("the kernel counted no switch of the thread in %d rounds", n)
 	}
 	// Each switch out between the reads follows a switch in, but for
-	// one that began before the first read.
-	if c[1] < kernel || c[0]+1 < kernel {
+	// one that began before the first read. The switches in are held
+	// to that loosely: on this machine's 6.18, loaded by the suite's
+	// guests, both programs alike once saw 499 switches into the thread
+	// and 501 out of it, all 501 the kernel counted (a fresh clone,
+	// 2026-12-06, fc32): two were not seen by either program, which
+	// tells nothing of the pids each reads (equal, below).
+	if c[1] < kernel || c[0]+1+kernel/100 < kernel {
 		t.Errorf("the record counted %d switches into the thread and %d out: the kernel counted %d out while the programs were attached", c[0], c[1], kernel)
 	}
 	if c[0] != c[2] || c[1] != c[3] {
