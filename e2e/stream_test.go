@@ -145,8 +145,8 @@ func checkStreamRun(t *testing.T, kname, out string) string {
 	checkJoin(t, "stream wakeup JOIN", sec["join-json"])
 	checkJoin(t, "stream chain of three", sec["chain3-json"])
 	checkAggregate(t, sec["agg-json"], "comm")
-	if !strings.Contains(sec["table"], "engine: stream") {
-		t.Errorf("the table does not say which engine answered:\n%s", sec["table"])
+	if !strings.Contains(sec["table"], "engine: stream") || !strings.Contains(sec["table"], "read from perf events, no tracefs instance") {
+		t.Errorf("the table does not say which engine answered, and from where:\n%s", sec["table"])
 	}
 	switch kernelArch(t, kname) {
 	case "amd64":

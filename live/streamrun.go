@@ -251,11 +251,6 @@ func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Optio
 	if BPFTarget(t) != nil || opt.OnTotal != nil {
 		return nil, nil, false
 	}
-	for _, u := range plan.Units {
-		if len(u.Probes) > 0 {
-			return nil, nil, false
-		}
-	}
 	cat := tracefs.Open(t.FS)
 	if opt.Catalog != nil {
 		cat = opt.Catalog
@@ -264,20 +259,9 @@ func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Optio
 	if err != nil {
 		return nil, err, true
 	}
-	var evs []perfEvent
-	for _, k := range s.m.Events() {
-		sys, ev, _ := strings.Cut(k, "/")
-		if s.m.NeedsStack(sys, ev) {
-			return nil, nil, false
-		}
-		data, err := fs.ReadFile(t.FS, "events/"+k+"/id")
-		id, aerr := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil || aerr != nil {
-			return nil, nil, false
-		}
-		evs = append(evs, perfEvent{name: k, id: id, filter: s.m.Filter(sys, ev)})
-	}
-	if s.m.NamesTasks() || len(evs) == 0 {
+	// The ids are the machine's own, whatever catalog compiled the plan.
+	evs, err := perfEvents(plan, s.m, tracefs.Open(t.FS).Event)
+	if err != nil {
 		return nil, nil, false
 	}
 	bufferKB := opt.BufferKB
@@ -301,6 +285,8 @@ func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Optio
 		return nil, nil, false
 	}
 	s.perf = rings
+	// The table's and JSON's engine line says where the events came from.
+	r.opt.EngineReason = strings.TrimPrefix(r.opt.EngineReason+"; read from perf events, no tracefs instance", "; ")
 	arch, _ := cat.Arch()
 	r.eng, r.bpfOnly = &streamEngine{s: s, arch: arch, events: opt.Events != nil}, true
 	rep, err := r.run(ctx)
@@ -308,6 +294,37 @@ func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Optio
 		fmt.Fprintf(r.log, "sqlhist: warning: BPF tracepoint programs were loaded while the run read perf events (%s): the records of an event one of them is attached to can be missing from the answer (a program that returns 0 hides them all)\n", strings.Join(s.bpfSeen, ", "))
 	}
 	return rep, err, true
+}
+
+// perfEvents are the events a stream run of plan reads (m, its machine)
+// as perf events, with their ids (format gives the machine's formats)
+// and filters, or why perf events do not serve the run: it then reads
+// an instance.
+func perfEvents(plan *planner.Plan, m *stream.Machine, format func(system, name string) (*tracefs.Event, error)) ([]perfEvent, error) {
+	for _, u := range plan.Units {
+		if len(u.Probes) > 0 {
+			return nil, errors.New("its probes are made in tracefs, for the run alone")
+		}
+	}
+	if m.NamesTasks() {
+		return nil, errors.New("task names (.execname) come from the kernel's saved_cmdlines, which an instance's records fill")
+	}
+	var evs []perfEvent
+	for _, k := range m.Events() {
+		sys, name, _ := strings.Cut(k, "/")
+		if m.NeedsStack(sys, name) {
+			return nil, errors.New("kernel stacks come from the stacktrace trigger's records in an instance")
+		}
+		ev, err := format(sys, name)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, perfEvent{name: k, id: ev.ID, filter: m.Filter(sys, name)})
+	}
+	if len(evs) == 0 {
+		return nil, errors.New("no event to read")
+	}
+	return evs, nil
 }
 
 // start builds the machine from the formats the kernel has now (the
