@@ -110,6 +110,9 @@ type streamRun struct {
 	// the perf events recorded (checkBPF), bpfChecked when last looked.
 	bpfSeen    []string
 	bpfChecked time.Time
+	// perfTracepoints are the tracepoints' names (without their
+	// systems), as BPF links name them.
+	perfTracepoints []string
 
 	stop    chan struct{}
 	done    chan struct{}
@@ -272,9 +275,13 @@ func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Optio
 	// would take its records from the perf events (see
 	// bpf.TracepointPrograms): with any loaded, the instance, which no
 	// program touches.
-	before, err := bpf.TracepointPrograms()
+	for _, ev := range evs {
+		_, name, _ := strings.Cut(ev.name, "/")
+		s.perfTracepoints = append(s.perfTracepoints, name)
+	}
+	before, err := bpf.TracepointPrograms(s.perfTracepoints)
 	if err == nil && len(before) > 0 {
-		err = fmt.Errorf("BPF tracepoint programs are loaded (%s), and one attached to an event the run reads would hide that event's records from perf events", strings.Join(before, ", "))
+		err = fmt.Errorf("BPF tracepoint programs are loaded (%s) that the kernel does not place elsewhere, and one attached to an event the run reads would hide that event's records from perf events", strings.Join(before, ", "))
 	}
 	var rings *perfRings
 	if err == nil {
@@ -291,7 +298,7 @@ func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Optio
 	r.eng, r.bpfOnly = &streamEngine{s: s, arch: arch, events: opt.Events != nil}, true
 	rep, err := r.run(ctx)
 	if len(s.bpfSeen) > 0 {
-		fmt.Fprintf(r.log, "sqlhist: warning: BPF tracepoint programs were loaded while the run read perf events (%s): the records of an event one of them is attached to can be missing from the answer (a program that returns 0 hides them all)\n", strings.Join(s.bpfSeen, ", "))
+		fmt.Fprintf(r.log, "sqlhist: warning: BPF tracepoint programs were loaded while the run read perf events, not placed by the kernel on other tracepoints (%s): the records of an event one of them is attached to can be missing from the answer (a program that returns 0 hides them all)\n", strings.Join(s.bpfSeen, ", "))
 	}
 	return rep, err, true
 }
@@ -610,7 +617,7 @@ const bpfCheckEvery = time.Second
 // from the perf events (bpf.TracepointPrograms), which the run then says.
 func (s *streamRun) checkBPF() {
 	s.bpfChecked = time.Now()
-	progs, _ := bpf.TracepointPrograms()
+	progs, _ := bpf.TracepointPrograms(s.perfTracepoints)
 	for _, p := range progs {
 		if !slices.Contains(s.bpfSeen, p) {
 			s.bpfSeen = append(s.bpfSeen, p)
