@@ -85,13 +85,16 @@ PIDS=
 # classic tracepoint program (with one loaded, the stream engine reads an
 # instance; attached after, it takes the system calls' records from the
 # perf events, and the run says so; the system calls are compared on
-# sys_enter, which no BPF program of theirs is attached to).
-QP="S E W J"
+# sys_enter, which no BPF program of theirs is attached to; the wakeups
+# on the plain JOIN: counts, sums, maxima).
+QP="S E J"
 echo "@@differ-perf $QP"
 for q in $QP; do
   eval "Q=\$Q$q"
   /work/sqlhist -r -o json --engine stream -p $WL "$Q" > /tmp/d-$q-perf.json 2> /tmp/d-$q-perf.err &
   PIDS="$PIDS $!"
+done
+for q in $QP; do
   i=0; while [ $i -lt 300 ] && ! grep -q collecting /tmp/d-$q-perf.err 2> /dev/null; do sleep 0.1; i=$((i+1)); done
 done
 # The BPF engine's runs (no instance: its programs read the events as
