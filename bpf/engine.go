@@ -94,11 +94,11 @@ type Engine struct {
 	links []link.Link
 	// probes are the plan's probes by "group/name"; fcaps the bytes of
 	// their string fields that hold less than a __data_loc string's 256
-	// ($comm, immediate strings); probeFDs the perf events of the
-	// attached probes.
+	// ($comm, immediate strings); probeFDs each attached probe's perf
+	// event and, where the kernel makes one, its BPF link.
 	probes   map[string]*probeInfo
 	fcaps    map[*tracefs.Field]int
-	probeFDs []int
+	probeFDs [][]int
 	// fentry says the programs loaded are the probes' fentry/fexit
 	// variants (progDef.alt), where they have one; noFentry that the
 	// kernel could not attach them.
@@ -563,12 +563,12 @@ func (e *Engine) attach() (fentry, raw bool, err error) {
 			continue
 		}
 		if p.probe != nil {
-			fd, err := attachProbe(p.probe, e.coll.Programs[progName(i)].FD())
+			fds, err := attachProbe(p.probe, e.coll.Programs[progName(i)].FD())
 			if err != nil {
 				e.Stop()
 				return false, false, &Error{Trigger: p.triggers[0].idx, Event: p.system + "/" + p.event, Reason: "attaching: " + err.Error(), Probe: p.probe.p}
 			}
-			e.probeFDs = append(e.probeFDs, fd)
+			e.probeFDs = append(e.probeFDs, fds)
 			continue
 		}
 		if e.raw && p.raw != nil {

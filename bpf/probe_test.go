@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -327,6 +328,7 @@ SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS ns, COUNT(*) FROM uprobe('` + bin + `', 
 	if len(e.probeFDs) != 4 {
 		t.Errorf("%d probes attached, want 4 (the JOIN's have no arguments: other definitions)", len(e.probeFDs))
 	}
+	checkPerfLinks(t, e)
 	runWork(t, bin, "1000")
 	hs, err := e.Read()
 	if err != nil {
@@ -380,3 +382,26 @@ SELECT CAST(TIMESTAMP_DELTA AS LOG2) AS ns, COUNT(*) FROM uprobe('` + bin + `', 
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// checkPerfLinks checks that each probe's program is attached through a
+// BPF link (its second fd, whose fdinfo says "link_type:\tperf"), or,
+// where a probe has none, that this kernel refuses to make one.
+func checkPerfLinks(t *testing.T, e *Engine) {
+	t.Helper()
+	for i, fds := range e.probeFDs {
+		switch len(fds) {
+		case 1:
+			if fd, err := perfLink(e.coll.Programs[progName(0)].FD(), fds[0]); err == nil {
+				closeFD(fd)
+				t.Errorf("probe %d: attached without a BPF link where the kernel makes one", i)
+			}
+		case 2:
+			b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", fds[1]))
+			if err != nil || !strings.Contains(string(b), "link_type:\tperf") {
+				t.Errorf("probe %d: fd %d is not a perf event's BPF link (%v):\n%s", i, fds[1], err, b)
+			}
+		default:
+			t.Errorf("probe %d: %d fds", i, len(fds))
+		}
+	}
+}

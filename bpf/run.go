@@ -35,8 +35,10 @@ func (e *Engine) Detach() error {
 // probes with them.
 func (e *Engine) closeProbes() error {
 	var err error
-	for _, fd := range e.probeFDs {
-		err = errors.Join(err, closeFD(fd))
+	for _, fds := range e.probeFDs {
+		for _, fd := range fds {
+			err = errors.Join(err, closeFD(fd))
+		}
 	}
 	e.probeFDs = nil
 	return err
