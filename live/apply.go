@@ -58,6 +58,9 @@ func (e *ApplyError) Diag() *source.Diag {
 // returns an *ApplyError with the kernel's reason (the error_log entries
 // that write added).
 func Apply(t *Target, cmds []emit.Command) error {
+	if len(cmds) == 0 {
+		return nil
+	}
 	// A write that succeeds adds nothing to error_log: read it once, and
 	// again only after a failure, to find that failure's entries.
 	before := t.errorLog()
@@ -98,6 +101,9 @@ func TeardownSkipped(t *Target, cmds []emit.Command) ([]emit.Command, error) {
 }
 
 func teardown(t *Target, cmds []emit.Command, look bool) ([]emit.Command, error) {
+	if len(cmds) == 0 {
+		return nil, nil // no write: no error_log to read (a BPF run's stop)
+	}
 	var errs []error
 	var skipped []emit.Command
 	before := t.errorLog()

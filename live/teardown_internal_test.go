@@ -1,6 +1,7 @@
 package live
 
 import (
+	"io/fs"
 	"testing"
 	"testing/fstest"
 
@@ -45,5 +46,51 @@ func TestTeardownSkippedReadsListings(t *testing.T) {
 	// Teardown (-r's, --cleanup's) does not read the listings first.
 	if err := Teardown(&Target{Root: "/t", FS: fsys, W: &tracefs.Recorder{}}, cmds); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// countFS counts the files opened in it.
+type countFS struct {
+	fstest.MapFS
+	opened map[string]int
+}
+
+func (c countFS) Open(name string) (fs.File, error) {
+	c.opened[name]++
+	return c.MapFS.Open(name)
+}
+
+func (c countFS) ReadFile(name string) ([]byte, error) {
+	c.opened[name]++
+	return c.MapFS.ReadFile(name)
+}
+
+// TestNoWritesNoErrorLog: applying or tearing down nothing reads no
+// error_log (a BPF run or a run on perf events writes nothing to tracefs,
+// and its stop paid three reads of it), while a refused write still reads
+// it for the kernel's reason.
+func TestNoWritesNoErrorLog(t *testing.T) {
+	fsys := countFS{MapFS: fstest.MapFS{"error_log": {Data: []byte("")}}, opened: map[string]int{}}
+	tg := &Target{Root: "/t", FS: fsys, W: &tracefs.Recorder{}}
+	if err := Apply(tg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := Teardown(tg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TeardownSkipped(tg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := fsys.opened["error_log"]; n != 0 {
+		t.Errorf("error_log read %d times for no writes", n)
+	}
+	rec := &tracefs.Recorder{FailAt: 1}
+	tg.W = rec
+	err := Apply(tg, []emit.Command{{Kind: emit.KindTrigger, File: "events/sched/sched_waking/trigger", Line: "hist:keys=pid", Undo: "!hist:keys=pid", What: "start trigger"}})
+	if err == nil {
+		t.Fatal("a refused write applied")
+	}
+	if n := fsys.opened["error_log"]; n != 2 {
+		t.Errorf("error_log read %d times around a refused write, want 2 (before and after)", n)
 	}
 }
