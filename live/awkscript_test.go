@@ -765,3 +765,75 @@ func TestAwkScriptUnownedInstance(t *testing.T) {
 		t.Errorf("written into the instance: %v", left)
 	}
 }
+
+// TestAwkProgramEdges runs the wakeup JOIN's programs over lines made to
+// reach the paths the program's shortcuts take apart: more tasks than a
+// map holds (the starts' map drops, the ends' never fills), a negative
+// pid woken and switched to (its key read in full after the lookup
+// fails), latencies at each edge of the .log2 tables and past them, and
+// a switch stamped before its waking (a negative latency: the error
+// histogram). Each awk must print what the stream machine computes.
+func TestAwkProgramEdges(t *testing.T) {
+	impls := awks(t)
+	line := func(b *strings.Builder, us uint64, cpu int, body string) {
+		fmt.Fprintf(b, "%16s-%-7d [%03d] d... %5d.%06d: %s\n", "load", 99, cpu, us/1000000, us%1000000, body)
+	}
+	waking := func(b *strings.Builder, us uint64, pid int) {
+		line(b, us, 0, fmt.Sprintf("sched_waking: comm=t%d pid=%d prio=120 target_cpu=000", pid, pid))
+	}
+	switchTo := func(b *strings.Builder, us uint64, pid int) {
+		line(b, us, 0, fmt.Sprintf("sched_switch: prev_comm=load prev_pid=99 prev_prio=120 prev_state=S ==> next_comm=t%d next_pid=%d next_prio=120", pid%7, pid))
+	}
+	lats := []uint64{0, 1, 2, 3, 255, 256, 257, 65535, 65536, 65537, 70000, 1 << 20, 5000000000}
+	var b strings.Builder
+	us := uint64(2_000_000)
+	waking(&b, us, -7)
+	switchTo(&b, us+40, -7)
+	waking(&b, us+100, 55)
+	switchTo(&b, us+50, 55)      // before its waking
+	switchTo(&b, us+200, 300000) // no waking
+	switchTo(&b, us+210, -9)     // no waking, its key read in full
+	us += 300
+	for i := range 2300 {
+		pid := 1000 + i
+		waking(&b, us, pid)
+		lat := lats[i%len(lats)]
+		switchTo(&b, us+lat, pid)
+		us += lat + 10
+	}
+	text := b.String()
+	for _, name := range []string{"join", "agg", "ucmp"} {
+		t.Run(name, func(t *testing.T) {
+			ap, plan, cat, a := awkPlanOf(t, awkQueries[name], "5.10", "x86_64")
+			want := awkReference(t, ap, plan, cat, a, text)
+			if name == "join" {
+				// The starts' map is full past 2,048 tasks (2,046 of
+				// the 2,300 made an entry after the two before them),
+				// the negative pid's latency is counted, and the
+				// negative latency is in the error histogram.
+				for _, s := range []string{"Hits: 2047\n", "{ common_cpu:          0 } hitcount:          1\n"} {
+					if !strings.Contains(want, s) {
+						t.Errorf("the reference has no %q:\n%s", s, want)
+					}
+				}
+			}
+			for _, iname := range awkNames {
+				argv := impls[iname]
+				if argv == nil {
+					continue
+				}
+				cmd := exec.Command(argv[0], append(argv[1:], ap.Program)...)
+				cmd.Env = append(os.Environ(), "LC_ALL=C")
+				cmd.Stdin = strings.NewReader(text)
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("%s: %v\n%s", iname, err, errb.String())
+				}
+				if got := out.String(); got != want {
+					t.Errorf("%s prints (-want +got):\n%s", iname, lineDiff(want, got))
+				}
+			}
+		})
+	}
+}

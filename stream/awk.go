@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"math/bits"
 	"regexp"
 	"sync"
 
@@ -99,12 +100,21 @@ type awkGen struct {
 	// fired (D): a chain of them may be more than 16 deep (see
 	// Machine.fire), which the program then stops as the machine does.
 	depths bool
+	// smallArgs are the fields, by index, of the synthetic event whose
+	// trigger is written where it is fired (inlineSynth) whose argument
+	// is within ±2^62 (awkCtx.small).
+	smallArgs map[int]bool
+	// refChecked says that the line's code found the trigger's first
+	// variable to read set for its key before the trigger's code
+	// (fastBlock's lookup first).
+	refChecked bool
 }
 
 // sub is a generator of the same program that writes apart.
 func (g *awkGen) sub() *awkGen {
 	return &awkGen{m: g.m, opt: g.opt, tidx: g.tidx, evs: g.evs, shown: g.shown, readsPID: g.readsPID, readsTS: g.readsTS,
-		keyed: g.keyed, numeric: g.numeric, fast: g.fast, eagerTS: g.eagerTS, exit: g.exit, depths: g.depths, fastLine: g.fastLine}
+		keyed: g.keyed, numeric: g.numeric, fast: g.fast, eagerTS: g.eagerTS, exit: g.exit, depths: g.depths, fastLine: g.fastLine,
+		smallArgs: g.smallArgs}
 }
 
 // Awk writes a POSIX awk program that computes the machine's triggers
@@ -556,7 +566,7 @@ func (g *awkGen) event(i int, te *textEvent) {
 			g.p("\t%s = s", awkBase(f.Name))
 			continue
 		}
-		g.numField(l.Event.System+"/"+l.Event.Name, f, v, "s")
+		g.numField(l.Event.System+"/"+l.Event.Name, f, v, "s", "")
 	}
 	for _, t := range g.m.byEvent[l.Event.System+"/"+l.Event.Name] {
 		g.p("\tsqlhist_t%d()", g.tidx[t])
@@ -690,6 +700,8 @@ func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 	if g.eagerTS[l.Event.Name] {
 		s.p("\tH_TS = %s", awkFastTS)
 	}
+	ts := g.m.byEvent[l.Event.System+"/"+l.Event.Name]
+	look, lookField := g.lookupFirst(ts, te, tk)
 	for _, t := range tk.fields {
 		f := l.Event.Fields[t.field]
 		if f.IsString() {
@@ -701,7 +713,11 @@ func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 				tv = v
 			}
 		}
-		s.numField(l.Event.System+"/"+l.Event.Name, f, tv, t.text())
+		lk := ""
+		if look != "" && t.field == lookField {
+			lk = look
+		}
+		s.numField(l.Event.System+"/"+l.Event.Name, f, tv, t.text(), lk)
 	}
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(s.b.String(), "\n") {
@@ -709,11 +725,103 @@ func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 			b.WriteString("\t" + line)
 		}
 	}
-	ts := g.m.byEvent[l.Event.System+"/"+l.Event.Name]
+	s.refChecked = look != ""
 	for i, t := range ts {
 		b.WriteString(s.inline(t, i == len(ts)-1))
 	}
 	return b.String()
+}
+
+// lookupFirst says whether the line's code for a line read by its words
+// looks its key up first: the event's one trigger applies no filter of
+// its own, keys by one numeric field as it is printed (a plain decimal),
+// which the line's code reads only as key text and beside no other
+// number, and reads another trigger's variable for that key first. The
+// lookup then comes before the key text is checked: the text of a key
+// found is a key made before, so it needs no check, and an event whose
+// key is not found (most of the scheduler's switches) ends there. It
+// returns the array looked up (VARi_j) and the field's index, or "".
+func (g *awkGen) lookupFirst(ts []*trigger, te *textEvent, tk *awkTokens) (string, int) {
+	if len(ts) != 1 {
+		return "", 0
+	}
+	t := ts[0]
+	if t.filter != nil && !t.kernelFiltered || len(t.keys) != 1 || len(t.refs) == 0 {
+		return "", 0
+	}
+	k := t.keys[0]
+	if !awkKeyField(t, k) || k.mod != "" {
+		return "", 0
+	}
+	ev := te.layout.Event.System + "/" + te.layout.Event.Name
+	if g.numeric[ev][k.field] {
+		return "", 0
+	}
+	for _, w := range tk.fields {
+		f := te.layout.Event.Fields[w.field]
+		if w.field != k.field && !f.IsString() {
+			return "", 0
+		}
+	}
+	for _, v := range te.layout.Values {
+		if v.Field == k.field && (v.Conv == 'x' || !v.Plain) {
+			return "", 0
+		}
+	}
+	r := t.refs[0]
+	return fmt.Sprintf("VAR%d_%d", g.tidx[r.t], r.idx), k.field
+}
+
+// neverFull says that trigger t's map can never be full, so that its
+// entries need no count: an entry is made only for a key whose
+// variables of other triggers are all set (t.refs, resolved first), so
+// its keys are among the entries of each of those triggers, never more
+// than that map's size; one at most t's own is enough. No other trigger
+// may share t's map.
+func (g *awkGen) neverFull(t *trigger) bool {
+	for _, u := range g.m.triggers {
+		if u != t && u.m == t.m {
+			return false
+		}
+	}
+	for _, r := range t.refs {
+		if r.t.m.size <= t.m.size {
+			return true
+		}
+	}
+	return false
+}
+
+// filterNonneg lists the fields, by index, that filter f, passing an
+// event, holds within [0, 2^63), where the program holds a value as the
+// double it is (awkGen.filter): an unsigned field below a constant of at
+// most 2^63, alone or in a conjunction.
+func filterNonneg(f *filter) map[int]bool {
+	out := map[int]bool{}
+	var walk func(f *filter)
+	walk = func(f *filter) {
+		switch {
+		case f == nil || f.op == "||" || f.op == "!":
+		case f.op == "&&":
+			walk(f.l)
+			walk(f.r)
+		case f.comm || f.glob || f.field == nil || f.field.kind != opField || f.field.isString() || f.field.signed():
+		case f.op == "<" && f.num <= 1<<63, f.op == "<=" && f.num < 1<<63:
+			out[f.field.field] = true
+		}
+	}
+	walk(f)
+	return out
+}
+
+// isSmall says that x's value, as the program holds it, is within ±2^62
+// (awkCtx.small): for a field of a synthetic event written where it is
+// fired, as its argument is (smallArgs).
+func (g *awkGen) isSmall(x *expr) bool {
+	if t := g.cur; t != nil && t.spec.System == SyntheticSystem && x.kind == opField {
+		return g.smallArgs[x.field]
+	}
+	return (&awkCtx{g: g, t: g.cur}).small(x, 0)
 }
 
 // numField writes the reading of a numeric field's text, in s, as what
@@ -723,7 +831,7 @@ func (g *awkGen) fastBlock(te *textEvent, tk *awkTokens, head bool) string {
 // zero, no sign but a minus) is its own key text, and its value at once
 // when it is below the field's limit; anything else is read in full,
 // and text that is no number makes the line unread.
-func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue, text string) {
+func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue, text, lookup string) {
 	num, key := g.numeric[ev][tv.Field], g.keyed[ev][tv.Field]
 	hex, signed := 0, 0
 	if tv.Conv == 'x' {
@@ -767,6 +875,18 @@ func (g *awkGen) numField(ev string, f *tracefs.Field, tv TextValue, text string
 	re := "/^(0|[1-9][0-9]*)$/"
 	if tv.Bytes >= 8 || size >= 8 {
 		re = "/^(0|[1-9]" + strings.Repeat("[0-9]?", 14) + ")$/"
+	}
+	if !num && lookup != "" {
+		// Only a key, looked up at once (lookupFirst): checked only
+		// when not found, and looked up again once read in full.
+		k := awkKey(f.Name)
+		g.p("\tif (!((%s = %s) in %s)) {", k, text, lookup)
+		g.p("\t\tif (%s ~ %s) %s", k, re, g.exit)
+		g.p("\t\ts = %s", k)
+		full("\t\t")
+		g.p("\t\tif (!(%s in %s)) %s", k, lookup, g.exit)
+		g.p("\t}")
+		return
 	}
 	if !num {
 		// Only a key: its text is taken first, read in full if it is
@@ -863,6 +983,7 @@ func (g *awkGen) trigger(t *trigger) {
 // variables, each set before it is read.
 func (g *awkGen) inline(t *trigger, last bool) string {
 	s := g.sub()
+	s.refChecked = g.refChecked
 	s.exit = "break"
 	if last {
 		s.exit = "next"
@@ -1024,6 +1145,7 @@ func (g *awkGen) triggerBody(t *trigger) {
 	// The key: its parts as the map compares them.
 	var parts []string
 	shown := g.shown[t]
+	nonneg := filterNonneg(t.filter)
 	for i, k := range t.keys {
 		switch {
 		case k.isString() && awkIdent().MatchString(g.keyValue(k)):
@@ -1034,9 +1156,14 @@ func (g *awkGen) triggerBody(t *trigger) {
 			parts = append(parts, awkKey(k.def.Name))
 		case k.mod == "log2":
 			// 0 to 64, as text: by the tables L2 and L2H up to 2^16
-			// (made in BEGIN), past it by sqlhist_log2.
-			x := fmt.Sprintf("x%d", i)
-			parts = append(parts, fmt.Sprintf("(q%[1]d = ((%[2]s = %[3]s) >= 0 && %[2]s <= 256 ? L2[%[2]s] : %[2]s > 256 && %[2]s <= 65536 ? L2H[int((%[2]s + 255) / 256)] : sqlhist_log2(%[2]s) \"\"))", i, x, (&awkCtx{g: g}).expr(k)))
+			// (made in BEGIN), past it by sqlhist_log2. A variable
+			// the filter holds at or above 0 is read as it is.
+			x, e := fmt.Sprintf("x%d", i), (&awkCtx{g: g}).expr(k)
+			if k.kind == opField && nonneg[k.field] && awkIdent().MatchString(e) {
+				parts = append(parts, fmt.Sprintf("(q%[1]d = (%[2]s <= 256 ? L2[%[2]s] : %[2]s <= 65536 ? L2H[int((%[2]s + 255) / 256)] : sqlhist_log2(%[2]s) \"\"))", i, e))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("(q%[1]d = ((%[2]s = %[3]s) >= 0 && %[2]s <= 256 ? L2[%[2]s] : %[2]s > 256 && %[2]s <= 65536 ? L2H[int((%[2]s + 255) / 256)] : sqlhist_log2(%[2]s) \"\"))", i, x, e))
 		default:
 			// sqlhist_kpart's common case at once.
 			parts = append(parts, fmt.Sprintf("((q%d = %s) >= 0 && q%d < 2147483648 ? q%d \"\" : sqlhist_kpart(q%d, %d))", i, g.keyValue(k), i, i, i, k.size()))
@@ -1059,10 +1186,12 @@ func (g *awkGen) triggerBody(t *trigger) {
 	default:
 		g.p("\tk = %s", strings.Join(parts, " SUBSEP "))
 	}
-	ctx := &awkCtx{g: g, t: t, ti: ti}
+	ctx := &awkCtx{g: g, t: t, ti: ti, nonneg: nonneg}
 	for i, r := range t.refs {
 		oi := g.tidx[r.t]
-		g.p("\tif (!(k in VAR%d_%d)) %s", oi, r.idx, g.exit)
+		if i > 0 || !g.refChecked {
+			g.p("\tif (!(k in VAR%d_%d)) %s", oi, r.idx, g.exit)
+		}
 		g.p("\tr%d = VAR%d_%d[k]", i, oi, r.idx)
 		if t.readOnce[t.refNames[i]] {
 			g.p("\tdelete VAR%d_%d[k]", oi, r.idx)
@@ -1071,28 +1200,31 @@ func (g *awkGen) triggerBody(t *trigger) {
 	size := t.m.size
 	// A trigger whose hist file is not printed keeps only what its
 	// events do: its entries (a full map drops an event), variables and
-	// tracked values; not its counts, sums and keys' values.
-	g.p("\tif (!(k in C%d)) {", ti)
-	g.p("\t\tif (NE%d >= %d) { DROP%d++; %s }", ti, size, ti, g.exit)
-	if shown {
-		g.p("\t\tNE%d++; ORD%d[NE%d] = k; C%d[k] = 0", ti, ti, ti, ti)
-		for i, k := range t.keys {
-			switch {
-			case awkKeyField(t, k):
-				g.p("\t\tKV%d_%d[k] = %s", ti, i, awkKey(k.def.Name))
-			case k.isString() && awkIdent().MatchString(g.keyValue(k)):
-				g.p("\t\tKV%d_%d[k] = %s", ti, i, g.keyValue(k))
-			default:
-				g.p("\t\tKV%d_%d[k] = q%d", ti, i, i)
+	// tracked values; not its counts, sums and keys' values. Nor its
+	// entries where its map can never be full (neverFull).
+	if shown || !g.neverFull(t) {
+		g.p("\tif (!(k in C%d)) {", ti)
+		g.p("\t\tif (NE%d >= %d) { DROP%d++; %s }", ti, size, ti, g.exit)
+		if shown {
+			g.p("\t\tNE%d++; ORD%d[NE%d] = k; C%d[k] = 0", ti, ti, ti, ti)
+			for i, k := range t.keys {
+				switch {
+				case awkKeyField(t, k):
+					g.p("\t\tKV%d_%d[k] = %s", ti, i, awkKey(k.def.Name))
+				case k.isString() && awkIdent().MatchString(g.keyValue(k)):
+					g.p("\t\tKV%d_%d[k] = %s", ti, i, g.keyValue(k))
+				default:
+					g.p("\t\tKV%d_%d[k] = q%d", ti, i, i)
+				}
+				if k.mod == "execname" {
+					g.p("\t\tKC%d_%d[k] = H_COMM", ti, i)
+				}
 			}
-			if k.mod == "execname" {
-				g.p("\t\tKC%d_%d[k] = H_COMM", ti, i)
-			}
+		} else {
+			g.p("\t\tNE%d++; C%d[k] = 0", ti, ti)
 		}
-	} else {
-		g.p("\t\tNE%d++; C%d[k] = 0", ti, ti)
+		g.p("\t}")
 	}
-	g.p("\t}")
 	if shown {
 		// Hits is the counts' sum (sqlhist_printN).
 		g.p("\tC%d[k]++", ti)
@@ -1122,7 +1254,7 @@ func (g *awkGen) triggerBody(t *trigger) {
 	// The actions, written first: what they read of the variables.
 	acts := g.sub()
 	acts.cur = t
-	actx := &awkCtx{g: acts, t: t, ti: ti, fresh: fresh}
+	actx := &awkCtx{g: acts, t: t, ti: ti, fresh: fresh, nonneg: nonneg}
 	for i, a := range t.actions {
 		acts.action(actx, i, a)
 	}
@@ -1169,6 +1301,9 @@ type awkCtx struct {
 	// fresh are the trigger's own variables set by the event, by slot:
 	// the actions read their values as computed.
 	fresh map[int]string
+	// nonneg are the fields of the trigger's event, by index, that its
+	// filter holds within [0, 2^63) (filterNonneg).
+	nonneg map[int]bool
 }
 
 // readLater reports whether trigger t's variable i, set by every event
@@ -1245,33 +1380,46 @@ func (c *awkCtx) expr(x *expr) string {
 	return "0"
 }
 
-// small says that x's value, as the program holds it, is within ±2^62:
-// a timestamp (µs), the CPU, a constant below 2^62, a field of fewer
-// than 8 bytes, or a variable set to one of those (followed a few
-// steps).
-func (c *awkCtx) small(x *expr, depth int) bool {
+// small says that x's value, as the program holds it, is within ±2^62
+// (bits).
+func (c *awkCtx) small(x *expr, depth int) bool { return c.bits(x, depth) <= 62 }
+
+// bits bounds x's value, as the program holds it: within ±2^bits. A
+// timestamp (µs, from the trace's clock: 2^54 µs are 570 years) 54, the
+// CPU 32, a constant its own, a field of fewer than 8 bytes its bits, a
+// sum or difference one more than its larger operand, a variable set to
+// one of those (followed a few steps); anything else 64.
+func (c *awkCtx) bits(x *expr, depth int) int {
 	switch x.kind {
-	case opTimestamp, opCPU:
-		return true
+	case opTimestamp:
+		return 54
+	case opCPU:
+		return 32
 	case opConst:
-		return x.n < 1<<62
+		return bits.Len64(x.n)
 	case opField:
-		return x.def != nil && !x.def.IsString() && x.def.Size > 0 && x.def.Size < 8
+		if x.def != nil && !x.def.IsString() && x.def.Size > 0 && x.def.Size < 8 {
+			return 8 * x.def.Size
+		}
+	case opBinary:
+		if (x.op == '+' || x.op == '-') && depth < 8 {
+			return max(c.bits(x.l, depth+1), c.bits(x.r, depth+1)) + 1
+		}
 	case opVar:
 		if depth >= 4 || c.t == nil {
-			return false
+			return 64
 		}
 		for i, n := range c.t.refNames {
 			if n == x.name {
 				r := c.t.refs[i]
-				return (&awkCtx{g: c.g, t: r.t}).small(r.t.vars[r.idx], depth+1)
+				return (&awkCtx{g: c.g, t: r.t}).bits(r.t.vars[r.idx], depth+1)
 			}
 		}
 		if idx, ok := c.t.own[x.name]; ok {
-			return c.small(c.t.vars[idx], depth+1)
+			return c.bits(c.t.vars[idx], depth+1)
 		}
 	}
-	return false
+	return 64
 }
 
 // field is the value of a field of the trigger's event: a synthetic
@@ -1356,6 +1504,12 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 		// for one at or above 2^63 (+ 0 first: busybox awk orders an
 		// unset element before 0).
 		cmp := fmt.Sprintf("(t = %s + 0) < 0 ? %s < 0 && %s > t : %s < 0 || %s > t", trk, v, v, v, v)
+		if x := c.t.vars[idx]; fresh && x.kind == opField && c.nonneg[x.field] {
+			// The filter holds the value within [0, 2^63) on every
+			// event that gets here, so the tracked one too (set only
+			// here): the doubles' order is the uint64s'.
+			cmp = fmt.Sprintf("%s > %s + 0", v, trk)
+		}
 		if a.handler == "onchange" {
 			cmp = fmt.Sprintf("%s != %s + 0", v, trk)
 		}
@@ -1404,6 +1558,18 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 	if unset {
 		g.p("%sOK = 1", ind)
 	}
+	// The fields whose arguments are within ±2^62, for the filters of
+	// the triggers written here.
+	small := map[int]bool{}
+	for j, p := range a.params {
+		if first+j < len(def.Fields) {
+			f := def.Fields[first+j]
+			small[first+j] = !f.IsString() && (f.Size > 0 && f.Size < 8 || c.small(p, 0))
+		}
+	}
+	saved := g.smallArgs
+	g.smallArgs = small
+	defer func() { g.smallArgs = saved }()
 	for j, e := range params {
 		if first+j < len(def.Fields) {
 			if f := def.Fields[first+j]; !f.IsString() && f.Size > 0 && f.Size < 8 {
@@ -1498,6 +1664,16 @@ func (g *awkGen) filter(f *filter) string {
 		// (-2^63 is 2^63 itself: <= and > only below it.)
 		n := awkNumber(f.num)
 		below := f.num < 1<<63
+		if f.num >= 1<<62 && g.isSmall(f.field) {
+			// Within ±2^62, a value is below such a constant when it
+			// is not negative.
+			switch f.op {
+			case "<", "<=":
+				return "(" + v + " >= 0)"
+			case ">", ">=":
+				return "(" + v + " < 0)"
+			}
+		}
 		switch {
 		case f.op == "<":
 			return "(" + v + " >= 0 && " + v + " < " + n + ")"
