@@ -43,7 +43,10 @@ type expr struct {
 	// "graph", "stacktrace"), and bucket the size of .buckets=N.
 	mod    string
 	bucket uint64
-	text   string // as written, for printing
+	// log2 and buckets say that mod is "log2" or "buckets" (read for
+	// every key).
+	log2, buckets bool
+	text          string // as written, for printing
 	// number says that a key yields a number (isNumber), read without
 	// making a Value.
 	number bool
@@ -92,7 +95,7 @@ func compileExpr(x *planner.Expr, ev *tracefs.Event) (*expr, error) {
 }
 
 func compileNode(x *planner.Expr, ev *tracefs.Event) (*expr, error) {
-	out := &expr{name: x.Name, mod: x.Mod, bucket: x.Buckets}
+	out := &expr{name: x.Name, mod: x.Mod, bucket: x.Buckets, log2: x.Mod == "log2", buckets: x.Mod == "buckets"}
 	if x.Mod == "usecs" {
 		out.usecs, out.mod = true, ""
 	}

@@ -644,17 +644,24 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 	}
 	t.kbuf = t.kbuf[:0]
 	var num uint64
-	for i, k := range t.keys {
-		var v Value
+	for _, k := range t.keys {
 		if k.number {
-			v.N, _ = k.num(ev, nil)
-		} else {
-			v, _ = k.eval(ev, nil)
+			// A number as the map compares it, with no Value made:
+			// the key's Values are made with its entry (keyValues).
+			n, _ := k.num(ev, nil)
+			n = keyNumber(k, keyNum(k, n))
+			if t.numKey {
+				num = n
+			}
+			if t.bytesKey {
+				t.kbuf = append(strconv.AppendUint(t.kbuf, n, 16), 1)
+			}
+			continue
 		}
+		v, _ := k.eval(ev, nil)
 		v = keyValue(k, v)
-		t.key[i] = v
 		if t.numKey {
-			num = keyNumber(k, v)
+			num = keyNumber(k, v.N)
 		}
 		if t.bytesKey {
 			t.kbuf = appendKey(t.kbuf, k, v)
@@ -682,7 +689,7 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 			t.m.drops++
 			return
 		}
-		e = &entry{key: append([]Value(nil), t.key...), sums: make([]uint64, len(t.vals)),
+		e = &entry{key: t.keyValues(ev), sums: make([]uint64, len(t.vals)),
 			vars: make([]uint64, len(t.vars)), set: make([]bool, len(t.vars)), tracks: make([]track, t.tracks)}
 		if t.stackVars {
 			e.stacks = make([][]uint64, len(t.vars))
@@ -899,16 +906,37 @@ func keyValue(k *expr, v Value) Value {
 	if v.Str || v.Stack != nil {
 		return v
 	}
-	switch k.mod {
-	case "log2":
-		return Num(log2Bucket(v.N))
-	case "buckets":
-		return Num(v.N / k.bucket * k.bucket)
+	return Num(keyNum(k, v.N))
+}
+
+// keyNum is keyValue of a number.
+func keyNum(k *expr, n uint64) uint64 {
+	switch {
+	case k.log2:
+		return log2Bucket(n)
+	case k.buckets:
+		return n / k.bucket * k.bucket
+	case k.kind == opField && k.def != nil:
+		return truncate(n, k.def)
 	}
-	if k.kind == opField && k.def != nil {
-		return Num(truncate(v.N, k.def))
+	return n
+}
+
+// keyValues are the parts of the event's key as its entry keeps them
+// (hit computes the key's bytes or number first, and these only for an
+// entry made).
+func (t *trigger) keyValues(ev *Event) []Value {
+	out := make([]Value, len(t.keys))
+	for i, k := range t.keys {
+		var v Value
+		if k.number {
+			v.N, _ = k.num(ev, nil)
+		} else {
+			v, _ = k.eval(ev, nil)
+		}
+		out[i] = keyValue(k, v)
 	}
-	return v
+	return out
 }
 
 // appendKey appends a key part to the map key.
@@ -924,7 +952,7 @@ func appendKey(b []byte, k *expr, v Value) []byte {
 		}
 		return append(b, 0)
 	default:
-		b = strconv.AppendUint(b, keyNumber(k, v), 16)
+		b = strconv.AppendUint(b, keyNumber(k, v.N), 16)
 		return append(b, 1)
 	}
 }
@@ -932,8 +960,7 @@ func appendKey(b []byte, k *expr, v Value) []byte {
 // keyNumber is a number key part as keys compare: by its bytes at the
 // field's size (a signed field's -1 keys as its size's all-ones,
 // whatever reads it).
-func keyNumber(k *expr, v Value) uint64 {
-	n := v.N
+func keyNumber(k *expr, n uint64) uint64 {
 	if sz := k.size(); sz < 8 {
 		n &= 1<<(uint(sz)*8) - 1
 	}
