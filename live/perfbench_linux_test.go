@@ -1,0 +1,93 @@
+package live
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/source"
+	"github.com/sqlhist/sqlhist/tracefs"
+)
+
+// BenchmarkStreamPerf: a stream run of the wakeup JOIN on perf events
+// that reads, at its end, b.N wakeups (a sched_waking, then a
+// sched_switch to the task woken, 50 µs later, 64 tasks) from one CPU's
+// perf ring: reading the ring, keeping the records in order, decoding
+// them and feeding the machine. Per op: one wakeup (the run's setup and
+// end are a fixed part: compare two b.N).
+func BenchmarkStreamPerf(b *testing.B) {
+	fsys, err := tracefs.Embedded("6.1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat := tracefs.Open(fsys)
+	q := `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`
+	src := source.NewSource("q.sql", q)
+	plan, diags := Compile(src, cat, Prepare(planner.Options{Stream: true}, 7))
+	if plan == nil {
+		b.Fatal(diags.Render(src))
+	}
+	waking, _ := cat.Event("sched", "sched_waking")
+	sw, _ := cat.Event("sched", "sched_switch")
+	raw := func(ev *tracefs.Event, vals map[string]any) []byte {
+		n := 0
+		for _, f := range ev.Fields {
+			n = max(n, f.Offset+f.Size)
+		}
+		r := make([]byte, n)
+		binary.NativeEndian.PutUint16(r, uint16(ev.ID))
+		for _, f := range ev.Fields {
+			switch v := vals[f.Name].(type) {
+			case int:
+				switch f.Size {
+				case 4:
+					binary.NativeEndian.PutUint32(r[f.Offset:], uint32(v))
+				case 8:
+					binary.NativeEndian.PutUint64(r[f.Offset:], uint64(v))
+				}
+			case string:
+				copy(r[f.Offset:f.Offset+f.Size], v)
+			}
+		}
+		return r
+	}
+	comms := []string{"load", "load", "kworker/0:1", "sh"}
+	var recs [][]byte
+	size := 0
+	ts := uint64(1e12)
+	for i := range b.N {
+		pid := 100 + i%64
+		ts += 1000
+		w := sample(ts, raw(waking, map[string]any{"common_pid": 1, "comm": comms[i%4], "pid": pid, "prio": 120, "target_cpu": 0}))
+		ts += 50_000
+		s := sample(ts, raw(sw, map[string]any{"common_pid": 1, "prev_comm": "load", "prev_pid": 1, "next_comm": comms[i%4], "next_pid": pid}))
+		recs = append(recs, w, s)
+		size += len(w) + len(s)
+	}
+	ring := newPerfTestRing(size+4096, 0)
+	for _, r := range recs {
+		ring.put(r)
+	}
+	s, _, err := newStreamRun(&Target{Root: "/t", FS: fsys}, plan, cat, instanceOf(plan), true, false, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.perf = &perfRings{rings: []*perfRing{ring.r}}
+	arch, _ := cat.Arch()
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := s.start(arch, false); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.finish(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	hs, err := s.histograms(plan.Units[0].Results.HistFile())
+	if err != nil || len(hs) == 0 {
+		b.Fatalf("no results: %v", err)
+	}
+	if hits := hs[0].Totals.Hits; hits != uint64(b.N) {
+		b.Fatalf("%d hits, want %d", hits, b.N)
+	}
+}
