@@ -49,8 +49,10 @@
 // (Options.Probes) are attached without a probe event: a program of type
 // kprobe on a perf event of the kernel's kprobe or uprobe PMU
 // (perf_event_open with the PMU's type from
-// /sys/bus/event_source/devices, PERF_EVENT_IOC_SET_BPF), a probe that
-// lives as long as its file descriptor. Without the PMU (or its
+// /sys/bus/event_source/devices; the program attached through a BPF link,
+// BPF_LINK_CREATE, where the kernel makes one for a perf event, else with
+// PERF_EVENT_IOC_SET_BPF), a probe that lives as long as its file
+// descriptors. Without the PMU (or its
 // retprobe bit) the probe is refused before anything is attached:
 // nothing is ever written to kprobe_events or uprobe_events
 // (cilium/ebpf's link.Kprobe falls back to them, and is not called). The
