@@ -155,11 +155,22 @@ func (m *Machine) Awk(opt AwkOptions) (string, error) {
 	g.readsPID = m.reads(func(o *expr) bool { return o.kind == opField && o.def != nil && o.def.Name == "common_pid" })
 	g.readsTS = m.reads(func(o *expr) bool { return o.kind == opTimestamp })
 	g.keyed, g.numeric = m.awkFieldUses()
+	// Read at once where it is read more than once; a single read
+	// reads it in place (an assignment less).
 	g.eagerTS = map[string]bool{}
+	tsReads := map[string]int{}
 	for _, t := range m.triggers {
-		if t.spec.System != SyntheticSystem && len(t.refs) == 0 && t.reads(func(o *expr) bool { return o.kind == opTimestamp }) {
-			g.eagerTS[t.spec.Event] = true
+		if t.spec.System != SyntheticSystem && len(t.refs) == 0 {
+			t.reads(func(o *expr) bool {
+				if o.kind == opTimestamp {
+					tsReads[t.spec.Event]++
+				}
+				return false
+			})
 		}
+	}
+	for ev, n := range tsReads {
+		g.eagerTS[ev] = n > 1
 	}
 	depth, cyclic := m.synthDepth()
 	g.depths = cyclic || depth > 16
@@ -1051,6 +1062,52 @@ func (g *awkGen) synthArgs(t *trigger, args []string) map[string]string {
 	return names
 }
 
+// keyedOnce says that each of the triggers ts reads field f of their
+// synthetic event at most once an event, as a part of its key: an
+// argument is then written where it is read (its entry's key text reads
+// it again only when the entry is made), not computed into a variable
+// first.
+func keyedOnce(ts []*trigger, f int) bool {
+	reads := func(x *expr) (n int) {
+		x.walk(func(o *expr) {
+			if o.kind == opField && o.field == f {
+				n++
+			}
+		})
+		return n
+	}
+	for _, t := range ts {
+		keyed := 0
+		for _, k := range t.keys {
+			keyed += reads(k)
+		}
+		other := filterReads(t.filter, f)
+		for _, x := range append(append([]*expr{}, t.vals...), t.vars...) {
+			other = other || reads(x) > 0
+		}
+		for _, a := range t.actions {
+			for _, p := range a.params {
+				other = other || reads(p) > 0
+			}
+		}
+		if keyed > 1 || other {
+			return false
+		}
+	}
+	return true
+}
+
+// filterReads says whether filter f reads field i.
+func filterReads(f *filter, i int) bool {
+	if f == nil {
+		return false
+	}
+	if f.field != nil && f.field.kind == opField && f.field.field == i {
+		return true
+	}
+	return filterReads(f.l, i) || filterReads(f.r, i)
+}
+
 // complement says that the filters of triggers a and b, both applied
 // by the program, pass no event alike: one compares a field with a
 // value as the other's negation does (< and >=, <= and >, == and !=).
@@ -1142,8 +1199,12 @@ func (g *awkGen) triggerBody(t *trigger) {
 	if t.filter != nil && !t.kernelFiltered && !g.noFilter {
 		g.p("\tif (!(%s)) %s", g.filter(t.filter), g.exit)
 	}
-	// The key: its parts as the map compares them.
+	// The key: its parts as the map compares them. A part's value is
+	// kept for its entry (KV) as computed (qN), or, where it is the
+	// part's text and computing it again costs little, computed again
+	// when the entry is made (kv).
 	var parts []string
+	kv := map[int]string{}
 	shown := g.shown[t]
 	nonneg := filterNonneg(t.filter)
 	for i, k := range t.keys {
@@ -1151,7 +1212,8 @@ func (g *awkGen) triggerBody(t *trigger) {
 		case k.isString() && awkIdent().MatchString(g.keyValue(k)):
 			parts = append(parts, g.keyValue(k)) // a variable, stored as it is
 		case k.isString():
-			parts = append(parts, fmt.Sprintf("(q%d = %s)", i, g.keyValue(k)))
+			parts = append(parts, "("+g.keyValue(k)+")")
+			kv[i] = g.keyValue(k)
 		case awkKeyField(t, k):
 			parts = append(parts, awkKey(k.def.Name))
 		case k.mod == "log2":
@@ -1160,7 +1222,8 @@ func (g *awkGen) triggerBody(t *trigger) {
 			// the filter holds at or above 0 is read as it is.
 			x, e := fmt.Sprintf("x%d", i), (&awkCtx{g: g}).expr(k)
 			if k.kind == opField && nonneg[k.field] && awkIdent().MatchString(e) {
-				parts = append(parts, fmt.Sprintf("(q%[1]d = (%[2]s <= 256 ? L2[%[2]s] : %[2]s <= 65536 ? L2H[int((%[2]s + 255) / 256)] : sqlhist_log2(%[2]s) \"\"))", i, e))
+				part := fmt.Sprintf("(%[1]s <= 256 ? L2[%[1]s] : %[1]s <= 65536 ? L2H[int((%[1]s + 255) / 256)] : sqlhist_log2(%[1]s) \"\")", e)
+				parts, kv[i] = append(parts, part), part
 				break
 			}
 			parts = append(parts, fmt.Sprintf("(q%[1]d = ((%[2]s = %[3]s) >= 0 && %[2]s <= 256 ? L2[%[2]s] : %[2]s > 256 && %[2]s <= 65536 ? L2H[int((%[2]s + 255) / 256)] : sqlhist_log2(%[2]s) \"\"))", i, x, e))
@@ -1213,6 +1276,8 @@ func (g *awkGen) triggerBody(t *trigger) {
 					g.p("\t\tKV%d_%d[k] = %s", ti, i, awkKey(k.def.Name))
 				case k.isString() && awkIdent().MatchString(g.keyValue(k)):
 					g.p("\t\tKV%d_%d[k] = %s", ti, i, g.keyValue(k))
+				case kv[i] != "":
+					g.p("\t\tKV%d_%d[k] = %s", ti, i, kv[i])
 				default:
 					g.p("\t\tKV%d_%d[k] = q%d", ti, i, i)
 				}
@@ -1580,7 +1645,7 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 				e = fmt.Sprintf("sqlhist_trunc(%s, %d, %d)", e, f.Size, signed)
 			}
 		}
-		if unset || (len(ts) > 1 || slices.ContainsFunc(ts, g.leaf)) && !awkIdent().MatchString(e) {
+		if unset || (len(ts) > 1 || slices.ContainsFunc(ts, g.leaf)) && !awkIdent().MatchString(e) && !keyedOnce(ts, first+j) {
 			g.p("%sa%d_%d = %s", ind, i, j, e)
 			e = fmt.Sprintf("a%d_%d", i, j)
 		}
