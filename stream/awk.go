@@ -1029,19 +1029,31 @@ func (g *awkGen) leaf(t *trigger) bool {
 // event, where its event is fired with the parameters args (each a
 // variable, or a constant): its fields read as args, its locals named
 // apart (uN_name, N its index), its early end the break of a do-while.
-func (g *awkGen) inlineSynth(t *trigger, args []string, ind string, noFilter bool) {
+func (g *awkGen) inlineSynth(t *trigger, args []string, ind string, noFilter, tail bool) {
 	s := g.sub()
 	s.exit = "break"
+	if tail {
+		// Nothing follows it but the line's end: its early end is
+		// next, with no do-while.
+		s.exit = "next"
+	}
 	s.noFilter = noFilter
 	s.triggerBody(t)
-	g.p("%sdo {", ind)
+	if !tail {
+		g.p("%sdo {", ind)
+	}
 	names := g.synthArgs(t, args)
 	for _, l := range strings.SplitAfter(awkRename(s.b.String(), names), "\n") {
+		if tail {
+			l = strings.TrimPrefix(l, "\t") // at the do-while's place
+		}
 		if l != "" {
 			g.b.WriteString(ind + l)
 		}
 	}
-	g.p("%s} while (0)", ind)
+	if !tail {
+		g.p("%s} while (0)", ind)
+	}
 }
 
 // synthArgs are the names of trigger t's parameters and locals where
@@ -1553,7 +1565,7 @@ func (g *awkGen) keyValue(k *expr) string {
 func (g *awkGen) action(c *awkCtx, i int, a *action) {
 	switch a.handler {
 	case "onmatch":
-		g.fire(c, i, a, "\t")
+		g.fire(c, i, a, "\t", g.exit == "next" && i == len(c.t.actions)-1)
 	case "onmax", "onchange":
 		idx := c.t.own[a.track]
 		v, ind := "v", "\t\t"
@@ -1593,7 +1605,7 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 				}
 			}
 		case "trace":
-			g.fire(c, i, a, ind+"\t")
+			g.fire(c, i, a, ind+"\t", g.exit == "next" && i == len(c.t.actions)-1)
 		}
 		g.p("%s}", ind)
 		if !fresh {
@@ -1603,8 +1615,11 @@ func (g *awkGen) action(c *awkCtx, i int, a *action) {
 }
 
 // fire writes a trace action: the synthetic event's fields from the
-// parameters (none unset), then its triggers at the next depth.
-func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
+// parameters (none unset), then its triggers at the next depth. With
+// tail, nothing follows the action on the line but its end (the last
+// action of the line's last trigger): the last trigger written here
+// ends the line itself (inlineSynth).
+func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string, tail bool) {
 	def := g.m.synths[a.synth]
 	first := firstSynthField(def)
 	var params []string
@@ -1680,14 +1695,15 @@ func (g *awkGen) fire(c *awkCtx, i int, a *action, ind string) {
 			g.cur = t
 			g.p("%sif (%s) {", in, awkRename(g.filter(t.filter), g.synthArgs(t, args)))
 			g.cur = cur
-			g.inlineSynth(t, args, in+"\t", true)
+			last := tail && !g.depths && i+2 == len(ts)
+			g.inlineSynth(t, args, in+"\t", true, last)
 			g.p("%s} else {", in)
-			g.inlineSynth(ts[i+1], args, in+"\t", true)
+			g.inlineSynth(ts[i+1], args, in+"\t", true, last)
 			g.p("%s}", in)
 			i++
 			continue
 		}
-		g.inlineSynth(t, args, in, false)
+		g.inlineSynth(t, args, in, false, tail && !g.depths && i+1 == len(ts))
 	}
 	if g.depths {
 		g.p("%sD--", in)
