@@ -23,6 +23,7 @@ import (
 // mkdir and rmdir cost a 6.1 guest 75 ms of CPU, e2e/FINDINGS.md).
 type perfRings struct {
 	fds   []int
+	leads []int // each ring's own event: the one a reader polls
 	rings []*perfRing
 	lost  atomic.Uint64 // PERF_RECORD_LOST's counts, every ring, and foreign's
 	// foreign counts the records that were none of the run's events.
@@ -66,6 +67,12 @@ func openPerfRings(events []perfEvent, bufferKB int) (_ *perfRings, err error) {
 			attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: uint64(ev.id),
 				Sample: 1, Sample_type: unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_RAW,
 				Bits: unix.PerfBitDisabled, Wakeup: 1 << 30}
+			if lead < 0 {
+				// The ring's own event wakes a poller each time
+				// half the ring has been written (watch).
+				attr.Bits |= unix.PerfBitWatermark
+				attr.Wakeup = uint32(pages * page / 2)
+			}
 			attr.Size = uint32(unsafe.Sizeof(attr))
 			if p.readLost {
 				attr.Read_format = unix.PERF_FORMAT_LOST
@@ -92,6 +99,7 @@ func openPerfRings(events []perfEvent, bufferKB int) (_ *perfRings, err error) {
 				continue
 			}
 			lead = fd
+			p.leads = append(p.leads, fd)
 			mem, err := unix.Mmap(fd, 0, (pages+1)*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 			if err != nil {
 				return nil, fmt.Errorf("mapping CPU %d's perf ring buffer (%d KiB): %v", cpu, pages*page/1024, err)
@@ -151,6 +159,52 @@ func (p *perfRings) lostNow() uint64 {
 	return total + p.foreign.Load()
 }
 
+// watch signals wake, without waiting, each time the kernel wakes a
+// reader of a ring: when half of it has been written since the last
+// such wakeup (its watermark), so that a burst is read before the next
+// drain is due. It runs until the returned stop, which waits for it.
+func (p *perfRings) watch(wake chan<- struct{}) (stop func(), err error) {
+	var pipe [2]int
+	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, err
+	}
+	fds := []unix.PollFd{{Fd: int32(pipe[0]), Events: unix.POLLIN}}
+	for _, fd := range p.leads {
+		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return
+			}
+			if fds[0].Revents != 0 {
+				return // stop
+			}
+			woken := false
+			for _, f := range fds[1:] {
+				if f.Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
+					return // no event to wait for: the ticks drain it
+				}
+				woken = woken || f.Revents&unix.POLLIN != 0
+			}
+			if woken {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return func() {
+		unix.Write(pipe[1], []byte{0})
+		<-done
+		unix.Close(pipe[0])
+		unix.Close(pipe[1])
+	}, nil
+}
+
 func (p *perfRings) close() {
 	for _, r := range p.rings {
 		unix.Munmap(r.mem)
@@ -158,7 +212,7 @@ func (p *perfRings) close() {
 	for _, fd := range p.fds {
 		unix.Close(fd)
 	}
-	p.rings, p.fds = nil, nil
+	p.rings, p.fds, p.leads = nil, nil, nil
 }
 
 // Offsets in a PERF_RECORD_SAMPLE of sample_type TIME|RAW: the header

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,5 +120,86 @@ func TestParseCPUList(t *testing.T) {
 		if (err != nil) != c.bad || !bytes.Equal([]byte(fmt.Sprint(got)), []byte(fmt.Sprint(c.want))) && !c.bad {
 			t.Errorf("parseCPUList(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.bad)
 		}
+	}
+}
+
+// TestPerfRingWatch: a ring whose own event wakes its reader past a
+// watermark makes watch signal, before any tick, once the workload has
+// written past it; stop ends the watcher at once. The ring is this
+// machine's: a software event counting context switches on CPU 0
+// (tracepoints need tracefs for their ids), its records made by two
+// threads on CPU 0 handing a byte to each other.
+func TestPerfRingWatch(t *testing.T) {
+	page := unix.Getpagesize()
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES,
+		Sample: 1, Sample_type: unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_RAW,
+		Bits: unix.PerfBitWatermark | unix.PerfBitDisabled, Wakeup: uint32(page / 2)}
+	attr.Size = uint32(unsafe.Sizeof(attr))
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		t.Skipf("no perf event here: %v", err)
+	}
+	defer unix.Close(fd)
+	mem, err := unix.Mmap(fd, 0, 2*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	p := &perfRings{leads: []int{fd}}
+	wake := make(chan struct{}, 1)
+	stop, err := p.watch(wake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing written while it is disabled: no signal.
+	select {
+	case <-wake:
+		t.Fatal("woken with the event disabled")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		t.Fatal(err)
+	}
+	var pp [2][2]int
+	for i := range pp {
+		if err := unix.Pipe2(pp[i][:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(pp[i][0])
+		defer unix.Close(pp[i][1])
+	}
+	pong := func(in, out int, n int) {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(0)
+		unix.SchedSetaffinity(0, &set)
+		b := []byte{0}
+		for range n {
+			unix.Read(in, b)
+			unix.Write(out, b)
+		}
+	}
+	const rounds = 2000 // 4,000 switches: far past half a page
+	go pong(pp[0][0], pp[1][1], rounds)
+	go func() {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(0)
+		unix.SchedSetaffinity(0, &set)
+		b := []byte{0}
+		for range rounds {
+			unix.Write(pp[0][1], b)
+			unix.Read(pp[1][0], b)
+		}
+	}()
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not woken: the ring passed its watermark and watch did not signal")
+	}
+	start := time.Now()
+	stop()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("stop took %v", d)
 	}
 }

@@ -27,4 +27,6 @@ func (p *perfRings) enable() error  { return nil }
 func (p *perfRings) disable() error { return nil }
 func (p *perfRings) close()         {}
 
+func (p *perfRings) watch(chan<- struct{}) (func(), error) { return func() {}, nil }
+
 func (p *perfRings) lostNow() uint64 { return p.lost.Load() }

@@ -60,6 +60,12 @@ const pageTail = 512
 // CPU does not overwrite what was not read yet.
 const streamBufferKB = 4096
 
+// perfBufferKB is the ring a CPU of a stream run on perf events: read
+// every streamPoll and each time half of it is written (perfRings.watch).
+// The kernel allocates it when it is mapped: the instance's 4 MiB cost a
+// 6.1 guest 4–5 ms of CPU a run (docs/cost.md).
+const perfBufferKB = 1024
+
 // MinBufferKB and MaxBufferKB bound --buffer-kb: a page, and 1 GiB per
 // CPU.
 const (
@@ -269,7 +275,7 @@ func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Optio
 	}
 	bufferKB := opt.BufferKB
 	if bufferKB <= 0 {
-		bufferKB = streamBufferKB
+		bufferKB = perfBufferKB
 	}
 	// A classic BPF tracepoint program attached to one of the events
 	// would take its records from the perf events (see
@@ -450,10 +456,23 @@ func (s *streamRun) loop() {
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	// Perf rings are also drained when one is half full (perfRings.watch).
+	var wake chan struct{}
+	if s.perf != nil {
+		wake = make(chan struct{}, 1)
+		if stop, err := s.perf.watch(wake); err == nil {
+			defer stop()
+		}
+	}
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-wake:
+			if err := s.drain(false); err != nil {
+				s.readErr = err
+				return
+			}
 		case <-tick.C:
 			if err := s.drain(false); err != nil {
 				s.readErr = err
