@@ -235,10 +235,17 @@ func (r *perfRing) read(scratch *[]byte, lost *uint64, rec func(ts uint64, raw [
 	n := int(head - tail)
 	for tail < head {
 		off := tail % size
-		var hdr [perfHeaderSize]byte
-		r.copyOut(hdr[:], off)
-		typ := binary.NativeEndian.Uint32(hdr[0:])
-		sz := uint64(binary.NativeEndian.Uint16(hdr[6:]))
+		var typ uint32
+		var sz uint64
+		if off+perfHeaderSize <= size {
+			typ = binary.NativeEndian.Uint32(r.data[off:])
+			sz = uint64(binary.NativeEndian.Uint16(r.data[off+6:]))
+		} else {
+			var hdr [perfHeaderSize]byte
+			r.copyOut(hdr[:], off)
+			typ = binary.NativeEndian.Uint32(hdr[0:])
+			sz = uint64(binary.NativeEndian.Uint16(hdr[6:]))
+		}
 		if sz < perfHeaderSize || sz > head-tail {
 			break // not a record: nothing sane follows
 		}

@@ -35,6 +35,18 @@ func (w *perfTestRing) put(rec []byte) {
 	w.r.meta.Data_head = w.head
 }
 
+// putFast is put of a record that does not cross the ring's end.
+func (w *perfTestRing) putFast(rec []byte) {
+	size := uint64(len(w.r.data))
+	if off := w.head % size; off+uint64(len(rec)) <= size {
+		copy(w.r.data[off:], rec)
+		w.head += uint64(len(rec))
+		w.r.meta.Data_head = w.head
+		return
+	}
+	w.put(rec)
+}
+
 // sample is a PERF_RECORD_SAMPLE of sample_type TIME|RAW, padded to 8
 // bytes as the kernel pads it.
 func sample(ts uint64, raw []byte) []byte {

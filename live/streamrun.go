@@ -156,11 +156,54 @@ type eventKind struct {
 	idx   int32 // in kindTab
 	def   *tracefs.Event
 	pid   *tracefs.Field
-	uses  []int
+	reads []fieldRead
 	event stream.Event
-	// last is the string each used field had in the record decoded
-	// before (by uses' index): the same bytes again are that string.
-	last []string
+	stack bool // ftrace/kernel_stack: the stack of the event before
+}
+
+// fieldRead is how decode reads one field the machine uses.
+type fieldRead struct {
+	idx  int // in the format's Fields and the event's
+	f    *tracefs.Field
+	kind uint8
+	// last is the string the field had in the record decoded before
+	// (the event's value still): the same bytes again are that string.
+	last string
+}
+
+// fieldRead kinds.
+const (
+	readNum     = iota // an integer
+	readText           // a char array
+	readDynText        // a __data_loc string
+	readArray          // any other array: a stack's addresses
+)
+
+// newEventKind is how the records of ev are decoded, reading the fields
+// uses of it (by index).
+func newEventKind(idx int32, ev *tracefs.Event, uses []int) *eventKind {
+	k := &eventKind{idx: idx, def: ev, pid: ev.Field("common_pid"), stack: ev.System == "ftrace" && ev.Name == "kernel_stack"}
+	k.event.Def, k.event.Fields = ev, make([]stream.Value, len(ev.Fields))
+	for _, i := range uses {
+		f := ev.Fields[i]
+		fr := fieldRead{idx: i, f: f}
+		switch f.Kind {
+		case tracefs.KindString:
+			fr.kind = readText
+		case tracefs.KindDynString:
+			fr.kind = readDynText
+		case tracefs.KindArray, tracefs.KindDynArray:
+			fr.kind = readArray
+		default:
+			fr.kind = readNum
+		}
+		if f.IsString() {
+			// The field's value before any record: the empty string.
+			k.event.Fields[i] = stream.Text("")
+		}
+		k.reads = append(k.reads, fr)
+	}
+	return k
 }
 
 // rawEvent is a record read and not fed yet: its bytes in a page read
@@ -396,9 +439,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		if id < 0 || id > 0xffff {
 			continue // a record's type is 16 bits: no record has it
 		}
-		k := &eventKind{idx: int32(len(s.kindTab)), def: ev, pid: ev.Field("common_pid"), uses: s.m.Uses(ev.System, ev.Name)}
-		k.event.Def, k.event.Fields = ev, make([]stream.Value, len(ev.Fields))
-		k.last = make([]string, len(k.uses))
+		k := newEventKind(int32(len(s.kindTab)), ev, s.m.Uses(ev.System, ev.Name))
 		if id >= len(s.kinds) {
 			s.kinds = append(s.kinds, make([]*eventKind, id+1-len(s.kinds))...)
 		}
@@ -649,6 +690,9 @@ func (s *streamRun) checkBPF() {
 // only records whole (the kernel publishes its head once a record is
 // written), so there is no page in part to wait for.
 func (s *streamRun) readPerf() int {
+	if len(s.perf.rings) == 1 && len(s.pending) == 0 {
+		return s.readPerfDirect(s.perf.rings[0])
+	}
 	var roundMax uint64
 	total := 0
 	s.capMark = ^uint64(0)
@@ -683,6 +727,39 @@ func (s *streamRun) readPerf() int {
 	}
 	s.perf.lost.Add(lost)
 	s.prevMax, s.lastMax = s.lastMax, max(s.lastMax, roundMax)
+	return total
+}
+
+// readPerfDirect is readPerf of the one CPU's ring of a machine with one
+// CPU online: its records are the events in the order they happened, and
+// no other CPU's can come before them, so each is decoded where the ring
+// holds it and fed at once, in batches of feedBatch under the machine's
+// lock (a record the ring's end splits is copied out first). Nothing is
+// kept for a later round.
+func (s *streamRun) readPerfDirect(r *perfRing) int {
+	var lost uint64
+	var newest uint64
+	n := 0
+	s.mu.Lock()
+	total := r.read(&s.perfScratch, &lost, func(ts uint64, raw []byte) {
+		k := s.kindOf(raw)
+		if k == nil {
+			// See readPerf: a record none of the run's events.
+			lost++
+			s.perf.foreign.Add(1)
+			return
+		}
+		s.m.Feed(s.decodeData(k, ts, int32(r.cpu), raw, nil))
+		newest = max(newest, ts)
+		if n++; n == feedBatch {
+			s.mu.Unlock()
+			n = 0
+			s.mu.Lock()
+		}
+	})
+	s.mu.Unlock()
+	s.perf.lost.Add(lost)
+	s.prevMax, s.lastMax = s.lastMax, max(s.lastMax, newest)
 	return total
 }
 
@@ -825,18 +902,11 @@ func (s *streamRun) putPage(p *rawPage) {
 // is an event of the machine's; a kernel stack record is attached to the
 // event before it on its CPU.
 func (s *streamRun) keep(cpu int, rec tracefs.Record, page *rawPage) bool {
-	id, err := s.decoder.EventID(rec.Data)
-	if err != nil {
-		return false
-	}
-	var k *eventKind
-	if id >= 0 && id < len(s.kinds) {
-		k = s.kinds[id]
-	}
+	k := s.kindOf(rec.Data)
 	if k == nil {
 		return false // an event the run did not ask for (a trace_marker write)
 	}
-	if k.def.System == "ftrace" && k.def.Name == "kernel_stack" {
+	if k.stack {
 		for i := len(s.pending) - 1; i >= 0; i-- {
 			if r := &s.pending[i]; int(r.cpu) == cpu {
 				if r.stack == 0 {
@@ -855,37 +925,75 @@ func (s *streamRun) keep(cpu int, rec tracefs.Record, page *rawPage) bool {
 	return true
 }
 
+// kindOf is how a record's event is decoded, by the event's id (its
+// common_type), or nil for an event the run does not read.
+func (s *streamRun) kindOf(data []byte) *eventKind {
+	if len(data) < 2 {
+		return nil
+	}
+	var id int
+	if s.native {
+		id = int(binary.NativeEndian.Uint16(data))
+	} else {
+		id = int(s.decoder.Order.Uint16(data))
+	}
+	if id < len(s.kinds) {
+		return s.kinds[id]
+	}
+	return nil
+}
+
 // decode makes a record read an event of the machine: its kind's event,
 // which the next record of the kind overwrites.
 func (s *streamRun) decode(r *rawEvent) *stream.Event {
-	k := s.kindTab[r.kind]
-	data := s.pageTab[r.page].buf[r.off : r.off+r.n : r.off+r.n]
-	ev := &k.event
-	ev.TS, ev.CPU, ev.PID, ev.Stack = r.ts, int(r.cpu), 0, nil
+	var stack []uint64
 	if r.stack > 0 {
-		ev.Stack = s.stacks[r.stack-1]
+		stack = s.stacks[r.stack-1]
 	}
+	return s.decodeData(s.kindTab[r.kind], r.ts, r.cpu, s.pageTab[r.page].buf[r.off:r.off+r.n:r.off+r.n], stack)
+}
+
+// decodeData is decode of a record's bytes, data.
+func (s *streamRun) decodeData(k *eventKind, ts uint64, cpu int32, data []byte, stack []uint64) *stream.Event {
+	ev := &k.event
+	ev.TS, ev.CPU, ev.PID, ev.Stack = ts, int(cpu), 0, stack
 	if k.pid != nil {
 		ev.PID = int(s.int(k.pid, data))
 	}
 	// Only the fields the triggers read: the rest stay zero.
-	for j, i := range k.uses {
-		f := k.def.Fields[i]
-		switch f.Kind {
-		case tracefs.KindString, tracefs.KindDynString:
+	for j := range k.reads {
+		fr := &k.reads[j]
+		f := fr.f
+		switch fr.kind {
+		case readNum:
+			ev.Fields[fr.idx].N = uint64(s.int(f, data))
+		case readText:
+			var b []byte
+			if f.Offset+f.Size <= len(data) {
+				// A char array: its bytes, in place.
+				b = data[f.Offset : f.Offset+f.Size]
+			} else {
+				b, _ = s.decoder.Bytes(f, data)
+			}
+			if n := bytes.IndexByte(b, 0); n >= 0 {
+				b = b[:n]
+			}
+			if string(b) != fr.last {
+				fr.last = s.text(b)
+				ev.Fields[fr.idx] = stream.Text(fr.last)
+			}
+		case readDynText:
 			b, _ := s.decoder.Bytes(f, data)
 			if n := bytes.IndexByte(b, 0); n >= 0 {
 				b = b[:n]
 			}
-			if string(b) != k.last[j] {
-				k.last[j] = s.text(b)
+			if string(b) != fr.last {
+				fr.last = s.text(b)
+				ev.Fields[fr.idx] = stream.Text(fr.last)
 			}
-			ev.Fields[i] = stream.Text(k.last[j])
-		case tracefs.KindArray, tracefs.KindDynArray:
-			a, _ := s.decoder.Array(f, data)
-			ev.Fields[i] = stream.Value{Stack: a}
 		default:
-			ev.Fields[i] = stream.Num(uint64(s.int(f, data)))
+			a, _ := s.decoder.Array(f, data)
+			ev.Fields[fr.idx] = stream.Value{Stack: a}
 		}
 	}
 	return ev
