@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -130,6 +131,8 @@ type action struct {
 	first, pidField int
 	params          []*expr
 	slot            int // onmax/onchange: the tracked slot of an entry
+	// trigs are the triggers on synth (fire finds them once).
+	trigs []*trigger
 }
 
 // tmap is a trigger's map (shared by the triggers of one name=).
@@ -492,8 +495,12 @@ func (m *Machine) Filter(system, event string) string {
 
 // Uses lists the indices of the event's fields its triggers read (in
 // keys, values, variables, actions and filters), in increasing order: a
-// reader need decode only those.
-func (m *Machine) Uses(system, event string) []int { return m.uses(system, event, false) }
+// reader need decode only those. The filters the kernel applies
+// (Options.KernelFilters) are not read again, and their fields are left
+// out.
+func (m *Machine) Uses(system, event string) []int {
+	return m.uses(system, event, m.opt.KernelFilters && system != SyntheticSystem)
+}
 
 // uses is Uses, leaving out with kernelOnly the filters the kernel
 // applies (see Options.KernelFilters).
@@ -597,29 +604,35 @@ func (m *Machine) NamesTasks() bool {
 // Feed runs the triggers of the event's event on it. Events must come in
 // the order of their timestamps.
 func (m *Machine) Feed(ev *Event) {
+	for _, t := range m.triggersOf(ev.Def) {
+		m.hit(t, ev)
+	}
+}
+
+// triggersOf are the triggers on the event of format def, in order (an
+// empty slice, not nil, for none).
+func (m *Machine) triggersOf(def *tracefs.Event) []*trigger {
 	for i, d := range m.defs {
-		if d == ev.Def {
-			for _, t := range m.defTrig[i] {
-				m.hit(t, ev)
-			}
-			return
+		if d == def {
+			return m.defTrig[i]
 		}
 	}
-	ts, ok := m.byDef[ev.Def]
+	ts, ok := m.byDef[def]
 	if !ok {
-		ts = m.byEvent[ev.Def.System+"/"+ev.Def.Name]
+		ts = m.byEvent[def.System+"/"+def.Name]
+		if ts == nil {
+			ts = []*trigger{}
+		}
 		if len(m.defs) < maxDefs {
-			m.defs, m.defTrig = append(m.defs, ev.Def), append(m.defTrig, ts)
+			m.defs, m.defTrig = append(m.defs, def), append(m.defTrig, ts)
 		} else {
 			if m.byDef == nil {
 				m.byDef = map[*tracefs.Event][]*trigger{}
 			}
-			m.byDef[ev.Def] = ts
+			m.byDef[def] = ts
 		}
 	}
-	for _, t := range ts {
-		m.hit(t, ev)
-	}
+	return ts
 }
 
 // maxDefs is how many event formats Feed finds by a scan, not a map.
@@ -654,7 +667,7 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 				num = n
 			}
 			if t.bytesKey {
-				t.kbuf = append(strconv.AppendUint(t.kbuf, n, 16), 1)
+				t.kbuf = appendKeyNum(t.kbuf, n)
 			}
 			continue
 		}
@@ -816,11 +829,10 @@ func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLook
 	case "onmatch":
 		m.fire(a, ev, lookup)
 	case "onmax", "onchange":
-		tv, ok := lookup(a.trackVar)
+		v, ok := t.varNum(a.trackVar)
 		if !ok {
 			return
 		}
-		v := tv.N
 		// The kernel's tracked value starts at 0: onmax saves a value
 		// above it, onchange one that differs from it.
 		tr := &e.tracks[a.slot]
@@ -852,13 +864,23 @@ func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
 		m.fired = append(m.fired, &Event{})
 	}
 	s := m.fired[m.depth]
-	fields := s.Fields
-	if cap(fields) < len(def.Fields) {
-		fields = make([]Value, len(def.Fields))
+	if s.Def != def {
+		// The fields no action sets stay zero while the depth fires
+		// this event; each action sets its own.
+		fields := s.Fields
+		if cap(fields) < len(def.Fields) {
+			fields = make([]Value, len(def.Fields))
+		}
+		fields = fields[:len(def.Fields)]
+		clear(fields)
+		s.Def, s.Fields, s.setBy = def, fields, nil
 	}
-	fields = fields[:len(def.Fields)]
-	clear(fields)
-	*s = Event{Def: def, TS: ev.TS, CPU: ev.CPU, PID: ev.PID, Stack: ev.Stack, Fields: fields}
+	if s.setBy != a {
+		// Another action's fields: zero again.
+		clear(s.Fields)
+		s.setBy = a
+	}
+	s.TS, s.CPU, s.PID, s.Stack = ev.TS, ev.CPU, ev.PID, ev.Stack
 	first := a.first
 	for i, p := range a.params {
 		v, ok := p.eval(ev, lookup)
@@ -881,8 +903,13 @@ func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
 	if m.opt.OnSynth != nil {
 		m.opt.OnSynth(s)
 	}
+	if a.trigs == nil {
+		a.trigs = m.triggersOf(def)
+	}
 	m.depth++
-	m.Feed(s)
+	for _, t := range a.trigs {
+		m.hit(t, s)
+	}
 	m.depth--
 }
 
@@ -952,9 +979,15 @@ func appendKey(b []byte, k *expr, v Value) []byte {
 		}
 		return append(b, 0)
 	default:
-		b = strconv.AppendUint(b, keyNumber(k, v.N), 16)
-		return append(b, 1)
+		return appendKeyNum(b, keyNumber(k, v.N))
 	}
+}
+
+// appendKeyNum appends a number key part: its 8 bytes (a part's bytes
+// are a fixed size or end at a byte no text has, so a key's bytes are
+// its parts' alone).
+func appendKeyNum(b []byte, n uint64) []byte {
+	return binary.LittleEndian.AppendUint64(b, n)
 }
 
 // keyNumber is a number key part as keys compare: by its bytes at the

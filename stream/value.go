@@ -35,6 +35,9 @@ type Event struct {
 	// Stack is the kernel stack the event's stacktrace trigger recorded
 	// right after it, innermost first; nil when none was recorded.
 	Stack []uint64
+	// setBy is the action of the machine that set the fields of a
+	// synthetic event it fires (each depth reuses one Event).
+	setBy *action
 }
 
 // field returns the value of the field at index i.
