@@ -159,6 +159,7 @@ type eventKind struct {
 	reads []fieldRead
 	event stream.Event
 	stack bool // ftrace/kernel_stack: the stack of the event before
+	pid4  bool // pid is a signed 4-byte field of the machine's own order
 }
 
 // fieldRead is how decode reads one field the machine uses.
@@ -166,6 +167,8 @@ type fieldRead struct {
 	idx  int // in the format's Fields and the event's
 	f    *tracefs.Field
 	kind uint8
+	// native4 says the field is 4 bytes of the machine's own order.
+	native4 bool
 	// last is the string the field had in the record decoded before
 	// (the event's value still): the same bytes again are that string.
 	last string
@@ -181,9 +184,10 @@ const (
 
 // newEventKind is how the records of ev are decoded, reading the fields
 // uses of it (by index).
-func newEventKind(idx int32, ev *tracefs.Event, uses []int) *eventKind {
+func newEventKind(idx int32, ev *tracefs.Event, uses []int, native bool) *eventKind {
 	k := &eventKind{idx: idx, def: ev, pid: ev.Field("common_pid"), stack: ev.System == "ftrace" && ev.Name == "kernel_stack"}
 	k.event.Def, k.event.Fields = ev, make([]stream.Value, len(ev.Fields))
+	k.pid4 = k.pid != nil && k.pid.Size == 4 && k.pid.Signed && k.pid.Offset >= 0 && native
 	for _, i := range uses {
 		f := ev.Fields[i]
 		fr := fieldRead{idx: i, f: f}
@@ -197,6 +201,7 @@ func newEventKind(idx int32, ev *tracefs.Event, uses []int) *eventKind {
 		default:
 			fr.kind = readNum
 		}
+		fr.native4 = fr.kind == readNum && f.Size == 4 && f.Offset >= 0 && native
 		if f.IsString() {
 			// The field's value before any record: the empty string.
 			k.event.Fields[i] = stream.Text("")
@@ -439,7 +444,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 		if id < 0 || id > 0xffff {
 			continue // a record's type is 16 bits: no record has it
 		}
-		k := newEventKind(int32(len(s.kindTab)), ev, s.m.Uses(ev.System, ev.Name))
+		k := newEventKind(int32(len(s.kindTab)), ev, s.m.Uses(ev.System, ev.Name), s.native)
 		if id >= len(s.kinds) {
 			s.kinds = append(s.kinds, make([]*eventKind, id+1-len(s.kinds))...)
 		}
@@ -957,8 +962,12 @@ func (s *streamRun) decode(r *rawEvent) *stream.Event {
 func (s *streamRun) decodeData(k *eventKind, ts uint64, cpu int32, data []byte, stack []uint64) *stream.Event {
 	ev := &k.event
 	ev.TS, ev.CPU, ev.PID, ev.Stack = ts, int(cpu), 0, stack
-	if k.pid != nil {
-		ev.PID = int(s.int(k.pid, data))
+	if p := k.pid; p != nil {
+		if k.pid4 && p.Offset+4 <= len(data) {
+			ev.PID = int(int32(binary.NativeEndian.Uint32(data[p.Offset:])))
+		} else {
+			ev.PID = int(s.int(p, data))
+		}
 	}
 	// Only the fields the triggers read: the rest stay zero.
 	for j := range k.reads {
@@ -966,6 +975,16 @@ func (s *streamRun) decodeData(k *eventKind, ts uint64, cpu int32, data []byte, 
 		f := fr.f
 		switch fr.kind {
 		case readNum:
+			if fr.native4 && f.Offset+4 <= len(data) {
+				// The common case at once: an int or u32 (a pid).
+				v := binary.NativeEndian.Uint32(data[f.Offset:])
+				if f.Signed {
+					ev.Fields[fr.idx].N = uint64(int64(int32(v)))
+				} else {
+					ev.Fields[fr.idx].N = uint64(v)
+				}
+				continue
+			}
 			ev.Fields[fr.idx].N = uint64(s.int(f, data))
 		case readText:
 			var b []byte

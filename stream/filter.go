@@ -20,6 +20,35 @@ type filter struct {
 	neg   bool   // num was written negative
 	str   string // a string predicate's value
 	glob  bool
+	// code is op as match reads it (filterAnd …); text says the
+	// predicate compares text (COMM or a string field), signed that the
+	// field's numbers compare signed.
+	code         byte
+	text, signed bool
+}
+
+// filter codes: the operators of op.
+const (
+	filterAnd byte = iota
+	filterOr
+	filterNot
+	filterEq
+	filterNe
+	filterLt
+	filterLe
+	filterGt
+	filterGe
+	filterGlob
+	filterBits
+)
+
+// setCode sets code, text and signed from op and the field, for match.
+func (f *filter) setCode() *filter {
+	f.code = map[string]byte{"&&": filterAnd, "||": filterOr, "!": filterNot, "==": filterEq, "!=": filterNe,
+		"<": filterLt, "<=": filterLe, ">": filterGt, ">=": filterGe, "~": filterGlob, "&": filterBits}[f.op]
+	f.text = f.comm || f.field != nil && f.field.isString()
+	f.signed = f.field != nil && f.field.signed()
+	return f
 }
 
 // compileFilter compiles a filter of the plan on the event ev.
@@ -38,15 +67,19 @@ func compileFilter(f *planner.Filter, ev *tracefs.Event) (*filter, error) {
 		if f.Op == planner.FilterOr {
 			op = "||"
 		}
-		return &filter{op: op, l: l, r: r}, nil
+		return (&filter{op: op, l: l, r: r}).setCode(), nil
 	case planner.FilterNot:
 		l, err := compileFilter(f.L, ev)
 		if err != nil {
 			return nil, err
 		}
-		return &filter{op: "!", l: l}, nil
+		return (&filter{op: "!", l: l}).setCode(), nil
 	case planner.FilterPred:
-		return compilePred(f, ev)
+		p, err := compilePred(f, ev)
+		if err != nil {
+			return nil, err
+		}
+		return p.setCode(), nil
 	}
 	return nil, fmt.Errorf("filter %q: unknown node %d", f.String(), f.Op)
 }
@@ -106,15 +139,15 @@ func compilePred(p *planner.Filter, ev *tracefs.Event) (*filter, error) {
 // match evaluates the filter on an event; comm gives a task's name for
 // the COMM pseudo field.
 func (f *filter) match(ev *Event, comm func(pid int) string) bool {
-	switch f.op {
-	case "&&":
+	switch f.code {
+	case filterAnd:
 		return f.l.match(ev, comm) && f.r.match(ev, comm)
-	case "||":
+	case filterOr:
 		return f.l.match(ev, comm) || f.r.match(ev, comm)
-	case "!":
+	case filterNot:
 		return !f.l.match(ev, comm)
 	}
-	if f.comm || f.field.isString() {
+	if f.text {
 		var s string
 		if f.comm {
 			s = comm(ev.PID)
@@ -128,32 +161,31 @@ func (f *filter) match(ev *Event, comm func(pid int) string) bool {
 		} else {
 			eq = s == f.str
 		}
-		return eq == (f.op != "!=")
+		return eq == (f.code != filterNe)
 	}
 	a, _ := f.field.num(ev, nil)
 	b := f.num
-	if f.op == "&" {
+	if f.code == filterBits {
 		return a&b != 0
 	}
 	var cmp int
-	if f.field.signed() {
-		sa, sb := int64(a), int64(b)
-		cmp = compare(sa, sb)
+	if f.signed {
+		cmp = compare(int64(a), int64(b))
 	} else {
 		cmp = compare(a, b)
 	}
-	switch f.op {
-	case "==":
+	switch f.code {
+	case filterEq:
 		return cmp == 0
-	case "!=":
+	case filterNe:
 		return cmp != 0
-	case "<":
+	case filterLt:
 		return cmp < 0
-	case "<=":
+	case filterLe:
 		return cmp <= 0
-	case ">":
+	case filterGt:
 		return cmp > 0
-	case ">=":
+	case filterGe:
 		return cmp >= 0
 	}
 	return false
