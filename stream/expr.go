@@ -50,6 +50,44 @@ type expr struct {
 	// number says that a key yields a number (isNumber), read without
 	// making a Value.
 	number bool
+	// fast says how hit reads a key that is a field of the event with
+	// no work beyond its modifier (setFastKey); mask keeps the bytes
+	// the kernel keys its number by.
+	fast byte
+	mask uint64
+}
+
+// Keys hit reads at once (expr.fast).
+const (
+	fastNone = iota
+	fastNum  // a number field: its value within its size
+	fastLog2 // a number field's .log2
+	fastText // a string field
+)
+
+// setFastKey sets fast and mask for a key: a field of the event, a
+// number (plain or .log2) or a string, read as keyNumber(keyNum(…)) and
+// appendKey would read it.
+func (x *expr) setFastKey() {
+	if x.kind != opField || x.def == nil || x.field < 0 {
+		return
+	}
+	switch {
+	case x.isString() && x.mod == "":
+		x.fast = fastText
+		return
+	case !x.number || x.buckets || x.mod != "" && !x.log2:
+		return
+	}
+	x.mask = ^uint64(0)
+	if sz := x.size(); sz < 8 {
+		x.mask = 1<<(uint(sz)*8) - 1
+	}
+	x.fast = fastNum
+	if x.log2 {
+		// keyNum's log2Bucket of the number as read.
+		x.fast = fastLog2
+	}
 }
 
 // isString says whether the expression yields a string.

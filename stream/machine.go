@@ -316,6 +316,7 @@ func (m *Machine) compile(h *planner.Hist, ev *tracefs.Event) (*trigger, error) 
 			t.hasStack = true
 		}
 		x.number = x.isNumber()
+		x.setFastKey()
 		t.keys = append(t.keys, x)
 	}
 	for _, v := range h.Vals {
@@ -658,6 +659,31 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 	t.kbuf = t.kbuf[:0]
 	var num uint64
 	for _, k := range t.keys {
+		switch k.fast {
+		case fastNum, fastLog2:
+			// A field's number as the map compares it, at once.
+			n := ev.Fields[k.field].N
+			if k.fast == fastLog2 {
+				n = log2Bucket(n)
+			}
+			n &= k.mask
+			if t.numKey {
+				num = n
+			}
+			if t.bytesKey {
+				t.kbuf = appendKeyNum(t.kbuf, n)
+			}
+			continue
+		case fastText:
+			// A string field: its bytes, ended by a NUL.
+			if t.numKey {
+				num = 0
+			}
+			if t.bytesKey {
+				t.kbuf = append(append(t.kbuf, ev.Fields[k.field].S...), 0)
+			}
+			continue
+		}
 		if k.number {
 			// A number as the map compares it, with no Value made:
 			// the key's Values are made with its entry (keyValues).
