@@ -107,6 +107,16 @@ func (x *expr) isNumber() bool {
 	return true
 }
 
+// hasStack says whether the expression reads a stack anywhere (a stack
+// operand, or a variable holding one, as resolveVars marked it).
+func (x *expr) hasStack() bool {
+	found := false
+	x.walk(func(o *expr) {
+		found = found || o.kind == opStack || o.kind == opVar && o.stack
+	})
+	return found
+}
+
 // size is the bytes the kernel keys the value by.
 func (x *expr) size() int {
 	switch {

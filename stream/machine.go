@@ -133,6 +133,9 @@ type action struct {
 	slot            int // onmax/onchange: the tracked slot of an entry
 	// trigs are the triggers on synth (fire finds them once).
 	trigs []*trigger
+	// numParam says, by param, that it is a number put in a number
+	// field of synth.
+	numParam []bool
 }
 
 // tmap is a trigger's map (shared by the triggers of one name=).
@@ -266,6 +269,11 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 				return nil, fmt.Errorf("%s/%s: no synthetic event %s", t.spec.System, t.spec.Event, a.synth)
 			}
 			a.synthDef, a.first, a.pidField = def, firstSynthField(def), -1
+			a.numParam = make([]bool, len(a.params))
+			for i, p := range a.params {
+				j := a.first + i
+				a.numParam[i] = j < len(def.Fields) && !def.Fields[j].IsString() && p.isNumber() && !p.isString() && !p.hasStack()
+			}
 			for i, f := range def.Fields {
 				if f.Name == "common_pid" {
 					a.pidField = i
@@ -853,7 +861,7 @@ func (t *trigger) resolveVars() {
 func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLookup) {
 	switch a.handler {
 	case "onmatch":
-		m.fire(a, ev, lookup)
+		m.fire(t, a, ev, lookup)
 	case "onmax", "onchange":
 		v, ok := t.varNum(a.trackVar)
 		if !ok {
@@ -874,14 +882,14 @@ func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLook
 				tr.saved = append(tr.saved, pv)
 			}
 		case "trace":
-			m.fire(a, ev, lookup)
+			m.fire(t, a, ev, lookup)
 		}
 	}
 }
 
 // fire builds the synthetic event of a trace action from the event and
 // runs the triggers on it at once, as the kernel's trace_synth does.
-func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
+func (m *Machine) fire(t *trigger, a *action, ev *Event, lookup varLookup) {
 	def := a.synthDef
 	if def == nil || m.depth > 16 {
 		return
@@ -909,15 +917,25 @@ func (m *Machine) fire(a *action, ev *Event, lookup varLookup) {
 	s.TS, s.CPU, s.PID, s.Stack = ev.TS, ev.CPU, ev.PID, ev.Stack
 	first := a.first
 	for i, p := range a.params {
-		v, ok := p.eval(ev, lookup)
-		if !ok {
-			return
-		}
 		j := first + i
 		if j >= len(def.Fields) {
 			break
 		}
 		f := def.Fields[j]
+		if a.numParam[i] {
+			// A number into a number field: the field's other parts
+			// stay zero (only this action sets it while it fires).
+			n, ok := p.num(ev, t)
+			if !ok {
+				return
+			}
+			s.Fields[j].N = truncate(n, f)
+			continue
+		}
+		v, ok := p.eval(ev, lookup)
+		if !ok {
+			return
+		}
 		if !f.IsString() && !v.Str {
 			v.N = truncate(v.N, f)
 		}
