@@ -229,12 +229,40 @@ const (
 // into scratch first), counts what the kernel lost, and frees the space
 // read. It returns the bytes read.
 func (r *perfRing) read(scratch *[]byte, lost *uint64, rec func(ts uint64, raw []byte)) int {
+	c := r.cursor()
+	for {
+		ts, raw, ok := c.next(scratch, lost)
+		if !ok {
+			break
+		}
+		rec(ts, raw)
+	}
+	return c.done()
+}
+
+// ringCursor walks the records a ring held when it was made (cursor):
+// next gives each sample in turn, done frees the space read.
+type ringCursor struct {
+	r                *perfRing
+	head, tail, from uint64
+}
+
+// cursor is a walk of the records the ring holds now.
+func (r *perfRing) cursor() ringCursor {
 	head := atomic.LoadUint64(&r.meta.Data_head)
 	tail := atomic.LoadUint64(&r.meta.Data_tail)
+	return ringCursor{r: r, head: head, tail: tail, from: tail}
+}
+
+// next is the next sample's time and raw bytes (valid until the next
+// call; a record the ring's end splits is copied into scratch), adding a
+// PERF_RECORD_LOST's count to lost on the way; ok is false at the end,
+// or where what follows is not a record (nothing sane follows).
+func (c *ringCursor) next(scratch *[]byte, lost *uint64) (ts uint64, raw []byte, ok bool) {
+	r := c.r
 	size := uint64(len(r.data))
-	n := int(head - tail)
-	for tail < head {
-		off := tail % size
+	for c.tail < c.head {
+		off := c.tail % size
 		var typ uint32
 		var sz uint64
 		if off+perfHeaderSize <= size {
@@ -246,8 +274,9 @@ func (r *perfRing) read(scratch *[]byte, lost *uint64, rec func(ts uint64, raw [
 			typ = binary.NativeEndian.Uint32(hdr[0:])
 			sz = uint64(binary.NativeEndian.Uint16(hdr[6:]))
 		}
-		if sz < perfHeaderSize || sz > head-tail {
-			break // not a record: nothing sane follows
+		if sz < perfHeaderSize || sz > c.head-c.tail {
+			c.head = c.tail // not a record: stop here
+			break
 		}
 		var b []byte
 		if off+sz <= size {
@@ -259,12 +288,13 @@ func (r *perfRing) read(scratch *[]byte, lost *uint64, rec func(ts uint64, raw [
 			b = (*scratch)[:sz]
 			r.copyOut(b, off)
 		}
+		c.tail += sz
 		switch typ {
 		case unix.PERF_RECORD_SAMPLE:
 			if len(b) >= perfRawOff {
-				raw := int(binary.NativeEndian.Uint32(b[perfRawSizeOff:]))
-				if perfRawOff+raw <= len(b) {
-					rec(binary.NativeEndian.Uint64(b[perfTimeOff:]), b[perfRawOff:perfRawOff+raw])
+				n := int(binary.NativeEndian.Uint32(b[perfRawSizeOff:]))
+				if perfRawOff+n <= len(b) {
+					return binary.NativeEndian.Uint64(b[perfTimeOff:]), b[perfRawOff : perfRawOff+n], true
 				}
 			}
 		case unix.PERF_RECORD_LOST:
@@ -272,10 +302,15 @@ func (r *perfRing) read(scratch *[]byte, lost *uint64, rec func(ts uint64, raw [
 				*lost += binary.NativeEndian.Uint64(b[16:])
 			}
 		}
-		tail += sz
 	}
-	atomic.StoreUint64(&r.meta.Data_tail, tail)
-	return n
+	return 0, nil, false
+}
+
+// done frees the space of the records walked, for the kernel to write
+// again, and returns its bytes.
+func (c *ringCursor) done() int {
+	atomic.StoreUint64(&c.r.meta.Data_tail, c.tail)
+	return int(c.tail - c.from)
 }
 
 // copyOut copies the ring's bytes from off on into b, across its end.

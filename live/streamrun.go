@@ -746,13 +746,18 @@ func (s *streamRun) readPerfDirect(r *perfRing) int {
 	var newest uint64
 	n := 0
 	s.mu.Lock()
-	total := r.read(&s.perfScratch, &lost, func(ts uint64, raw []byte) {
+	c := r.cursor()
+	for {
+		ts, raw, ok := c.next(&s.perfScratch, &lost)
+		if !ok {
+			break
+		}
 		k := s.kindOf(raw)
 		if k == nil {
 			// See readPerf: a record none of the run's events.
 			lost++
 			s.perf.foreign.Add(1)
-			return
+			continue
 		}
 		s.m.Feed(s.decodeData(k, ts, int32(r.cpu), raw, nil))
 		newest = max(newest, ts)
@@ -761,8 +766,9 @@ func (s *streamRun) readPerfDirect(r *perfRing) int {
 			n = 0
 			s.mu.Lock()
 		}
-	})
+	}
 	s.mu.Unlock()
+	total := c.done()
 	s.perf.lost.Add(lost)
 	s.prevMax, s.lastMax = s.lastMax, max(s.lastMax, newest)
 	return total
