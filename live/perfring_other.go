@@ -19,6 +19,12 @@ type perfRing struct{ cpu int }
 
 func (r *perfRing) read(*[]byte, *uint64, func(uint64, []byte)) int { return 0 }
 
+type ringCursor struct{}
+
+func (r *perfRing) cursor() ringCursor                             { return ringCursor{} }
+func (c *ringCursor) next(*[]byte, *uint64) (uint64, []byte, bool) { return 0, nil, false }
+func (c *ringCursor) done() int                                    { return 0 }
+
 func openPerfRings([]perfEvent, int) (*perfRings, error) {
 	return nil, errors.New("perf events are Linux's")
 }
