@@ -104,6 +104,17 @@ bench:
 	$(GO) test ./compiler ./planner ./cmd/sqlhist ./stream -run '^$$' -bench . -benchmem
 	$(GO) test ./live -run '^$$' -bench StreamWakeups -benchmem
 
+# Refresh cmd/sqlhist/default.pgo: the CPU profile go build optimizes the
+# command with (profile-guided optimization: the hot calls inlined), of
+# the stream engine reading wakeups from a perf ring (live) and of a
+# compile. Run it after changing those paths; docs/cost.md says what it
+# is worth.
+.PHONY: pgo
+pgo:
+	$(GO) test ./live -run '^$$' -bench '^BenchmarkStream(Keepup|Perf)$$' -benchtime 4000000x -count 4 -cpuprofile /tmp/sqlhist-pgo-stream.pprof
+	$(GO) test ./cmd/sqlhist -run '^$$' -bench '^BenchmarkCompileTwoEvents$$' -benchtime 2s -cpuprofile /tmp/sqlhist-pgo-compile.pprof
+	$(GO) tool pprof -proto /tmp/sqlhist-pgo-stream.pprof /tmp/sqlhist-pgo-compile.pprof > cmd/sqlhist/default.pgo
+
 # Targets for the e2e harness (e2e/, tools/).
 
 .PHONY: catalog e2e-tools e2e
