@@ -48,6 +48,13 @@ const streamPoll = 100 * time.Millisecond
 // streamPollVia is how often it drains them through a transport (--via).
 const streamPollVia = time.Second
 
+// perfPoll is how often a run on perf events that streams no events
+// (--events) drains its rings: a ring's watermark wakes the run sooner
+// (perfRings.watch). Each tick wakes the process and the Go runtime's
+// monitor: a 6.1 guest under icount paid about 60 µs of CPU a tick, 330
+// guest ns a wakeup of TestKeepUpCost's run at 100 ms (docs/cost.md).
+const perfPoll = time.Second
+
 // feedBatch is how many events the machine is fed under one lock.
 const feedBatch = 1024
 
@@ -61,7 +68,7 @@ const pageTail = 512
 const streamBufferKB = 4096
 
 // perfBufferKB is the ring a CPU of a stream run on perf events: read
-// every streamPoll and each time half of it is written (perfRings.watch).
+// every perfPoll and each time half of it is written (perfRings.watch).
 // The kernel allocates it when it is mapped: the instance's 4 MiB cost a
 // 6.1 guest 4–5 ms of CPU a run (docs/cost.md).
 const perfBufferKB = 1024
@@ -106,6 +113,9 @@ type streamRun struct {
 	// events, for --events, gets each synthetic event the machine
 	// fires as the kernel's trace line for it.
 	events *streamer
+	// streams says the run streams its synthetic events (--events):
+	// they are read every streamPoll, whatever the sources.
+	streams bool
 
 	// perf, when set, are the sources instead of the instance's ring
 	// buffers (see perfRings); perfScratch holds a record the end of a
@@ -435,6 +445,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 	if events {
 		mopt.OnSynth = s.traceLine
 	}
+	s.streams = events
 	s.m, err = stream.New(s.hists, s.synths, format, mopt)
 	if err != nil {
 		return fmt.Errorf("the stream engine: %v", err)
@@ -496,9 +507,12 @@ func (s *streamRun) openCPUs() error {
 func (s *streamRun) loop() {
 	defer close(s.done)
 	every := streamPoll
-	if s.t.ReadRaw != nil {
+	switch {
+	case s.t.ReadRaw != nil:
 		// Each drain is a request to the target.
 		every = streamPollVia
+	case s.perf != nil && !s.streams:
+		every = perfPoll
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -524,7 +538,7 @@ func (s *streamRun) loop() {
 				s.readErr = err
 				return
 			}
-			if s.perf != nil && time.Since(s.bpfChecked) >= bpfCheckEvery {
+			if s.perf != nil && time.Since(s.bpfChecked) >= bpfCheckEvery-every/2 {
 				s.checkBPF()
 			}
 		case reply := <-s.syncReq:
