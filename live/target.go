@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -46,7 +45,7 @@ type Target struct {
 // Dir returns the tracefs mounted at root on this machine. It does not
 // check that one is there: see [Find].
 func Dir(root string) *Target {
-	return &Target{Root: root, FS: os.DirFS(root), W: tracefs.DirWriter{Root: root}, Local: true}
+	return &Target{Root: root, FS: newTracefsDir(root), W: tracefs.DirWriter{Root: root}, Local: true}
 }
 
 // ErrNoTracefs is returned by Find when there is no tracefs to use: none
