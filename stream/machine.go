@@ -151,6 +151,13 @@ type tmap struct {
 	order   []*entry // in insertion order
 	hits    uint64
 	drops   uint64
+	// last is the entry found or added last, by its number or its key's
+	// bytes: a task's events come in runs (a JOIN's end looks up the
+	// key its start just stored; a latency falls in the bucket the last
+	// one did), and a map's entries are never removed.
+	last    *entry
+	lastNum uint64
+	lastKey []byte
 }
 
 // len is how many entries the map has.
@@ -160,21 +167,38 @@ func (m *tmap) len() int { return len(m.order) }
 // or its bytes in t.kbuf), or nil.
 func (m *tmap) find(t *trigger, num uint64) *entry {
 	if m.nums == nil {
-		return m.entries[string(t.kbuf)]
+		if m.last != nil && string(m.lastKey) == string(t.kbuf) {
+			return m.last
+		}
+		e := m.entries[string(t.kbuf)]
+		if e != nil {
+			m.last, m.lastKey = e, append(m.lastKey[:0], t.kbuf...)
+		}
+		return e
 	}
 	if !t.numKey {
 		return nil // a key of another shape is no key of a map of numbers
 	}
-	return m.nums[num]
+	if m.last != nil && m.lastNum == num {
+		return m.last
+	}
+	e := m.nums[num]
+	if e != nil {
+		m.last, m.lastNum = e, num
+	}
+	return e
 }
 
 // add adds the entry of t's key.
 func (m *tmap) add(t *trigger, num uint64, e *entry) {
 	if m.nums != nil {
 		m.nums[num] = e
+		m.lastNum = num
 	} else {
 		m.entries[string(t.kbuf)] = e
+		m.lastKey = append(m.lastKey[:0], t.kbuf...)
 	}
+	m.last = e
 	m.order = append(m.order, e)
 }
 
