@@ -170,6 +170,7 @@ type eventKind struct {
 	event stream.Event
 	stack bool // ftrace/kernel_stack: the stack of the event before
 	pid4  bool // pid is a signed 4-byte field of the machine's own order
+	trigs stream.Triggers
 }
 
 // fieldRead is how decode reads one field the machine uses.
@@ -456,6 +457,7 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 			continue // a record's type is 16 bits: no record has it
 		}
 		k := newEventKind(int32(len(s.kindTab)), ev, s.m.Uses(ev.System, ev.Name), s.native)
+		k.trigs = s.m.TriggersOf(ev)
 		if id >= len(s.kinds) {
 			s.kinds = append(s.kinds, make([]*eventKind, id+1-len(s.kinds))...)
 		}
@@ -773,7 +775,7 @@ func (s *streamRun) readPerfDirect(r *perfRing) int {
 			s.perf.foreign.Add(1)
 			continue
 		}
-		s.m.Feed(s.decodeData(k, ts, int32(r.cpu), raw, nil))
+		s.m.FeedTo(k.trigs, s.decodeData(k, ts, int32(r.cpu), raw, nil))
 		newest = max(newest, ts)
 		if n++; n == feedBatch {
 			s.mu.Unlock()
@@ -807,7 +809,7 @@ func (s *streamRun) feed(final bool) {
 		s.mu.Lock()
 		for j := i; j < min(i+feedBatch, n); j++ {
 			r := &s.pending[j]
-			s.m.Feed(s.decode(r))
+			s.m.FeedTo(s.kindTab[r.kind].trigs, s.decode(r))
 			// The machine keeps copies of what it needs of an event:
 			// the page serves the next reads once all its records
 			// are fed.

@@ -98,6 +98,9 @@ type trigger struct {
 	own            map[string]int
 	kernelFiltered bool
 	tracks         int
+	// plainVars says that no variable of the trigger is a stack or reads
+	// one of the trigger's own (hit sets each as it computes it).
+	plainVars bool
 	// numKey says that the trigger keys by one number: its entries and
 	// the ones it reads of other triggers are looked up by that number
 	// in a map of numbers (tmap.nums), with no key bytes made unless
@@ -284,6 +287,14 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 		t.refStacks, t.newStacks = make([][]uint64, len(t.refs)), make([][]uint64, len(t.vars))
 		t.lookup = t.lookupVar
 		t.resolveVars()
+		t.plainVars = !t.stackVars
+		for _, x := range t.vars {
+			x.walk(func(o *expr) {
+				if o.kind == opVar && (o.ref < 0 || o.stack) || o.kind == opStack {
+					t.plainVars = false
+				}
+			})
+		}
 		for _, a := range t.actions {
 			if a.what != "trace" {
 				continue
@@ -642,6 +653,22 @@ func (m *Machine) Feed(ev *Event) {
 	}
 }
 
+// Triggers are the triggers on one event, in order: what a reader that
+// decodes an event's records finds once (TriggersOf) and feeds each of
+// them to (FeedTo).
+type Triggers struct{ list []*trigger }
+
+// TriggersOf are the triggers on the events of format def.
+func (m *Machine) TriggersOf(def *tracefs.Event) Triggers { return Triggers{m.triggersOf(def)} }
+
+// FeedTo is Feed of an event whose triggers are ts (TriggersOf its
+// format).
+func (m *Machine) FeedTo(ts Triggers, ev *Event) {
+	for _, t := range ts.list {
+		m.hit(t, ev)
+	}
+}
+
 // triggersOf are the triggers on the event of format def, in order (an
 // empty slice, not nil, for none).
 func (m *Machine) triggersOf(def *tracefs.Event) []*trigger {
@@ -786,6 +813,19 @@ func (m *Machine) hit(t *trigger, ev *Event) {
 	// give; a variable reading another of the same trigger reads the
 	// value it had before this event (as the kernel computes them all
 	// from the references resolved first).
+	if t.plainVars {
+		// No variable reads one of the trigger's own: each is set as
+		// it is computed.
+		for i, x := range t.vars {
+			if n, ok := x.num(ev, t); ok {
+				e.vars[i], e.set[i] = n, true
+			}
+		}
+		for _, a := range t.actions {
+			m.act(t, a, e, ev, t.lookup)
+		}
+		return
+	}
 	for i, x := range t.vars {
 		if x.kind != opStack {
 			t.newVals[i], t.newSet[i] = x.num(ev, t)
