@@ -413,9 +413,12 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 	if s.pageH, err = tracefs.ParseHeaderPage(hp); err != nil {
 		return err
 	}
-	if he, err := read("events/header_event"); err == nil {
-		if s.eventH, err = tracefs.ParseHeaderEvent(he); err != nil {
-			return err
+	if s.perf == nil {
+		// The instance's pages: perf rings hold perf's records.
+		if he, err := read("events/header_event"); err == nil {
+			if s.eventH, err = tracefs.ParseHeaderEvent(he); err != nil {
+				return err
+			}
 		}
 	}
 	s.decoder = tracefs.FieldDecoder{Order: binary.NativeEndian, LongSize: s.pageH.LongSize()}

@@ -130,11 +130,16 @@ func (c *Catalog) hasEventList() bool {
 			return
 		}
 		systems, last := map[string]bool{}, ""
-		eachListed(string(data), func(s, _ string) {
-			if s != last {
+		for rest := string(data); rest != ""; {
+			var l string
+			l, rest, _ = strings.Cut(rest, "\n")
+			if last != "" && len(l) > len(last) && l[len(last)] == ':' && l[:len(last)] == last {
+				continue // the system of the line before (a line of it that is no event adds none)
+			}
+			if s, _, ok := listLine(l); ok && s != last {
 				systems[s], last = true, s
 			}
-		})
+		}
 		if len(systems) > 0 {
 			c.listData, c.listSystems = string(data), systems
 		}

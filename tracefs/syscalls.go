@@ -13,22 +13,28 @@ import (
 // under another name than their number's ("newfstatat", "newuname"), so
 // the name is the first of NAME and newNAME the kernel has. A number the
 // kernel has no event for is "" (the kernel prints unknown_syscall).
+//
+// The architecture's table is read when the first number is named: most
+// runs name none.
 func SyscallNamer(arch string, has func(name string) bool) func(nr uint64) string {
-	table := map[uint64][]string{}
-	for _, l := range strings.Split(syscallNumbers[arch], "\n") {
-		f := strings.Fields(l)
-		if len(f) < 2 {
-			continue
-		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err == nil {
-			table[n] = f[1:]
-		}
-	}
+	var table map[uint64][]string
 	names := map[uint64]string{}
 	return func(nr uint64) string {
 		if n, ok := names[nr]; ok {
 			return n
+		}
+		if table == nil {
+			table = map[uint64][]string{}
+			for _, l := range strings.Split(syscallNumbers[arch], "\n") {
+				f := strings.Fields(l)
+				if len(f) < 2 {
+					continue
+				}
+				n, err := strconv.ParseUint(f[0], 10, 64)
+				if err == nil {
+					table[n] = f[1:]
+				}
+			}
 		}
 		name := ""
 	find:
