@@ -14,6 +14,7 @@ import (
 	"github.com/sqlhist/sqlhist/emit"
 	"github.com/sqlhist/sqlhist/live"
 	"github.com/sqlhist/sqlhist/planner"
+	"github.com/sqlhist/sqlhist/results"
 	"github.com/sqlhist/sqlhist/source"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
@@ -57,6 +58,9 @@ reads() {
 	done
 	return 1
 }
+/work/sqlhist -r --engine stream -o json -d 120 ` + emit.Quote(keepupSQL) + ` > /tmp/s.json 2> /tmp/s.err &
+S=$!
+i=0; until grep -q collecting /tmp/s.err; do i=$((i + 1)); [ $i -lt 600 ] || { echo "@@timeout waiting for the stream run"; break; }; sleep 0.05; done
 read u0 x < /proc/uptime
 sh /work/keepup.sh > /tmp/k.out 2> /tmp/k.err &
 P=$!
@@ -65,17 +69,21 @@ echo "@@pace $(/work/pace ` + strconv.Itoa(n) + `)"
 read u1 x < /proc/uptime
 wait $P; echo "@@script-exit $?"
 read u2 x < /proc/uptime
+kill -INT $S; wait $S; echo "@@stream-exit $?"
 echo "@@uptime $u0 $u1 $u2"
 echo "@@out"; cat /tmp/k.out; echo "@@err"; cat /tmp/k.err
+echo "@@stream-err"; cat /tmp/s.err
+echo "@@stream-json"; cat /tmp/s.json; echo "@@stream-end"
 echo "@@errorlog $(cat $T/error_log | wc -l)"
 `
 	res := boot(t, "6.1", vm.Guest{Script: guest, CombinedOutput: true, Timeout: 20 * time.Minute, CPUs: 1,
 		QemuArgs: []string{"-icount", "shift=0,sleep=off"}, Cmdline: vm.CostCmdline,
 		Files: []vm.File{{Path: "/work/pace", Mode: 0o755, Data: cBuildStatic(t, "testdata/pace/pace.c")},
-			{Path: "/work/keepup.sh", Mode: 0o644, Data: []byte(script.String())}}})
+			{Path: "/work/keepup.sh", Mode: 0o644, Data: []byte(script.String())},
+			{Path: "/work/sqlhist", Mode: 0o755, Data: buildStatic(t, "amd64")}}})
 	out := res.Stdout
 	t.Logf("guest:\n%s", out)
-	for _, w := range []string{fmt.Sprintf("@@pace paced %d ", n), "@@script-exit 0", "@@errorlog 0"} {
+	for _, w := range []string{fmt.Sprintf("@@pace paced %d ", n), "@@script-exit 0", "@@stream-exit 0", "@@errorlog 0"} {
 		if !strings.Contains(out, w) {
 			t.Fatalf("no %q in the guest's output", w)
 		}
@@ -95,6 +103,22 @@ echo "@@errorlog $(cat $T/error_log | wc -l)"
 	if hits < n {
 		t.Errorf("the awk script counted %d wakeups of pace, want at least %d", hits, n)
 	}
+	// The stream engine on the guest's one CPU's perf ring (read in
+	// place and fed as read, readPerfDirect) over the same wakeups: it
+	// reads every event the script's instance does, so it counts as many.
+	js := out[strings.Index(out, "@@stream-json\n")+len("@@stream-json\n"):]
+	js = js[:max(strings.Index(js, "@@stream-end"), 0)]
+	_, rep, err := results.ReadJSONReport(strings.NewReader(js))
+	if err != nil {
+		t.Fatalf("the stream run's JSON: %v\n%s", err, js)
+	}
+	if !strings.Contains(out, "from perf events on") || rep.Lost != 0 || len(rep.Results) == 0 {
+		t.Fatalf("the stream run did not read perf events, lost %d events, or answered nothing", rep.Lost)
+	}
+	if got := rep.Results[0].Totals().Hits; got != uint64(hits) {
+		t.Errorf("the stream engine on one CPU's perf ring counted %d wakeups of pace, the awk script %d", got, hits)
+	}
+	t.Logf("one CPU: the stream engine on perf events and the awk script counted %d and %d of pace's wakeups", rep.Results[0].Totals().Hits, hits)
 }
 
 // TestKeepUpCost (make bench-kernel's companion, SQLHIST_BENCH_KERNEL=1)
