@@ -306,10 +306,16 @@ func (c *ringCursor) next(scratch *[]byte, lost *uint64) (ts uint64, raw []byte,
 	return 0, nil, false
 }
 
+// free gives the kernel back the space of the records walked so far:
+// those next returned are no longer read.
+func (c *ringCursor) free() {
+	atomic.StoreUint64(&c.r.meta.Data_tail, c.tail)
+}
+
 // done frees the space of the records walked, for the kernel to write
 // again, and returns its bytes.
 func (c *ringCursor) done() int {
-	atomic.StoreUint64(&c.r.meta.Data_tail, c.tail)
+	c.free()
 	return int(c.tail - c.from)
 }
 

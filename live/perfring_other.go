@@ -24,6 +24,7 @@ type ringCursor struct{}
 func (r *perfRing) cursor() ringCursor                             { return ringCursor{} }
 func (c *ringCursor) next(*[]byte, *uint64) (uint64, []byte, bool) { return 0, nil, false }
 func (c *ringCursor) done() int                                    { return 0 }
+func (c *ringCursor) free()                                        {}
 
 func openPerfRings([]perfEvent, int) (*perfRings, error) {
 	return nil, errors.New("perf events are Linux's")

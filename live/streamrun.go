@@ -71,7 +71,7 @@ const streamBufferKB = 4096
 // every perfPoll and each time half of it is written (perfRings.watch).
 // The kernel allocates it when it is mapped: the instance's 4 MiB cost a
 // 6.1 guest 4–5 ms of CPU a run (docs/cost.md).
-const perfBufferKB = 1024
+const perfBufferKB = 4096
 
 // MinBufferKB and MaxBufferKB bound --buffer-kb: a page, and 1 GiB per
 // CPU.
@@ -758,8 +758,9 @@ func (s *streamRun) readPerf() int {
 // CPU online: its records are the events in the order they happened, and
 // no other CPU's can come before them, so each is decoded where the ring
 // holds it and fed at once, in batches of feedBatch under the machine's
-// lock (a record the ring's end splits is copied out first). Nothing is
-// kept for a later round.
+// lock (a record the ring's end splits is copied out first), the space of
+// each batch given back to the kernel once it is fed. Nothing is kept for
+// a later round.
 func (s *streamRun) readPerfDirect(r *perfRing) int {
 	var lost uint64
 	var newest uint64
@@ -781,6 +782,9 @@ func (s *streamRun) readPerfDirect(r *perfRing) int {
 		s.m.FeedTo(k.trigs, s.decodeData(k, ts, int32(r.cpu), raw, nil))
 		newest = max(newest, ts)
 		if n++; n == feedBatch {
+			// The records fed are the kernel's to write over: a ring
+			// read while it fills keeps the room it had.
+			c.free()
 			s.mu.Unlock()
 			n = 0
 			s.mu.Lock()

@@ -43,7 +43,7 @@ func newFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fl.StringVar(&o.live.TeardownOut, "teardown-out", "", "when printing or with -e: also write the teardown script of the same compile to `FILE` (before anything is applied)")
 	fl.StringVar(&o.live.PlanOut, "plan-out", "", "when printing a script or with -e: also write the JSON plan (-o json) of the same compile to `FILE`")
 	fl.StringArrayVar(&o.planFiles, "plan", nil, "take the writes from the JSON plan `FILE` (-o json) instead of SQL: print them as a script, apply them with -e, remove them with --teardown -e; repeat to apply several plans in order, all or nothing (--teardown: the last first)")
-	fl.IntVar(&o.live.BufferKB, "buffer-kb", 0, "with -r and the stream engine: the ring buffer of the run's instance or perf events, `N` KiB per CPU (buffer_size_kb; default 4096, on perf events 1024, read each time it is half full): a bigger one loses fewer events while the reader falls behind")
+	fl.IntVar(&o.live.BufferKB, "buffer-kb", 0, "with -r and the stream engine: the ring buffer of the run's instance or perf events, `N` KiB per CPU (buffer_size_kb; default 4096; perf events' is read each time it is half full too): a bigger one loses fewer events while the reader falls behind")
 	fl.IntVar(&o.live.Size, "size", 0, "entries of each histogram's map (size=`N`, 128 to 131072; default 2048, and 8192 for the results of -r's JOINs), in scripts, plans, bootconfigs and -r")
 	fl.StringVarP(&o.onmax, "onmax", "m", "", "with -s, -S or -T: act on a new maximum of the synthetic field `VAR` (onmax); without JOIN, of the event's field VAR")
 	fl.StringVarP(&o.onchange, "onchange", "c", "", "with -s, -S or -T: act when the synthetic field `VAR` changes (onchange); without JOIN, the event's field VAR")
