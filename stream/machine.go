@@ -97,6 +97,7 @@ type trigger struct {
 	refOnce        []bool // by refs: read as an operand (readOnce)
 	own            map[string]int
 	kernelFiltered bool
+	evalFilter     bool // hit evaluates filter
 	tracks         int
 	// plainVars says that no variable of the trigger is a stack or reads
 	// one of the trigger's own (hit sets each as it computes it).
@@ -123,7 +124,9 @@ type trigger struct {
 // action is an onmatch, onmax or onchange handler with its action.
 type action struct {
 	handler string // "onmatch", "onmax", "onchange"
-	track   string // onmax/onchange: the variable tracked
+	// onmatch and onmax say which handler, for act.
+	onmatch, onmax bool
+	track          string // onmax/onchange: the variable tracked
 	// trackVar reads it (resolveVars).
 	trackVar *expr
 	what     string // "trace", "save", "snapshot"
@@ -278,6 +281,9 @@ func New(hists []*planner.Hist, synths []*planner.Synth, format func(system, eve
 			}
 		}
 		t.kernelFiltered = m.opt.KernelFilters && m.Filter(t.spec.System, t.spec.Event) == t.spec.FilterText()
+		// The kernel filters an event it records, not a synthetic
+		// event the machine fires.
+		t.evalFilter = t.filter != nil && !(t.kernelFiltered && t.spec.System != SyntheticSystem)
 		t.key = make([]Value, len(t.keys))
 		t.refVals = make([]uint64, len(t.refs))
 		t.newVals, t.newSet = make([]uint64, len(t.vars)), make([]bool, len(t.vars))
@@ -468,9 +474,9 @@ func compileAction(pa *planner.Action, ev *tracefs.Event) (*action, error) {
 	a := &action{}
 	switch pa.Handler {
 	case planner.OnMatch:
-		a.handler = "onmatch"
+		a.handler, a.onmatch = "onmatch", true
 	case planner.OnMax:
-		a.handler, a.track = "onmax", pa.Track
+		a.handler, a.track, a.onmax = "onmax", pa.Track, true
 	case planner.OnChange:
 		a.handler, a.track = "onchange", pa.Track
 	default:
@@ -712,7 +718,7 @@ func (m *Machine) comm(pid int) string {
 // actions. Its scratch space is the trigger's, so that an event
 // allocates nothing unless it makes an entry.
 func (m *Machine) hit(t *trigger, ev *Event) {
-	if t.filter != nil && !(t.kernelFiltered && ev.Def.System != SyntheticSystem) && !t.filter.match(ev, m.comm) {
+	if t.evalFilter && !t.filter.match(ev, m.comm) {
 		return
 	}
 	t.kbuf = t.kbuf[:0]
@@ -923,10 +929,11 @@ func (t *trigger) resolveVars() {
 
 // act runs one handler on an entry just updated.
 func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLookup) {
-	switch a.handler {
-	case "onmatch":
+	if a.onmatch {
 		m.fire(t, a, ev, lookup)
-	case "onmax", "onchange":
+		return
+	}
+	if a.handler == "onmax" || a.handler == "onchange" {
 		v, ok := t.varNum(a.trackVar)
 		if !ok {
 			return
@@ -934,7 +941,7 @@ func (m *Machine) act(t *trigger, a *action, e *entry, ev *Event, lookup varLook
 		// The kernel's tracked value starts at 0: onmax saves a value
 		// above it, onchange one that differs from it.
 		tr := &e.tracks[a.slot]
-		if a.handler == "onmax" && v <= tr.val || a.handler == "onchange" && v == tr.val {
+		if a.onmax && v <= tr.val || !a.onmax && v == tr.val {
 			return
 		}
 		tr.val = v
