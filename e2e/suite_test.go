@@ -161,6 +161,9 @@ func kernelJob(t *testing.T, kname string, cases []kernelCase) {
 	// tracepoints (bpfengine_guest_test.go), last: they write hist
 	// triggers of their own.
 	add("bpf", func() *phase { return bpfEnginePhase(t, kname) })
+	// The stream engine with one CPU online (onecpu_test.go): last, as
+	// it takes a CPU offline for a while.
+	add("onecpu", func() *phase { return onecpuPhase(t, kname) })
 	if len(phases) == 0 {
 		t.Skipf("SQLHIST_PHASES=%s names no phase of %s", os.Getenv("SQLHIST_PHASES"), kname)
 	}

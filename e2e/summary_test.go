@@ -138,7 +138,7 @@ func noteJob(kname string, start time.Time) {
 // partOrder is the table's phases in the order a kernel's boot runs them;
 // refusal (Debian's 5.10 and riscv64 6.12) and bootconfig (6.1-boot) boot
 // kernels of their own.
-var partOrder = []string{"agree", "differ", "audit", "execute", "queries", "run", "kill", "bpf", "via", "refusal", "stream", "bootconfig"}
+var partOrder = []string{"agree", "differ", "audit", "execute", "queries", "run", "kill", "bpf", "onecpu", "via", "refusal", "stream", "bootconfig"}
 
 // summaryTable renders the per-kernel table: every kernel that ran, in
 // the suite's order, with how it was fetched, its mean boot time, each
