@@ -29,7 +29,9 @@ import (
 //   - cmd/sqlhist/internal/cli is the command's plumbing (flags and their
 //     checks, the man page, completions, the wiring of the packages above);
 //     the command (cmd/sqlhist, tests aside) imports only it and source,
-//     and no other package imports it.
+//     and no other package imports it;
+//   - internal/nohugepages, a leaf, turns transparent huge pages off for
+//     the process: the command imports it, so that its init runs early.
 //
 // Nothing in the pipeline imports live, results or exporter, and only
 // compiler imports the tidb parser.
@@ -37,20 +39,22 @@ func TestImportGraph(t *testing.T) {
 	const mod = "github.com/sqlhist/sqlhist/"
 	const cli = "cmd/sqlhist/internal/cli"
 	allowed := map[string][]string{
-		"source":      {},
-		"compiler":    {"source"},
-		"tracefs":     {},
-		"planner":     {"compiler", "tracefs", "source"},
-		"emit":        {"planner", "source", "tracefs"},
-		"stream":      {"planner", "tracefs"},
-		"bpf":         {"compiler", "planner", "stream", "tracefs"},
-		"results":     {"planner", "source", "tracefs"},
-		"exporter":    {"planner", "results", "source", "tracefs"},
-		"live":        {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "results", "live/remote"},
-		"live/remote": {"emit", "tracefs"},
-		cli:           {"live", "results", "exporter", "compiler", "planner", "emit", "tracefs", "source"},
-		"cmd/sqlhist": {cli, "source"},
+		"source":               {},
+		"compiler":             {"source"},
+		"tracefs":              {},
+		"planner":              {"compiler", "tracefs", "source"},
+		"emit":                 {"planner", "source", "tracefs"},
+		"stream":               {"planner", "tracefs"},
+		"bpf":                  {"compiler", "planner", "stream", "tracefs"},
+		"results":              {"planner", "source", "tracefs"},
+		"exporter":             {"planner", "results", "source", "tracefs"},
+		"live":                 {"compiler", "planner", "emit", "stream", "bpf", "source", "tracefs", "results", "live/remote"},
+		"live/remote":          {"emit", "tracefs"},
+		cli:                    {"live", "results", "exporter", "compiler", "planner", "emit", "tracefs", "source"},
+		"cmd/sqlhist":          {cli, "source", "internal/nohugepages"},
+		"internal/nohugepages": {},
 	}
+	imported := map[string]bool{}
 	for pkg, ok := range allowed {
 		files, _ := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
 		if len(files) == 0 {
@@ -73,6 +77,7 @@ func TestImportGraph(t *testing.T) {
 					t.Errorf("%s imports %s: only exporter may import the Prometheus client", f, path)
 				}
 				if rest, own := strings.CutPrefix(path, mod); own {
+					imported[pkg+" "+rest] = true
 					found := false
 					for _, a := range ok {
 						found = found || a == rest
@@ -83,6 +88,9 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 		}
+	}
+	if !imported["cmd/sqlhist internal/nohugepages"] {
+		t.Errorf("cmd/sqlhist does not import internal/nohugepages: the command would run with transparent huge pages")
 	}
 }
 

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package nohugepages
+
+// Disabled reports whether the process runs without transparent huge
+// pages: elsewhere than Linux the package changes nothing.
+func Disabled() bool { return false }
