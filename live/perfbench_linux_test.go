@@ -17,7 +17,7 @@ import (
 // end are a fixed part: compare two b.N).
 func BenchmarkStreamPerf(b *testing.B) {
 	benchPerfWakeups(b, `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid`,
-		[]string{"load", "load", "kworker/0:1", "sh"}, func(int) uint64 { return 50_000 })
+		[]string{"load", "load", "kworker/0:1", "sh"}, 64, func(int) uint64 { return 50_000 })
 }
 
 // BenchmarkStreamKeepup is BenchmarkStreamPerf with issue 41's question
@@ -25,13 +25,25 @@ func BenchmarkStreamPerf(b *testing.B) {
 // filters) and latencies of 20 to 2,066 µs: the records a run of
 // TestKeepUpCost reads.
 func BenchmarkStreamKeepup(b *testing.B) {
-	benchPerfWakeups(b, `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid WHERE end.next_comm == "pace"`,
-		[]string{"pace"}, func(i int) uint64 { return 20_000 + uint64(i*7919%2047)*1000 })
+	benchPerfWakeups(b, keepupQuery, []string{"pace"}, 64, keepupLat)
 }
 
+// BenchmarkStreamKeepupOneTask is BenchmarkStreamKeepup's wakeups all of
+// one task, as in e2e's TestKeepUpCost, where pace alone is woken.
+func BenchmarkStreamKeepupOneTask(b *testing.B) {
+	benchPerfWakeups(b, keepupQuery, []string{"pace"}, 1, keepupLat)
+}
+
+// keepupQuery is issue 41's filtered wakeup JOIN (e2e's keepupSQL).
+const keepupQuery = `SELECT end.next_comm AS comm, TIMESTAMP_DELTA_USECS AS lat FROM sched_waking AS start JOIN sched_switch AS end ON start.pid = end.next_pid WHERE end.next_comm == "pace"`
+
+// keepupLat spreads the wakeups' latencies over seven log2 buckets.
+func keepupLat(i int) uint64 { return 20_000 + uint64(i*7919%2047)*1000 }
+
 // benchPerfWakeups runs q on b.N wakeups of tasks named comms in turn,
-// each switched to lat(i) ns after its waking.
-func benchPerfWakeups(b *testing.B, q string, comms []string, lat func(i int) uint64) {
+// of pids in turn (tasks of them), each switched to lat(i) ns after its
+// waking.
+func benchPerfWakeups(b *testing.B, q string, comms []string, tasks int, lat func(i int) uint64) {
 	fsys, err := tracefs.Embedded("6.1")
 	if err != nil {
 		b.Fatal(err)
@@ -82,7 +94,7 @@ func benchPerfWakeups(b *testing.B, q string, comms []string, lat func(i int) ui
 	ts := uint64(1e12)
 	for i := range b.N {
 		t := tmpls[i%len(tmpls)]
-		pid := uint32(100 + i%64)
+		pid := uint32(100 + i%tasks)
 		ts += 1000
 		binary.NativeEndian.PutUint64(t.w[perfTimeOff:], ts)
 		binary.NativeEndian.PutUint32(t.w[perfRawOff+wpid.Offset:], pid)
