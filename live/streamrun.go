@@ -129,6 +129,9 @@ type streamRun struct {
 	// perfTracepoints are the tracepoints' names (without their
 	// systems), as BPF links name them.
 	perfTracepoints []string
+	// machineCat reads the machine's formats once for the run: the
+	// perf events' ids (runStreamPerf), then start's machine.
+	machineCat *tracefs.Catalog
 
 	stop    chan struct{}
 	done    chan struct{}
@@ -328,7 +331,8 @@ func runStreamPerf(ctx context.Context, t *Target, plan *planner.Plan, opt Optio
 		return nil, err, true
 	}
 	// The ids are the machine's own, whatever catalog compiled the plan.
-	evs, err := perfEvents(plan, s.m, tracefs.Open(t.FS).Event)
+	s.machineCat = tracefs.Open(t.FS)
+	evs, err := perfEvents(plan, s.m, s.machineCat.Event)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -424,22 +428,19 @@ func (s *streamRun) start(arch *tracefs.Arch, events bool) error {
 	s.decoder = tracefs.FieldDecoder{Order: binary.NativeEndian, LongSize: s.pageH.LongSize()}
 	s.native = true
 	s.formats = map[int]*tracefs.Event{}
+	if s.machineCat == nil {
+		s.machineCat = tracefs.Open(s.t.FS)
+	}
 	format := func(system, name string) (*tracefs.Event, error) {
-		text, err := read("events/" + system + "/" + name + "/format")
+		ev, err := s.machineCat.Event(system, name)
 		if err != nil {
 			return nil, fmt.Errorf("reading the format of %s/%s: %v", system, name, err)
-		}
-		ev, err := tracefs.ParseFormat(system, text)
-		if err != nil {
-			return nil, err
 		}
 		s.formats[ev.ID] = ev
 		return ev, nil
 	}
-	if text, err := read("events/ftrace/kernel_stack/format"); err == nil {
-		if ev, err := tracefs.ParseFormat("ftrace", text); err == nil {
-			s.formats[ev.ID] = ev
-		}
+	if ev, err := s.machineCat.Event("ftrace", "kernel_stack"); err == nil {
+		s.formats[ev.ID] = ev
 	}
 	s.comms = &commCache{t: s.t, names: map[int]string{}}
 	s.syms = newSymCache(s.t)
