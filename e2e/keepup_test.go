@@ -205,7 +205,11 @@ reads() {
 `)
 	for k := range rounds {
 		fmt.Fprintf(&b, "s0=$(ss); /work/pace %d > /dev/null; s1=$(ss); echo \"@@bare %d $((s1 - s0))\"\n", n, k)
-		for _, r := range runs {
+		// Each round starts with the next run: a run's teardown leaves
+		// the kernel work for a while (a kernel-engine run's most), and
+		// the run after it always being the same one would bias it.
+		for i := range runs {
+			r := runs[(k+i)%len(runs)]
 			keepupRun(&b, r.name, r.cmd, k, n)
 		}
 	}
