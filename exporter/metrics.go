@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/sqlhist/sqlhist/planner"
 	"github.com/sqlhist/sqlhist/results"
 )
@@ -218,7 +216,7 @@ func targetLabels(target string, names, values []string) ([]string, []string) {
 }
 
 // health is a gauge or counter of the run's own health.
-func health(m healthMetric, kind dto.MetricType, v float64, target string, values ...string) metric {
+func health(m healthMetric, kind metricKind, v float64, target string, values ...string) metric {
 	names, vals := targetLabels(target, m.labels, values)
 	return metric{name: m.name, help: m.help, kind: kind, labels: names, values: vals, value: v}
 }

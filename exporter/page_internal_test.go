@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sqlhist/sqlhist/results"
@@ -50,6 +51,23 @@ func (c oracleCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// expfmtPage is the page expfmt writes of the families in the format.
+func expfmtPage(t *testing.T, format pageFormat, fams []*dto.MetricFamily) []byte {
+	t.Helper()
+	f := expfmt.NewFormat(expfmt.TypeTextPlain)
+	if format == formatProto {
+		f = expfmt.NewFormat(expfmt.TypeProtoDelim)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, f)
+	for _, mf := range fams {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
 // oracleBoth is a classic histogram with a native one's buckets.
 type oracleBoth struct{ classic, native prometheus.Metric }
 
@@ -69,8 +87,8 @@ func (b oracleBoth) Write(out *dto.Metric) error {
 	return nil
 }
 
-// The families built here equal client_golang's of the same metrics,
-// field by field: the exporter's metrics of a JOIN, a histogram query
+// The page written here equals, byte for byte in both formats, what
+// expfmt writes of client_golang's families of the same metrics: the exporter's metrics of a JOIN, a histogram query
 // and a fleet with a target down, and native histograms whose buckets
 // have gaps of one, two, three and more buckets (spans and deltas),
 // one whose buckets disagree with its count (classic buckets only), and
@@ -111,6 +129,13 @@ func TestFamiliesAsClientGolang(t *testing.T) {
 		ms = append(ms, h)
 	}
 
+	// What the text format escapes, and values of every form.
+	for i, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e21, 0.1, -1, 1, 0, 1.5e-7, 123456789} {
+		ms = append(ms, metric{name: "g_hostile", help: "a \\ and\na second line \"quoted\"", kind: gauge,
+			labels: []string{"v", "w"}, values: []string{string(rune('a'+i)) + "q\"uote \\ back\nline \u03c0", ""}, value: v})
+	}
+	ms = append(ms, metric{name: "c_plain", kind: counter, value: 7})
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(oracleCollector(ms))
 	want, err := reg.Gather()
@@ -124,10 +149,31 @@ func TestFamiliesAsClientGolang(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("%d families, client_golang %d", len(got), len(want))
 	}
-	for i := range got {
-		if !proto.Equal(got[i], want[i]) {
-			t.Errorf("family %d:\n%v\nclient_golang:\n%v", i, got[i], want[i])
+	for _, format := range []pageFormat{formatText, formatProto} {
+		var ours bytes.Buffer
+		if err := writePage(&ours, format, got); err != nil {
+			t.Fatal(err)
 		}
+		theirs := expfmtPage(t, format, want)
+		if bytes.Equal(ours.Bytes(), theirs) {
+			continue
+		}
+		if format == formatText {
+			t.Errorf("the text page differs from expfmt's:\n%s\nexpfmt's:\n%s", ours.Bytes(), theirs)
+			continue
+		}
+		// Say which family differs, and how.
+		dec := expfmt.NewDecoder(&ours, expfmt.NewFormat(expfmt.TypeProtoDelim))
+		for i := range want {
+			var mf dto.MetricFamily
+			if err := dec.Decode(&mf); err != nil {
+				t.Fatalf("family %d: %v", i, err)
+			}
+			if !proto.Equal(&mf, want[i]) {
+				t.Errorf("family %d:\n%v\nclient_golang:\n%v", i, &mf, want[i])
+			}
+		}
+		t.Errorf("the protobuf page differs from expfmt's")
 	}
 	if len(ms) < 30 {
 		t.Errorf("only %d metrics compared", len(ms))
@@ -145,10 +191,10 @@ func TestFamiliesLeaveOut(t *testing.T) {
 		{name: "a", help: "h", kind: gauge, labels: []string{"x"}, values: []string{"bad\xff"}, value: 4},
 	}
 	fams, errs := families(ms)
-	if len(errs) != 2 || len(fams) != 1 || len(fams[0].Metric) != 2 {
+	if len(errs) != 2 || len(fams) != 1 || len(fams[0].series) != 2 {
 		t.Fatalf("errors %v, families %v", errs, fams)
 	}
-	if v := fams[0].Metric[1].Label[0].GetValue(); v != "bad\uFFFD" {
+	if v := fams[0].series[1].labels[0].value; v != "bad\uFFFD" {
 		t.Errorf("label value %q", v)
 	}
 }
@@ -203,6 +249,59 @@ func TestServeMetricsFormats(t *testing.T) {
 		}
 		if m.name == "process_start_time_seconds" && math.Abs(m.value-float64(time.Now().Unix())) > 3600 {
 			t.Errorf("started at %v", m.value)
+		}
+	}
+}
+
+// The format a scraper is given: protobuf only when it asks for the
+// delimited protocol buffers before the text format; the Content-Type
+// read back by expfmt as that format; for the Accept headers
+// Prometheus sends (2.x, with and without native histograms, and 3.x),
+// the same format expfmt's negotiation picks.
+func TestNegotiate(t *testing.T) {
+	const (
+		protoDelim = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+		prom2      = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+		prom2NH    = protoDelim + ";q=0.8,application/openmetrics-text;version=1.0.0;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+		prom3      = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+		prom3NH    = protoDelim + ";escaping=allow-utf-8;q=0.7," + prom3
+	)
+	for _, c := range []struct {
+		accept       string
+		want         pageFormat
+		asPrometheus bool
+	}{
+		{"", formatText, true},
+		{"*/*", formatText, true},
+		{prom2, formatText, true},
+		{prom2NH, formatProto, true},
+		{prom3, formatText, true},
+		{prom3NH, formatProto, true},
+		{protoDelim, formatProto, true},
+		{" Application/Vnd.Google.Protobuf ; proto=io.prometheus.client.MetricFamily ; encoding=delimited", formatProto, false},
+		{protoDelim + ";q=0", formatText, false},
+		{"text/plain;q=0.9," + protoDelim + ";q=0.5", formatText, false},
+		{"text/plain;version=0.0.4;q=0.2," + protoDelim + ";q=0.5", formatProto, false},
+		{"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text", formatText, false},
+		{"application/vnd.google.protobuf;proto=other;encoding=delimited", formatText, false},
+		{"garbage;;q=x,,", formatText, false},
+	} {
+		got, ct := negotiate(c.accept)
+		if got != c.want {
+			t.Errorf("Accept %q: format %v, want %v", c.accept, got, c.want)
+		}
+		h := http.Header{}
+		h.Set("Content-Type", ct)
+		rf := expfmt.ResponseFormat(h).FormatType()
+		if want := map[pageFormat]expfmt.FormatType{formatText: expfmt.TypeTextPlain, formatProto: expfmt.TypeProtoDelim}[got]; rf != want {
+			t.Errorf("Accept %q: Content-Type %q read by expfmt as %v, want %v", c.accept, ct, rf, want)
+		}
+		if c.asPrometheus {
+			h := http.Header{}
+			h.Set("Accept", c.accept)
+			if theirs := expfmt.Negotiate(h).FormatType(); theirs != rf {
+				t.Errorf("Accept %q: %v, expfmt negotiates %v", c.accept, rf, theirs)
+			}
 		}
 	}
 }
