@@ -2,8 +2,12 @@ GO ?= go
 
 .PHONY: build test unit kernels golden fuzz bench dist install
 
+# The heap without transparent huge pages from its first page
+# (internal/nohugepages.LinkFlag, which a test holds this line to).
+LDFLAGS ?= -X=runtime.godebugDefault=disablethp=1
+
 build:
-	CGO_ENABLED=0 $(GO) build -o sqlhist ./cmd/sqlhist
+	CGO_ENABLED=0 $(GO) build -ldflags='$(LDFLAGS)' -o sqlhist ./cmd/sqlhist
 
 # What CI runs: the unit, golden and fuzz tests and, at the same time,
 # every golden case in real kernels under qemu. The two share the

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/sqlhist/sqlhist/e2e/vm"
+	"github.com/sqlhist/sqlhist/internal/nohugepages"
 )
 
 //go:embed guest.sh
@@ -295,7 +296,7 @@ func goBuildStatic(t *testing.T, pkg, arch string) []byte {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd := exec.Command("go", "build", "-ldflags="+nohugepages.LinkFlag, "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOARM="+goarm)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %s for %s: %v\n%s", pkg, arch, err, out)

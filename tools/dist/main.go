@@ -32,6 +32,8 @@ import (
 	"strings"
 
 	"golang.org/x/tools/txtar"
+
+	"github.com/sqlhist/sqlhist/internal/nohugepages"
 )
 
 type target struct {
@@ -95,7 +97,7 @@ func main() {
 // build compiles one target. -buildid= and -trimpath leave nothing of
 // the machine or the time in the binary; the VCS stamp is the commit.
 func build(t target, path string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=auto", "-ldflags=-s -w -buildid=", "-o", path, "./cmd/sqlhist")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=auto", "-ldflags=-s -w -buildid= "+nohugepages.LinkFlag, "-o", path, "./cmd/sqlhist")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+t.goarch, "GOARM="+t.goarm)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build for %s: %v\n%s", t.goarch, err, b)
