@@ -13,6 +13,7 @@ import (
 	"testing/fstest"
 
 	"github.com/sqlhist/sqlhist/compiler"
+	"github.com/sqlhist/sqlhist/internal/nohugepages"
 	"github.com/sqlhist/sqlhist/tracefs"
 )
 
@@ -202,7 +203,7 @@ func BenchmarkWorstCompile(b *testing.B) {
 // that GODEBUG=inittrace=1 reports (init-ms/op, init-B/op, packages/op).
 func BenchmarkProcessStart(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "sqlhist")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-ldflags="+nohugepages.LinkFlag, "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	var initMs, initBytes, pkgs float64
